@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of the adk binary.
+const (
+	exitOK     = 0
+	exitError  = 1
+	exitFailed = 2
+)
+
+// exitCodeError carries an exit code other than the default 1 through cobra.
+// A nil Err with code 2 means "evaluated, and the verdict is fail".
+type exitCodeError struct {
+	Code int
+	Err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *exitCodeError) Unwrap() error { return e.Err }
+
+// newRootCmd builds the command tree. Only commands that work are registered.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "adk",
+		Short:         "Distributed evaluation and trace system for LLM agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{err}
+	})
+	root.AddCommand(newVersionCmd())
+	return root
+}
+
+// usageError marks a command-line mistake; it exits 1 like every error.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return "usage: " + e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// run executes the CLI and returns the process exit code. Errors are printed
+// as a single line: no usage dump, no stack trace.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	code := exitError
+	var ce *exitCodeError
+	if errors.As(err, &ce) {
+		code = ce.Code
+		if ce.Err == nil {
+			return code
+		}
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(stderr, "adk: %s\n", msg)
+	return code
+}
