@@ -2,6 +2,9 @@ module github.com/fadcedab/adk
 
 go 1.26.0
 
+// raft v1.8.0 pulls go-metrics v0.7.0, which dropped the compat package that
+// raft-boltdb/v2 v2.3.1 imports; v0.6.1 still has it. Remove once a
+// raft-boltdb release builds against go-metrics v0.7.
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
 
 require (
