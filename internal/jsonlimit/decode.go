@@ -1,0 +1,643 @@
+package jsonlimit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Decode parses one JSON document into generic values: map[string]any,
+// []any, string, json.Number, bool and nil. It checks the document size
+// first and every other limit while scanning, so it fails at the first
+// violation without building the oversized part. Zero fields of lim take
+// their defaults; a field above its default is an error wrapping
+// ErrInvalidLimits.
+func Decode(data []byte, lim Limits) (any, error) {
+	d, err := newDecoder(data, lim, true)
+	if err != nil {
+		return nil, err
+	}
+	return d.document()
+}
+
+// DecodeReader reads at most lim.MaxBytes+1 bytes from r and decodes them
+// like Decode, so an oversized stream is refused without being read whole.
+func DecodeReader(r io.Reader, lim Limits) (any, error) {
+	lim, err := lim.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, int64(lim.MaxBytes)+1))
+	if err != nil {
+		return nil, fmt.Errorf("jsonlimit: read: %w", err)
+	}
+	return Decode(data, lim)
+}
+
+// Check validates data against lim like Decode, without building values.
+func Check(data []byte, lim Limits) error {
+	d, err := newDecoder(data, lim, false)
+	if err != nil {
+		return err
+	}
+	_, err = d.document()
+	return err
+}
+
+// Unmarshal checks data against lim (as Check), then decodes it into v with
+// unknown fields refused (CodeUnknownField, naming the key) and numbers in
+// interface values kept as json.Number. Wrong JSON types give CodeType; an
+// error from a custom unmarshaler or a text type gives CodeInvalidValue with
+// the original error reachable through errors.As but not in the message.
+//
+// Field names match the way encoding/json matches them, which includes its
+// case-insensitive fallback.
+func Unmarshal(data []byte, lim Limits, v any) error {
+	if err := Check(data, lim); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return unmarshalError(err)
+	}
+	return nil
+}
+
+// unmarshalError maps an encoding/json error to *Error. encoding/json has no
+// typed error for an unknown field, so that one is recognised by its
+// message, which has been stable since the option was added.
+func unmarshalError(err error) error {
+	var invalid *json.InvalidUnmarshalError
+	if errors.As(err, &invalid) {
+		return fmt.Errorf("jsonlimit: %w", err)
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		e := &Error{Code: CodeType, Path: "$", cause: err}
+		if typ.Field != "" {
+			e.Path = "$." + truncateKey(typ.Field)
+		}
+		if typ.Type != nil {
+			e.Reason = "cannot decode JSON " + typ.Value + " into " + typ.Type.String()
+		}
+		return e
+	}
+	const prefix = `json: unknown field "`
+	if msg := err.Error(); strings.HasPrefix(msg, prefix) {
+		name, uerr := strconv.Unquote(msg[len(prefix)-1:])
+		if uerr != nil {
+			name = strings.TrimSuffix(msg[len(prefix):], `"`)
+		}
+		return &Error{Code: CodeUnknownField, Path: "$", Key: truncateKey(name)}
+	}
+	return &Error{Code: CodeInvalidValue, Path: "$", Reason: "value rejected by the target type", cause: err}
+}
+
+// segment is one step of the path to the value being parsed: an object key
+// or an array index.
+type segment struct {
+	key   string
+	index int
+	isKey bool
+}
+
+type decoder struct {
+	data  []byte
+	pos   int
+	lim   Limits
+	build bool // false: validate only, build no values
+
+	depth    int
+	nodes    int
+	strTotal int
+	path     []segment
+	scratch  []byte // reused buffer for strings with escapes
+}
+
+func newDecoder(data []byte, lim Limits, build bool) (*decoder, error) {
+	lim, err := lim.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > lim.MaxBytes {
+		return nil, &Error{Code: CodeTooLarge, Limit: lim.MaxBytes, Path: "$"}
+	}
+	return &decoder{data: data, lim: lim, build: build}, nil
+}
+
+func (d *decoder) document() (any, error) {
+	d.skipSpace()
+	v, err := d.value()
+	if err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.data) {
+		return nil, d.syntax("trailing data after the document")
+	}
+	return v, nil
+}
+
+// pathString renders the current path, like $.cases[3]["a b"].
+func (d *decoder) pathString() string {
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, s := range d.path {
+		if !s.isKey {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+			continue
+		}
+		k := truncateKey(s.key)
+		if isIdentifier(k) {
+			b.WriteByte('.')
+			b.WriteString(k)
+		} else {
+			b.WriteByte('[')
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func (d *decoder) limitErr(code string, limit int) error {
+	return &Error{Code: code, Limit: limit, Path: d.pathString()}
+}
+
+func (d *decoder) syntax(reason string) error {
+	return &Error{Code: CodeInvalidJSON, Path: d.pathString(), Offset: d.pos, Reason: reason}
+}
+
+func (d *decoder) eof() error {
+	return d.syntax("unexpected end of input")
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value parses the value at d.pos, which is not whitespace.
+func (d *decoder) value() (any, error) {
+	if d.pos >= len(d.data) {
+		return nil, d.eof()
+	}
+	d.nodes++
+	if d.nodes > d.lim.MaxNodes {
+		return nil, d.limitErr(CodeNodes, d.lim.MaxNodes)
+	}
+	switch c := d.data[d.pos]; c {
+	case '{':
+		return d.object()
+	case '[':
+		return d.array()
+	case '"':
+		s, err := d.str(d.build)
+		if err != nil || !d.build {
+			return nil, err
+		}
+		return s, nil
+	case 't':
+		return true, d.literal("true")
+	case 'f':
+		return false, d.literal("false")
+	case 'n':
+		return nil, d.literal("null")
+	default:
+		if c == '-' || '0' <= c && c <= '9' {
+			return d.number()
+		}
+		return nil, d.syntax("unexpected character")
+	}
+}
+
+func (d *decoder) literal(lit string) error {
+	if len(d.data)-d.pos < len(lit) {
+		if string(d.data[d.pos:]) == lit[:len(d.data)-d.pos] {
+			d.pos = len(d.data)
+			return d.eof()
+		}
+		return d.syntax("invalid literal")
+	}
+	if string(d.data[d.pos:d.pos+len(lit)]) != lit {
+		return d.syntax("invalid literal")
+	}
+	d.pos += len(lit)
+	return nil
+}
+
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > d.lim.MaxDepth {
+		return d.limitErr(CodeDepth, d.lim.MaxDepth)
+	}
+	return nil
+}
+
+func (d *decoder) array() (any, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	d.pos++ // '['
+	var list []any
+	if d.build {
+		list = []any{}
+	}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		d.depth--
+		return listValue(list, d.build), nil
+	}
+	n := 0
+	for {
+		if n == d.lim.MaxList {
+			return nil, d.limitErr(CodeList, d.lim.MaxList)
+		}
+		d.path = append(d.path, segment{index: n})
+		d.skipSpace()
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		d.path = d.path[:len(d.path)-1]
+		if d.build {
+			list = append(list, v)
+		}
+		n++
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.eof()
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			d.depth--
+			return listValue(list, d.build), nil
+		default:
+			return nil, d.syntax("expected ',' or ']' in array")
+		}
+	}
+}
+
+// listValue returns list as an any, or nil when values are not being built
+// (a nil []any in an interface is not a nil interface).
+func listValue(list []any, build bool) any {
+	if !build {
+		return nil
+	}
+	return list
+}
+
+func (d *decoder) object() (any, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	d.pos++ // '{'
+	var obj map[string]any
+	var seen map[string]struct{}
+	if d.build {
+		obj = map[string]any{}
+	} else {
+		seen = map[string]struct{}{}
+	}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		d.depth--
+		return mapValue(obj, d.build), nil
+	}
+	n := 0
+	for {
+		if d.pos >= len(d.data) {
+			return nil, d.eof()
+		}
+		if d.data[d.pos] != '"' {
+			return nil, d.syntax("expected a string key in object")
+		}
+		if n == d.lim.MaxObjectKeys {
+			return nil, d.limitErr(CodeObject, d.lim.MaxObjectKeys)
+		}
+		d.nodes++
+		if d.nodes > d.lim.MaxNodes {
+			return nil, d.limitErr(CodeNodes, d.lim.MaxNodes)
+		}
+		key, err := d.str(true)
+		if err != nil {
+			return nil, err
+		}
+		dup := false
+		if d.build {
+			_, dup = obj[key]
+		} else {
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		}
+		if dup {
+			return nil, &Error{Code: CodeDuplicateKey, Path: d.pathString(), Key: truncateKey(key)}
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.eof()
+		}
+		if d.data[d.pos] != ':' {
+			return nil, d.syntax("expected ':' after object key")
+		}
+		d.pos++
+		d.skipSpace()
+		d.path = append(d.path, segment{key: key, isKey: true})
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		d.path = d.path[:len(d.path)-1]
+		if d.build {
+			obj[key] = v
+		}
+		n++
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, d.eof()
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case '}':
+			d.pos++
+			d.depth--
+			return mapValue(obj, d.build), nil
+		default:
+			return nil, d.syntax("expected ',' or '}' in object")
+		}
+	}
+}
+
+func mapValue(obj map[string]any, build bool) any {
+	if !build {
+		return nil
+	}
+	return obj
+}
+
+// str parses the string at d.pos (an opening quote), enforcing the single
+// string and total string limits on its decoded length before allocating
+// it. With build false it validates only and returns "".
+func (d *decoder) str(build bool) (string, error) {
+	start := d.pos + 1
+	i := start
+	escaped, nonASCII := false, false
+	for {
+		if i >= len(d.data) {
+			d.pos = i
+			return "", d.eof()
+		}
+		c := d.data[i]
+		if c == '"' {
+			break
+		}
+		switch {
+		case c < 0x20:
+			d.pos = i
+			return "", d.syntax("control character in string")
+		case c == '\\':
+			escaped = true
+			i++ // the escaped byte cannot end the string
+		case c >= 0x80:
+			nonASCII = true
+		}
+		i++
+	}
+	raw := d.data[start:i]
+	end := i + 1
+	if !escaped {
+		if err := d.countString(len(raw)); err != nil {
+			return "", err
+		}
+		if nonASCII && !utf8.Valid(raw) {
+			d.pos = start
+			return "", &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: start, Reason: "invalid UTF-8 in string"}
+		}
+		d.pos = end
+		if !build {
+			return "", nil
+		}
+		return string(raw), nil
+	}
+	buf, err := d.unescape(raw, start)
+	if err != nil {
+		return "", err
+	}
+	if err := d.countString(len(buf)); err != nil {
+		return "", err
+	}
+	if nonASCII && !utf8.Valid(buf) {
+		d.pos = start
+		return "", &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: start, Reason: "invalid UTF-8 in string"}
+	}
+	d.pos = end
+	if !build {
+		return "", nil
+	}
+	return string(buf), nil
+}
+
+func (d *decoder) countString(n int) error {
+	if n > d.lim.MaxString {
+		return d.limitErr(CodeString, d.lim.MaxString)
+	}
+	d.strTotal += n
+	if d.strTotal > d.lim.MaxStringTotal {
+		return d.limitErr(CodeStringBudget, d.lim.MaxStringTotal)
+	}
+	return nil
+}
+
+// unescape decodes raw (a string body with escapes) into d.scratch, giving
+// up as soon as it exceeds MaxString so the buffer stays bounded. base is
+// raw's offset in the document, for error offsets.
+func (d *decoder) unescape(raw []byte, base int) ([]byte, error) {
+	// Decoded bytes never outnumber raw bytes, so one allocation of the
+	// smaller of the two bounds suffices.
+	if need := min(len(raw), d.lim.MaxString+utf8.UTFMax); cap(d.scratch) < need {
+		d.scratch = make([]byte, 0, need)
+	}
+	buf := d.scratch[:0]
+	defer func() { d.scratch = buf[:0] }()
+	for i := 0; i < len(raw); {
+		if len(buf) > d.lim.MaxString {
+			return nil, d.limitErr(CodeString, d.lim.MaxString)
+		}
+		c := raw[i]
+		if c != '\\' {
+			j := bytes.IndexByte(raw[i:], '\\')
+			if j < 0 {
+				j = len(raw) - i
+			}
+			if len(buf)+j > d.lim.MaxString {
+				return nil, d.limitErr(CodeString, d.lim.MaxString)
+			}
+			buf = append(buf, raw[i:i+j]...)
+			i += j
+			continue
+		}
+		if i+1 >= len(raw) {
+			d.pos = base + i
+			return nil, d.syntax("invalid escape")
+		}
+		switch raw[i+1] {
+		case '"', '\\', '/':
+			buf = append(buf, raw[i+1])
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := hex4(raw[i+2:])
+			if !ok {
+				d.pos = base + i
+				return nil, d.syntax("invalid \\u escape")
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2, ok2 := rune(-1), false
+				if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					r2, ok2 = hex4(raw[i+2:])
+				}
+				if r >= 0xDC00 || !ok2 || r2 < 0xDC00 || r2 > 0xDFFF {
+					d.pos = base + i - 6
+					return nil, &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: d.pos, Reason: "unpaired surrogate escape"}
+				}
+				r = utf16.DecodeRune(r, r2)
+				i += 6
+			}
+			buf = utf8.AppendRune(buf, r)
+			continue
+		default:
+			d.pos = base + i
+			return nil, d.syntax("invalid escape")
+		}
+		i += 2
+	}
+	if len(buf) > d.lim.MaxString {
+		return nil, d.limitErr(CodeString, d.lim.MaxString)
+	}
+	return buf, nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// number parses a JSON number per RFC 8259 and returns it as json.Number.
+func (d *decoder) number() (any, error) {
+	start := d.pos
+	i := d.pos
+	data := d.data
+	if data[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i >= len(data):
+		d.pos = i
+		return nil, d.eof()
+	case data[i] == '0':
+		i++
+	case '1' <= data[i] && data[i] <= '9':
+		digits()
+	default:
+		d.pos = i
+		return nil, d.syntax("invalid number")
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if digits() == 0 {
+			d.pos = i
+			if i >= len(data) {
+				return nil, d.eof()
+			}
+			return nil, d.syntax("invalid number")
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			d.pos = i
+			if i >= len(data) {
+				return nil, d.eof()
+			}
+			return nil, d.syntax("invalid number")
+		}
+	}
+	d.pos = i
+	if !d.build {
+		return nil, nil
+	}
+	return json.Number(data[start:i]), nil
+}
