@@ -1,0 +1,70 @@
+package bus
+
+import "fmt"
+
+// Subjects. Every subject starts with "adk."; request/reply APIs carry a
+// version token so a v2 can run beside v1. Ids are single tokens: see
+// ValidToken.
+const (
+	// TaskSubjectPrefix prefixes per-worker task subjects: adk.task.<worker>.
+	TaskSubjectPrefix = "adk.task."
+	// ResultSubjectPrefix prefixes per-job result subjects: adk.result.<job>.
+	ResultSubjectPrefix = "adk.result."
+	// SignalSubjectPrefix prefixes signal subjects: adk.signal.<kind>.
+	SignalSubjectPrefix = "adk.signal."
+	// CoordSubjectPrefix prefixes the coordinator API: adk.coord.v1.<op>.
+	CoordSubjectPrefix = "adk.coord.v1."
+	// TraceQuerySubject is the trace query service every store node serves.
+	TraceQuerySubject = "adk.trace.v1.query"
+
+	// AllTasksSubject matches every task subject (stream filter).
+	AllTasksSubject = TaskSubjectPrefix + "*"
+	// AllResultsSubject matches every result subject.
+	AllResultsSubject = ResultSubjectPrefix + "*"
+	// AllSignalsSubject matches every signal subject.
+	AllSignalsSubject = SignalSubjectPrefix + "*"
+	// AllCoordSubject matches every coordinator API subject.
+	AllCoordSubject = CoordSubjectPrefix + "*"
+
+	// MaxTokenLen bounds one id token in a subject.
+	MaxTokenLen = 128
+)
+
+// ValidToken reports whether s can be one subject token: 1..MaxTokenLen
+// bytes of [A-Za-z0-9_-]. That rules out the separators and wildcards NATS
+// gives meaning to ('.', '*', '>'), whitespace and control bytes, so an id
+// from outside can never widen or redirect a subject.
+func ValidToken(s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidToken)
+	}
+	if len(s) > MaxTokenLen {
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, MaxTokenLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: byte %d is not in [A-Za-z0-9_-]", ErrInvalidToken, i)
+		}
+	}
+	return nil
+}
+
+func subject(prefix, token string) (string, error) {
+	if err := ValidToken(token); err != nil {
+		return "", fmt.Errorf("subject %s<token>: %w", prefix, err)
+	}
+	return prefix + token, nil
+}
+
+// TaskSubject returns adk.task.<workerID>.
+func TaskSubject(workerID string) (string, error) { return subject(TaskSubjectPrefix, workerID) }
+
+// ResultSubject returns adk.result.<jobID>.
+func ResultSubject(jobID string) (string, error) { return subject(ResultSubjectPrefix, jobID) }
+
+// SignalSubject returns adk.signal.<kind>.
+func SignalSubject(kind string) (string, error) { return subject(SignalSubjectPrefix, kind) }
+
+// CoordSubject returns adk.coord.v1.<op>.
+func CoordSubject(op string) (string, error) { return subject(CoordSubjectPrefix, op) }
