@@ -1,0 +1,194 @@
+package secrets
+
+import (
+	"strings"
+)
+
+// exactKeys are sensitive when the normalized key equals one of them.
+var exactKeys = map[string]bool{
+	"apikey": true, "privatekey": true, "signingkey": true, "clientassertion": true,
+	"bearer": true, "cookie": true, "setcookie": true, "otp": true, "pin": true,
+}
+
+// containedKeys are sensitive when the normalized key contains one of them.
+var containedKeys = []string{"token", "credential", "authorization", "password", "passwd", "secret"}
+
+// normalize lowercases k and removes the separators _ - space . and :, so
+// API-Key, api_key and apiKey all become "apikey".
+func normalize(k string) string {
+	k = strings.ToLower(k)
+	if !strings.ContainsAny(k, "_- .:") {
+		return k
+	}
+	var b strings.Builder
+	b.Grow(len(k))
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; c {
+		case '_', '-', ' ', '.', ':':
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// IsSensitiveKey reports whether a map key names a secret, by the contract's
+// rule: the key is lowercased and the separators _ - space . : removed; it is
+// sensitive if it then equals apikey, privatekey, signingkey,
+// clientassertion, bearer, cookie, setcookie, otp or pin, or contains token,
+// credential, authorization, password, passwd or secret.
+//
+// The rule is deliberately broad: gen_ai.usage.input_tokens contains "token"
+// and is sensitive. Callers that must keep such keys (the span boundary's
+// integer usage counters) use IsSensitiveKeyExcept or a Pruner with an
+// allowlist.
+func IsSensitiveKey(k string) bool {
+	n := normalize(k)
+	if exactKeys[n] {
+		return true
+	}
+	for _, c := range containedKeys {
+		if strings.Contains(n, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsSensitiveKeyExcept is IsSensitiveKey with an allowlist: a key equal
+// (exactly, case and separators included) to one of allow is never
+// sensitive.
+func IsSensitiveKeyExcept(k string, allow ...string) bool {
+	for _, a := range allow {
+		if k == a {
+			return false
+		}
+	}
+	return IsSensitiveKey(k)
+}
+
+// UsageCounterKeys returns the gen-ai usage counter attribute keys, which
+// the sensitive-key rule matches ("token") but which are integer counters
+// the span boundary keeps. It returns a new slice on every call.
+func UsageCounterKeys() []string {
+	return []string{
+		"gen_ai.usage.input_tokens",
+		"gen_ai.usage.output_tokens",
+		"gen_ai.usage.cache_read.input_tokens",
+		"gen_ai.usage.reasoning_tokens",
+	}
+}
+
+// maxDepth bounds the recursion of Prune and Redactor.Value. Values deeper
+// than this (which bounded JSON never produces, but a cyclic Go value would)
+// are replaced by nil rather than risk a stack overflow or leak a secret.
+const maxDepth = 1000
+
+// Pruner removes sensitive entries, keeping the keys of an allowlist.
+// The zero value prunes by IsSensitiveKey alone.
+type Pruner struct {
+	allow map[string]bool
+}
+
+// NewPruner returns a Pruner that keeps keys exactly equal to one of allow
+// even if they match the sensitive-key rule.
+func NewPruner(allow ...string) *Pruner {
+	p := &Pruner{allow: make(map[string]bool, len(allow))}
+	for _, a := range allow {
+		p.allow[a] = true
+	}
+	return p
+}
+
+// Sensitive reports whether p removes the key k.
+func (p *Pruner) Sensitive(k string) bool {
+	if p != nil && p.allow[k] {
+		return false
+	}
+	return IsSensitiveKey(k)
+}
+
+// Prune returns a deep copy of v with every sensitive map entry removed, at
+// any depth, through map[string]any, []any, map[string]string, []string and
+// map[string][]string. Other values (strings, numbers, bools, nil, and any
+// type it does not know) are returned as they are; convert structs to
+// generic values first. v is never modified.
+func Prune(v any) any { return (*Pruner)(nil).Prune(v) }
+
+// Prune is the package-level Prune with p's allowlist.
+func (p *Pruner) Prune(v any) any { return p.walk(v, nil, 0) }
+
+// walk copies v, dropping sensitive entries and, when redact is non-nil,
+// passing every string value through it.
+func (p *Pruner) walk(v any, redact func(string) string, depth int) any {
+	if depth > maxDepth {
+		return nil
+	}
+	str := func(s string) string {
+		if redact == nil {
+			return s
+		}
+		return redact(s)
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if !p.Sensitive(k) {
+				out[k] = p.walk(e, redact, depth+1)
+			}
+		}
+		return out
+	case []any:
+		if v == nil {
+			return v
+		}
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = p.walk(e, redact, depth+1)
+		}
+		return out
+	case map[string]string:
+		if v == nil {
+			return v
+		}
+		out := make(map[string]string, len(v))
+		for k, e := range v {
+			if !p.Sensitive(k) {
+				out[k] = str(e)
+			}
+		}
+		return out
+	case map[string][]string:
+		if v == nil {
+			return v
+		}
+		out := make(map[string][]string, len(v))
+		for k, e := range v {
+			if !p.Sensitive(k) {
+				out[k] = copyStrings(e, str)
+			}
+		}
+		return out
+	case []string:
+		return copyStrings(v, str)
+	case string:
+		return str(v)
+	default:
+		return v
+	}
+}
+
+func copyStrings(v []string, str func(string) string) []string {
+	if v == nil {
+		return nil
+	}
+	out := make([]string, len(v))
+	for i, e := range v {
+		out[i] = str(e)
+	}
+	return out
+}
