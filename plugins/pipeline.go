@@ -239,8 +239,15 @@ func (p *Pipeline) call(ctx context.Context, c *compiled, h hookIndex, f callFun
 	}()
 	select {
 	case r := <-ch:
+		if ctx.Err() != nil {
+			// The caller is gone; whatever the plugin decided is moot.
+			return callResult{failure: OutcomeCancelled}
+		}
 		return fence(r, deadline)
 	case <-hctx.Done():
+	}
+	if ctx.Err() != nil {
+		return callResult{failure: OutcomeCancelled}
 	}
 	// Prefer a completion that was already delivered within the deadline.
 	select {
@@ -249,9 +256,6 @@ func (p *Pipeline) call(ctx context.Context, c *compiled, h hookIndex, f callFun
 			return r
 		}
 	default:
-	}
-	if ctx.Err() != nil {
-		return callResult{failure: OutcomeCancelled}
 	}
 	return callResult{failure: OutcomeTimeout}
 }

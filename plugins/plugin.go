@@ -267,3 +267,26 @@ func Halt(reason string) Outcome { return Outcome{kind: kindHalt, reason: reason
 
 // IsObserve reports whether o keeps the current value.
 func (o Outcome) IsObserve() bool { return o.kind == kindObserve }
+
+// Kind names what o asks for: "observe", "amend", "return", "replace" or
+// "halt".
+func (o Outcome) Kind() string {
+	switch o.kind {
+	case kindAmend:
+		return "amend"
+	case kindReturn:
+		return "return"
+	case kindReplace:
+		return "replace"
+	case kindHalt:
+		return "halt"
+	}
+	return "observe"
+}
+
+// Value is the value of an Amend, Return or Replace.
+func (o Outcome) Value() any { return o.value }
+
+// Reason is the reason of a Halt, as the plugin gave it (the pipeline
+// redacts it before anyone else sees it).
+func (o Outcome) Reason() string { return o.reason }

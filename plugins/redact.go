@@ -16,9 +16,8 @@ func pruneExtra(extra map[string]any) map[string]any {
 	return pruned
 }
 
-// keyValue matches "key=value" and "key: value" pairs, with the value quoted
-// or running to the next separator.
-var keyValue = regexp.MustCompile(`([A-Za-z0-9_.:-]+)(\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&]+)`)
+// keyPrefix matches the "key=" or "key: " before a value.
+var keyPrefix = regexp.MustCompile(`([A-Za-z0-9_.-]+)\s*[:=]\s*`)
 
 // bearer matches an HTTP bearer credential.
 var bearer = regexp.MustCompile(`(?i)\bbearer\s+[^\s,;]+`)
@@ -29,13 +28,7 @@ var bearer = regexp.MustCompile(`(?i)\bbearer\s+[^\s,;]+`)
 // UTF-8.
 func redactReason(s string) string {
 	s = bearer.ReplaceAllString(s, "Bearer [REDACTED]")
-	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
-		sub := keyValue.FindStringSubmatch(m)
-		if isSensitiveKey(sub[1]) {
-			return sub[1] + sub[2] + "[REDACTED]"
-		}
-		return m
-	})
+	s = redactValues(s)
 	if len(s) > maxReasonBytes {
 		cut := maxReasonBytes
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -44,4 +37,37 @@ func redactReason(s string) string {
 		s = s[:cut]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// redactValues replaces the value after every sensitive "key=" or "key: "
+// (quoted, or up to the next space, comma, semicolon or ampersand).
+func redactValues(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range keyPrefix.FindAllStringSubmatchIndex(s, -1) {
+		if m[0] < last || !isSensitiveKey(s[m[2]:m[3]]) {
+			continue
+		}
+		end := m[1]
+		switch {
+		case end < len(s) && (s[end] == '"' || s[end] == '\''):
+			if i := strings.IndexByte(s[end+1:], s[end]); i >= 0 {
+				end += i + 2
+			} else {
+				end = len(s)
+			}
+		default:
+			for end < len(s) && !strings.ContainsRune(" \t\n,;&", rune(s[end])) {
+				end++
+			}
+		}
+		b.WriteString(s[last:m[1]])
+		b.WriteString("[REDACTED]")
+		last = end
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
