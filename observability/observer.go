@@ -35,6 +35,12 @@ type Observation struct {
 	// Start is the wall-clock start; zero means now. Durations are measured
 	// with the monotonic clock regardless.
 	Start time.Time
+	// Stream marks a streaming model call (the "stream" metric label).
+	Stream bool
+	// Content is the operation's input (prompt, tool arguments). It is
+	// only ever captured into a v1 envelope, secret-pruned, when content
+	// capture is enabled; it never becomes a span attribute.
+	Content any
 }
 
 // Usage counts tokens of a model call.
@@ -42,7 +48,8 @@ type Usage struct {
 	InputTokens         int64
 	OutputTokens        int64
 	CacheReadTokens     int64
-	CacheCreationTokens int64
+	CacheCreationTokens int64 // not in the pinned semconv mapping: never emitted
+	ReasoningTokens     int64
 }
 
 // Outcome describes how an observed operation ended. A nil Err is success.
@@ -55,6 +62,9 @@ type Outcome struct {
 	FinishReasons []string
 	ResponseModel string
 	ResponseID    string
+	// Content is the operation's output (response, tool result); captured
+	// like Observation.Content, never an attribute.
+	Content any
 }
 
 // Observer turns the runtime's observation points into signals. Start

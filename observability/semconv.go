@@ -1,0 +1,214 @@
+package observability
+
+import (
+	"strings"
+
+	"github.com/fadcedab/adk/internal/secrets"
+)
+
+// SemconvVersion pins the gen-ai semantic conventions the attribute mapping
+// follows. It is written on every span as MappingVersionKey.
+const SemconvVersion = "gen-ai-semconv-development-2026-07-14"
+
+// Gen-AI attribute keys (the closed mapping of CONTRACTS §2.4).
+const (
+	AttrOperationName  = "gen_ai.operation.name"
+	MappingVersionKey  = "adk.gen_ai.mapping.version"
+	AttrProviderName   = "gen_ai.provider.name"
+	AttrRequestModel   = "gen_ai.request.model"
+	AttrResponseModel  = "gen_ai.response.model"
+	AttrResponseID     = "gen_ai.response.id"
+	AttrToolName       = "gen_ai.tool.name"
+	AttrToolCallID     = "gen_ai.tool.call.id"
+	AttrInputTokens    = "gen_ai.usage.input_tokens"
+	AttrOutputTokens   = "gen_ai.usage.output_tokens"
+	AttrCacheReadInput = "gen_ai.usage.cache_read.input_tokens"
+	AttrReasonTokens   = "gen_ai.usage.reasoning_tokens"
+	AttrFinishReasons  = "gen_ai.response.finish_reasons"
+	AttrErrorType      = "error.type"
+)
+
+// Gen-AI operation names (the span name is "gen_ai." + operation).
+const (
+	OpChat            = "chat"
+	OpGenerateContent = "generate_content"
+	OpInvokeAgent     = "invoke_agent"
+	OpExecuteTool     = "execute_tool"
+	OpWorkflow        = "workflow"
+	OpLiveConnect     = "live_connect"
+	OpLiveReceive     = "live_receive"
+	OpEvaluate        = "evaluate"
+)
+
+// Bounds of mapped values.
+const (
+	maxProviderBytes   = 256
+	maxAttrValueBytes  = 512
+	maxFinishReasons   = 16
+	unknownErrorType   = "unknown"
+	maxErrorTypeBytes  = 128
+	captureErrorKey    = "capture_error"
+	unsupportedContent = "unsupported_content"
+)
+
+// operationOf maps an observed kind to its gen-ai operation and span kind.
+// A run is the server-side entry of an agent invocation (it is the span a
+// remote caller's client span parents); an agent turn is an internal
+// invoke_agent.
+func operationOf(k Kind) (op, spanKind string) {
+	switch k {
+	case KindRun:
+		return OpInvokeAgent, SpanKindServer
+	case KindAgent:
+		return OpInvokeAgent, SpanKindInternal
+	case KindModel:
+		return OpGenerateContent, SpanKindClient
+	case KindTool:
+		return OpExecuteTool, SpanKindInternal
+	case KindWorkflow:
+		return OpWorkflow, SpanKindInternal
+	}
+	return "", ""
+}
+
+// spanName returns the interned "gen_ai.<op>" name (no allocation).
+func spanName(op string) string {
+	switch op {
+	case OpInvokeAgent:
+		return "gen_ai.invoke_agent"
+	case OpGenerateContent:
+		return "gen_ai.generate_content"
+	case OpExecuteTool:
+		return "gen_ai.execute_tool"
+	case OpWorkflow:
+		return "gen_ai.workflow"
+	}
+	return "gen_ai." + op
+}
+
+// usageKeys are the four integer usage counters: the only attribute keys the
+// secret-key rule ("token") would prune that a span keeps, and only as
+// non-negative integers.
+func isUsageKey(k string) bool {
+	switch k {
+	case AttrInputTokens, AttrOutputTokens, AttrCacheReadInput, AttrReasonTokens:
+		return true
+	}
+	return false
+}
+
+// isSensitiveKey is the shared secret-key rule.
+func isSensitiveKey(k string) bool { return secrets.IsSensitiveKey(k) }
+
+// contentWords are the keys that name content: an attribute key that, after
+// lowercasing and stripping "_ - space . :", equals or ends with one is
+// forbidden (CONTRACTS §2.7).
+var contentWords = []string{
+	"content", "contents", "prompt", "prompts", "message", "messages", "text",
+	"audio", "video", "image", "media", "transcript", "transcription",
+	"inputmessages", "outputmessages", "toolarguments", "toolargs",
+	"toolresult", "toolresponse", "reasoning", "reasoningtrace",
+	"systeminstruction", "systeminstructions",
+}
+
+// IsForbiddenAttributeKey reports whether k may never be a signal attribute:
+// credential-like by the secret-key rule (the four usage counters excepted)
+// or naming content.
+func IsForbiddenAttributeKey(k string) bool {
+	if isUsageKey(k) {
+		return false
+	}
+	if isSensitiveKey(k) {
+		return true
+	}
+	n := normalizeKey(k)
+	for _, w := range contentWords {
+		if strings.HasSuffix(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func normalizeKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '_' || c == '-' || c == ' ' || c == '.' || c == ':':
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// setText sets a bounded metadata string; empty or oversized values are not
+// mapped (an oversized model name is more likely content than metadata).
+func setText(a Attributes, k, v string, limit int) {
+	if v != "" && len(v) <= limit {
+		a[k] = v
+	}
+}
+
+// startAttributes maps an observation to its metadata-only semantic
+// attributes. Nothing else of the observation (content in particular) is
+// ever mapped.
+func startAttributes(op string, k Kind, c *Correlation, provider string) Attributes {
+	a := Attributes{AttrOperationName: op, MappingVersionKey: SemconvVersion}
+	switch k {
+	case KindModel:
+		setText(a, AttrProviderName, provider, maxProviderBytes)
+		setText(a, AttrRequestModel, c.Model, maxAttrValueBytes)
+	case KindTool:
+		setText(a, AttrToolName, c.Tool, maxAttrValueBytes)
+		setText(a, AttrToolCallID, c.CallID, maxAttrValueBytes)
+	}
+	return a
+}
+
+// endAttributes adds the outcome's metadata to a copy of the start
+// attributes.
+func endAttributes(start Attributes, k Kind, out *Outcome, errType string) Attributes {
+	a := make(Attributes, len(start)+8)
+	for key, v := range start {
+		a[key] = v
+	}
+	if k == KindModel {
+		setText(a, AttrResponseModel, out.ResponseModel, maxAttrValueBytes)
+		setText(a, AttrResponseID, out.ResponseID, maxAttrValueBytes)
+		if u := out.Usage; u != nil {
+			setCount(a, AttrInputTokens, u.InputTokens)
+			setCount(a, AttrOutputTokens, u.OutputTokens)
+			setCount(a, AttrCacheReadInput, u.CacheReadTokens)
+			setCount(a, AttrReasonTokens, u.ReasoningTokens)
+		}
+		if len(out.FinishReasons) > 0 {
+			fr := make([]string, 0, min(len(out.FinishReasons), maxFinishReasons))
+			for _, r := range out.FinishReasons {
+				if len(fr) == maxFinishReasons {
+					break
+				}
+				if r != "" && len(r) <= maxAttrValueBytes {
+					fr = append(fr, r)
+				}
+			}
+			if len(fr) > 0 {
+				a[AttrFinishReasons] = fr
+			}
+		}
+	}
+	if errType != "" {
+		a[AttrErrorType] = errType
+	}
+	return a
+}
+
+func setCount(a Attributes, k string, n int64) {
+	if n >= 0 {
+		a[k] = n
+	}
+}

@@ -1,0 +1,457 @@
+package observability
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fadcedab/adk/internal/secrets"
+)
+
+// Delivery phases reported in DeliveryFailure.Phase.
+const (
+	PhaseStartSpan  = "start_span"
+	PhaseFinishSpan = "finish_span"
+)
+
+// MaxCapturedContentBytes bounds captured content (serialized); larger
+// content degrades the envelope to metadata-only.
+const MaxCapturedContentBytes = 256 << 10
+
+// AsyncSink is the bounded async delivery path (the signal bus): Enqueue
+// admits a signal or fails fast (queue full); it never blocks on export.
+type AsyncSink interface {
+	Enqueue(s Signal) error
+}
+
+// Config configures a Tracer. The zero Config records metrics only.
+type Config struct {
+	// Exporters run synchronously, in order, for every signal. The whole
+	// list is validated by New, before any export.
+	Exporters []ExporterDescriptor
+	// Async, when set, receives every signal instead of sync exporters
+	// (setting both is ErrAsyncWithExporters).
+	Async AsyncSink
+	// AsyncFailurePolicy decides an admission failure: FailOpen (default)
+	// counts it as dropped, FailClosed makes it a delivery error.
+	AsyncFailurePolicy FailurePolicy
+	// CaptureContent enables secret-pruned content capture in v1
+	// envelopes. Off by default; content never becomes a span attribute.
+	CaptureContent bool
+	// Metrics receives the operation metrics; nil creates a private one.
+	Metrics *Metrics
+	// OnDeliveryFailure, when set, is called for every failed delivery,
+	// with structural fields only. It must not block.
+	OnDeliveryFailure func(DeliveryFailure)
+}
+
+// DeliveryFailure reports a signal that did not reach an exporter or the
+// async sink. It is a diagnostic, never the operation's error.
+type DeliveryFailure struct {
+	Phase      string // PhaseStartSpan or PhaseFinishSpan
+	Operation  string // gen-ai operation
+	ExporterID string // "" for the async sink
+	Reason     string // structural tag
+	TraceID    string
+	SpanID     string
+}
+
+// Tracer is the Observer that emits correlated v1 envelopes and v2 spans
+// and records the operation metrics. It owns the goroutines that run sync
+// exporters; Close waits for them.
+type Tracer struct {
+	cfg      Config
+	metrics  *Metrics
+	sync     *syncDelivery
+	emitting bool
+	epoch    time.Time
+	wg       sync.WaitGroup
+}
+
+var _ Observer = (*Tracer)(nil)
+
+// New validates cfg and returns a Tracer.
+func New(cfg Config) (*Tracer, error) {
+	if cfg.Async != nil && len(cfg.Exporters) > 0 {
+		return nil, ErrAsyncWithExporters
+	}
+	if p := cfg.AsyncFailurePolicy; p != "" && p != FailOpen && p != FailClosed {
+		return nil, &DescriptorError{Index: -1, Reason: "invalid_failure_policy"}
+	}
+	if err := ValidateExporters(cfg.Exporters); err != nil {
+		return nil, err
+	}
+	t := &Tracer{cfg: cfg, metrics: cfg.Metrics, epoch: time.Now()}
+	t.cfg.Exporters = append([]ExporterDescriptor(nil), cfg.Exporters...)
+	if t.metrics == nil {
+		m, err := NewMetrics(MetricsConfig{})
+		if err != nil {
+			return nil, err
+		}
+		t.metrics = m
+	}
+	t.sync = &syncDelivery{exporters: t.cfg.Exporters, wg: &t.wg}
+	t.emitting = cfg.Async != nil || len(cfg.Exporters) > 0
+	return t, nil
+}
+
+// Metrics returns the tracer's metrics registry.
+func (t *Tracer) Metrics() *Metrics { return t.metrics }
+
+// Close waits until every exporter goroutine the tracer started has
+// returned (an abandoned, timed-out export runs on a cancelled context), or
+// ctx ends. It does not close the exporters: their builder owns them.
+func (t *Tracer) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { t.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Span is one observed operation. End it exactly once.
+type Span struct {
+	ctx      spanContext
+	t        *Tracer
+	corr     Correlation
+	kind     Kind
+	op       string
+	spanKind string
+	provider string
+	stream   bool
+	start    time.Time
+	attrs    Attributes // start attributes, only when emitting
+	ended    atomic.Bool
+	o        *Observation // only when emitting
+}
+
+// spanContext is the context a span returns: it lives inside the Span so
+// starting a span costs one allocation for both.
+type spanContext struct {
+	context.Context
+	corr *Correlation
+}
+
+// Value answers the correlation key with the span's correlation.
+func (c *spanContext) Value(key any) any {
+	if key == (correlationKey{}) {
+		return c.corr
+	}
+	return c.Context.Value(key)
+}
+
+// Start implements Observer. A delivery failure of the start signal cannot
+// reach the runtime through this interface; it is reported through
+// OnDeliveryFailure and the delivery-failure counter. Callers that want to
+// fail closed before running the operation use Begin.
+func (t *Tracer) Start(ctx context.Context, o Observation) (context.Context, func(Outcome)) {
+	sctx, sp, _ := t.Begin(ctx, o)
+	return sctx, sp.end
+}
+
+// Begin starts a span as a child of the span (or remote parent) in ctx, or
+// as a new root. It returns the span's context, the span, and a non-nil
+// error only when a fail-closed exporter or a closed async admission refused
+// the start signal: the span is live regardless, and a caller that fails
+// closed ends it with the error instead of running the operation.
+func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Span, error) {
+	sp := &Span{t: t, kind: o.Kind, provider: o.Provider, stream: o.Stream, start: o.Start}
+	sp.corr = childOf(ctx)
+	applyObservation(&sp.corr, &o)
+	sp.op, sp.spanKind = operationOf(o.Kind)
+	if sp.op == "" {
+		sp.op, sp.spanKind = string(o.Kind), SpanKindInternal
+	}
+	if sp.start.IsZero() {
+		sp.start = time.Now()
+	}
+	sp.ctx = spanContext{Context: ctx, corr: &sp.corr}
+	if !t.emitting {
+		return &sp.ctx, sp, nil
+	}
+	oc := o // copied here so o itself stays on the stack when not emitting
+	sp.o = &oc
+	sp.attrs = startAttributes(sp.op, sp.kind, &sp.corr, sp.provider)
+	err := t.deliver(ctx, sp, PhaseStartSpan, sp.startEnvelope(), sp.startSignal())
+	return &sp.ctx, sp, err
+}
+
+// Correlation returns the span's correlation context.
+func (s *Span) Correlation() Correlation { return s.corr }
+
+func (s *Span) end(out Outcome) { _ = s.End(out) }
+
+// End finishes the span: records the operation metrics and delivers the end
+// signals. A second call does nothing. The returned error is a fail-closed
+// delivery failure, already reported; the operation's own result stands.
+func (s *Span) End(out Outcome) error {
+	if !s.ended.CompareAndSwap(false, true) {
+		return nil
+	}
+	dur := time.Since(s.start)
+	if dur < 0 {
+		dur = 0
+	}
+	status, errType := StatusOK, ""
+	if out.Err != nil {
+		status, errType = StatusError, errorType(&out)
+	}
+	s.t.metrics.RecordOperation(s.labels(status, errType), dur)
+	if !s.t.emitting {
+		return nil
+	}
+	sig := s.endSignal(&out, dur, status, errType)
+	return s.t.deliver(context.Background(), s, PhaseFinishSpan, sig, s.endEnvelope(&out, dur, status, errType))
+}
+
+func (s *Span) labels(status, errType string) OperationLabels {
+	l := OperationLabels{Operation: s.op, ErrorType: errType, Status: status, Stream: "false"}
+	switch s.kind {
+	case KindModel:
+		if len(s.provider) <= maxProviderBytes {
+			l.Provider = s.provider
+		}
+		if len(s.corr.Model) <= maxAttrValueBytes {
+			l.Model = s.corr.Model
+		}
+		if s.stream {
+			l.Stream = "true"
+		}
+	case KindTool:
+		if len(s.corr.Tool) <= maxAttrValueBytes {
+			l.Tool = s.corr.Tool
+		}
+	}
+	return l
+}
+
+// applyObservation fills the child's correlation from the observation. Run
+// lineage already inherited from the parent is never overridden; agent and
+// model may be; a tool span names exactly its own tool call.
+func applyObservation(c *Correlation, o *Observation) {
+	if c.RunID == "" {
+		c.RunID = o.RunID
+	}
+	if c.InvocationID == "" {
+		c.InvocationID = o.InvocationID
+	}
+	if c.SessionID == "" {
+		c.SessionID = o.SessionID
+	}
+	if o.Agent != "" {
+		c.Agent = o.Agent
+	}
+	if o.Model != "" {
+		c.Model = o.Model
+	}
+	if o.Kind == KindTool {
+		c.Tool, c.CallID = o.Tool, o.CallID
+	}
+}
+
+// errorType derives the stable error.type tag: the outcome's own, the
+// error's Code(), timeout/cancelled for context errors, else "unknown".
+// The error's text is never used.
+func errorType(out *Outcome) string {
+	if out.ErrorType != "" {
+		return safeTag(out.ErrorType)
+	}
+	var c coder
+	switch {
+	case errors.Is(out.Err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(out.Err, context.Canceled):
+		return "cancelled"
+	case errors.As(out.Err, &c):
+		return safeTag(c.Code())
+	}
+	return unknownErrorType
+}
+
+// safeTag keeps tags that look like identifiers; anything else (a message,
+// a path, a secret) becomes "unknown".
+func safeTag(s string) string {
+	if len(s) == 0 || len(s) > maxErrorTypeBytes {
+		return unknownErrorType
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == ':') {
+			return unknownErrorType
+		}
+	}
+	return s
+}
+
+// deliver sends the signals of one boundary in order, stopping at the first
+// fail-closed failure. Every failure is reported.
+func (t *Tracer) deliver(ctx context.Context, sp *Span, phase string, sigs ...Signal) error {
+	for _, sig := range sigs {
+		if err := t.deliverOne(ctx, sp, phase, sig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tracer) deliverOne(ctx context.Context, sp *Span, phase string, sig Signal) error {
+	if t.cfg.Async != nil {
+		err := t.cfg.Async.Enqueue(sig)
+		if err == nil {
+			return nil
+		}
+		reason, _ := exportReason(err)
+		if reason == exportReasonFailed {
+			reason = deliveryReasonDropped
+		}
+		t.reportFailure(sp, phase, "", reason)
+		if t.cfg.AsyncFailurePolicy == FailClosed {
+			return &ExporterFailedError{ID: "async", Reason: reason}
+		}
+		return nil
+	}
+	statuses, err := t.sync.deliver(ctx, sig)
+	for _, st := range statuses {
+		if !st.OK {
+			t.reportFailure(sp, phase, st.ID, st.Reason)
+		}
+	}
+	return err
+}
+
+func (t *Tracer) reportFailure(sp *Span, phase, exporterID, reason string) {
+	t.metrics.RecordDeliveryFailure(reason)
+	if t.cfg.OnDeliveryFailure != nil {
+		t.cfg.OnDeliveryFailure(DeliveryFailure{
+			Phase: phase, Operation: sp.op, ExporterID: exporterID, Reason: reason,
+			TraceID: sp.corr.TraceID.String(), SpanID: sp.corr.SpanID.String(),
+		})
+	}
+}
+
+func (s *Span) spanBase(phase string) *SpanSignal {
+	sig := &SpanSignal{
+		Schema:            SpanSchemaVersion,
+		Signal:            "span",
+		Phase:             phase,
+		Name:              spanName(s.op),
+		Kind:              s.spanKind,
+		TraceID:           s.corr.TraceID.String(),
+		SpanID:            s.corr.SpanID.String(),
+		TraceFlags:        int(s.corr.Flags),
+		TraceState:        s.corr.TraceState,
+		StartTimeUnixNano: s.start.UnixNano(),
+	}
+	if !s.corr.ParentID.IsZero() {
+		sig.ParentSpanID = s.corr.ParentID.String()
+	}
+	return sig
+}
+
+func (s *Span) startSignal() *SpanSignal {
+	sig := s.spanBase(PhaseStart)
+	sig.Attributes = s.attrs
+	return sig
+}
+
+func (s *Span) endSignal(out *Outcome, dur time.Duration, status, errType string) *SpanSignal {
+	sig := s.spanBase(PhaseEnd)
+	d := int64(dur)
+	sig.EndTimeUnixNano = sig.StartTimeUnixNano + d
+	sig.DurationNano = &d
+	sig.Status = status
+	sig.Attributes = endAttributes(s.attrs, s.kind, out, errType)
+	return sig
+}
+
+func (s *Span) envelope(event string) *Envelope {
+	c := &s.corr
+	e := &Envelope{
+		Schema:      EnvelopeSchemaVersion,
+		Event:       event,
+		TimestampMS: time.Now().UnixMilli(),
+		Metadata: EnvelopeMetadata{
+			RunID: c.RunID, InvocationID: c.InvocationID, Session: c.SessionID,
+			Agent: c.Agent, Model: c.Model, Tool: c.Tool, CallID: c.CallID,
+			TraceID: c.TraceID.String(), SpanID: c.SpanID.String(),
+			TraceFlags: int(c.Flags), TraceState: c.TraceState,
+		},
+	}
+	if !c.ParentID.IsZero() {
+		e.Metadata.ParentID = c.ParentID.String()
+	}
+	attrs := Attributes{}
+	if o := s.o; o != nil {
+		if o.WorkflowID != "" {
+			attrs["workflow_id"] = o.WorkflowID
+		}
+		if o.WorkflowKind != "" {
+			attrs["workflow_kind"] = o.WorkflowKind
+		}
+		if o.NodeID != "" {
+			attrs["node_id"] = o.NodeID
+		}
+	}
+	if len(attrs) > 0 {
+		e.Metadata.Attributes = attrs
+	}
+	return e
+}
+
+func (s *Span) startEnvelope() *Envelope {
+	e := s.envelope("adk." + string(s.kind) + ".start")
+	e.TimestampMS = s.start.UnixMilli()
+	e.Measurements = map[string]int64{"system_time": s.start.UnixNano(), "monotonic_time": int64(s.start.Sub(s.t.epoch))}
+	s.t.capture(e, s.o.Content)
+	return e
+}
+
+func (s *Span) endEnvelope(out *Outcome, dur time.Duration, status, errType string) *Envelope {
+	event := "adk." + string(s.kind) + ".stop"
+	if status == StatusError {
+		event = "adk." + string(s.kind) + ".exception"
+	}
+	e := s.envelope(event)
+	e.Measurements = map[string]int64{"duration": int64(dur), "duration_ms": dur.Milliseconds()}
+	if e.Metadata.Attributes == nil {
+		e.Metadata.Attributes = Attributes{}
+	}
+	e.Metadata.Attributes["status"] = status
+	if errType != "" {
+		e.Metadata.Attributes[AttrErrorType] = errType
+	}
+	s.t.capture(e, out.Content)
+	return e
+}
+
+// capture puts secret-pruned content into e when capture is enabled. Content
+// that is not plain JSON data (channels, functions, cycles, ...) or is too
+// large degrades the envelope to metadata-only with capture_error.
+func (t *Tracer) capture(e *Envelope, content any) {
+	if !t.cfg.CaptureContent || content == nil {
+		return
+	}
+	b, err := json.Marshal(content)
+	if err == nil && len(b) > MaxCapturedContentBytes {
+		err = errors.New("too large")
+	}
+	var plain any
+	if err == nil {
+		err = json.Unmarshal(b, &plain)
+	}
+	if err != nil {
+		if e.Metadata.Attributes == nil {
+			e.Metadata.Attributes = Attributes{}
+		}
+		e.Metadata.Attributes[captureErrorKey] = unsupportedContent
+		return
+	}
+	e.Content = secrets.Prune(plain)
+	e.ContentCaptured = true
+}
