@@ -1,0 +1,122 @@
+// Package evalengine is the evaluation engine: the eval set schema (v2, v1
+// still readable, Google ADK files imported), run options, the run engine
+// over cases × samples × turns, the Adapter interface to the system under
+// test, built-in criteria and custom metrics, the result document and its
+// strict decoding, baseline comparison and the canonical exports (json,
+// markdown, junit, sarif, annotations). The contract is CONTRACTS.md §5.1–
+// 5.11.
+//
+// It is a pure library. It must not import bus, coordinator, worker, store
+// or devapi: a local `adk eval run` and a distributed job run the same code
+// (Run, or RunSample per task plus Aggregate) and produce the same result
+// document apart from timings. It may import agent, plugins, observability
+// and internal; today it needs only internal (jsonlimit, secrets,
+// canonjson). The default agent adapter (fresh agent, Runner and session
+// per sample, from AGENT.json) lives beside it once the runtime lands; the
+// HTTP adapter is evalengine/httpadapter.
+//
+// # Flow
+//
+//	LoadSet(bytes) -> *Set               bounded (jsonlimit), 2 s validation budget
+//	ParseCriteria(bytes) -> []Metric     or DefaultCriteria(), or custom Metrics
+//	Run(ctx, set, RunConfig{Adapter, Metrics, Options}) -> *Result
+//	Compare(baseline, current, CompareOptions) -> *Comparison
+//	Render(result|comparison, format, ExportOptions) -> bytes
+//
+// # Scheduling
+//
+// Run starts min(Concurrency, total samples) workers, owned and waited for
+// by Run. Each takes the next (case, sample) from a scheduler that serves
+// cases round robin in sample-major order (sample 0 of every case, then
+// sample 1, ...) and skips a case while SampleConcurrency of its samples
+// are in flight. There are no barrier batches: a slot is refilled as soon
+// as a sample ends. Concurrency is therefore the bound on samples in
+// flight (the Little's-law knob); SampleConcurrency limits one case's
+// fan-out. Turns of one sample run in order on the worker's goroutine, so
+// there is no goroutine per sample or per turn.
+//
+// Each sample gets a context with deadline min(run deadline, start +
+// case_timeout_ms). Adapters must honour it; a reply that arrives after
+// the deadline is recorded as "timeout" (contract: late reply ⇒ timeout).
+// Samples not started when the run deadline passes are recorded as
+// "timeout". A caller that cancels ctx gets evaluation_cancelled and no
+// result. Panics in adapters and metrics are recovered into error tags
+// (adapter_exception, adapter_init_exception) and error scores
+// (metric_exception).
+//
+// # Decisions on the contract's quirks (CONTRACTS §9 and others)
+//
+//  1. A null expectation is no expectation. The contract lets a turn whose
+//     expected is JSON null form an exact_response pair (comparing null to
+//     the output); here it does not, and neither does a null response
+//     inside an expected object. A null session_input, expected_trajectory
+//     or expected_final_response is the same as absent and is not written
+//     back.
+//  2. The case aggregate does not copy sample 0's turns. It keeps case_id,
+//     sample 0's public trajectory (which baseline comparison needs for
+//     trajectory_changed) and metadata, plus the aggregate fields; the
+//     turns live once, in samples[]. sample_id, sample_index and error are
+//     per sample only. This halves the report for single-sample runs.
+//  3. Engine statistics (metric and sample statistics in results) use the
+//     population standard deviation (÷n), as the contract's engine does.
+//  4. Args "subset" compares arrays as a positional prefix, as the
+//     contract says: expected [a, b] is contained in actual [a, b, c] but
+//     not in [b, a]. Objects are compared key by key, recursively.
+//  5. Multiset matching (any_order, subset, matched_count) is a maximum
+//     bipartite matching, not the contract's greedy pass: greedy can pair
+//     the wrong duplicate under args "subset"/"ignored" and fail a
+//     trajectory that has a valid pairing. With exact args the two agree.
+//     Above 2^20 step comparisons the greedy count stands.
+//  6. An expected_trajectory that is an empty list is an expectation ("no
+//     tool calls"), evaluated like any other; only an absent one is
+//     missing_expected_trajectory.
+//  7. Case criteria (the per-case aggregate of each metric) pool every
+//     result of that metric in the case: one per sample for case scope,
+//     one per sample per turn for turn scope. Their metadata.sample_count
+//     is that pooled count. Status: ok when all are ok, error when none is
+//     ok and at least one errored, not_evaluated when none is ok and none
+//     errored, partial otherwise.
+//  8. A Score with status ok outside 0..1 (or NaN) becomes an error
+//     (invalid_metric_score): a metric cannot pass on a bad number.
+//  9. Indices handed to adapters (case, sample, turn) are 0-based; turn
+//     ids default to turn-N, 1-based, as the contract says; criteria-file
+//     error indices are 1-based.
+//  10. max_heap_words and finalize_max_heap_words are BEAM knobs and do not
+//     exist here. The report budget is kept: every finished sample charges
+//     2 × its estimated size + 256 bytes against max_report_bytes − (4096 +
+//     1024·cases + 512·metrics); exhausting it stops new samples and the
+//     run fails with eval_report_budget_exceeded. The final document is
+//     measured for real (eval_report_too_large).
+//  11. Render output always ends with a newline, so library, API and CLI
+//     bytes are the same. The default suite and tool name is "adk_eval".
+//     SARIF declares an "evaluation-case" rule (the ruleId every finding
+//     uses) before the one rule per summary metric, so the log is
+//     self-consistent for code-scanning tools.
+//  12. Adapter metadata is secret-pruned except the token usage counters
+//     (input_tokens, output_tokens, prompt_tokens, completion_tokens, ...),
+//     which the sensitive-key rule would otherwise drop. Captured tool
+//     args/results and events are pruned too.
+//  13. Unknown keys in sets are rejected at every level
+//     (unknown_eval_set_keys, unknown_eval_case_keys,
+//     unknown_eval_turn_keys), like the contract's option maps. Schema-1
+//     sets do not accept the v2-only keys.
+//
+// # Google ADK import
+//
+// LoadSet detects the shape. An object with eval_set_id / eval_cases is a
+// Google EvalSet (snake_case or camelCase keys): each eval case becomes a
+// case (id = eval_id, session_input kept), each invocation a turn (id =
+// invocation_id, or turn-N), input = the user_content text when every part
+// is text (joined without separator, as model.Message.Text does) else the
+// Content without null fields, expected = {response: final_response text,
+// trajectory: intermediate_data.tool_uses (or the function_call parts of
+// invocation_events) as {tool, args}, intermediate_responses}. Cases with a
+// conversation_scenario (user simulator) are refused
+// (unsupported_google_adk_eval_case). A JSON list of {query,
+// expected_tool_use, reference} is the legacy .test.json format: one case
+// whose turns are the list items, named after LoadOptions.SourceName. The
+// converted set's version is "google-adk-" + 16 hex digits of the SHA-256
+// of the source document's canonical JSON, so an edited file is a new
+// revision with new sample ids. Rubrics, final_session_state and
+// app_details are not carried over.
+package evalengine

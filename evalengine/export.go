@@ -1,0 +1,317 @@
+package evalengine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/fadcedab/adk/internal/canonjson"
+)
+
+// Export formats (CONTRACTS §5.10).
+const (
+	FormatJSON        = "json"
+	FormatMarkdown    = "markdown"
+	FormatJUnit       = "junit"
+	FormatSARIF       = "sarif"
+	FormatAnnotations = "annotations"
+)
+
+// Export defaults and bounds.
+const (
+	DefaultSuiteName         = "adk_eval"
+	MaxSuiteNameBytes        = 256
+	MaxExportBytes           = 16 << 20
+	MaxExportFindings        = 10_000
+	InformationURI           = "https://github.com/fadcedab/adk"
+	sarifSchemaURI           = "https://json.schemastore.org/sarif-2.1.0.json"
+	caseRuleID               = "evaluation-case"
+	annotationTitle          = "Evaluation case failed"
+	CodeInvalidExportOptions = "invalid_eval_export_options"
+)
+
+// ExportOptions are the renderer's only options.
+type ExportOptions struct {
+	// SuiteName names the JUnit suite and the SARIF/JUnit tool; 1..256
+	// bytes of UTF-8, default "adk_eval".
+	SuiteName string
+	// MaxBytes bounds the output, ≤16 MiB (the default).
+	MaxBytes int
+}
+
+// Formats lists the export formats in a fixed order.
+func Formats() []string {
+	return []string{FormatJSON, FormatMarkdown, FormatJUnit, FormatSARIF, FormatAnnotations}
+}
+
+// Render is the one canonical renderer. v is a *Result or a *Comparison
+// (JUnit, SARIF and annotations accept only a result). The value is
+// re-validated first; the output is deterministic and ends with a newline,
+// so library, API, HTTP and CLI callers all produce the same bytes. Every
+// format but JSON is content-minimal: identifiers, scores and statuses, no
+// prompts, responses, tool arguments or metadata.
+func Render(v any, format string, opts ExportOptions) ([]byte, error) {
+	suite := opts.SuiteName
+	if suite == "" {
+		suite = DefaultSuiteName
+	}
+	if len(suite) > MaxSuiteNameBytes || !utf8.ValidString(suite) {
+		return nil, newErr(CodeInvalidSuiteName, "")
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = MaxExportBytes
+	}
+	if maxBytes < 0 || maxBytes > MaxExportBytes {
+		return nil, newErr(CodeInvalidExportOptions, "max_bytes")
+	}
+	var (
+		res *Result
+		cmp *Comparison
+	)
+	switch x := v.(type) {
+	case *Result:
+		r, err := checkResult(x)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+		}
+		res = r
+	case *Comparison:
+		if x == nil {
+			return nil, reasonErr(CodeInvalidExportResult, "nil", "")
+		}
+		data, err := x.MarshalJSON()
+		if err == nil {
+			cmp, err = DecodeComparison(data)
+		}
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+		}
+	default:
+		return nil, reasonErr(CodeInvalidExportResult, "unsupported_value", "")
+	}
+	var (
+		out []byte
+		err error
+	)
+	switch format {
+	case FormatJSON:
+		if res != nil {
+			out, err = canonicalJSON(res)
+		} else {
+			out, err = canonicalJSON(cmp)
+		}
+	case FormatMarkdown:
+		if res != nil {
+			out = markdownResult(res)
+		} else {
+			out = markdownComparison(cmp)
+		}
+	case FormatJUnit, FormatSARIF, FormatAnnotations:
+		if res == nil {
+			return nil, reasonErr(CodeInvalidExportResult, "result_required", format)
+		}
+		if res.ResultSchemaVersion != ResultSchemaVersion {
+			return nil, reasonErr(CodeInvalidExportResult, "result_schema_version", format)
+		}
+		switch format {
+		case FormatJUnit:
+			out = junit(res, suite)
+		case FormatSARIF:
+			out, err = sarif(res, suite)
+		default:
+			out, err = annotations(res)
+		}
+	default:
+		return nil, newErr(CodeInvalidReportFormat, format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxBytes {
+		return nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+	}
+	return out, nil
+}
+
+// canonicalJSON renders v as canonical JSON (sorted keys) plus a newline.
+func canonicalJSON(v any) ([]byte, error) {
+	out, err := canonjson.Marshal(v)
+	if err != nil {
+		return nil, reasonErr(CodeInvalidExportResult, "not_json", "")
+	}
+	return append(out, '\n'), nil
+}
+
+// mdCell escapes a value for a Markdown table cell.
+func mdCell(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "|", "\\|", "\n", " ", "\r", " ", "`", "\\`", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func f4(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+
+func markdownResult(r *Result) []byte {
+	var b strings.Builder
+	b.WriteString("# Evaluation report\n\n")
+	fmt.Fprintf(&b, "**Status: %s**\n\n", passFail(r.Passed))
+	fmt.Fprintf(&b, "Eval set: %s (version %s)\n\n", mdCell(r.EvalSetID), mdCell(r.EvalSetVersion))
+	if r.ResultSchemaVersion != ResultSchemaVersion {
+		b.WriteString("Legacy result (schema 1): no per-case details.\n")
+		return []byte(b.String())
+	}
+	fmt.Fprintf(&b, "Pass rate: %s (%d/%d cases passed, threshold %s)\n\n", f4(r.PassRate), r.PassedCaseCount, r.CaseCount, f4(r.PassRateThreshold))
+	b.WriteString("## Metrics\n\n| Metric | Scope | Average | Status |\n| --- | --- | --- | --- |\n")
+	for _, m := range r.Metrics {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(m.MetricID), m.Scope, f4(m.AverageScore), passFail(m.Passed))
+	}
+	b.WriteString("\n## Cases\n\n| Case | Status | Passed samples | Samples |\n| --- | --- | --- | --- |\n")
+	for _, c := range r.Cases {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
+	}
+	return []byte(b.String())
+}
+
+func regressionCell(reg bool) string {
+	if reg {
+		return "REGRESSION"
+	}
+	return "ok"
+}
+
+func markdownComparison(c *Comparison) []byte {
+	var b strings.Builder
+	b.WriteString("# Evaluation baseline comparison\n\n")
+	fmt.Fprintf(&b, "**Status: %s**\n\n", passFail(c.Passed))
+	fmt.Fprintf(&b, "Eval set: %s (baseline %s, current %s)\n\n", mdCell(c.EvalSetID), mdCell(c.BaselineVersion), mdCell(c.CurrentVersion))
+	fmt.Fprintf(&b, "Pass rate: %s -> %s (drop %s, allowed %s)\n\n", f4(c.BaselinePassRate), f4(c.CurrentPassRate), f4(c.PassRateDrop), f4(c.MaxPassRateDrop))
+	b.WriteString("## Metrics\n\n| Metric | Baseline | Current | Drop | Status |\n| --- | --- | --- | --- | --- |\n")
+	for _, m := range c.MetricDiffs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(m.MetricID), f4(m.BaselineScore), f4(m.CurrentScore), f4(m.ScoreDrop), regressionCell(m.Regression))
+	}
+	b.WriteString("\n## Cases\n\n| Case | Baseline | Current | Status |\n| --- | --- | --- | --- |\n")
+	for _, d := range c.CaseDiffs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(d.CaseID), mdCell(d.BaselineStatus), mdCell(d.CurrentStatus), regressionCell(d.Regression))
+	}
+	return []byte(b.String())
+}
+
+// xmlEscape escapes the five XML specials and replaces characters XML 1.0
+// cannot carry.
+func xmlEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '"':
+			b.WriteString("&quot;")
+		case '\'':
+			b.WriteString("&apos;")
+		case '\t', '\n', '\r':
+			fmt.Fprintf(&b, "&#%d;", r)
+		default:
+			if r < 0x20 || r == 0xFFFE || r == 0xFFFF || (r >= 0xD800 && r <= 0xDFFF) {
+				b.WriteRune(utf8.RuneError)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	return b.String()
+}
+
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
+
+func junit(r *Result, suite string) []byte {
+	var b strings.Builder
+	failures := 0
+	for _, c := range r.Cases {
+		if !c.Passed {
+			failures++
+		}
+	}
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	fmt.Fprintf(&b, `<testsuite name="%s" tests="%d" failures="%d" time="%s">`+"\n", xmlEscape(suite), len(r.Cases), failures, seconds(r.DurationMS))
+	for _, c := range r.Cases {
+		fmt.Fprintf(&b, `  <testcase classname="%s" name="%s" time="%s"`, xmlEscape(suite), xmlEscape(c.CaseID), seconds(c.DurationMS))
+		if c.Passed {
+			b.WriteString("/>\n")
+			continue
+		}
+		fmt.Fprintf(&b, ">\n    <failure type=\"evaluation\" message=\"%s\"/>\n  </testcase>\n", xmlEscape(c.Status))
+	}
+	b.WriteString("</testsuite>\n")
+	return []byte(b.String())
+}
+
+func sarif(r *Result, suite string) ([]byte, error) {
+	rules := []any{map[string]any{
+		"id": caseRuleID, "name": caseRuleID,
+		"shortDescription": map[string]any{"text": "An evaluation case did not pass"},
+	}}
+	for _, m := range r.Metrics {
+		rules = append(rules, map[string]any{
+			"id": m.MetricID, "name": m.MetricID,
+			"shortDescription": map[string]any{"text": "Evaluation metric"},
+		})
+	}
+	results := []any{}
+	for _, c := range r.Cases {
+		if c.Passed {
+			continue
+		}
+		if len(results) == MaxExportFindings {
+			break
+		}
+		results = append(results, map[string]any{
+			"ruleId":     caseRuleID,
+			"level":      "error",
+			"message":    map[string]any{"text": "Evaluation case failed: " + c.CaseID},
+			"properties": map[string]any{"caseId": c.CaseID, "status": c.Status},
+		})
+	}
+	doc := map[string]any{
+		"$schema": sarifSchemaURI,
+		"version": "2.1.0",
+		"runs": []any{map[string]any{
+			"tool": map[string]any{"driver": map[string]any{
+				"name": suite, "informationUri": InformationURI, "rules": rules,
+			}},
+			"results": results,
+		}},
+	}
+	return canonicalJSON(doc)
+}
+
+func annotations(r *Result) ([]byte, error) {
+	if len(r.Cases) > MaxExportFindings {
+		return nil, newErr(CodeAnnotationLimitExceeded, "")
+	}
+	out := []any{}
+	for _, c := range r.Cases {
+		if c.Passed {
+			continue
+		}
+		out = append(out, map[string]any{
+			"level":   "failure",
+			"title":   annotationTitle,
+			"message": "Case " + c.CaseID + " is " + c.Status,
+			"case_id": c.CaseID,
+			"status":  c.Status,
+		})
+	}
+	return canonicalJSON(out)
+}

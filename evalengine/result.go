@@ -1,0 +1,447 @@
+package evalengine
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Result schema version and sample/case statuses (CONTRACTS §5.5).
+const (
+	ResultSchemaVersion = 2
+
+	SampleStatusPassed = "passed"
+	SampleStatusFailed = "failed"
+	SampleStatusError  = "error"
+	CaseStatusPartial  = "partial"
+)
+
+// Result is the result document (result_schema_version 2). Its JSON
+// encoding is the document; DecodeResult reads it back strictly and the
+// round trip is exact. A decoded schema-1 result keeps its original
+// document (see Legacy).
+type Result struct {
+	ResultSchemaVersion  int             `json:"result_schema_version"`
+	EvalSetSchemaVersion int             `json:"eval_set_schema_version"`
+	EvalSetID            string          `json:"eval_set_id"`
+	EvalSetVersion       string          `json:"eval_set_version"`
+	Passed               bool            `json:"passed"`
+	PassRate             float64         `json:"pass_rate"`
+	PassRateThreshold    float64         `json:"pass_rate_threshold"`
+	CaseCount            int             `json:"case_count"`
+	PassedCaseCount      int             `json:"passed_case_count"`
+	ErrorCaseCount       int             `json:"error_case_count"`
+	PartialCaseCount     int             `json:"partial_case_count"`
+	SampleCount          int             `json:"sample_count"` // per case
+	DurationMS           int64           `json:"duration_ms"`
+	Metrics              []MetricSummary `json:"metrics"`
+	Cases                []CaseResult    `json:"cases"`
+	Metadata             map[string]any  `json:"metadata"`
+
+	legacy map[string]any // the whole document of a decoded schema-1 result
+}
+
+// Legacy returns the original document of a decoded schema-1 result, or nil.
+func (r *Result) Legacy() map[string]any { return r.legacy }
+
+// MarshalJSON encodes the document; a schema-1 result encodes unchanged.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	if r.legacy != nil {
+		return json.Marshal(r.legacy)
+	}
+	type plain Result
+	return json.Marshal((*plain)(r))
+}
+
+// MetricSummary aggregates one metric descriptor over the whole run.
+type MetricSummary struct {
+	MetricID          string     `json:"metric_id"`
+	Kind              string     `json:"kind"`
+	Scope             string     `json:"scope"`
+	AverageScore      float64    `json:"average_score"`
+	Threshold         float64    `json:"threshold"`
+	Passed            bool       `json:"passed"`
+	EvaluatedCount    int        `json:"evaluated_count"`
+	ErrorCount        int        `json:"error_count"`
+	NotEvaluatedCount int        `json:"not_evaluated_count"`
+	Statistics        Statistics `json:"statistics"`
+}
+
+// CaseResult aggregates one case over its samples. The public trajectory
+// and metadata are sample 0's; the turns stay in Samples (doc.go, quirk 2).
+type CaseResult struct {
+	CaseID                  string           `json:"case_id"`
+	Status                  string           `json:"status"`
+	Passed                  bool             `json:"passed"`
+	DurationMS              int64            `json:"duration_ms"`
+	Trajectory              []TrajectoryItem `json:"trajectory"`
+	Metadata                map[string]any   `json:"metadata"`
+	Criteria                []MetricResult   `json:"criteria"`
+	SampleCount             int              `json:"sample_count"`
+	SuccessfulSampleCount   int              `json:"successful_sample_count"`
+	PassedSampleCount       int              `json:"passed_sample_count"`
+	ErrorSampleCount        int              `json:"error_sample_count"`
+	SamplePassRate          float64          `json:"sample_pass_rate"`
+	SamplePassRateThreshold float64          `json:"sample_pass_rate_threshold"`
+	MinSuccessfulSamples    int              `json:"min_successful_samples"`
+	SampleStatistics        Statistics       `json:"sample_statistics"`
+	Samples                 []SampleResult   `json:"samples"`
+}
+
+// SampleResult is one run of one case. A distributed worker produces these
+// with RunSample; Aggregate turns a full set of them into a Result.
+type SampleResult struct {
+	CaseID      string           `json:"case_id"`
+	SampleID    string           `json:"sample_id"`
+	SampleIndex int              `json:"sample_index"`
+	Status      string           `json:"status"` // passed | failed | error
+	Passed      bool             `json:"passed"`
+	DurationMS  int64            `json:"duration_ms"`
+	Turns       []TurnResult     `json:"turns"`
+	Trajectory  []TrajectoryItem `json:"trajectory"`
+	Criteria    []MetricResult   `json:"criteria"` // case-scope metrics
+	Metadata    map[string]any   `json:"metadata"` // the case's metadata
+	Error       string           `json:"error,omitempty"`
+}
+
+// TurnResult is one turn of one sample.
+type TurnResult struct {
+	TurnID          string           `json:"turn_id"`
+	Input           any              `json:"input"`
+	Expected        any              `json:"expected"`
+	Actual          any              `json:"actual"`
+	Passed          bool             `json:"passed"`
+	Metrics         []MetricResult   `json:"metrics"`
+	Events          []any            `json:"events,omitempty"`
+	Trajectory      []TrajectoryItem `json:"trajectory"`
+	Metadata        map[string]any   `json:"metadata"`
+	AdapterMetadata map[string]any   `json:"adapter_metadata"`
+}
+
+// TrajectoryItem is one public trajectory entry. Args and Result are kept
+// only with capture_tool_content.
+type TrajectoryItem struct {
+	TurnID string  `json:"turn_id"`
+	Kind   string  `json:"kind"`
+	Tool   string  `json:"tool"`
+	CallID *string `json:"call_id"`
+	Args   any     `json:"args,omitempty"`
+	Result any     `json:"result,omitempty"`
+}
+
+// MetricResult is one metric's verdict on a turn, a sample or a case.
+type MetricResult struct {
+	MetricID  string         `json:"metric_id"`
+	Kind      string         `json:"kind"`
+	Scope     string         `json:"scope"`
+	Score     float64        `json:"score"`
+	Threshold float64        `json:"threshold"`
+	Passed    bool           `json:"passed"`
+	Status    string         `json:"status"`
+	Metadata  map[string]any `json:"metadata"`
+}
+
+// Statistics summarises scores with the population standard deviation
+// (÷n), all zeros when empty (doc.go, quirk 3).
+type Statistics struct {
+	Count             int     `json:"count"`
+	Mean              float64 `json:"mean"`
+	Minimum           float64 `json:"minimum"`
+	Maximum           float64 `json:"maximum"`
+	StandardDeviation float64 `json:"standard_deviation"`
+}
+
+// NewStatistics computes Statistics over xs.
+func NewStatistics(xs []float64) Statistics {
+	if len(xs) == 0 {
+		return Statistics{}
+	}
+	st := Statistics{Count: len(xs), Minimum: xs[0], Maximum: xs[0]}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+		st.Minimum = math.Min(st.Minimum, x)
+		st.Maximum = math.Max(st.Maximum, x)
+	}
+	st.Mean = sum / float64(len(xs))
+	v := 0.0
+	for _, x := range xs {
+		d := x - st.Mean
+		v += d * d
+	}
+	st.StandardDeviation = math.Sqrt(v / float64(len(xs)))
+	return st
+}
+
+// metricDesc is the part of a Metric the aggregation needs; it can be
+// rebuilt from a decoded result, which is how decoding re-checks one.
+type metricDesc struct {
+	id, kind, scope string
+	threshold       float64
+}
+
+func descsOf(ms []Metric) []metricDesc {
+	out := make([]metricDesc, len(ms))
+	for i, m := range ms {
+		out[i] = metricDesc{id: m.ID, kind: m.kind(), scope: m.Scope(), threshold: m.Threshold}
+	}
+	return out
+}
+
+// aggHeader holds the run-level inputs of the aggregation.
+type aggHeader struct {
+	setSchema               int
+	setID, setVersion       string
+	samples                 int
+	passRateThreshold       float64
+	samplePassRateThreshold float64
+	minSuccessful           int
+	durationMS              int64
+	metadata                map[string]any
+}
+
+// Aggregate builds the result document from one SampleResult per (case,
+// sample) of set, in any order. It is the one aggregation the local run
+// and the distributed coordinator share, so both produce the same document
+// (apart from timings). opts must be the run's options; duration is the
+// run's wall time.
+func Aggregate(set *Set, metrics []Metric, opts Options, samples []SampleResult, duration time.Duration) (*Result, error) {
+	if err := set.check(); err != nil {
+		return nil, err
+	}
+	opts, err := opts.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if err := validateMetrics(metrics); err != nil {
+		return nil, err
+	}
+	if len(samples) != len(set.Cases)*opts.Samples {
+		return nil, newErr(CodeInvalidSampleResults, "want "+strconv.Itoa(len(set.Cases)*opts.Samples)+" samples, got "+strconv.Itoa(len(samples)))
+	}
+	index := make(map[string]int, len(set.Cases))
+	for i, c := range set.Cases {
+		index[c.ID] = i
+	}
+	byCase := make([][]SampleResult, len(set.Cases))
+	for i := range byCase {
+		byCase[i] = make([]SampleResult, opts.Samples)
+	}
+	for _, s := range samples {
+		ci, ok := index[s.CaseID]
+		if !ok || s.SampleIndex < 0 || s.SampleIndex >= opts.Samples {
+			return nil, newErr(CodeInvalidSampleResults, s.CaseID)
+		}
+		if byCase[ci][s.SampleIndex].SampleID != "" {
+			return nil, newErr(CodeInvalidSampleResults, "duplicate "+s.CaseID+"#"+strconv.Itoa(s.SampleIndex))
+		}
+		if s.SampleID != SampleID(set.ID, set.Version, s.CaseID, s.SampleIndex) {
+			return nil, newErr(CodeInvalidSampleResults, "sample id "+s.CaseID+"#"+strconv.Itoa(s.SampleIndex))
+		}
+		byCase[ci][s.SampleIndex] = s
+	}
+	return aggregate(headerOf(set, opts, duration), descsOf(metrics), byCase), nil
+}
+
+func headerOf(set *Set, opts Options, duration time.Duration) aggHeader {
+	meta := opts.ResultMetadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return aggHeader{
+		setSchema:               set.SchemaVersion,
+		setID:                   set.ID,
+		setVersion:              set.Version,
+		samples:                 opts.Samples,
+		passRateThreshold:       opts.PassRateThreshold,
+		samplePassRateThreshold: opts.SamplePassRateThreshold,
+		minSuccessful:           opts.MinSuccessfulSamples,
+		durationMS:              duration.Milliseconds(),
+		metadata:                meta,
+	}
+}
+
+// metricTally accumulates one metric's results.
+type metricTally struct {
+	ok          []float64
+	errs, notEv int
+}
+
+func (t *metricTally) add(m *MetricResult) {
+	switch m.Status {
+	case StatusOK:
+		t.ok = append(t.ok, m.Score)
+	case StatusError:
+		t.errs++
+	default:
+		t.notEv++
+	}
+}
+
+func (t *metricTally) total() int { return len(t.ok) + t.errs + t.notEv }
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// aggregate is the pure aggregation over samples grouped by case, each
+// group ordered by sample index.
+func aggregate(h aggHeader, descs []metricDesc, byCase [][]SampleResult) *Result {
+	r := &Result{
+		ResultSchemaVersion:  ResultSchemaVersion,
+		EvalSetSchemaVersion: h.setSchema,
+		EvalSetID:            h.setID,
+		EvalSetVersion:       h.setVersion,
+		PassRateThreshold:    h.passRateThreshold,
+		CaseCount:            len(byCase),
+		SampleCount:          h.samples,
+		DurationMS:           h.durationMS,
+		Metrics:              make([]MetricSummary, len(descs)),
+		Cases:                make([]CaseResult, len(byCase)),
+		Metadata:             h.metadata,
+	}
+	pos := make(map[string]int, len(descs))
+	for i, d := range descs {
+		pos[d.id] = i
+	}
+	runTally := make([]metricTally, len(descs))
+	caseTally := make([]metricTally, len(descs))
+	for ci, samples := range byCase {
+		for i := range caseTally {
+			caseTally[i] = metricTally{}
+		}
+		c := CaseResult{
+			SampleCount:             len(samples),
+			SamplePassRateThreshold: h.samplePassRateThreshold,
+			MinSuccessfulSamples:    h.minSuccessful,
+			Samples:                 samples,
+			Criteria:                make([]MetricResult, len(descs)),
+		}
+		if len(samples) > 0 {
+			c.CaseID = samples[0].CaseID
+			c.Trajectory = samples[0].Trajectory
+			c.Metadata = samples[0].Metadata
+		}
+		outcomes := make([]float64, 0, len(samples))
+		for si := range samples {
+			s := &samples[si]
+			c.DurationMS += s.DurationMS
+			if s.Status == SampleStatusError {
+				c.ErrorSampleCount++
+			} else {
+				c.SuccessfulSampleCount++
+				if s.Passed {
+					c.PassedSampleCount++
+					outcomes = append(outcomes, 1)
+				} else {
+					outcomes = append(outcomes, 0)
+				}
+			}
+			for mi := range s.Criteria {
+				if p, ok := pos[s.Criteria[mi].MetricID]; ok {
+					caseTally[p].add(&s.Criteria[mi])
+				}
+			}
+			for ti := range s.Turns {
+				for mi := range s.Turns[ti].Metrics {
+					if p, ok := pos[s.Turns[ti].Metrics[mi].MetricID]; ok {
+						caseTally[p].add(&s.Turns[ti].Metrics[mi])
+					}
+				}
+			}
+		}
+		if c.SuccessfulSampleCount > 0 {
+			c.SamplePassRate = float64(c.PassedSampleCount) / float64(c.SuccessfulSampleCount)
+		}
+		c.SampleStatistics = NewStatistics(outcomes)
+		c.Passed = c.SuccessfulSampleCount >= h.minSuccessful && c.SamplePassRate >= h.samplePassRateThreshold
+		switch {
+		case c.SuccessfulSampleCount == 0:
+			c.Status = SampleStatusError
+			c.Passed = false
+		case c.ErrorSampleCount > 0:
+			c.Status = CaseStatusPartial
+		case c.Passed:
+			c.Status = SampleStatusPassed
+		default:
+			c.Status = SampleStatusFailed
+		}
+		for i, d := range descs {
+			t := &caseTally[i]
+			mr := MetricResult{MetricID: d.id, Kind: d.kind, Scope: d.scope, Threshold: d.threshold, Score: mean(t.ok)}
+			switch {
+			case t.total() == 0 || (len(t.ok) == 0 && t.errs == 0):
+				mr.Status = StatusNotEvaluated
+			case len(t.ok) == t.total():
+				mr.Status = StatusOK
+			case len(t.ok) == 0:
+				mr.Status = StatusError
+			default:
+				mr.Status = StatusPartial
+			}
+			mr.Passed = mr.Status == StatusOK && mr.Score >= d.threshold
+			mr.Metadata = map[string]any{
+				"sample_count":        t.total(),
+				"error_count":         t.errs,
+				"not_evaluated_count": t.notEv,
+				"statistics":          NewStatistics(t.ok),
+			}
+			c.Criteria[i] = mr
+			rt := &runTally[i]
+			rt.ok = append(rt.ok, t.ok...)
+			rt.errs += t.errs
+			rt.notEv += t.notEv
+		}
+		switch {
+		case c.Passed:
+			r.PassedCaseCount++
+		}
+		switch c.Status {
+		case SampleStatusError:
+			r.ErrorCaseCount++
+		case CaseStatusPartial:
+			r.PartialCaseCount++
+		}
+		r.Cases[ci] = c
+	}
+	for i, d := range descs {
+		t := &runTally[i]
+		avg := mean(t.ok)
+		r.Metrics[i] = MetricSummary{
+			MetricID:          d.id,
+			Kind:              d.kind,
+			Scope:             d.scope,
+			AverageScore:      avg,
+			Threshold:         d.threshold,
+			Passed:            len(t.ok) > 0 && t.errs == 0 && t.notEv == 0 && avg >= d.threshold,
+			EvaluatedCount:    len(t.ok),
+			ErrorCount:        t.errs,
+			NotEvaluatedCount: t.notEv,
+			Statistics:        NewStatistics(t.ok),
+		}
+	}
+	if r.CaseCount > 0 {
+		r.PassRate = float64(r.PassedCaseCount) / float64(r.CaseCount)
+	}
+	r.Passed = r.PassRate >= r.PassRateThreshold
+	return r
+}
+
+// sortedCaseIDs returns the result's case ids sorted.
+func sortedCases(cases []CaseResult) []*CaseResult {
+	out := make([]*CaseResult, len(cases))
+	for i := range cases {
+		out[i] = &cases[i]
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CaseID < out[j].CaseID })
+	return out
+}

@@ -1,0 +1,604 @@
+package evalengine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/internal/secrets"
+)
+
+// SampleID derives the deterministic sample id (CONTRACTS §5.4): "sample-"
+// and the lowercase hex of the first 12 bytes of SHA-256 over set id,
+// version, case id and the decimal sample index, NUL-separated.
+func SampleID(setID, setVersion, caseID string, sampleIndex int) string {
+	h := sha256.New()
+	var buf [64]byte
+	h.Write([]byte(setID))
+	h.Write([]byte{0})
+	h.Write([]byte(setVersion))
+	h.Write([]byte{0})
+	h.Write([]byte(caseID))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(buf[:0], int64(sampleIndex), 10))
+	sum := h.Sum(buf[:0])
+	return "sample-" + hex.EncodeToString(sum[:12])
+}
+
+// Progress is reported after every finished sample.
+type Progress struct {
+	Done    int // samples finished
+	Total   int
+	Passed  int // samples passed so far
+	Errors  int // samples in error so far
+	Elapsed time.Duration
+}
+
+// RunConfig is what a run needs besides the set: the adapter, the metrics
+// in descriptor order, the options and an optional progress callback.
+type RunConfig struct {
+	Adapter Adapter
+	Metrics []Metric
+	Options Options
+	// Progress, if set, is called after each sample, one call at a time,
+	// from the engine's workers; it must be quick.
+	Progress func(Progress)
+}
+
+// Run evaluates set: every case Options.Samples times through the
+// adapter, in a pool of Options.Concurrency workers (at most
+// SampleConcurrency samples of one case at once), and aggregates the
+// result. Samples the run deadline cuts off are recorded as timeout. A
+// cancelled ctx ends the run with evaluation_cancelled and no result.
+func Run(ctx context.Context, set *Set, cfg RunConfig) (*Result, error) {
+	e, err := newEngine(set, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx)
+}
+
+// RunSample runs one (case, sample) the way Run does, for a distributed
+// worker that owns a single task. ctx carries the sample's deadline and
+// cancellation; the caller bounds it (Options.CaseTimeoutMS is applied on
+// top). Aggregate the collected samples with Aggregate.
+func RunSample(ctx context.Context, set *Set, cfg RunConfig, caseIndex, sampleIndex int) (SampleResult, error) {
+	e, err := newEngine(set, cfg)
+	if err != nil {
+		return SampleResult{}, err
+	}
+	if caseIndex < 0 || caseIndex >= len(set.Cases) || sampleIndex < 0 || sampleIndex >= e.opts.Samples {
+		return SampleResult{}, newErr(CodeInvalidSampleResults, "sample out of range")
+	}
+	return e.runSample(ctx, caseIndex, sampleIndex), nil
+}
+
+// ErrorSample is the record of a sample that never ran or whose worker was
+// lost (tag e.g. worker_lost, timeout): status error, no turns.
+func ErrorSample(set *Set, caseIndex, sampleIndex int, tag string) SampleResult {
+	c := &set.Cases[caseIndex]
+	return SampleResult{
+		CaseID:      c.ID,
+		SampleID:    SampleID(set.ID, set.Version, c.ID, sampleIndex),
+		SampleIndex: sampleIndex,
+		Status:      SampleStatusError,
+		Turns:       []TurnResult{},
+		Trajectory:  []TrajectoryItem{},
+		Criteria:    []MetricResult{},
+		Metadata:    metaOrEmpty(c.Metadata),
+		Error:       tag,
+	}
+}
+
+type engine struct {
+	set         *Set
+	adapter     Adapter
+	metrics     []Metric
+	turnMetrics []int
+	caseMetrics []int
+	opts        Options
+	progress    func(Progress)
+	caseTimeout time.Duration
+}
+
+func newEngine(set *Set, cfg RunConfig) (*engine, error) {
+	if err := set.check(); err != nil {
+		return nil, err
+	}
+	opts, err := cfg.Options.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.checkSampleTotal(len(set.Cases)); err != nil {
+		return nil, err
+	}
+	if cfg.Adapter == nil {
+		return nil, newErr(CodeInvalidAdapter, "nil adapter")
+	}
+	if len(cfg.Metrics) == 0 && opts.EmptyCriteria != EmptyCriteriaPass {
+		return nil, newErr(CodeEmptyCriteria, "")
+	}
+	if err := validateMetrics(cfg.Metrics); err != nil {
+		return nil, err
+	}
+	e := &engine{
+		set:         set,
+		adapter:     cfg.Adapter,
+		metrics:     cfg.Metrics,
+		opts:        opts,
+		progress:    cfg.Progress,
+		caseTimeout: time.Duration(opts.CaseTimeoutMS) * time.Millisecond,
+	}
+	for i, m := range cfg.Metrics {
+		if m.Turn != nil {
+			e.turnMetrics = append(e.turnMetrics, i)
+		} else {
+			e.caseMetrics = append(e.caseMetrics, i)
+		}
+	}
+	return e, nil
+}
+
+// scheduler hands out (case, sample) specs to the workers: sample-major
+// round robin over the cases, at most SampleConcurrency samples of a case
+// in flight. A case sits in the ready queue exactly when it has samples
+// left and a free per-case slot.
+type scheduler struct {
+	mu         sync.Mutex
+	cond       *sync.Cond
+	ready      []int // FIFO of case indices; head is the next to serve
+	head       int
+	nextSample []int
+	inflight   []int
+	undispatch int
+	perCase    int
+	samples    int
+	stopped    bool
+}
+
+func newScheduler(cases, samples, perCase int) *scheduler {
+	s := &scheduler{
+		ready:      make([]int, cases, cases*2),
+		nextSample: make([]int, cases),
+		inflight:   make([]int, cases),
+		undispatch: cases * samples,
+		perCase:    perCase,
+		samples:    samples,
+	}
+	s.cond = sync.NewCond(&s.mu)
+	for i := range s.ready {
+		s.ready[i] = i
+	}
+	return s
+}
+
+// next blocks until a spec is available; ok is false when there is no more
+// work or the scheduler was stopped.
+func (s *scheduler) next() (caseIdx, sampleIdx int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.stopped || s.undispatch == 0 {
+			return 0, 0, false
+		}
+		if s.head < len(s.ready) {
+			c := s.ready[s.head]
+			s.head++
+			if s.head > 1024 && s.head*2 > len(s.ready) {
+				s.ready = append(s.ready[:0], s.ready[s.head:]...)
+				s.head = 0
+			}
+			si := s.nextSample[c]
+			s.nextSample[c]++
+			s.inflight[c]++
+			s.undispatch--
+			if s.nextSample[c] < s.samples && s.inflight[c] < s.perCase {
+				s.ready = append(s.ready, c)
+			}
+			return c, si, true
+		}
+		s.cond.Wait()
+	}
+}
+
+// done releases the per-case slot of a finished sample.
+func (s *scheduler) done(c int) {
+	s.mu.Lock()
+	s.inflight[c]--
+	if s.nextSample[c] < s.samples && s.inflight[c] == s.perCase-1 {
+		s.ready = append(s.ready, c)
+		s.cond.Signal()
+	}
+	s.mu.Unlock()
+}
+
+// stop makes every next call return false.
+func (s *scheduler) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+func (e *engine) run(ctx context.Context) (*Result, error) {
+	start := time.Now()
+	nCases, nSamples := len(e.set.Cases), e.opts.Samples
+	total := nCases * nSamples
+	runCtx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.TimeoutMS)*time.Millisecond)
+	defer cancel()
+
+	byCase := make([][]SampleResult, nCases)
+	for i := range byCase {
+		byCase[i] = make([]SampleResult, nSamples)
+	}
+	sched := newScheduler(nCases, nSamples, e.opts.SampleConcurrency)
+	// The budget mirrors the contract's incremental report budget.
+	budget := e.opts.MaxReportBytes - (4096 + 1024*nCases + 512*len(e.metrics))
+	var (
+		mu             sync.Mutex
+		done, passed   int
+		errCount       int
+		budgetExceeded = budget < 0
+	)
+	stopOnDone := context.AfterFunc(runCtx, sched.stop)
+	defer stopOnDone()
+
+	workers := min(e.opts.Concurrency, total)
+	var wg sync.WaitGroup
+	// Run owns the workers: it waits for every one before returning.
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, s, ok := sched.next()
+				if !ok {
+					return
+				}
+				res := e.runSample(runCtx, c, s)
+				byCase[c][s] = res
+				sched.done(c)
+				mu.Lock()
+				done++
+				switch {
+				case res.Status == SampleStatusError:
+					errCount++
+				case res.Passed:
+					passed++
+				}
+				budget -= 2*res.approxSize() + 256
+				if budget < 0 && !budgetExceeded {
+					budgetExceeded = true
+					sched.stop()
+				}
+				if e.progress != nil {
+					e.progress(Progress{Done: done, Total: total, Passed: passed, Errors: errCount, Elapsed: time.Since(start)})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	if budgetExceeded {
+		sched.stop()
+	}
+	wg.Wait()
+
+	if ctx.Err() != nil {
+		return nil, &Error{Code: CodeEvaluationCancelled, Err: ctx.Err()}
+	}
+	if budgetExceeded {
+		return nil, newErr(CodeReportBudgetExceeded, "")
+	}
+	// Samples never dispatched before the run deadline are timeouts.
+	for c := range byCase {
+		for s := range byCase[c] {
+			if byCase[c][s].SampleID == "" {
+				byCase[c][s] = ErrorSample(e.set, c, s, TagTimeout)
+			}
+		}
+	}
+	r := aggregate(headerOf(e.set, e.opts, time.Since(start)), descsOf(e.metrics), byCase)
+	n, err := encodedSize(r)
+	if err != nil {
+		return nil, reasonErr(CodeReportTooLarge, "encode_failed", "")
+	}
+	if n > e.opts.MaxReportBytes {
+		return nil, newErr(CodeReportTooLarge, strconv.Itoa(n))
+	}
+	return r, nil
+}
+
+// runSample runs one (case, sample). It never panics and never returns
+// before the session is closed.
+func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
+	start := time.Now()
+	c := &e.set.Cases[ci]
+	res := SampleResult{
+		CaseID:      c.ID,
+		SampleID:    SampleID(e.set.ID, e.set.Version, c.ID, si),
+		SampleIndex: si,
+		Turns:       make([]TurnResult, 0, len(c.Turns)),
+		Trajectory:  []TrajectoryItem{},
+		Criteria:    make([]MetricResult, 0, len(e.caseMetrics)),
+		Metadata:    metaOrEmpty(c.Metadata),
+	}
+	ctx, cancel := context.WithTimeout(parent, e.caseTimeout)
+	defer cancel()
+	fail := func(tag string) {
+		if res.Error == "" {
+			res.Error = tag
+		}
+	}
+	ctxTag := func() string {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return TagTimeout
+		}
+		return TagCancelled
+	}
+
+	info := SampleInfo{SetID: e.set.ID, SetVersion: e.set.Version, Case: c, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si}
+	sess, err := e.newSession(ctx, info)
+	switch {
+	case ctx.Err() != nil:
+		fail(ctxTag())
+	case err != nil:
+		fail(err.Error())
+	}
+	var outputs []TurnOutput
+	var latencies []int64
+	if res.Error == "" {
+		outputs = make([]TurnOutput, 0, len(c.Turns))
+		latencies = make([]int64, 0, len(c.Turns))
+		for ti := range c.Turns {
+			t := &c.Turns[ti]
+			if ctx.Err() != nil {
+				fail(ctxTag())
+				break
+			}
+			in := TurnInput{CaseID: c.ID, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si, TurnID: t.ID, TurnIndex: ti, Input: t.Input, Turn: t}
+			turnStart := time.Now()
+			out, tag := e.turn(ctx, sess, in)
+			latency := time.Since(turnStart).Milliseconds()
+			if ctx.Err() != nil {
+				fail(ctxTag()) // a late reply is a timeout
+				break
+			}
+			if tag != "" {
+				fail(tag)
+				break
+			}
+			outputs = append(outputs, out)
+			latencies = append(latencies, latency)
+			res.Turns = append(res.Turns, e.turnResult(ctx, &res, c, ci, si, t, ti, out, latency))
+		}
+	}
+	if res.Error == "" && len(e.caseMetrics) > 0 {
+		ev := CaseEval{Case: c, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si, Outputs: outputs, LatenciesMS: latencies}
+		for _, mi := range e.caseMetrics {
+			m := &e.metrics[mi]
+			sc := scoreSafely(func() Score { return m.Case.ScoreCase(ctx, ev) })
+			res.Criteria = append(res.Criteria, metricResult(m, ScopeCase, sc))
+		}
+		if ctx.Err() != nil {
+			fail(ctxTag())
+		}
+	}
+	if sess != nil {
+		if err := closeSafely(sess); err != nil {
+			fail(adapterTag(err, TagAdapterTerminateFailed))
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	finishSample(&res)
+	return res
+}
+
+// finishSample derives passed and status from the sample's parts.
+func finishSample(res *SampleResult) {
+	if res.Error != "" {
+		res.Status, res.Passed = SampleStatusError, false
+		return
+	}
+	res.Passed = true
+	for i := range res.Turns {
+		if !res.Turns[i].Passed {
+			res.Passed = false
+		}
+	}
+	for i := range res.Criteria {
+		if !res.Criteria[i].Passed {
+			res.Passed = false
+		}
+	}
+	res.Status = SampleStatusFailed
+	if res.Passed {
+		res.Status = SampleStatusPassed
+	}
+}
+
+// newSession calls the adapter, turning a panic or an error into a tag
+// (returned as the error's text).
+func (e *engine) newSession(ctx context.Context, info SampleInfo) (sess Session, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			sess, err = nil, errors.New(TagAdapterInitException)
+		}
+	}()
+	sess, err = e.adapter.NewSession(ctx, info)
+	if err != nil {
+		return nil, errors.New(adapterTag(err, TagAdapterInitFailed))
+	}
+	if sess == nil {
+		return nil, errors.New(TagInvalidAdapterResult)
+	}
+	return sess, nil
+}
+
+// turn runs one adapter turn; tag is "" on success.
+func (e *engine) turn(ctx context.Context, sess Session, in TurnInput) (out TurnOutput, tag string) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, tag = TurnOutput{}, TagAdapterException
+		}
+	}()
+	out, err := sess.Turn(ctx, in)
+	if err != nil {
+		return TurnOutput{}, adapterTag(err, TagAdapterFailed)
+	}
+	for _, s := range out.Trajectory {
+		if s.Tool == "" || (s.Kind != "" && s.Kind != KindToolCall && s.Kind != KindToolResponse) {
+			return TurnOutput{}, TagInvalidAdapterResult
+		}
+	}
+	return out, ""
+}
+
+func closeSafely(sess Session) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &AdapterError{Tag: TagAdapterException}
+		}
+	}()
+	return sess.Close()
+}
+
+func scoreSafely(f func() Score) (s Score) {
+	defer func() {
+		if p := recover(); p != nil {
+			s = ScoreError("metric_exception")
+		}
+	}()
+	return f().normalize()
+}
+
+func metricResult(m *Metric, scope string, sc Score) MetricResult {
+	meta := sc.Metadata
+	if len(meta) == 0 {
+		meta = map[string]any{}
+	} else {
+		meta = pruneObject(meta)
+	}
+	return MetricResult{
+		MetricID:  m.ID,
+		Kind:      m.kind(),
+		Scope:     scope,
+		Score:     sc.Value,
+		Threshold: m.Threshold,
+		Passed:    sc.Status == StatusOK && sc.Value >= m.Threshold,
+		Status:    sc.Status,
+		Metadata:  meta,
+	}
+}
+
+// turnResult records one answered turn, appends its public trajectory to
+// the sample's and runs the turn metrics.
+func (e *engine) turnResult(ctx context.Context, res *SampleResult, c *Case, ci, si int, t *Turn, ti int, out TurnOutput, latency int64) TurnResult {
+	first := len(res.Trajectory)
+	for _, s := range out.Trajectory {
+		item := TrajectoryItem{TurnID: t.ID, Kind: s.Kind, Tool: s.Tool}
+		if item.Kind == "" {
+			item.Kind = KindToolCall
+		}
+		if s.CallID != "" {
+			id := s.CallID
+			item.CallID = &id
+		}
+		if e.opts.CaptureToolContent {
+			if item.Kind == KindToolCall {
+				item.Args = pruneValue(s.Args)
+				if item.Args == nil {
+					item.Args = map[string]any{}
+				}
+			} else {
+				item.Result = pruneValue(s.Result)
+			}
+		}
+		res.Trajectory = append(res.Trajectory, item)
+	}
+	meta := make(map[string]any, len(out.Metadata)+1)
+	if len(out.Metadata) > 0 {
+		if pruned, ok := adapterMetadataPruner.Prune(out.Metadata).(map[string]any); ok {
+			for k, v := range pruned {
+				meta[k] = v
+			}
+		}
+	}
+	meta["runtime_latency_ms"] = latency
+	tr := TurnResult{
+		TurnID:          t.ID,
+		Input:           t.Input,
+		Expected:        t.Expected,
+		Actual:          out.Output,
+		Passed:          true,
+		Metrics:         make([]MetricResult, 0, len(e.turnMetrics)),
+		Trajectory:      res.Trajectory[first:len(res.Trajectory):len(res.Trajectory)],
+		Metadata:        metaOrEmpty(t.Metadata),
+		AdapterMetadata: meta,
+	}
+	if e.opts.CaptureEvents {
+		tr.Events = make([]any, len(out.Events))
+		for i, ev := range out.Events {
+			tr.Events[i] = pruneValue(ev)
+		}
+	}
+	if len(e.turnMetrics) > 0 {
+		ev := TurnEval{Case: c, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si, Turn: t, TurnIndex: ti, Output: out, LatencyMS: latency}
+		for _, mi := range e.turnMetrics {
+			m := &e.metrics[mi]
+			sc := scoreSafely(func() Score { return m.Turn.ScoreTurn(ctx, ev) })
+			mr := metricResult(m, ScopeTurn, sc)
+			if !mr.Passed {
+				tr.Passed = false
+			}
+			tr.Metrics = append(tr.Metrics, mr)
+		}
+	}
+	return tr
+}
+
+// adapterMetadataPruner keeps the token usage counters that the
+// sensitive-key rule would drop ("token"); everything else secret-named goes.
+var adapterMetadataPruner = secrets.NewPruner(
+	"input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
+	"cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens",
+)
+
+func pruneValue(v any) any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return secrets.Prune(v)
+	}
+	return v
+}
+
+func metaOrEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// approxSize estimates the sample's serialized size for the report budget.
+func (s *SampleResult) approxSize() int {
+	n := 256 + len(s.CaseID) + len(s.SampleID) + len(s.Error) + approxSize(s.Metadata)
+	for i := range s.Turns {
+		t := &s.Turns[i]
+		n += 160 + len(t.TurnID) + approxSize(t.Input) + approxSize(t.Expected) + approxSize(t.Actual) +
+			approxSize(t.Metadata) + approxSize(t.AdapterMetadata)
+		for _, ev := range t.Events {
+			n += approxSize(ev)
+		}
+		n += len(t.Metrics) * 200
+		for j := range t.Trajectory {
+			n += 2 * (80 + len(t.Trajectory[j].Tool) + approxSize(t.Trajectory[j].Args) + approxSize(t.Trajectory[j].Result))
+		}
+	}
+	for i := range s.Criteria {
+		n += 200 + approxSize(s.Criteria[i].Metadata)
+	}
+	return n
+}

@@ -1,0 +1,385 @@
+package evalengine
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/fadcedab/adk/internal/jsonlimit"
+	"github.com/fadcedab/adk/internal/secrets"
+)
+
+// Eval set bounds (CONTRACTS §5.1).
+const (
+	MaxCases                 = 1000
+	MaxTurns                 = 1000
+	DefaultValidationTimeout = 2 * time.Second
+)
+
+// Set is a validated eval set in its canonical schema-2 shape (or schema 1,
+// which keeps its legacy expectations). Build one with ParseSet or LoadSet;
+// its JSON encoding is the canonical document (sorted keys through
+// canonjson), which ParseSet reads back unchanged.
+type Set struct {
+	SchemaVersion int            `json:"schema_version"`
+	ID            string         `json:"id"`
+	Version       string         `json:"version"`
+	Name          string         `json:"name,omitempty"`
+	Description   string         `json:"description,omitempty"`
+	Cases         []Case         `json:"cases"`
+	Metadata      map[string]any `json:"metadata"`
+}
+
+// Case is one conversation: ordered turns plus optional case-level
+// expectations. The three v2-only fields are kept verbatim (any JSON); a
+// JSON null is the same as absent.
+type Case struct {
+	ID                    string         `json:"id"`
+	Turns                 []Turn         `json:"turns"`
+	Metadata              map[string]any `json:"metadata"`
+	SessionInput          any            `json:"session_input,omitempty"`
+	ExpectedTrajectory    any            `json:"expected_trajectory,omitempty"`
+	ExpectedFinalResponse any            `json:"expected_final_response,omitempty"`
+}
+
+// Turn is one user input and its canonical expectation: in schema 2, an
+// object with response / trajectory / intermediate_responses when any of
+// the expected_* keys was given, else the legacy expected value (or null).
+type Turn struct {
+	ID       string         `json:"id"`
+	Input    any            `json:"input"`
+	Expected any            `json:"expected"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// LoadOptions tunes LoadSet. The zero value is the default.
+type LoadOptions struct {
+	// SourceName names the file the data came from (e.g.
+	// "simple_test2.test.json"). Only the legacy Google .test.json format
+	// uses it, for the set and case id; default "legacy-test".
+	SourceName string
+	// ValidationTimeout bounds validation; default 2 s.
+	ValidationTimeout time.Duration
+	// Limits tightens the JSON limits; zero fields are the defaults.
+	Limits jsonlimit.Limits
+}
+
+// ParseSet reads a native eval set (schema 1 or 2) from untrusted bytes,
+// bounded by the JSON limits and the validation timeout. Use LoadSet to
+// accept Google ADK files as well.
+func ParseSet(data []byte) (*Set, error) {
+	v, deadline, err := decodeSet(data, LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m, ok := asObject(v)
+	if !ok {
+		return nil, newErr(CodeEvalSetMustBeObject, "")
+	}
+	return setFromObject(m, deadline)
+}
+
+func decodeSet(data []byte, opts LoadOptions) (any, time.Time, error) {
+	timeout := opts.ValidationTimeout
+	if timeout <= 0 {
+		timeout = DefaultValidationTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	lim, err := jsonlimit.DefaultLimits().Tighten(opts.Limits)
+	if err != nil {
+		return nil, deadline, &Error{Code: CodeInvalidEvalSet, Reason: "invalid_limits", Err: err}
+	}
+	v, err := jsonlimit.Decode(data, lim)
+	if err != nil {
+		return nil, deadline, limitErr(CodeInvalidEvalSet, err)
+	}
+	if time.Now().After(deadline) {
+		return nil, deadline, newErr(CodeValidationTimeout, "")
+	}
+	return v, deadline, nil
+}
+
+var (
+	setKeys    = keySet("schema_version", "id", "version", "cases", "metadata", "name", "description")
+	caseKeysV1 = keySet("id", "metadata", "turns", "input", "expected")
+	caseKeysV2 = keySet("id", "metadata", "turns", "input", "expected", "session_input", "expected_trajectory", "expected_final_response")
+	turnKeysV1 = keySet("id", "input", "expected", "metadata")
+	turnKeysV2 = keySet("id", "input", "expected", "metadata", "expected_response", "expected_trajectory", "expected_intermediate_responses")
+)
+
+// setFromObject validates a decoded native set and builds its canonical form.
+func setFromObject(m map[string]any, deadline time.Time) (*Set, error) {
+	if unk := unknownKeys(m, setKeys); len(unk) > 0 {
+		return nil, newErr(CodeUnknownSetKeys, keysDetail(unk))
+	}
+	s := &Set{SchemaVersion: 2}
+	if sv, ok := m["schema_version"]; ok {
+		n, err := schemaVersion(sv)
+		if err != nil {
+			return nil, err
+		}
+		s.SchemaVersion = n
+	}
+	var ok bool
+	if s.ID, ok = m["id"].(string); !ok || s.ID == "" {
+		return nil, newErr(CodeInvalidEvalSetID, "")
+	}
+	if s.Version, ok = m["version"].(string); !ok || s.Version == "" {
+		return nil, newErr(CodeInvalidEvalSetVersion, "")
+	}
+	if v, present := m["name"]; present {
+		if s.Name, ok = v.(string); !ok {
+			return nil, newErr(CodeInvalidEvalSetName, "")
+		}
+	}
+	if v, present := m["description"]; present {
+		if s.Description, ok = v.(string); !ok {
+			return nil, newErr(CodeInvalidEvalSetDescription, "")
+		}
+	}
+	meta, err := metadataValue(m, "set")
+	if err != nil {
+		return nil, err
+	}
+	s.Metadata = meta
+	cases, ok := m["cases"].([]any)
+	if !ok {
+		return nil, newErr(CodeInvalidEvalCases, "")
+	}
+	if len(cases) > MaxCases {
+		return nil, newErr(CodeCaseLimitExceeded, strconv.Itoa(len(cases)))
+	}
+	s.Cases = make([]Case, 0, len(cases))
+	seen := make(map[string]bool, len(cases))
+	for i, cv := range cases {
+		if time.Now().After(deadline) {
+			return nil, newErr(CodeValidationTimeout, "")
+		}
+		c, err := caseFromValue(cv, i, s.SchemaVersion)
+		if err != nil {
+			return nil, err
+		}
+		if seen[c.ID] {
+			return nil, newErr(CodeDuplicateCaseID, c.ID)
+		}
+		seen[c.ID] = true
+		s.Cases = append(s.Cases, c)
+	}
+	return s, nil
+}
+
+func schemaVersion(v any) (int, error) {
+	if n, ok := v.(json.Number); ok {
+		switch string(n) {
+		case "1":
+			return 1, nil
+		case "2":
+			return 2, nil
+		}
+		return 0, newErr(CodeUnsupportedSchemaVersion, string(n))
+	}
+	return 0, newErr(CodeUnsupportedSchemaVersion, "not a number")
+}
+
+// metadataValue reads an optional metadata object and prunes its secrets.
+func metadataValue(m map[string]any, where string) (map[string]any, error) {
+	v, present := m["metadata"]
+	if !present || v == nil {
+		return map[string]any{}, nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, newErr(CodeInvalidEvalMetadata, where)
+	}
+	return pruneObject(obj), nil
+}
+
+// pruneObject removes secret-named keys recursively.
+func pruneObject(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return map[string]any{}
+	}
+	if p, ok := secrets.Prune(m).(map[string]any); ok {
+		return p
+	}
+	return map[string]any{}
+}
+
+func caseFromValue(v any, index int, schema int) (Case, error) {
+	m, ok := asObject(v)
+	if !ok {
+		return Case{}, newErr(CodeInvalidEvalCase, "index "+strconv.Itoa(index))
+	}
+	id, ok := m["id"].(string)
+	if !ok || id == "" {
+		return Case{}, newErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(index))
+	}
+	allowed := caseKeysV2
+	if schema == 1 {
+		allowed = caseKeysV1
+	}
+	if unk := unknownKeys(m, allowed); len(unk) > 0 {
+		return Case{}, newErr(CodeUnknownCaseKeys, id+": "+keysDetail(unk))
+	}
+	c := Case{ID: id}
+	meta, err := metadataValue(m, "case "+id)
+	if err != nil {
+		return Case{}, err
+	}
+	c.Metadata = meta
+	c.SessionInput = m["session_input"]
+	c.ExpectedTrajectory = m["expected_trajectory"]
+	c.ExpectedFinalResponse = m["expected_final_response"]
+
+	turnsV, hasTurns := m["turns"]
+	_, hasInput := m["input"]
+	_, hasExpected := m["expected"]
+	switch {
+	case hasTurns && (hasInput || hasExpected):
+		return Case{}, reasonErr(CodeInvalidEvalCase, "turns_and_shorthand", id)
+	case hasTurns:
+		turns, ok := turnsV.([]any)
+		if !ok {
+			return Case{}, reasonErr(CodeInvalidEvalCase, "turns_must_be_array", id)
+		}
+		if len(turns) == 0 {
+			return Case{}, newErr(CodeCaseHasNoTurns, id)
+		}
+		if len(turns) > MaxTurns {
+			return Case{}, newErr(CodeTurnLimitExceeded, id)
+		}
+		c.Turns = make([]Turn, 0, len(turns))
+		seen := make(map[string]bool, len(turns))
+		for i, tv := range turns {
+			t, err := turnFromValue(tv, id, i, schema)
+			if err != nil {
+				return Case{}, err
+			}
+			if seen[t.ID] {
+				return Case{}, newErr(CodeDuplicateTurnID, id+"/"+t.ID)
+			}
+			seen[t.ID] = true
+			c.Turns = append(c.Turns, t)
+		}
+	case hasInput:
+		c.Turns = []Turn{{ID: "turn-1", Input: m["input"], Expected: m["expected"], Metadata: map[string]any{}}}
+	default:
+		return Case{}, newErr(CodeCaseHasNoTurns, id)
+	}
+	return c, nil
+}
+
+func turnFromValue(v any, caseID string, index int, schema int) (Turn, error) {
+	m, ok := asObject(v)
+	if !ok {
+		return Turn{}, newErr(CodeInvalidEvalTurn, caseID+"/"+strconv.Itoa(index+1))
+	}
+	t := Turn{ID: "turn-" + strconv.Itoa(index+1)}
+	if idv, present := m["id"]; present {
+		id, ok := idv.(string)
+		if !ok || id == "" {
+			return Turn{}, newErr(CodeInvalidEvalTurnID, caseID+"/"+strconv.Itoa(index+1))
+		}
+		t.ID = id
+	}
+	allowed := turnKeysV2
+	if schema == 1 {
+		allowed = turnKeysV1
+	}
+	if unk := unknownKeys(m, allowed); len(unk) > 0 {
+		return Turn{}, newErr(CodeUnknownTurnKeys, caseID+"/"+t.ID+": "+keysDetail(unk))
+	}
+	input, present := m["input"]
+	if !present {
+		return Turn{}, newErr(CodeMissingTurnInput, caseID+"/"+t.ID)
+	}
+	t.Input = input
+	meta, err := metadataValue(m, "turn "+caseID+"/"+t.ID)
+	if err != nil {
+		return Turn{}, err
+	}
+	t.Metadata = meta
+	t.Expected = canonicalExpected(m)
+	return t, nil
+}
+
+// canonicalExpected applies the v2 expectation canonicalisation (§5.1).
+func canonicalExpected(m map[string]any) any {
+	legacy := m["expected"]
+	resp, hasResp := m["expected_response"]
+	traj, hasTraj := m["expected_trajectory"]
+	inter, hasInter := m["expected_intermediate_responses"]
+	if !hasResp && !hasTraj && !hasInter {
+		return legacy
+	}
+	var out map[string]any
+	switch l := legacy.(type) {
+	case map[string]any:
+		out = make(map[string]any, len(l)+3)
+		for k, v := range l {
+			out[k] = v
+		}
+	case nil:
+		out = make(map[string]any, 3)
+	default:
+		out = map[string]any{"response": l}
+	}
+	if hasResp {
+		out["response"] = resp
+	}
+	if hasTraj {
+		out["trajectory"] = traj
+	}
+	if hasInter {
+		out["intermediate_responses"] = inter
+	}
+	return out
+}
+
+// check validates a Set built in Go (not through ParseSet) cheaply: the
+// structural rules the engine relies on.
+func (s *Set) check() error {
+	if s == nil {
+		return newErr(CodeInvalidEvalSet, "nil set")
+	}
+	if s.SchemaVersion != 1 && s.SchemaVersion != 2 {
+		return newErr(CodeUnsupportedSchemaVersion, strconv.Itoa(s.SchemaVersion))
+	}
+	if s.ID == "" {
+		return newErr(CodeInvalidEvalSetID, "")
+	}
+	if s.Version == "" {
+		return newErr(CodeInvalidEvalSetVersion, "")
+	}
+	if len(s.Cases) > MaxCases {
+		return newErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases)))
+	}
+	seen := make(map[string]bool, len(s.Cases))
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		if c.ID == "" {
+			return newErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
+		}
+		if seen[c.ID] {
+			return newErr(CodeDuplicateCaseID, c.ID)
+		}
+		seen[c.ID] = true
+		if len(c.Turns) == 0 {
+			return newErr(CodeCaseHasNoTurns, c.ID)
+		}
+		if len(c.Turns) > MaxTurns {
+			return newErr(CodeTurnLimitExceeded, c.ID)
+		}
+		tseen := make(map[string]bool, len(c.Turns))
+		for _, t := range c.Turns {
+			if t.ID == "" {
+				return newErr(CodeInvalidEvalTurnID, c.ID)
+			}
+			if tseen[t.ID] {
+				return newErr(CodeDuplicateTurnID, c.ID+"/"+t.ID)
+			}
+			tseen[t.ID] = true
+		}
+	}
+	return nil
+}
