@@ -1,19 +1,56 @@
 package plugins
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fadcedab/adk/internal/secrets"
 )
 
-// pruneExtra returns a copy of the call context's Extra with every
-// secret-looking key removed at every depth (nil stays nil).
+// pruneExtra returns a copy of the call context's Extra, JSON-normalised
+// (values of other Go types become generic JSON values, values JSON cannot
+// carry are dropped) and with every secret-looking key removed at every
+// depth. nil stays nil.
 func pruneExtra(extra map[string]any) map[string]any {
 	if extra == nil {
 		return nil
 	}
-	pruned, _ := prune(extra).(map[string]any)
+	pruned, _ := secrets.Prune(normalizeJSON(extra)).(map[string]any)
 	return pruned
+}
+
+// normalizeJSON rewrites anything but generic JSON data through a JSON round
+// trip, so that the pruner sees struct fields as map keys.
+func normalizeJSON(v any) any {
+	switch x := v.(type) {
+	case nil, string, bool, float64, int, int64, json.Number:
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if n := normalizeJSON(e); n != nil || e == nil {
+				out[k] = n
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeJSON(e)
+		}
+		return out
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var g any
+	if json.Unmarshal(b, &g) != nil {
+		return nil
+	}
+	return g
 }
 
 // keyPrefix matches the "key=" or "key: " before a value.
@@ -45,7 +82,7 @@ func redactValues(s string) string {
 	var b strings.Builder
 	last := 0
 	for _, m := range keyPrefix.FindAllStringSubmatchIndex(s, -1) {
-		if m[0] < last || !isSensitiveKey(s[m[2]:m[3]]) {
+		if m[0] < last || !secrets.IsSensitiveKey(s[m[2]:m[3]]) {
 			continue
 		}
 		end := m[1]
