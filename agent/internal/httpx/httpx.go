@@ -1,0 +1,269 @@
+// Package httpx is the HTTP call path the remote model providers (openai,
+// gemini) share: one tuned transport, per-attempt timeouts, bounded response
+// bodies, and retries only on 429 and 5xx with exponential backoff that
+// honours Retry-After. Every failure is a structural *model.Error: no
+// response body, URL or header ever reaches an error.
+//
+// It imports only agent/model and the standard library.
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/fadcedab/adk/agent/model"
+)
+
+// Bounds and defaults shared by the remote providers.
+const (
+	DefaultTimeout          = 60 * time.Second
+	MaxTimeout              = 10 * time.Minute
+	DefaultMaxAttempts      = 3
+	MaxAttempts             = 10
+	DefaultMaxResponseBytes = 8 << 20
+	MaxResponseBytes        = 64 << 20
+	DefaultBaseBackoff      = 250 * time.Millisecond
+	DefaultMaxBackoff       = 20 * time.Second
+)
+
+// Transport is the one transport every provider client uses, sized so that
+// 256 concurrent model calls to one host reuse connections instead of
+// churning them.
+var Transport = &http.Transport{
+	Proxy: http.ProxyFromEnvironment,
+	DialContext: (&net.Dialer{
+		Timeout:   10 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}).DialContext,
+	ForceAttemptHTTP2:     true,
+	MaxIdleConns:          1024,
+	MaxIdleConnsPerHost:   256,
+	IdleConnTimeout:       90 * time.Second,
+	TLSHandshakeTimeout:   10 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}
+
+// Client performs bounded, retried JSON POSTs for one provider.
+type Client struct {
+	Provider         string
+	HTTP             *http.Client // nil: a client over Transport
+	Timeout          time.Duration
+	MaxAttempts      int
+	MaxResponseBytes int64
+	BaseBackoff      time.Duration
+	MaxBackoff       time.Duration
+}
+
+// NewClient validates the per-provider HTTP bounds (zero means default)
+// and returns a client.
+func NewClient(name string, hc *http.Client, timeoutMS, attempts int, maxBytes int64, baseMS, maxMS int) (Client, error) {
+	c := Client{Provider: name, HTTP: hc}
+	if timeoutMS < 0 || time.Duration(timeoutMS)*time.Millisecond > MaxTimeout {
+		return c, fmt.Errorf("timeout_ms %d out of range", timeoutMS)
+	}
+	if attempts < 0 || attempts > MaxAttempts {
+		return c, fmt.Errorf("max_attempts %d out of range 1..%d", attempts, MaxAttempts)
+	}
+	if maxBytes < 0 || maxBytes > MaxResponseBytes {
+		return c, fmt.Errorf("max_response_bytes %d out of range", maxBytes)
+	}
+	if baseMS < 0 || maxMS < 0 || maxMS > 600_000 {
+		return c, fmt.Errorf("backoff out of range")
+	}
+	c.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	c.MaxAttempts = attempts
+	c.MaxResponseBytes = maxBytes
+	c.BaseBackoff = time.Duration(baseMS) * time.Millisecond
+	c.MaxBackoff = time.Duration(maxMS) * time.Millisecond
+	return c, nil
+}
+
+var defaultHTTP = &http.Client{Transport: Transport}
+
+// PostJSON posts body to url with the given headers and returns the 2xx
+// response body. Each attempt has its own timeout; 429 and 5xx are retried
+// up to MaxAttempts, waiting Retry-After when the server sends one (capped
+// by MaxBackoff) or an exponential, jittered backoff otherwise.
+func (c *Client) PostJSON(ctx context.Context, url string, header http.Header, body []byte) ([]byte, error) {
+	attempts := c.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	var last *model.Error
+	var retryAfter time.Duration
+	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, c.backoff(attempt, retryAfter)); err != nil {
+				return nil, c.ctxErr(ctx)
+			}
+		}
+		out, ra, err := c.once(ctx, url, header, body)
+		if err == nil {
+			return out, nil
+		}
+		if !err.Retryable {
+			return nil, err
+		}
+		last, retryAfter = err, ra
+	}
+	return nil, last
+}
+
+// once performs one attempt. For a retryable status it also returns the
+// server's Retry-After (-1 when absent).
+func (c *Client) once(ctx context.Context, url string, header http.Header, body []byte) ([]byte, time.Duration, *model.Error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, -1, c.fail(model.ClassConfig, 0, false)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = defaultHTTP
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, -1, c.transportErr(ctx, actx)
+	}
+	defer resp.Body.Close()
+	limit := c.MaxResponseBytes
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Drain a little so the connection can be reused; never keep it.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		ra := time.Duration(-1)
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			ra = d
+		}
+		return nil, ra, c.statusErr(resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, -1, c.transportErr(ctx, actx)
+	}
+	if int64(len(data)) > limit {
+		return nil, -1, c.fail(model.ClassTooLarge, resp.StatusCode, false)
+	}
+	return data, -1, nil
+}
+
+// backoff is the wait before attempt (1-based retries): the server's
+// Retry-After when it sent one, else exponential with jitter; both capped
+// by MaxBackoff.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	maxB := c.MaxBackoff
+	if maxB <= 0 {
+		maxB = DefaultMaxBackoff
+	}
+	if retryAfter >= 0 {
+		return min(retryAfter, maxB)
+	}
+	base := c.BaseBackoff
+	if base <= 0 {
+		base = DefaultBaseBackoff
+	}
+	d := base << (attempt - 1)
+	if d <= 0 || d > maxB {
+		d = maxB
+	}
+	// Full jitter in [d/2, d].
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// parseRetryAfter reads delta-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		if n > 3600 {
+			n = 3600
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+func (c *Client) statusErr(status int) *model.Error {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return c.fail(model.ClassRateLimited, status, true)
+	case status >= 500:
+		return c.fail(model.ClassServer, status, true)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return c.fail(model.ClassAuth, status, false)
+	case status == http.StatusRequestTimeout:
+		return c.fail(model.ClassTimeout, status, false)
+	default:
+		return c.fail(model.ClassClient, status, false)
+	}
+}
+
+func (c *Client) transportErr(parent, attempt context.Context) *model.Error {
+	switch {
+	case parent.Err() != nil:
+		return c.ctxErr(parent)
+	case errors.Is(attempt.Err(), context.DeadlineExceeded):
+		return c.fail(model.ClassTimeout, 0, false)
+	default:
+		return c.fail(model.ClassTransport, 0, false)
+	}
+}
+
+func (c *Client) ctxErr(ctx context.Context) *model.Error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return c.fail(model.ClassTimeout, 0, false)
+	}
+	return c.fail(model.ClassCancelled, 0, false)
+}
+
+func (c *Client) fail(class model.ErrorClass, status int, retryable bool) *model.Error {
+	return &model.Error{Provider: c.Provider, Class: class, Status: status, Retryable: retryable}
+}
+
+// Fail builds a structural error for callers decoding a response.
+func (c *Client) Fail(class model.ErrorClass) *model.Error { return c.fail(class, 0, false) }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

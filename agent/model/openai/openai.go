@@ -1,0 +1,286 @@
+// Package openai is the model provider for OpenAI-compatible chat
+// completions (OpenAI, vLLM, Ollama, llama.cpp, LM Studio): tool calling,
+// structured output, usage, per-attempt timeouts, bounded responses and
+// retries on 429/5xx only.
+//
+// Errors are *model.Error values; the API key is read from the environment
+// variable the config names and never appears in an error.
+//
+// It imports only agent/model and its internal HTTP helper.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/fadcedab/adk/agent/internal/httpx"
+	"github.com/fadcedab/adk/agent/model"
+)
+
+// ProviderName is the provider's gen_ai.provider.name.
+const ProviderName = "openai"
+
+// DefaultBaseURL is used when the config names none.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Config is the openai model configuration from AGENT.json.
+type Config struct {
+	Provider         string   `json:"provider"`
+	BaseURL          string   `json:"base_url,omitempty"`
+	Model            string   `json:"model"`
+	APIKeyEnv        string   `json:"api_key_env,omitempty"`
+	TimeoutMS        int      `json:"timeout_ms,omitempty"`
+	MaxAttempts      int      `json:"max_attempts,omitempty"`
+	MaxResponseBytes int64    `json:"max_response_bytes,omitempty"`
+	BaseBackoffMS    int      `json:"base_backoff_ms,omitempty"`
+	MaxBackoffMS     int      `json:"max_backoff_ms,omitempty"`
+	Temperature      *float64 `json:"temperature,omitempty"`
+	MaxOutputTokens  int      `json:"max_output_tokens,omitempty"`
+}
+
+// Provider is the OpenAI-compatible model.Provider.
+type Provider struct {
+	cfg      Config
+	endpoint string
+	header   http.Header
+	client   httpx.Client
+}
+
+// Parse decodes an openai model configuration (unknown keys are errors) and
+// builds the provider.
+func Parse(raw []byte) (*Provider, error) {
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("openai config: %w", err)
+	}
+	return New(cfg, nil)
+}
+
+// New validates cfg and builds the provider. hc may be nil (the shared
+// tuned transport). A named api_key_env that is unset or empty is an error:
+// a missing key should fail the build, not every call.
+func New(cfg Config, hc *http.Client) (*Provider, error) {
+	if cfg.Provider != "" && cfg.Provider != ProviderName {
+		return nil, fmt.Errorf("openai config: provider %q", cfg.Provider)
+	}
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("openai config: model is required")
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("openai config: base_url must be an http(s) URL without credentials")
+	}
+	client, err := httpx.NewClient(ProviderName, hc, cfg.TimeoutMS, cfg.MaxAttempts, cfg.MaxResponseBytes, cfg.BaseBackoffMS, cfg.MaxBackoffMS)
+	if err != nil {
+		return nil, fmt.Errorf("openai config: %w", err)
+	}
+	p := &Provider{cfg: cfg, endpoint: strings.TrimRight(base, "/") + "/chat/completions", header: http.Header{}, client: client}
+	if cfg.APIKeyEnv != "" {
+		key := os.Getenv(cfg.APIKeyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("openai config: api_key_env %s is not set", cfg.APIKeyEnv)
+		}
+		p.header.Set("Authorization", "Bearer "+key)
+	}
+	return p, nil
+}
+
+// Name reports "openai".
+func (p *Provider) Name() string { return ProviderName }
+
+// Wire shapes of the chat completions API (only what we use).
+type (
+	chatRequest struct {
+		Model          string          `json:"model"`
+		Messages       []chatMessage   `json:"messages"`
+		Tools          []chatTool      `json:"tools,omitempty"`
+		ResponseFormat *responseFormat `json:"response_format,omitempty"`
+		Temperature    *float64        `json:"temperature,omitempty"`
+		MaxTokens      int             `json:"max_tokens,omitempty"`
+	}
+	chatMessage struct {
+		Role       string         `json:"role"`
+		Content    *string        `json:"content"`
+		ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string         `json:"tool_call_id,omitempty"`
+	}
+	chatToolCall struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	chatTool struct {
+		Type     string       `json:"type"`
+		Function chatFunction `json:"function"`
+	}
+	chatFunction struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Parameters  map[string]any `json:"parameters,omitempty"`
+	}
+	responseFormat struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string         `json:"name"`
+			Schema map[string]any `json:"schema"`
+		} `json:"json_schema"`
+	}
+	chatResponse struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message struct {
+				Content   *string        `json:"content"`
+				ToolCalls []chatToolCall `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *struct {
+			PromptTokens        int64 `json:"prompt_tokens"`
+			CompletionTokens    int64 `json:"completion_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens int64 `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+)
+
+// Generate performs one chat completion.
+func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	body, err := p.encode(req)
+	if err != nil {
+		return nil, p.client.Fail(model.ClassClient)
+	}
+	data, err := p.client.PostJSON(ctx, p.endpoint, p.header, body)
+	if err != nil {
+		return nil, err
+	}
+	return p.decode(data)
+}
+
+func (p *Provider) encode(req *model.Request) ([]byte, error) {
+	cr := chatRequest{Model: p.cfg.Model, Temperature: p.cfg.Temperature, MaxTokens: p.cfg.MaxOutputTokens}
+	if req.Model != "" {
+		cr.Model = req.Model
+	}
+	if req.Temperature != nil {
+		cr.Temperature = req.Temperature
+	}
+	if req.MaxOutputTokens > 0 {
+		cr.MaxTokens = req.MaxOutputTokens
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case model.RoleSystem, model.RoleUser:
+			t := m.Text()
+			cr.Messages = append(cr.Messages, chatMessage{Role: string(m.Role), Content: &t})
+		case model.RoleModel:
+			cm := chatMessage{Role: "assistant"}
+			if t := m.Text(); t != "" {
+				cm.Content = &t
+			}
+			for _, tc := range m.ToolCalls() {
+				args, err := json.Marshal(nonNil(tc.Args))
+				if err != nil {
+					return nil, err
+				}
+				c := chatToolCall{ID: tc.ID, Type: "function"}
+				c.Function.Name, c.Function.Arguments = tc.Name, string(args)
+				cm.ToolCalls = append(cm.ToolCalls, c)
+			}
+			cr.Messages = append(cr.Messages, cm)
+		case model.RoleTool:
+			for _, part := range m.Parts {
+				if part.ToolResult == nil {
+					continue
+				}
+				content, err := toolContent(part.ToolResult)
+				if err != nil {
+					return nil, err
+				}
+				cr.Messages = append(cr.Messages, chatMessage{Role: "tool", Content: &content, ToolCallID: part.ToolResult.ID})
+			}
+		}
+	}
+	for _, d := range req.Tools {
+		params := d.Parameters
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		cr.Tools = append(cr.Tools, chatTool{Type: "function", Function: chatFunction{Name: d.Name, Description: d.Description, Parameters: params}})
+	}
+	if req.OutputSchema != nil {
+		rf := &responseFormat{Type: "json_schema"}
+		rf.JSONSchema.Name, rf.JSONSchema.Schema = "output", req.OutputSchema
+		cr.ResponseFormat = rf
+	}
+	return json.Marshal(cr)
+}
+
+func toolContent(r *model.ToolResult) (string, error) {
+	v := map[string]any{"result": r.Result}
+	if r.Error != "" {
+		v = map[string]any{"error": r.Error}
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func (p *Provider) decode(data []byte) (*model.Response, error) {
+	var cr chatResponse
+	if err := json.Unmarshal(data, &cr); err != nil || len(cr.Choices) == 0 {
+		return nil, p.client.Fail(model.ClassBadResponse)
+	}
+	ch := cr.Choices[0]
+	resp := &model.Response{
+		Message:      model.Message{Role: model.RoleModel},
+		FinishReason: ch.FinishReason,
+		Model:        cr.Model,
+		ID:           cr.ID,
+	}
+	if ch.Message.Content != nil && *ch.Message.Content != "" {
+		resp.Message.Parts = append(resp.Message.Parts, model.Part{Text: *ch.Message.Content})
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Function.Name == "" {
+			return nil, p.client.Fail(model.ClassBadResponse)
+		}
+		args := map[string]any{}
+		if s := strings.TrimSpace(tc.Function.Arguments); s != "" {
+			if err := json.Unmarshal([]byte(s), &args); err != nil {
+				return nil, p.client.Fail(model.ClassBadResponse)
+			}
+		}
+		resp.Message.Parts = append(resp.Message.Parts, model.Part{ToolCall: &model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args}})
+	}
+	if cr.Usage != nil {
+		resp.Usage.InputTokens = cr.Usage.PromptTokens
+		resp.Usage.OutputTokens = cr.Usage.CompletionTokens
+		if cr.Usage.PromptTokensDetails != nil {
+			resp.Usage.CacheReadTokens = cr.Usage.PromptTokensDetails.CachedTokens
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/fadcedab/adk/agent/session"
+)
+
+// InMemorySessionService holds sessions in memory: ordered events and
+// state, with each appended event's state delta applied as it is appended.
+// It is safe for concurrent use; its lock is never held across a callback.
+type InMemorySessionService struct {
+	mu       sync.Mutex
+	sessions map[string]*session.Session
+}
+
+// NewInMemorySessionService returns an empty service.
+func NewInMemorySessionService() *InMemorySessionService {
+	return &InMemorySessionService{sessions: map[string]*session.Session{}}
+}
+
+// Create creates an empty session, or returns the existing one with that id
+// when it belongs to the same app and user.
+func (s *InMemorySessionService) Create(appName, userID, id string) (*session.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.createLocked(appName, userID, id)
+}
+
+func (s *InMemorySessionService) createLocked(appName, userID, id string) (*session.Session, error) {
+	if id == "" {
+		return nil, &Error{Code: CodeInvalidRunRequest, Detail: "empty session id"}
+	}
+	if cur, ok := s.sessions[id]; ok {
+		if cur.AppName != appName || cur.UserID != userID {
+			return nil, &Error{Code: CodeSessionNotFound, Detail: "session belongs to another app or user"}
+		}
+		return copySession(cur), nil
+	}
+	sess := &session.Session{ID: id, AppName: appName, UserID: userID, State: map[string]any{}}
+	s.sessions[id] = sess
+	return copySession(sess), nil
+}
+
+// Get returns a copy of the session: its events slice and state map are
+// the caller's (events' contents are shared and must not be modified).
+func (s *InMemorySessionService) Get(id string) (*session.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.sessions[id]
+	if !ok {
+		return nil, ErrSessionNotFound
+	}
+	return copySession(cur), nil
+}
+
+// Delete removes a session.
+func (s *InMemorySessionService) Delete(id string) {
+	s.mu.Lock()
+	delete(s.sessions, id)
+	s.mu.Unlock()
+}
+
+// Append appends ev to the session and applies its state delta.
+func (s *InMemorySessionService) Append(id string, ev *session.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.sessions[id]
+	if !ok {
+		return ErrSessionNotFound
+	}
+	cur.Events = append(cur.Events, *ev)
+	for k, v := range ev.Actions.StateDelta {
+		cur.State[k] = v
+	}
+	return nil
+}
+
+// events returns a copy of the first n events (all when n < 0).
+func (s *InMemorySessionService) events(id string, n int) []session.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.sessions[id]
+	if !ok {
+		return nil
+	}
+	evs := cur.Events
+	if n >= 0 && n < len(evs) {
+		evs = evs[:n]
+	}
+	return append([]session.Event(nil), evs...)
+}
+
+// eventCount returns the number of events of the session.
+func (s *InMemorySessionService) eventCount(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.sessions[id]; ok {
+		return len(cur.Events)
+	}
+	return 0
+}
+
+func copySession(s *session.Session) *session.Session {
+	c := *s
+	c.Events = append([]session.Event(nil), s.Events...)
+	c.State = maps.Clone(s.State)
+	if c.State == nil {
+		c.State = map[string]any{}
+	}
+	return &c
+}
