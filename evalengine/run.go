@@ -196,6 +196,9 @@ func (s *scheduler) next() (caseIdx, sampleIdx int, ok bool) {
 			s.nextSample[c]++
 			s.inflight[c]++
 			s.undispatch--
+			if s.undispatch == 0 {
+				s.cond.Broadcast() // idle workers can exit
+			}
 			if s.nextSample[c] < s.samples && s.inflight[c] < s.perCase {
 				s.ready = append(s.ready, c)
 			}
@@ -256,8 +259,8 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 			defer wg.Done()
 			for {
 				c, s, ok := sched.next()
-				if !ok {
-					return
+				if !ok || runCtx.Err() != nil {
+					return // an undispatched sample is recorded as timeout below
 				}
 				res := e.runSample(runCtx, c, s)
 				byCase[c][s] = res
