@@ -151,6 +151,10 @@ func (d *decoder) pathString() string {
 	var b strings.Builder
 	b.WriteByte('$')
 	for _, s := range d.path {
+		if b.Len() > maxPathInError {
+			b.WriteString("...")
+			break
+		}
 		if !s.isKey {
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(s.index))

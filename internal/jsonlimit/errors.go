@@ -25,6 +25,9 @@ const (
 	CodeInvalidValue = "invalid_value" // Unmarshal: the target rejected a value
 )
 
+// maxPathInError bounds the path an error reports; deeper paths end in "...".
+const maxPathInError = 256
+
 // maxKeyInError bounds how much of an offending key an error repeats.
 const maxKeyInError = 64
 
