@@ -38,7 +38,7 @@ type Error struct {
 	Code   string // one of the Code constants
 	Limit  int    // the limit exceeded, for the limit codes
 	Path   string // where, like $.cases[3].turns; the container for list/object/depth limits
-	Key    string // duplicate_key, unknown_field, or a key string over a limit; truncated
+	Key    string // for duplicate_key and unknown_field: the key, truncated to 64 bytes
 	Offset int    // byte offset into the document, for invalid_json and invalid_utf8
 	Reason string // short fixed description for invalid_json / invalid_utf8 / invalid_type
 
