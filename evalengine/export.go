@@ -146,7 +146,7 @@ func canonicalJSON(v any) ([]byte, error) {
 
 // mdCell escapes a value for a Markdown table cell.
 func mdCell(s string) string {
-	r := strings.NewReplacer("\\", "\\\\", "|", "\\|", "\n", " ", "\r", " ", "`", "\\`", "<", "&lt;", ">", "&gt;")
+	r := strings.NewReplacer("\\", "\\\\", "&", "&amp;", "|", "\\|", "\n", " ", "\r", " ", "`", "\\`", "<", "&lt;", ">", "&gt;")
 	return r.Replace(s)
 }
 

@@ -207,7 +207,9 @@ func (c constScorer) ScoreCase(_ context.Context, e evalengine.CaseEval) evaleng
 	return s
 }
 
-func (c constScorer) ScoreTurn(_ context.Context, _ evalengine.TurnEval) evalengine.Score { return c.score }
+func (c constScorer) ScoreTurn(_ context.Context, _ evalengine.TurnEval) evalengine.Score {
+	return c.score
+}
 
 func TestRun_CustomMetricAndErrorAccounting(t *testing.T) {
 	set := mustSet(t, fullCaseSet)
@@ -372,9 +374,9 @@ func TestRun_CallerCancellationStopsSamples(t *testing.T) {
 func TestRun_ConcurrencyIsBounded(t *testing.T) {
 	for _, tc := range []struct{ concurrency, sampleConc, samples, cases, want int }{
 		{2, 0, 1, 8, 2},
-		{4, 1, 4, 1, 1},  // one case: its sample limit binds
-		{4, 2, 4, 1, 2},  // one case, two samples at a time
-		{3, 1, 2, 6, 3},  // many cases: the pool size binds
+		{4, 1, 4, 1, 1}, // one case: its sample limit binds
+		{4, 2, 4, 1, 2}, // one case, two samples at a time
+		{3, 1, 2, 6, 3}, // many cases: the pool size binds
 		{64, 0, 1, 10, 10},
 	} {
 		var b strings.Builder
