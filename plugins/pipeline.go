@@ -163,6 +163,12 @@ func (p *Pipeline) Run(ctx context.Context, hook Hook, cc CallContext, value any
 	defer p.wg.Done()
 
 	cc.Extra = pruneExtra(cc.Extra)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	cur, disp := value, DispositionContinue
 	for i := range p.plugins {
 		c := &p.plugins[i]
@@ -172,7 +178,7 @@ func (p *Pipeline) Run(ctx context.Context, hook Hook, cc CallContext, value any
 			continue
 		}
 		cc.PluginID = c.id
-		r := p.call(ctx, c, h, f, cc, cur)
+		r := p.call(ctx, &timer, c, h, f, cc, cur)
 		if r.failure != outcomeNone {
 			trace = append(trace, TraceEntry{c.id, hook, c.mode, r.failure})
 			if r.failure == OutcomeCancelled {
@@ -222,42 +228,106 @@ type callResult struct {
 }
 
 // call runs one plugin callback in its own goroutine and waits for it, the
-// deadline or the caller, whichever comes first.
-func (p *Pipeline) call(ctx context.Context, c *compiled, h hookIndex, f callFunc, cc CallContext, v any) callResult {
+// deadline or the caller, whichever comes first. timer is the Run's one
+// reusable deadline timer (created on first use).
+func (p *Pipeline) call(ctx context.Context, timer **time.Timer, c *compiled, h hookIndex, f callFunc, cc CallContext, v any) callResult {
 	if ctx.Err() != nil {
 		return callResult{failure: OutcomeCancelled}
 	}
-	deadline := time.Now().Add(time.Duration(c.timeoutMs) * time.Millisecond)
-	hctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	arg := cloneValue(v)
-	ch := make(chan callResult, 1)
+	d := time.Duration(c.timeoutMs) * time.Millisecond
+	deadline := time.Now().Add(d)
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	// One allocation carries the hook's context and arguments to its goroutine.
+	hc := &hookCall{
+		hookContext: hookContext{parent: ctx, deadline: deadline, done: make(chan struct{})},
+		c:           c, h: h, f: f, cc: cc, arg: cloneValue(v), result: make(chan callResult, 1),
+	}
+	hctx, ch := &hc.hookContext, hc.result
 	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ch <- invoke(hctx, c, h, f, cc, arg)
-	}()
+	go p.runHook(hc)
+	var r callResult
 	select {
-	case r := <-ch:
+	case r = <-ch:
+		(*timer).Stop()
+		hctx.end(context.Canceled)
 		if ctx.Err() != nil {
 			// The caller is gone; whatever the plugin decided is moot.
 			return callResult{failure: OutcomeCancelled}
 		}
 		return fence(r, deadline)
-	case <-hctx.Done():
-	}
-	if ctx.Err() != nil {
+	case <-(*timer).C:
+		hctx.end(context.DeadlineExceeded)
+	case <-ctx.Done():
+		(*timer).Stop()
+		hctx.end(ctx.Err())
 		return callResult{failure: OutcomeCancelled}
 	}
 	// Prefer a completion that was already delivered within the deadline.
 	select {
-	case r := <-ch:
+	case r = <-ch:
 		if !r.at.After(deadline) {
 			return r
 		}
 	default:
 	}
 	return callResult{failure: OutcomeTimeout}
+}
+
+// hookCall is one isolated hook invocation.
+type hookCall struct {
+	hookContext
+	c      *compiled
+	h      hookIndex
+	f      callFunc
+	cc     CallContext
+	arg    any
+	result chan callResult // buffered 1: a straggler never blocks
+}
+
+func (p *Pipeline) runHook(hc *hookCall) {
+	defer p.wg.Done()
+	hc.result <- invoke(&hc.hookContext, hc.c, hc.h, hc.f, hc.cc, hc.arg)
+}
+
+// hookContext is the context a hook runs under: its parent's values, the
+// hook's deadline, and a Done channel that Run closes when it stops waiting
+// (deadline, caller gone, or the hook returned). It replaces a
+// context.WithDeadline per call, whose private timer dominated the per-call
+// cost; Run's one reusable timer drives the deadline instead.
+type hookContext struct {
+	parent   context.Context
+	deadline time.Time
+	done     chan struct{}
+	err      error // written once, before done is closed
+}
+
+func (c *hookContext) Deadline() (time.Time, bool) {
+	if pd, ok := c.parent.Deadline(); ok && pd.Before(c.deadline) {
+		return pd, true
+	}
+	return c.deadline, true
+}
+
+func (c *hookContext) Done() <-chan struct{} { return c.done }
+
+func (c *hookContext) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+func (c *hookContext) Value(key any) any { return c.parent.Value(key) }
+
+func (c *hookContext) end(err error) {
+	c.err = err
+	close(c.done)
 }
 
 // fence turns a completion after the deadline into a timeout.

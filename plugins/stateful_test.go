@@ -119,6 +119,10 @@ func TestInstance_SerializedConcurrentState(t *testing.T) {
 	if c.maxInFlight.Load() != 1 {
 		t.Fatalf("%d callbacks overlapped", c.maxInFlight.Load())
 	}
+	testutil.WaitFor(t, 2*time.Second, "instance to go idle", func() bool {
+		st, _ := inst.Status()
+		return !st.Busy
+	})
 	st, err := inst.Status()
 	if err != nil {
 		t.Fatal(err)
