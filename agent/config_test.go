@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/plugins"
+)
+
+func TestConfig_TravelExample(t *testing.T) {
+	cfg, err := LoadConfig("../examples/travel/AGENT.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		input, final string
+		tools        []string
+	}{
+		{"What is the weather in Pune?", "It is sunny in Pune, 31°C.", []string{"get_weather"}},
+		{"Compare the weather in both cities, Pune and Oslo.", "Pune is sunny at 31°C; Oslo is snowing at -4°C.", []string{"get_weather", "get_weather"}},
+		{"Can you order me a pizza?", "Sorry, I can only help with weather and flights.", nil},
+	} {
+		r, err := cfg.Build(BuildOptions{IDs: SequentialIDs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := mustTurn(t, r, tc.input)
+		if tr.FinalText != tc.final || len(tr.ToolCalls) != len(tc.tools) {
+			t.Fatalf("%q: final %q calls %+v", tc.input, tr.FinalText, tr.ToolCalls)
+		}
+		for i, name := range tc.tools {
+			if tr.ToolCalls[i].Name != name || tr.ToolCalls[i].Error != "" || tr.ToolCalls[i].Result == nil {
+				t.Fatalf("%q: call %d %+v", tc.input, i, tr.ToolCalls[i])
+			}
+		}
+		_ = r.Close()
+	}
+	t.Run("two turns in one session", func(t *testing.T) {
+		r, _ := cfg.Build(BuildOptions{})
+		defer r.Close()
+		mustTurn(t, r, "Find flights from Bangalore to Pune tomorrow")
+		tr := mustTurn(t, r, "Great, book it for Asha Rao")
+		if tr.FinalText != "Booked AI-505 for Asha Rao, confirmation PNR7Q2." || tr.ToolCalls[0].Name != "book_flight" {
+			t.Fatalf("final %q %+v", tr.FinalText, tr.ToolCalls)
+		}
+	})
+}
+
+func TestConfig_Rejects(t *testing.T) {
+	base := `{"schema_version":1,"name":"a","model":{"provider":"scripted","default":{"steps":[{"text":"x"}]}}%s}`
+	for name, tc := range map[string]struct {
+		doc  string
+		code string
+	}{
+		"unknown top-level key":  {strings.Replace(base, "%s", `,"colour":"red"`, 1), CodeInvalidAgentConfig},
+		"unknown model key":      {`{"schema_version":1,"name":"a","model":{"provider":"scripted","colour":1}}`, CodeInvalidAgentConfig},
+		"unknown tool key":       {strings.Replace(base, "%s", `,"tools":[{"name":"t","mock":{},"colour":1}]`, 1), CodeInvalidAgentConfig},
+		"schema version":         {`{"schema_version":2,"name":"a"}`, CodeUnsupportedSchemaVer},
+		"unknown provider":       {`{"schema_version":1,"name":"a","model":{"provider":"hal9000"}}`, CodeInvalidAgentConfig},
+		"no model":               {`{"schema_version":1,"name":"a"}`, CodeInvalidAgentConfig},
+		"bad output schema":      {strings.Replace(base, "%s", `,"output_schema":{"type":12}`, 1), CodeInvalidOutputSchemaCfg},
+		"bad tool schema":        {strings.Replace(base, "%s", `,"tools":[{"name":"t","parameters":{"type":"nope"},"mock":{}}]`, 1), CodeInvalidAgentConfig},
+		"both mock and http":     {strings.Replace(base, "%s", `,"tools":[{"name":"t","mock":{},"http":{"url":"http://127.0.0.1:1"}}]`, 1), CodeInvalidAgentConfig},
+		"workflow with model":    {`{"schema_version":1,"name":"w","type":"sequential","model":{"provider":"scripted"},"sub_agents":[]}`, CodeInvalidAgentConfig},
+		"max_steps out of range": {strings.Replace(base, "%s", `,"max_steps":100000`, 1), CodeInvalidAgentConfig},
+		"bad regex":              {`{"schema_version":1,"name":"a","model":{"provider":"scripted","rules":[{"match":{"regex":"("},"steps":[{"text":"x"}]}]}}`, CodeInvalidAgentConfig},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.doc))
+			var e *Error
+			if !errors.As(err, &e) || e.Code != tc.code {
+				t.Fatalf("err %v, want code %s", err, tc.code)
+			}
+		})
+	}
+	t.Run("over 1 MiB", func(t *testing.T) {
+		big := strings.Replace(base, "%s", `,"instruction":"`+strings.Repeat("x", MaxConfigBytes)+`"`, 1)
+		path := filepath.Join(t.TempDir(), "AGENT.json")
+		if err := os.WriteFile(path, []byte(big), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadConfig(path)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeConfigTooLarge {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("duplicate agent names", func(t *testing.T) {
+		cfg, err := ParseConfig([]byte(`{"schema_version":1,"name":"a","model":{"provider":"scripted","default":{"steps":[{"text":"x"}]}},"sub_agents":[{"name":"a"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cfg.Build(BuildOptions{}); !errors.Is(err, ErrInvalidAgentConfig) {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("plugins need a resolver", func(t *testing.T) {
+		cfg, err := ParseConfig([]byte(strings.Replace(base, "%s", `,"plugins":[{"id":"p","plugin":"metadata_logger"}]`, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cfg.Build(BuildOptions{}); !errors.Is(err, ErrNoBuiltins) {
+			t.Fatalf("err %v", err)
+		}
+	})
+}
+
+func TestConfig_WorkflowsSubAgentsFuncsAndPlugins(t *testing.T) {
+	doc := []byte(`{
+	  "schema_version": 1,
+	  "name": "root",
+	  "type": "sequential",
+	  "sub_agents": [
+	    {"name": "fetch", "instruction": "fetch",
+	     "model": {"provider":"scripted","default":{"steps":[{"tool_calls":[{"name":"lookup","args":{"id":7}}]},{"text":"fetched"}]}},
+	     "tools": [{"name":"lookup","parameters":{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}}]},
+	    {"name": "fan", "type": "parallel", "sub_agents": [
+	      {"name": "left", "model": {"provider":"scripted","default":{"steps":[{"text":"L"}]}}},
+	      {"name": "right", "model": {"provider":"scripted","default":{"steps":[{"text":"R"}]}}, "output_key": "right_said"}
+	    ]}
+	  ],
+	  "plugins": [{"id": "tag", "plugin": "tagger", "mode": "intervene", "config": {"suffix": "!"}}]
+	}`)
+	cfg, err := ParseConfig(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtins := func(name string, _ map[string]any) (plugins.Plugin, error) {
+		if name != "tagger" {
+			return nil, errors.New("unknown")
+		}
+		return plugins.Hooks{AfterModel: func(_ context.Context, _ plugins.CallContext, r *model.Response, cfg map[string]any) (plugins.Outcome, error) {
+			if len(r.Message.ToolCalls()) > 0 {
+				return plugins.Observe(), nil
+			}
+			r.Message.Parts[0].Text += cfg["suffix"].(string)
+			return plugins.Amend(r), nil
+		}}, nil
+	}
+	var got any
+	funcs := map[string]func(context.Context, *ToolContext, map[string]any) (any, error){
+		"lookup": func(_ context.Context, _ *ToolContext, args map[string]any) (any, error) {
+			got = args["id"]
+			return "record", nil
+		},
+	}
+	for range 2 { // Build is repeatable
+		r, err := cfg.Build(BuildOptions{Builtins: builtins, Funcs: funcs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := mustTurn(t, r, "go")
+		if tr.FinalText != "R!" && tr.FinalText != "L!" {
+			t.Fatalf("final %q events %v", tr.FinalText, texts(tr.Events))
+		}
+		if got != 7.0 || tr.ToolCalls[0].Result != "record" {
+			t.Fatalf("lookup got %v, trajectory %+v", got, tr.ToolCalls)
+		}
+		sess, _ := r.Sessions().Get("s1")
+		if sess.State["right_said"] != "R!" {
+			t.Fatalf("state %v", sess.State)
+		}
+		_ = r.Close()
+	}
+	if _, err := cfg.Build(BuildOptions{Builtins: builtins}); !errors.Is(err, ErrInvalidAgentConfig) {
+		t.Fatalf("missing func: %v", err)
+	}
+}
+
+func TestConfig_RunsAreIndependentAndDeterministic(t *testing.T) {
+	data, err := os.ReadFile("../examples/travel/AGENT.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() string {
+		r, err := cfg.Build(BuildOptions{IDs: SequentialIDs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		tr := mustTurn(t, r, "Compare the weather in both cities, Pune and Oslo.")
+		var b bytes.Buffer
+		for _, ev := range tr.Events {
+			ev.Time = ev.Time.Truncate(0).UTC().Truncate(1 << 62) // times differ; ids and content must not
+			b.WriteString(jsonString(ev))
+		}
+		return b.String()
+	}
+	if a, b := run(), run(); a != b {
+		t.Fatalf("runs differ:\n%s\n%s", a, b)
+	}
+}
