@@ -1,0 +1,9 @@
+package observability
+
+import (
+	"testing"
+
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
