@@ -1,0 +1,303 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/agent/internal/httpx"
+	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+const plantedKey = "sk-planted-SECRET-4242"
+
+// server is a fake chat completions endpoint; handle answers each attempt.
+func server(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, body map[string]any, attempt int)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(attempts.Add(1))
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+plantedKey {
+			w.WriteHeader(404)
+			return
+		}
+		var body map[string]any
+		data, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(data, &body)
+		handle(w, r, body, n)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		httpx.Transport.CloseIdleConnections()
+	})
+	return srv, &attempts
+}
+
+func provider(t *testing.T, srv *httptest.Server, extra func(*Config)) *Provider {
+	t.Helper()
+	t.Setenv("TEST_OPENAI_KEY", plantedKey)
+	cfg := Config{Provider: "openai", BaseURL: srv.URL + "/v1", Model: "gpt-test", APIKeyEnv: "TEST_OPENAI_KEY", BaseBackoffMS: 1, MaxBackoffMS: 2000}
+	if extra != nil {
+		extra(&cfg)
+	}
+	p, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request() *model.Request {
+	return &model.Request{
+		Messages: []model.Message{
+			{Role: model.RoleSystem, Parts: []model.Part{{Text: "sys"}}},
+			{Role: model.RoleUser, Parts: []model.Part{{Text: "weather?"}}},
+			{Role: model.RoleModel, Parts: []model.Part{{ToolCall: &model.ToolCall{ID: "c1", Name: "get_weather", Args: map[string]any{"city": "Pune"}}}}},
+			{Role: model.RoleTool, Parts: []model.Part{{ToolResult: &model.ToolResult{ID: "c1", Name: "get_weather", Result: map[string]any{"t": 31.0}}}}},
+		},
+		Tools: []model.ToolDeclaration{{Name: "get_weather", Description: "w", Parameters: map[string]any{"type": "object"}}},
+	}
+}
+
+func assertNoKey(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
+		if strings.Contains(s, plantedKey) || strings.Contains(s, "upstream body") {
+			t.Fatalf("error leaks key or body: %s", s)
+		}
+	}
+}
+
+func modelErr(t *testing.T, err error) *model.Error {
+	t.Helper()
+	assertNoKey(t, err)
+	var me *model.Error
+	if !errors.As(err, &me) {
+		t.Fatalf("not a *model.Error: %v", err)
+	}
+	return me
+}
+
+func TestOpenAI_ToolCallingAndUsage(t *testing.T) {
+	var seen map[string]any
+	srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, body map[string]any, _ int) {
+		seen = body
+		_, _ = io.WriteString(w, `{"id":"r1","model":"gpt-test-0613","choices":[{"finish_reason":"tool_calls","message":{"content":null,
+			"tool_calls":[{"id":"a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},
+			              {"id":"b","type":"function","function":{"name":"get_time","arguments":""}}]}}],
+			"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}`)
+	})
+	resp, err := provider(t, srv, nil).Generate(context.Background(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := resp.Message.ToolCalls()
+	if len(calls) != 2 || calls[0].ID != "a" || calls[0].Args["city"] != "Oslo" || calls[1].Name != "get_time" || len(calls[1].Args) != 0 {
+		t.Fatalf("calls %+v", calls)
+	}
+	if resp.Usage != (model.Usage{InputTokens: 12, OutputTokens: 5, CacheReadTokens: 4}) || resp.ID != "r1" || resp.Model != "gpt-test-0613" || resp.FinishReason != "tool_calls" {
+		t.Fatalf("resp %+v", resp)
+	}
+	msgs := seen["messages"].([]any)
+	roles := []string{}
+	for _, m := range msgs {
+		roles = append(roles, m.(map[string]any)["role"].(string))
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,tool" {
+		t.Fatalf("roles %v", roles)
+	}
+	asst := msgs[2].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)
+	if asst["id"] != "c1" || asst["function"].(map[string]any)["arguments"] != `{"city":"Pune"}` {
+		t.Fatalf("assistant tool call %v", asst)
+	}
+	if tool := msgs[3].(map[string]any); tool["tool_call_id"] != "c1" || tool["content"] != `{"result":{"t":31}}` {
+		t.Fatalf("tool message %v", tool)
+	}
+	if seen["model"] != "gpt-test" || seen["tools"].([]any)[0].(map[string]any)["type"] != "function" {
+		t.Fatalf("request %v", seen)
+	}
+}
+
+func TestOpenAI_StructuredOutput(t *testing.T) {
+	var seen map[string]any
+	srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, body map[string]any, _ int) {
+		seen = body
+		_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"content":"{\"a\":1}"}}]}`)
+	})
+	req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Parts: []model.Part{{Text: "x"}}}}, OutputSchema: map[string]any{"type": "object"}}
+	resp, err := provider(t, srv, nil).Generate(context.Background(), req)
+	if err != nil || resp.Message.Text() != `{"a":1}` {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	rf := seen["response_format"].(map[string]any)
+	if rf["type"] != "json_schema" || rf["json_schema"].(map[string]any)["schema"] == nil {
+		t.Fatalf("response_format %v", rf)
+	}
+}
+
+func TestOpenAI_Failures(t *testing.T) {
+	body := `{"error":{"message":"upstream body with ` + plantedKey + `"}}`
+	t.Run("429 with Retry-After is honoured then retried", func(t *testing.T) {
+		var first time.Time
+		var gap time.Duration
+		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			if n == 1 {
+				first = time.Now()
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(429)
+				_, _ = io.WriteString(w, body)
+				return
+			}
+			gap = time.Since(first)
+			_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"ok"}}]}`)
+		})
+		resp, err := provider(t, srv, nil).Generate(context.Background(), request())
+		if err != nil || resp.Message.Text() != "ok" || attempts.Load() != 2 {
+			t.Fatalf("%v %v attempts %d", resp, err, attempts.Load())
+		}
+		if gap < 900*time.Millisecond {
+			t.Fatalf("Retry-After not honoured: retried after %v", gap)
+		}
+	})
+	t.Run("5xx retried with backoff, bounded attempts", func(t *testing.T) {
+		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			w.WriteHeader(503)
+			_, _ = io.WriteString(w, body)
+		})
+		_, err := provider(t, srv, func(c *Config) { c.MaxAttempts = 4 }).Generate(context.Background(), request())
+		me := modelErr(t, err)
+		if me.Class != model.ClassServer || me.Status != 503 || !me.Retryable || attempts.Load() != 4 {
+			t.Fatalf("err %+v attempts %d", me, attempts.Load())
+		}
+	})
+	t.Run("5xx then success", func(t *testing.T) {
+		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			if n < 3 {
+				w.WriteHeader(500)
+				return
+			}
+			_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"third time"}}]}`)
+		})
+		resp, err := provider(t, srv, nil).Generate(context.Background(), request())
+		if err != nil || resp.Message.Text() != "third time" || attempts.Load() != 3 {
+			t.Fatalf("%v %v %d", resp, err, attempts.Load())
+		}
+	})
+	for _, tc := range []struct {
+		status int
+		class  model.ErrorClass
+	}{{400, model.ClassClient}, {401, model.ClassAuth}, {403, model.ClassAuth}, {404, model.ClassClient}} {
+		t.Run(fmt.Sprintf("%d is not retried", tc.status), func(t *testing.T) {
+			srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, body)
+			})
+			_, err := provider(t, srv, nil).Generate(context.Background(), request())
+			if me := modelErr(t, err); me.Class != tc.class || me.Status != tc.status || me.Retryable || attempts.Load() != 1 {
+				t.Fatalf("err %+v attempts %d", me, attempts.Load())
+			}
+		})
+	}
+	t.Run("oversized body", func(t *testing.T) {
+		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"`+strings.Repeat("x", 4096)+`"}}]}`)
+		})
+		_, err := provider(t, srv, func(c *Config) { c.MaxResponseBytes = 1024 }).Generate(context.Background(), request())
+		if me := modelErr(t, err); me.Class != model.ClassTooLarge {
+			t.Fatalf("err %+v", me)
+		}
+	})
+	t.Run("malformed body", func(t *testing.T) {
+		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			_, _ = io.WriteString(w, `{"choices":[{"message":{"tool_calls":[{"function":{"name":"x","arguments":"{not json"}}]}}]} `+plantedKey)
+		})
+		_, err := provider(t, srv, nil).Generate(context.Background(), request())
+		if me := modelErr(t, err); me.Class != model.ClassBadResponse {
+			t.Fatalf("err %+v", me)
+		}
+	})
+	t.Run("slow response times out per attempt", func(t *testing.T) {
+		release := make(chan struct{})
+		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		})
+		defer close(release)
+		start := time.Now()
+		_, err := provider(t, srv, func(c *Config) { c.TimeoutMS = 100 }).Generate(context.Background(), request())
+		if me := modelErr(t, err); me.Class != model.ClassTimeout || attempts.Load() != 1 || time.Since(start) > 5*time.Second {
+			t.Fatalf("err %+v attempts %d", me, attempts.Load())
+		}
+	})
+	t.Run("caller cancellation", func(t *testing.T) {
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		})
+		defer close(release)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-started
+			cancel()
+		}()
+		_, err := provider(t, srv, nil).Generate(ctx, request())
+		if me := modelErr(t, err); me.Class != model.ClassCancelled {
+			t.Fatalf("err %+v", me)
+		}
+	})
+	t.Run("cancellation during backoff", func(t *testing.T) {
+		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(429)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := provider(t, srv, func(c *Config) { c.MaxBackoffMS = 60_000 }).Generate(ctx, request())
+		if me := modelErr(t, err); me.Class != model.ClassTimeout || time.Since(start) > 5*time.Second {
+			t.Fatalf("err %+v after %v", me, time.Since(start))
+		}
+	})
+}
+
+func TestOpenAI_Config(t *testing.T) {
+	t.Setenv("EMPTY_KEY", "")
+	for name, cfg := range map[string]Config{
+		"no model":      {BaseURL: "http://127.0.0.1:1"},
+		"bad scheme":    {Model: "m", BaseURL: "ftp://x"},
+		"creds in url":  {Model: "m", BaseURL: "http://user:" + plantedKey + "@127.0.0.1"},
+		"unset key env": {Model: "m", APIKeyEnv: "EMPTY_KEY"},
+		"attempts":      {Model: "m", MaxAttempts: 99},
+		"other":         {Provider: "gemini", Model: "m"},
+	} {
+		_, err := New(cfg, nil)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		assertNoKey(t, err)
+	}
+	if _, err := Parse([]byte(`{"provider":"openai","model":"m","colour":1}`)); err == nil {
+		t.Error("unknown key accepted")
+	}
+}
