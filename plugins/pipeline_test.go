@@ -77,12 +77,6 @@ func amender(text string) Hooks {
 	}}
 }
 
-func returner(v any) Hooks {
-	return Hooks{BeforeModel: func(context.Context, CallContext, *model.Request, map[string]any) (Outcome, error) {
-		return Return(v), nil
-	}}
-}
-
 func panicker() Hooks {
 	return Hooks{BeforeModel: func(context.Context, CallContext, *model.Request, map[string]any) (Outcome, error) {
 		panic("boom")
