@@ -83,10 +83,13 @@
 //     error indices are 1-based.
 //  10. max_heap_words and finalize_max_heap_words are BEAM knobs and do not
 //     exist here. The report budget is kept: every finished sample charges
-//     2 × its estimated size + 256 bytes against max_report_bytes − (4096 +
-//     1024·cases + 512·metrics); exhausting it stops new samples and the
-//     run fails with eval_report_budget_exceeded. The final document is
-//     measured for real (eval_report_too_large).
+//     an estimate of its JSON encoding (about 1.5 × the real size, counted
+//     without encoding) against max_report_bytes − (4096 + 1024·cases +
+//     512·metrics); exhausting it stops new samples and the run fails with
+//     eval_report_budget_exceeded. The contract charges 2 × the BEAM term
+//     size + 256, which here would refuse a 10,000-sample run of ~1 KiB
+//     samples that fits the 16 MiB report. The final document is measured
+//     for real (eval_report_too_large).
 //  11. Render output always ends with a newline, so library, API and CLI
 //     bytes are the same. The default suite and tool name is "adk_eval".
 //     SARIF declares an "evaluation-case" rule (the ruleId every finding

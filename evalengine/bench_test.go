@@ -1,0 +1,74 @@
+package evalengine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// zeroAdapter answers every turn at once with a fixed response and one tool
+// call: the engine's own overhead is all that is measured.
+type zeroAdapter struct{}
+
+type zeroSession struct{}
+
+var zeroOutput = evalengine.TurnOutput{
+	Output:     "ok",
+	Trajectory: []evalengine.ToolStep{{Kind: evalengine.KindToolCall, Tool: "lookup", Args: map[string]any{"q": "x"}}},
+}
+
+func (zeroAdapter) NewSession(context.Context, evalengine.SampleInfo) (evalengine.Session, error) {
+	return zeroSession{}, nil
+}
+
+func (zeroSession) Turn(context.Context, evalengine.TurnInput) (evalengine.TurnOutput, error) {
+	return zeroOutput, nil
+}
+
+func (zeroSession) Close() error { return nil }
+
+// benchSet has 100 single-turn cases; with 100 samples each that is the
+// contract's ceiling of 10,000 samples.
+func benchSet(b *testing.B) *evalengine.Set {
+	var sb strings.Builder
+	sb.WriteString(`{"id":"bench","version":"1","cases":[`)
+	for i := 0; i < 100; i++ {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString(`{"id":"case-` + itoa(i) + `","expected_trajectory":["lookup"],"input":"question","expected":"ok"}`)
+	}
+	sb.WriteString(`]}`)
+	return mustSet(b, sb.String())
+}
+
+// BenchmarkEngine10kSamples runs 10,000 zero-latency samples (100 cases ×
+// 100 samples, two criteria, concurrency 64) per iteration and reports the
+// engine overhead per sample.
+func BenchmarkEngine10kSamples(b *testing.B) {
+	set := benchSet(b)
+	metrics := []evalengine.Metric{
+		mustCriterion(b, "response", evalengine.CriterionExactResponse, 1, nil),
+		mustCriterion(b, "trajectory", evalengine.CriterionToolTrajectory, 1, nil),
+	}
+	o := evalengine.DefaultOptions()
+	o.Samples = 100
+	o.Concurrency = 64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		r, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{Adapter: zeroAdapter{}, Metrics: metrics, Options: o})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !r.Passed || r.CaseCount != 100 {
+			b.Fatalf("unexpected verdict: %v", r.PassRate)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10_000), "ns/sample")
+	b.ReportMetric(float64(b.N*10_000)/time.Since(start).Seconds(), "samples/s")
+}
