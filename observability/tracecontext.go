@@ -429,10 +429,10 @@ func hexEncode(dst, src []byte) {
 
 // hexDecode decodes lowercase hex only; len(s) must be 2*len(dst).
 func hexDecode(dst []byte, s string) bool {
+	_ = s[2*len(dst)-1]
 	for i := range dst {
-		hi, ok1 := lowerHex(s[2*i])
-		lo, ok2 := lowerHex(s[2*i+1])
-		if !ok1 || !ok2 {
+		hi, lo := hexTable[s[2*i]], hexTable[s[2*i+1]]
+		if hi|lo == 0xff {
 			return false
 		}
 		dst[i] = hi<<4 | lo
@@ -440,12 +440,17 @@ func hexDecode(dst []byte, s string) bool {
 	return true
 }
 
-func lowerHex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
+// hexTable maps lowercase hex digits to their value; 0xff marks every other
+// byte (so hi|lo == 0xff iff either is invalid, values being <= 0x0f).
+var hexTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
