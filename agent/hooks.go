@@ -37,11 +37,6 @@ func hookErr(agentName string, res plugins.Result) error {
 	return &Error{Code: code, Agent: agentName, Err: res.Err}
 }
 
-// stopped reports whether a pipeline result ends the phase with an error.
-func stopped(res plugins.Result) bool {
-	return res.Disposition == plugins.DispositionHalt || res.Disposition == plugins.DispositionError
-}
-
 // invalidValue is the error for a plugin value of the wrong type; the
 // pipeline checks types too, so this only guards the runtime's own casts.
 func invalidValue(agentName string, hook plugins.Hook) error {

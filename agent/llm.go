@@ -204,7 +204,6 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 		if err != nil {
 			return nil, err
 		}
-		calls := resp.Message.ToolCalls()
 		ev := ic.newEvent(a.name)
 		content := resp.Message
 		content.Role = model.RoleModel
@@ -215,7 +214,7 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 				content.Parts[i].ToolCall = &c
 			}
 		}
-		calls = content.ToolCalls()
+		calls := content.ToolCalls()
 		ev.Content = &content
 		usage := resp.Usage
 		ev.Usage = &usage

@@ -19,7 +19,10 @@ func textResp(s string) *model.Response {
 // localLogging returns local callbacks that record each phase.
 func localLogging(l *log) Callbacks {
 	return Callbacks{
-		BeforeAgent: func(context.Context, *CallbackContext) (*model.Message, error) { l.add("local:before_agent"); return nil, nil },
+		BeforeAgent: func(context.Context, *CallbackContext) (*model.Message, error) {
+			l.add("local:before_agent")
+			return nil, nil
+		},
 		AfterAgent: func(context.Context, *CallbackContext, *model.Message) (*model.Message, error) {
 			l.add("local:after_agent")
 			return nil, nil

@@ -1,12 +1,3 @@
-// Package openai is the model provider for OpenAI-compatible chat
-// completions (OpenAI, vLLM, Ollama, llama.cpp, LM Studio): tool calling,
-// structured output, usage, per-attempt timeouts, bounded responses and
-// retries on 429/5xx only.
-//
-// Errors are *model.Error values; the API key is read from the environment
-// variable the config names and never appears in an error.
-//
-// It imports only agent/model and its internal HTTP helper.
 package openai
 
 import (
