@@ -290,7 +290,7 @@ type hookCall struct {
 
 func (p *Pipeline) runHook(hc *hookCall) {
 	defer p.wg.Done()
-	hc.result <- invoke(&hc.hookContext, hc.c, hc.h, hc.f, hc.cc, hc.arg)
+	hc.result <- invoke(hc)
 }
 
 // hookContext is the context a hook runs under: its parent's values, the
@@ -341,18 +341,18 @@ func fence(r callResult, deadline time.Time) callResult {
 // invoke runs the callback and checks its outcome, inside the hook's
 // goroutine so that a slow encoder or a panicking MarshalJSON is charged to
 // the plugin and isolated like the callback itself.
-func invoke(ctx context.Context, c *compiled, h hookIndex, f callFunc, cc CallContext, v any) (r callResult) {
+func invoke(hc *hookCall) (r callResult) {
 	defer func() {
 		if recover() != nil {
 			r = callResult{failure: OutcomeException}
 		}
 		r.at = time.Now()
 	}()
-	o, err := f(ctx, cc, v, c.config)
+	o, err := hc.f(&hc.hookContext, &hc.cc, hc.arg, hc.c.config)
 	if err != nil {
 		return callResult{failure: failureOf(err)}
 	}
-	return checkOutcome(c, h, o)
+	return checkOutcome(hc.c, hc.h, o)
 }
 
 // failureOf maps a callback's error to a trace outcome: a stateful instance
@@ -449,7 +449,8 @@ func (p *Pipeline) Close() error {
 }
 
 // Shutdown is Close with a bound: if ctx ends before every hook goroutine
-// has returned, it returns ctx's error (the plugins are still closed).
+// has returned, it returns ctx's error (the plugins are still closed) and
+// leaves one waiter goroutine behind that exits with the last straggler.
 func (p *Pipeline) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil

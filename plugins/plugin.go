@@ -93,28 +93,30 @@ func Dispatch(f AnyHookFunc, hooks ...Hook) Hooks {
 		if !ok {
 			continue
 		}
-		h.set(i, func(ctx context.Context, cc CallContext, v any, cfg map[string]any) (Outcome, error) {
-			return f(ctx, hook, cc, v, cfg)
+		h.set(i, func(ctx context.Context, cc *CallContext, v any, cfg map[string]any) (Outcome, error) {
+			return f(ctx, hook, *cc, v, cfg)
 		})
 	}
 	return h
 }
 
-// callFunc is the untyped form every callback is compiled to.
-type callFunc func(ctx context.Context, cc CallContext, v any, cfg map[string]any) (Outcome, error)
+// callFunc is the untyped form every callback is compiled to. It takes the
+// call context by pointer: hook goroutines start with small stacks, and
+// copying the context through every frame made most of them grow.
+type callFunc func(ctx context.Context, cc *CallContext, v any, cfg map[string]any) (Outcome, error)
 
 func untyped[T any](f HookFunc[T]) callFunc {
 	if f == nil {
 		return nil
 	}
-	return func(ctx context.Context, cc CallContext, v any, cfg map[string]any) (Outcome, error) {
-		return f(ctx, cc, v.(T), cfg)
+	return func(ctx context.Context, cc *CallContext, v any, cfg map[string]any) (Outcome, error) {
+		return f(ctx, *cc, v.(T), cfg)
 	}
 }
 
 func typed[T any](f callFunc) HookFunc[T] {
 	return func(ctx context.Context, cc CallContext, v T, cfg map[string]any) (Outcome, error) {
-		return f(ctx, cc, v, cfg)
+		return f(ctx, &cc, v, cfg)
 	}
 }
 
