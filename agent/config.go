@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/plugins"
+	"github.com/fadcedab/adk/plugins/builtin"
 )
 
 // AGENT.json bounds.
@@ -266,8 +266,15 @@ func ParseModel(raw json.RawMessage) (model.Provider, string, error) {
 	return nil, "", fmt.Errorf("model: unknown provider %q", head.Provider)
 }
 
-// PluginFactory builds a built-in plugin by name from its config.
-type PluginFactory func(name string, config map[string]any) (plugins.Plugin, error)
+// PluginFactory builds a built-in plugin descriptor by name from its
+// config (builtin.New's shape); the AGENT.json id and any policy fields
+// that are set override the descriptor's.
+type PluginFactory func(name string, config map[string]any) (plugins.Descriptor, error)
+
+// DefaultBuiltins resolves the plugins/builtin registry.
+func DefaultBuiltins(name string, config map[string]any) (plugins.Descriptor, error) {
+	return builtin.New(name, config)
+}
 
 // BuildOptions configure Config.Build. Zero fields take the Runner
 // defaults.
@@ -276,8 +283,8 @@ type BuildOptions struct {
 	Observer observability.Observer
 	Sessions *InMemorySessionService
 	IDs      IDGenerator
-	// Builtins resolves the AGENT.json plugins by name (the plugins/builtin
-	// registry). Required when the config names plugins.
+	// Builtins resolves the AGENT.json plugins by name (default
+	// DefaultBuiltins, the plugins/builtin registry).
 	Builtins PluginFactory
 	// Plugins are extra Runner-global descriptors, run after the config's.
 	Plugins []plugins.Descriptor
@@ -287,10 +294,6 @@ type BuildOptions struct {
 	Callbacks map[string]Callbacks
 }
 
-// ErrNoBuiltins is returned by Build when the config names plugins and no
-// BuildOptions.Builtins resolver was given.
-var ErrNoBuiltins = errors.New("agent: config names plugins but no built-in plugin resolver was given")
-
 // Build makes a fresh agent tree and Runner from the prepared config. The
 // runner owns the compiled plugin pipeline: Close it when done.
 func (c *Config) Build(opts BuildOptions) (*Runner, error) {
@@ -299,23 +302,34 @@ func (c *Config) Build(opts BuildOptions) (*Runner, error) {
 		return nil, err
 	}
 	descs := make([]plugins.Descriptor, 0, len(c.Spec.Plugins)+len(opts.Plugins))
+	resolve := opts.Builtins
+	if resolve == nil {
+		resolve = DefaultBuiltins
+	}
 	for _, ps := range c.Spec.Plugins {
-		if opts.Builtins == nil {
-			return nil, ErrNoBuiltins
-		}
-		pl, err := opts.Builtins(ps.Plugin, ps.Config)
+		d, err := resolve(ps.Plugin, ps.Config)
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidAgentConfig, Detail: "plugin " + ps.ID, Err: err}
 		}
-		descs = append(descs, plugins.Descriptor{
-			ID:             ps.ID,
-			Plugin:         pl,
-			Mode:           plugins.Mode(ps.Mode),
-			FailurePolicy:  plugins.FailurePolicy(ps.FailurePolicy),
-			TimeoutMs:      ps.TimeoutMS,
-			MaxResultBytes: ps.MaxResultBytes,
-			Config:         ps.Config,
-		})
+		if ps.ID != "" {
+			d.ID = ps.ID
+		}
+		if d.Config == nil {
+			d.Config = ps.Config
+		}
+		if ps.Mode != "" {
+			d.Mode = plugins.Mode(ps.Mode)
+		}
+		if ps.FailurePolicy != "" {
+			d.FailurePolicy = plugins.FailurePolicy(ps.FailurePolicy)
+		}
+		if ps.TimeoutMS != 0 {
+			d.TimeoutMs = ps.TimeoutMS
+		}
+		if ps.MaxResultBytes != 0 {
+			d.MaxResultBytes = ps.MaxResultBytes
+		}
+		descs = append(descs, d)
 	}
 	descs = append(descs, opts.Plugins...)
 	var pipe *plugins.Pipeline

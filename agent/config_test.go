@@ -100,12 +100,12 @@ func TestConfig_Rejects(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
-	t.Run("plugins need a resolver", func(t *testing.T) {
-		cfg, err := ParseConfig([]byte(strings.Replace(base, "%s", `,"plugins":[{"id":"p","plugin":"metadata_logger"}]`, 1)))
+	t.Run("unknown built-in plugin", func(t *testing.T) {
+		cfg, err := ParseConfig([]byte(strings.Replace(base, "%s", `,"plugins":[{"id":"p","plugin":"no_such_plugin"}]`, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cfg.Build(BuildOptions{}); !errors.Is(err, ErrNoBuiltins) {
+		if _, err := cfg.Build(BuildOptions{}); !errors.Is(err, ErrInvalidAgentConfig) || !errors.Is(err, &plugins.Error{Code: plugins.CodeUnknownBuiltinPlugin}) {
 			t.Fatalf("err %v", err)
 		}
 	})
@@ -131,17 +131,17 @@ func TestConfig_WorkflowsSubAgentsFuncsAndPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builtins := func(name string, _ map[string]any) (plugins.Plugin, error) {
+	builtins := func(name string, _ map[string]any) (plugins.Descriptor, error) {
 		if name != "tagger" {
-			return nil, errors.New("unknown")
+			return plugins.Descriptor{}, errors.New("unknown")
 		}
-		return plugins.Hooks{AfterModel: func(_ context.Context, _ plugins.CallContext, r *model.Response, cfg map[string]any) (plugins.Outcome, error) {
+		return plugins.Descriptor{Plugin: plugins.Hooks{AfterModel: func(_ context.Context, _ plugins.CallContext, r *model.Response, cfg map[string]any) (plugins.Outcome, error) {
 			if len(r.Message.ToolCalls()) > 0 {
 				return plugins.Observe(), nil
 			}
 			r.Message.Parts[0].Text += cfg["suffix"].(string)
 			return plugins.Amend(r), nil
-		}}, nil
+		}}}, nil
 	}
 	var got any
 	funcs := map[string]func(context.Context, *ToolContext, map[string]any) (any, error){
@@ -198,5 +198,31 @@ func TestConfig_RunsAreIndependentAndDeterministic(t *testing.T) {
 	}
 	if a, b := run(), run(); a != b {
 		t.Fatalf("runs differ:\n%s\n%s", a, b)
+	}
+}
+
+func TestConfig_BuiltinPluginsFromAgentJSON(t *testing.T) {
+	doc := `{"schema_version":1,"name":"a","instruction":"local rules",
+	  "model":{"provider":"scripted","default":{"steps":[{"text":"x"}]}},
+	  "plugins":[{"id":"gi","plugin":"global_instruction","config":{"instruction":"GLOBAL"}},
+	             {"id":"log","plugin":"metadata_logger","config":{"log_level":"none"}}]}`
+	cfg, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen *model.Request
+	r, err := cfg.Build(BuildOptions{Callbacks: map[string]Callbacks{"a": {
+		BeforeModel: func(_ context.Context, _ *CallbackContext, req *model.Request) (*model.Response, error) {
+			seen = req
+			return nil, nil
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	mustTurn(t, r, "hi")
+	if seen == nil || !strings.HasPrefix(seen.Messages[0].Text(), "GLOBAL") || !strings.Contains(seen.Messages[0].Text(), "local rules") {
+		t.Fatalf("global instruction not applied: %+v", seen)
 	}
 }
