@@ -17,7 +17,8 @@
 //
 // Model providers live in agent/model/{scripted,openai,gemini}.
 //
-// It may import agent/model, agent/session, plugins, observability and
+// It may import agent/model, agent/session, plugins (and plugins/builtin,
+// the default AGENT.json plugin registry), observability and
 // internal; it must not import evalengine, bus, store, coordinator, worker
 // or devapi.
 package agent
