@@ -109,6 +109,9 @@ var contentWords = []string{
 	"inputmessages", "outputmessages", "toolarguments", "toolargs",
 	"toolresult", "toolresponse", "reasoning", "reasoningtrace",
 	"systeminstruction", "systeminstructions",
+	// Beyond the contract's list: the semconv's own tool payload attributes
+	// (gen_ai.tool.call.arguments, gen_ai.tool.call.result).
+	"arguments", "callresult",
 }
 
 // IsForbiddenAttributeKey reports whether k may never be a signal attribute:

@@ -389,9 +389,12 @@ func Extract(h http.Header) (RemoteContext, error) {
 }
 
 // Inject writes c's traceparent (and tracestate when non-empty, in canonical
-// form) into h under lowercase names, first removing any existing
-// traceparent/tracestate under any casing. Other headers are kept. On error
-// h is unchanged.
+// form) into h, first removing any existing traceparent/tracestate under any
+// casing. Other headers are kept. On error h is unchanged.
+//
+// The contract writes lowercase names; in Go we write the canonical keys
+// (Traceparent, Tracestate) so h.Get finds them. Header names are
+// case-insensitive on the wire, and HTTP/2 lowercases them anyway.
 func Inject(h http.Header, c Correlation) error {
 	if c.TraceID.IsZero() || c.SpanID.IsZero() {
 		if c.TraceID.IsZero() {
@@ -411,9 +414,9 @@ func Inject(h http.Header, c Correlation) error {
 			delete(h, name)
 		}
 	}
-	h["traceparent"] = []string{Traceparent{c.TraceID, c.SpanID, c.Flags}.format()}
+	h.Set("Traceparent", Traceparent{c.TraceID, c.SpanID, c.Flags}.format())
 	if ts != "" {
-		h["tracestate"] = []string{ts}
+		h.Set("Tracestate", ts)
 	}
 	return nil
 }

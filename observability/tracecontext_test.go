@@ -8,6 +8,10 @@ import (
 	"testing"
 )
 
+// hmap builds headers with non-canonical keys on purpose: extraction must
+// match names case-insensitively however the map was built.
+type hmap = map[string][]string
+
 const validTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 func reasonOf(err error) string {
@@ -102,7 +106,7 @@ func TestTraceparent_FormatAndValidators(t *testing.T) {
 
 func TestExtract_HeadersContract(t *testing.T) {
 	t.Run("case-insensitive names and canonical tracestate", func(t *testing.T) {
-		h := http.Header{"TraceParent": {validTP}, "TRACESTATE": {" vendor=a ,\tother@sys=b "}}
+		h := hmap{"TraceParent": {validTP}, "TRACESTATE": {" vendor=a ,\tother@sys=b "}}
 		rc, err := Extract(h)
 		if err != nil {
 			t.Fatal(err)
@@ -116,17 +120,17 @@ func TestExtract_HeadersContract(t *testing.T) {
 		h    http.Header
 		want string
 	}{
-		{"none", http.Header{"X": {"1"}}, ErrTraceparentNotFound.Error()},
+		{"none", hmap{"X": {"1"}}, ErrTraceparentNotFound.Error()},
 		{"nil", nil, ErrTraceparentNotFound.Error()},
-		{"tracestate alone", http.Header{"tracestate": {"a=b"}}, ErrTraceparentNotFound.Error()},
-		{"duplicate values", http.Header{"traceparent": {validTP, validTP}}, ErrDuplicateTraceparent.Error()},
-		{"duplicate casings", http.Header{"traceparent": {validTP}, "Traceparent": {validTP}}, ErrDuplicateTraceparent.Error()},
-		{"duplicate tracestate", http.Header{"traceparent": {validTP}, "tracestate": {"a=b"}, "TraceState": {"c=d"}}, KindInvalidTracestate + "/" + ReasonDuplicateHeader},
-		{"1025-byte traceparent", http.Header{"traceparent": {strings.Repeat("a", 1025)}}, KindInvalidTraceHeader + "/" + ReasonTraceparentHeader},
-		{"1025-byte tracestate", http.Header{"traceparent": {validTP}, "tracestate": {strings.Repeat("a", 1025)}}, KindInvalidTraceHeader + "/" + ReasonTracestateHeader},
-		{"bad traceparent", http.Header{"traceparent": {"ff" + validTP[2:]}}, KindInvalidTraceparent + "/" + ReasonForbiddenVersion},
-		{"bad tracestate", http.Header{"traceparent": {validTP}, "tracestate": {"A=b"}}, KindInvalidTracestate + "/" + ReasonInvalidKey},
-		{"empty tracestate", http.Header{"traceparent": {validTP}, "tracestate": {""}}, KindInvalidTracestate + "/" + ReasonEmpty},
+		{"tracestate alone", hmap{"tracestate": {"a=b"}}, ErrTraceparentNotFound.Error()},
+		{"duplicate values", hmap{"traceparent": {validTP, validTP}}, ErrDuplicateTraceparent.Error()},
+		{"duplicate casings", hmap{"traceparent": {validTP}, "Traceparent": {validTP}}, ErrDuplicateTraceparent.Error()},
+		{"duplicate tracestate", hmap{"traceparent": {validTP}, "tracestate": {"a=b"}, "TraceState": {"c=d"}}, KindInvalidTracestate + "/" + ReasonDuplicateHeader},
+		{"1025-byte traceparent", hmap{"traceparent": {strings.Repeat("a", 1025)}}, KindInvalidTraceHeader + "/" + ReasonTraceparentHeader},
+		{"1025-byte tracestate", hmap{"traceparent": {validTP}, "tracestate": {strings.Repeat("a", 1025)}}, KindInvalidTraceHeader + "/" + ReasonTracestateHeader},
+		{"bad traceparent", hmap{"traceparent": {"ff" + validTP[2:]}}, KindInvalidTraceparent + "/" + ReasonForbiddenVersion},
+		{"bad tracestate", hmap{"traceparent": {validTP}, "tracestate": {"A=b"}}, KindInvalidTracestate + "/" + ReasonInvalidKey},
+		{"empty tracestate", hmap{"traceparent": {validTP}, "tracestate": {""}}, KindInvalidTracestate + "/" + ReasonEmpty},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,22 +143,22 @@ func TestExtract_HeadersContract(t *testing.T) {
 }
 
 func TestInject_ReplacesAnyCasingAndKeepsOthers(t *testing.T) {
-	h := http.Header{"TraceParent": {"old"}, "TRACESTATE": {"old=1"}, "Authorization": {"keep"}}
+	h := hmap{"TraceParent": {"old"}, "TRACESTATE": {"old=1"}, "Authorization": {"keep"}}
 	c := Correlation{TraceID: TraceID{1}, SpanID: SpanID{2}, Flags: 1, TraceState: " a=1 , b=2"}
 	if err := Inject(h, c); err != nil {
 		t.Fatal(err)
 	}
-	if len(h) != 3 || h["traceparent"][0] != "00-01000000000000000000000000000000-0200000000000000-01" ||
-		h["tracestate"][0] != "a=1,b=2" || h["Authorization"][0] != "keep" {
+	if len(h) != 3 || http.Header(h).Get("traceparent") != "00-01000000000000000000000000000000-0200000000000000-01" ||
+		http.Header(h).Get("tracestate") != "a=1,b=2" || h["Authorization"][0] != "keep" {
 		t.Fatalf("headers = %v", h)
 	}
 	// Without tracestate only traceparent is written.
-	h2 := http.Header{"tracestate": {"stale=1"}}
-	if err := Inject(h2, Correlation{TraceID: TraceID{1}, SpanID: SpanID{2}}); err != nil || len(h2) != 1 || h2["tracestate"] != nil {
+	h2 := hmap{"tracestate": {"stale=1"}}
+	if err := Inject(h2, Correlation{TraceID: TraceID{1}, SpanID: SpanID{2}}); err != nil || len(h2) != 1 || h2["tracestate"] != nil || h2["Tracestate"] != nil {
 		t.Fatalf("h2 = %v, %v", h2, err)
 	}
 	// Invalid context: error and headers untouched.
-	h3 := http.Header{"traceparent": {"x"}}
+	h3 := hmap{"traceparent": {"x"}}
 	if err := Inject(h3, Correlation{SpanID: SpanID{2}}); err == nil || h3["traceparent"][0] != "x" {
 		t.Fatalf("zero trace id injected: %v %v", err, h3)
 	}
@@ -221,7 +225,7 @@ func TestTracestate_LimitsAndCanonicalization(t *testing.T) {
 func itoa3(i int) string { return string([]byte{byte('0' + i/10), byte('0' + i%10)}) }
 
 func TestContextFromHeaders_RemoteParent(t *testing.T) {
-	h := http.Header{"traceparent": {validTP}, "tracestate": {"v=1"}}
+	h := hmap{"traceparent": {validTP}, "tracestate": {"v=1"}}
 	ctx, err := ContextFromHeaders(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -241,12 +245,12 @@ func TestContextFromHeaders_RemoteParent(t *testing.T) {
 	if err := Inject(out, cur); err != nil {
 		t.Fatal(err)
 	}
-	if got := out["traceparent"][0]; got != "00-"+validTP[3:35]+"-"+c.SpanID.String()+"-01" {
+	if got := out.Get("traceparent"); got != "00-"+validTP[3:35]+"-"+c.SpanID.String()+"-01" {
 		t.Fatalf("outbound traceparent %s carries the wrong span", got)
 	}
 	_ = sp.End(Outcome{})
 
-	if _, err := ContextFromHeaders(context.Background(), http.Header{}); !errors.Is(err, ErrTraceparentNotFound) {
+	if _, err := ContextFromHeaders(context.Background(), hmap{}); !errors.Is(err, ErrTraceparentNotFound) {
 		t.Fatalf("no headers: %v", err)
 	}
 }
