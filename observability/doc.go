@@ -4,6 +4,9 @@
 // conventions, a bounded metrics catalog, sync exporters and the OTLP/HTTP
 // JSON exporter.
 //
+// Design notes and the decisions taken where the contract was silent live
+// in DESIGN.md beside this file.
+//
 // It must not import agent, plugins, evalengine, bus, store, coordinator,
 // worker or devapi: the runtime calls it through the Observer interface.
 package observability

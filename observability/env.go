@@ -31,6 +31,7 @@ type EnvError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *EnvError) Error() string {
 	if e.Entry > 0 {
 		return "invalid_deployment_env: " + e.Var + ": entry " + strconv.Itoa(e.Entry) + ": " + e.Reason

@@ -70,6 +70,7 @@ type DescriptorError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *DescriptorError) Error() string {
 	return fmt.Sprintf("invalid_exporter_descriptor: %d: %s", e.Index, e.Reason)
 }
@@ -114,6 +115,7 @@ type ExporterFailedError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *ExporterFailedError) Error() string {
 	return "exporter_failed: " + e.ID + ": " + e.Reason
 }

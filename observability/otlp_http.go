@@ -86,6 +86,7 @@ type OTLPConfigError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *OTLPConfigError) Error() string {
 	return "invalid_otlp_exporter_config: " + e.Field + ": " + e.Reason
 }
@@ -101,6 +102,7 @@ type ExportError struct {
 	RejectedItems  int64
 }
 
+// Error implements error.
 func (e *ExportError) Error() string {
 	s := "otlp_export_failed: " + e.Classification + ": " + e.Reason
 	if e.Status != 0 {

@@ -247,6 +247,7 @@ type SignalError struct {
 	Detail string
 }
 
+// Error implements error.
 func (e *SignalError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) }
 
 func invalidSpan(detail string) error {

@@ -53,6 +53,7 @@ type TraceContextError struct {
 	Reason string // one of the Reason constants
 }
 
+// Error implements error.
 func (e *TraceContextError) Error() string { return e.Kind + ": " + e.Reason }
 
 // Pre-built errors: parsing is on the request path and must not allocate.
