@@ -193,6 +193,9 @@ func splitUserInfo(raw string, c *connConfig) (string, []string, error) {
 	parts := strings.Split(raw, ",")
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
+		if p != "" && !strings.Contains(p, "://") {
+			p = "nats://" + p // nats.go accepts host:port; url.Parse does not
+		}
 		u, err := url.Parse(p)
 		if err != nil {
 			return "", nil, fmt.Errorf("bus: connect: server URL %d is not a valid URL", i)

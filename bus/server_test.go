@@ -179,6 +179,11 @@ func TestConnect_CredentialsNeverInErrors(t *testing.T) {
 		t.Fatalf("good password: %v", err)
 	}
 	nc.Close()
+	nc, err = bus.Connect("alice:" + secret + "@" + host) // no scheme, as nats.go allows
+	if err != nil {
+		t.Fatalf("URL without scheme: %v", err)
+	}
+	nc.Close()
 
 	const wrong = "wrong-Pw-0815"
 	for name, tc := range map[string]struct {
