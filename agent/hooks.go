@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/agent/session"
+	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/plugins"
 )
 
@@ -15,7 +17,43 @@ func (ic *invocation) runHook(ctx context.Context, hook plugins.Hook, cc plugins
 	if p == nil || p.Len() == 0 {
 		return plugins.Result{Disposition: plugins.DispositionContinue, Value: value}
 	}
-	return p.Run(ctx, hook, cc, value)
+	lo := ic.r.lifecycle
+	if lo == nil {
+		return p.Run(ctx, hook, cc, value)
+	}
+	start := time.Now()
+	res := p.Run(ctx, hook, cc, value)
+	lo.Lifecycle(ctx, observability.Lifecycle{
+		Hook:        string(hook),
+		Outcome:     lifecycleOutcome(res.Disposition),
+		Duration:    time.Since(start),
+		PluginTrace: lifecycleTrace(res.Trace),
+	})
+	return res
+}
+
+// lifecycleOutcome maps a pipeline disposition to the lifecycle envelope's
+// outcome word (CONTRACTS §1.4).
+func lifecycleOutcome(d plugins.Disposition) string {
+	switch d {
+	case plugins.DispositionAmend:
+		return "amended"
+	case plugins.DispositionReturn:
+		return "returned"
+	case plugins.DispositionHalt:
+		return "halt"
+	case plugins.DispositionError:
+		return "error"
+	}
+	return "continue"
+}
+
+func lifecycleTrace(tr []plugins.TraceEntry) []observability.PluginTraceEntry {
+	out := make([]observability.PluginTraceEntry, len(tr))
+	for i, e := range tr {
+		out[i] = observability.PluginTraceEntry{PluginID: e.PluginID, Hook: string(e.Hook), Mode: string(e.Mode), Outcome: string(e.Outcome)}
+	}
+	return out
 }
 
 // notify runs a notification hook; its result never changes anything.

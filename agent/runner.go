@@ -26,6 +26,7 @@ type Runner struct {
 	pipeline     *plugins.Pipeline
 	ownsPipeline bool
 	observer     observability.Observer
+	lifecycle    observability.LifecycleObserver // observer's optional part, or nil
 	ids          IDGenerator
 	now          func() time.Time
 }
@@ -76,6 +77,7 @@ func NewRunner(root Agent, opts RunnerOptions) (*Runner, error) {
 	if r.observer == nil {
 		r.observer = observability.Nop
 	}
+	r.lifecycle, _ = r.observer.(observability.LifecycleObserver)
 	if r.ids == nil {
 		r.ids = RandomIDs()
 	}

@@ -15,6 +15,7 @@ import (
 const (
 	PhaseStartSpan  = "start_span"
 	PhaseFinishSpan = "finish_span"
+	PhaseLifecycle  = "lifecycle"
 )
 
 // MaxCapturedContentBytes bounds captured content (serialized); larger

@@ -1,0 +1,53 @@
+package observability
+
+import (
+	"context"
+	"time"
+)
+
+// PluginTraceEntry is one plugin's part in a Runner hook call: the
+// pipeline's trace entry (plugin id, hook, mode, outcome word).
+type PluginTraceEntry struct {
+	PluginID string
+	Hook     string
+	Mode     string
+	Outcome  string
+}
+
+// Lifecycle is one Runner hook phase: the hook, the pipeline's overall
+// outcome (continue|amended|returned|halt|error), how long the plugins took
+// and their trace.
+type Lifecycle struct {
+	Hook        string
+	Outcome     string
+	Duration    time.Duration
+	PluginTrace []PluginTraceEntry
+}
+
+// LifecycleObserver is the optional part of an Observer that records Runner
+// hook phases as v1 lifecycle envelopes (CONTRACTS §1.4). The runtime calls
+// it only when plugins ran.
+type LifecycleObserver interface {
+	Lifecycle(ctx context.Context, l Lifecycle)
+}
+
+var _ LifecycleObserver = (*Tracer)(nil)
+
+// Lifecycle emits the v1 envelope "adk.lifecycle.<hook>" correlated with the
+// span in ctx, with measurement duration_ms and attributes hook, outcome and
+// plugin_trace. Delivery failures are reported like any other signal's.
+func (t *Tracer) Lifecycle(ctx context.Context, l Lifecycle) {
+	if !t.emitting {
+		return
+	}
+	c, _ := FromContext(ctx)
+	sp := &Span{t: t, corr: c, op: "lifecycle"}
+	e := sp.envelope("adk.lifecycle." + safeTag(l.Hook))
+	e.Measurements = map[string]int64{"duration": int64(l.Duration), "duration_ms": l.Duration.Milliseconds()}
+	trace := make([]any, len(l.PluginTrace))
+	for i, p := range l.PluginTrace {
+		trace[i] = map[string]any{"plugin_id": p.PluginID, "hook": p.Hook, "mode": p.Mode, "outcome": p.Outcome}
+	}
+	e.Metadata.Attributes = Attributes{"hook": l.Hook, "outcome": l.Outcome, "plugin_trace": trace}
+	_ = t.deliverOne(ctx, sp, PhaseLifecycle, e)
+}
