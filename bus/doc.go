@@ -1,7 +1,8 @@
 // Package bus owns everything NATS: the embedded nats-server, client
 // connection options, the JetStream topology (subjects now; streams,
-// consumers and KV buckets as later issues add them), and the versioned,
-// bounded msgpack wire codec every NATS payload uses.
+// consumers and KV buckets as later issues add them). The versioned,
+// bounded msgpack wire codec every NATS payload uses lives in bus/wire, a
+// leaf that does not link nats-server (so its fuzz target builds fast).
 //
 // Design notes live in DESIGN.md beside this file.
 //

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,7 +55,7 @@ func publishRoundTrip(t *testing.T, nc *nats.Conn) {
 	}
 	subj, _ := bus.ResultSubject("job-1")
 	for i := range 5 {
-		data, _ := bus.Encode("k", i)
+		data, _ := wire.Encode("k", i)
 		ack, err := js.Publish(ctx, subj, data)
 		if err != nil {
 			t.Fatalf("Publish: %v", err)
@@ -68,7 +69,7 @@ func publishRoundTrip(t *testing.T, nc *nats.Conn) {
 		t.Fatal(err)
 	}
 	var got int
-	if err := bus.Decode(msg.Data, bus.DecodeLimits{}, "k", &got); err != nil || got != 4 {
+	if err := wire.Decode(msg.Data, wire.DecodeLimits{}, "k", &got); err != nil || got != 4 {
 		t.Fatalf("read back %d, %v", got, err)
 	}
 }

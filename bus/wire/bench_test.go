@@ -1,10 +1,10 @@
-package bus_test
+package wire_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
 )
 
 // benchRecord is a ~20-field record shaped like a sample result.
@@ -44,13 +44,13 @@ func BenchmarkCodec(b *testing.B) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		data, err := bus.Encode("sample_result", in)
+		data, err := wire.Encode("sample_result", in)
 		if err != nil {
 			b.Fatal(err)
 		}
 		size = len(data)
 		var out benchRecord
-		if err := bus.Decode(data, bus.DecodeLimits{}, "sample_result", &out); err != nil {
+		if err := wire.Decode(data, wire.DecodeLimits{}, "sample_result", &out); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package bus_test
+package wire_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -48,7 +48,7 @@ func sampleOuter() outer {
 
 func mustEncode(t testing.TB, kind string, v any) []byte {
 	t.Helper()
-	b, err := bus.Encode(kind, v)
+	b, err := wire.Encode(kind, v)
 	if err != nil {
 		t.Fatalf("Encode: %v", err)
 	}
@@ -60,11 +60,11 @@ func envelopeWith(body []byte) []byte {
 	return append([]byte{0x93, 0x01, 0xa1, 'k'}, body...)
 }
 
-func wantCode(t *testing.T, err error, sentinel *bus.WireError) {
+func wantCode(t *testing.T, err error, sentinel *wire.WireError) {
 	t.Helper()
-	var we *bus.WireError
+	var we *wire.WireError
 	if !errors.As(err, &we) {
-		t.Fatalf("err = %v (%T), want *bus.WireError %s", err, err, sentinel.Code)
+		t.Fatalf("err = %v (%T), want *wire.WireError %s", err, err, sentinel.Code)
 	}
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("err code = %s, want %s (%v)", we.Code, sentinel.Code, err)
@@ -75,7 +75,7 @@ func TestCodec_RoundTripNestedStruct(t *testing.T) {
 	in := sampleOuter()
 	data := mustEncode(t, "sample_result", in)
 	var out outer
-	if err := bus.Decode(data, bus.DecodeLimits{}, "sample_result", &out); err != nil {
+	if err := wire.Decode(data, wire.DecodeLimits{}, "sample_result", &out); err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	if !out.At.Equal(in.At) {
@@ -85,8 +85,8 @@ func TestCodec_RoundTripNestedStruct(t *testing.T) {
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip mismatch:\n in=%+v\nout=%+v", in, out)
 	}
-	env, err := bus.Peek(data, bus.DecodeLimits{})
-	if err != nil || env.V != bus.WireVersion || env.Kind != "sample_result" {
+	env, err := wire.Peek(data, wire.DecodeLimits{})
+	if err != nil || env.V != wire.WireVersion || env.Kind != "sample_result" {
 		t.Fatalf("Peek = %+v, %v", env, err)
 	}
 }
@@ -100,7 +100,7 @@ func TestCodec_UnknownFieldsIgnored(t *testing.T) {
 	var got struct {
 		ID string `msgpack:"id"`
 	}
-	if err := bus.Decode(data, bus.DecodeLimits{}, "task", &got); err != nil || got.ID != "t1" {
+	if err := wire.Decode(data, wire.DecodeLimits{}, "task", &got); err != nil || got.ID != "t1" {
 		t.Fatalf("Decode = %+v, %v", got, err)
 	}
 }
@@ -109,25 +109,25 @@ func TestCodec_TruncatedAtEveryOffset(t *testing.T) {
 	data := mustEncode(t, "sample_result", sampleOuter())
 	for i := 0; i < len(data); i++ {
 		var out outer
-		err := bus.Decode(data[:i], bus.DecodeLimits{}, "sample_result", &out)
-		wantCode(t, err, bus.ErrWireTruncated)
+		err := wire.Decode(data[:i], wire.DecodeLimits{}, "sample_result", &out)
+		wantCode(t, err, wire.ErrWireTruncated)
 	}
 }
 
 func TestCodec_TrailingBytesRejected(t *testing.T) {
 	data := append(mustEncode(t, "k", 1), 0x00)
-	wantCode(t, bus.Decode(data, bus.DecodeLimits{}, "k", new(int)), bus.ErrWireMalformed)
+	wantCode(t, wire.Decode(data, wire.DecodeLimits{}, "k", new(int)), wire.ErrWireMalformed)
 }
 
 func TestCodec_OversizedRejectedBeforeDecode(t *testing.T) {
 	// 2 MiB of 0xc1 (a reserved byte): had the scanner looked at it, the
 	// error would be wire_malformed.
 	data := bytes.Repeat([]byte{0xc1}, 2<<20)
-	wantCode(t, bus.Decode(data, bus.DecodeLimits{}, "k", new(any)), bus.ErrWireTooLarge)
+	wantCode(t, wire.Decode(data, wire.DecodeLimits{}, "k", new(any)), wire.ErrWireTooLarge)
 
 	small := mustEncode(t, "k", strings.Repeat("x", 100))
-	wantCode(t, bus.Decode(small, bus.DecodeLimits{MaxBytes: 50}, "k", new(string)), bus.ErrWireTooLarge)
-	wantCode(t, bus.Decode(small, bus.DecodeLimits{MaxStrLen: 99}, "k", new(string)), bus.ErrWireTooLarge)
+	wantCode(t, wire.Decode(small, wire.DecodeLimits{MaxBytes: 50}, "k", new(string)), wire.ErrWireTooLarge)
+	wantCode(t, wire.Decode(small, wire.DecodeLimits{MaxStrLen: 99}, "k", new(string)), wire.ErrWireTooLarge)
 }
 
 func TestCodec_HostileLengthsRejectedWithoutAllocating(t *testing.T) {
@@ -141,28 +141,28 @@ func TestCodec_HostileLengthsRejectedWithoutAllocating(t *testing.T) {
 	}
 	cases := map[string]struct {
 		body []byte
-		want *bus.WireError
+		want *wire.WireError
 	}{
-		"array32":      {be32(0xdd), bus.ErrWireTruncated},
-		"map32":        {be32(0xdf), bus.ErrWireTruncated},
-		"str32":        {be32(0xdb), bus.ErrWireTooLarge}, // 4 GiB > MaxStrLen
-		"bin32":        {be32(0xc6), bus.ErrWireTooLarge},
-		"ext32":        {be32(0xc9), bus.ErrWireTooLarge},
-		"array16":      {be16(0xdc), bus.ErrWireTruncated},
-		"map16":        {be16(0xde), bus.ErrWireTruncated},
-		"str16":        {be16(0xda), bus.ErrWireTruncated},
-		"bin16":        {be16(0xc5), bus.ErrWireTruncated},
-		"fixarray":     {[]byte{0x9f, 0x01}, bus.ErrWireTruncated},
-		"header_short": {[]byte{0xdd, 0xff}, bus.ErrWireTruncated},
+		"array32":      {be32(0xdd), wire.ErrWireTruncated},
+		"map32":        {be32(0xdf), wire.ErrWireTruncated},
+		"str32":        {be32(0xdb), wire.ErrWireTooLarge}, // 4 GiB > MaxStrLen
+		"bin32":        {be32(0xc6), wire.ErrWireTooLarge},
+		"ext32":        {be32(0xc9), wire.ErrWireTooLarge},
+		"array16":      {be16(0xdc), wire.ErrWireTruncated},
+		"map16":        {be16(0xde), wire.ErrWireTruncated},
+		"str16":        {be16(0xda), wire.ErrWireTruncated},
+		"bin16":        {be16(0xc5), wire.ErrWireTruncated},
+		"fixarray":     {[]byte{0x9f, 0x01}, wire.ErrWireTruncated},
+		"header_short": {[]byte{0xdd, 0xff}, wire.ErrWireTruncated},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			data := envelopeWith(tc.body)
 			var target any
-			wantCode(t, bus.Decode(data, bus.DecodeLimits{}, "k", &target), tc.want)
+			wantCode(t, wire.Decode(data, wire.DecodeLimits{}, "k", &target), tc.want)
 
 			allocs := testing.AllocsPerRun(100, func() {
-				_ = bus.Decode(data, bus.DecodeLimits{}, "k", &target)
+				_ = wire.Decode(data, wire.DecodeLimits{}, "k", &target)
 			})
 			if allocs > 2 { // the *WireError itself
 				t.Fatalf("%v allocs per rejected decode, want <= 2", allocs)
@@ -170,7 +170,7 @@ func TestCodec_HostileLengthsRejectedWithoutAllocating(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			for range 100 {
-				_ = bus.Decode(data, bus.DecodeLimits{}, "k", &target)
+				_ = wire.Decode(data, wire.DecodeLimits{}, "k", &target)
 			}
 			runtime.ReadMemStats(&after)
 			if d := after.TotalAlloc - before.TotalAlloc; d > 64<<10 {
@@ -183,24 +183,24 @@ func TestCodec_HostileLengthsRejectedWithoutAllocating(t *testing.T) {
 func TestCodec_DepthBombRejected(t *testing.T) {
 	t.Run("arrays", func(t *testing.T) {
 		body := append(bytes.Repeat([]byte{0x91}, 100_000), 0xc0)
-		wantCode(t, bus.Decode(envelopeWith(body), bus.DecodeLimits{}, "k", new(any)), bus.ErrWireDepthExceeded)
+		wantCode(t, wire.Decode(envelopeWith(body), wire.DecodeLimits{}, "k", new(any)), wire.ErrWireDepthExceeded)
 	})
 	t.Run("maps", func(t *testing.T) {
 		body := append(bytes.Repeat([]byte{0x81, 0xa1, 'a'}, 50_000), 0xc0)
-		wantCode(t, bus.Decode(envelopeWith(body), bus.DecodeLimits{}, "k", new(any)), bus.ErrWireDepthExceeded)
+		wantCode(t, wire.Decode(envelopeWith(body), wire.DecodeLimits{}, "k", new(any)), wire.ErrWireDepthExceeded)
 	})
 	t.Run("limit is exact", func(t *testing.T) {
 		// Envelope is depth 1, so 31 nested arrays in the body reach 32.
 		body := append(bytes.Repeat([]byte{0x91}, 31), 0xc0)
-		if err := bus.Decode(envelopeWith(body), bus.DecodeLimits{}, "k", new(any)); err != nil {
+		if err := wire.Decode(envelopeWith(body), wire.DecodeLimits{}, "k", new(any)); err != nil {
 			t.Fatalf("depth 32: %v", err)
 		}
 		body = append(bytes.Repeat([]byte{0x91}, 32), 0xc0)
-		wantCode(t, bus.Decode(envelopeWith(body), bus.DecodeLimits{}, "k", new(any)), bus.ErrWireDepthExceeded)
+		wantCode(t, wire.Decode(envelopeWith(body), wire.DecodeLimits{}, "k", new(any)), wire.ErrWireDepthExceeded)
 	})
 	t.Run("deep limit beyond inline stack", func(t *testing.T) {
 		body := append(bytes.Repeat([]byte{0x91}, 99), 0xc0)
-		if _, err := bus.Peek(envelopeWith(body), bus.DecodeLimits{MaxDepth: 100}); err != nil {
+		if _, err := wire.Peek(envelopeWith(body), wire.DecodeLimits{MaxDepth: 100}); err != nil {
 			t.Fatalf("depth 100: %v", err)
 		}
 	})
@@ -208,10 +208,10 @@ func TestCodec_DepthBombRejected(t *testing.T) {
 
 func TestCodec_TooManyElements(t *testing.T) {
 	data := mustEncode(t, "k", make([]int, 1000))
-	wantCode(t, bus.Decode(data, bus.DecodeLimits{MaxElements: 500}, "k", new([]int)), bus.ErrWireTooManyElements)
+	wantCode(t, wire.Decode(data, wire.DecodeLimits{MaxElements: 500}, "k", new([]int)), wire.ErrWireTooManyElements)
 	// envelope + version + kind + body array + 1000 ints = 1004 values.
-	wantCode(t, bus.Decode(data, bus.DecodeLimits{MaxElements: 1003}, "k", new([]int)), bus.ErrWireTooManyElements)
-	if err := bus.Decode(data, bus.DecodeLimits{MaxElements: 1004}, "k", new([]int)); err != nil {
+	wantCode(t, wire.Decode(data, wire.DecodeLimits{MaxElements: 1003}, "k", new([]int)), wire.ErrWireTooManyElements)
+	if err := wire.Decode(data, wire.DecodeLimits{MaxElements: 1004}, "k", new([]int)); err != nil {
 		t.Fatalf("exactly at the limit: %v", err)
 	}
 }
@@ -219,14 +219,14 @@ func TestCodec_TooManyElements(t *testing.T) {
 func TestCodec_VersionAndKind(t *testing.T) {
 	t.Run("wrong kind", func(t *testing.T) {
 		data := mustEncode(t, "task", 1)
-		wantCode(t, bus.Decode(data, bus.DecodeLimits{}, "result", new(int)), bus.ErrWireWrongKind)
+		wantCode(t, wire.Decode(data, wire.DecodeLimits{}, "result", new(int)), wire.ErrWireWrongKind)
 	})
 	t.Run("future version", func(t *testing.T) {
 		data := []byte{0x94, 0x02, 0xa1, 'k', 0x01, 0x02} // [2, "k", 1, 2]
-		wantCode(t, bus.Decode(data, bus.DecodeLimits{}, "k", new(int)), bus.ErrWireBadVersion)
+		wantCode(t, wire.Decode(data, wire.DecodeLimits{}, "k", new(int)), wire.ErrWireBadVersion)
 	})
 	t.Run("version zero", func(t *testing.T) {
-		wantCode(t, bus.Decode([]byte{0x93, 0x00, 0xa1, 'k', 0x01}, bus.DecodeLimits{}, "k", new(int)), bus.ErrWireBadVersion)
+		wantCode(t, wire.Decode([]byte{0x93, 0x00, 0xa1, 'k', 0x01}, wire.DecodeLimits{}, "k", new(int)), wire.ErrWireBadVersion)
 	})
 	t.Run("not an envelope", func(t *testing.T) {
 		for _, data := range [][]byte{
@@ -237,8 +237,8 @@ func TestCodec_VersionAndKind(t *testing.T) {
 			{0x94, 0x01, 0xa1, 'k', 1, 2}, // v1 with 4 elements
 			{0xc1},                        // reserved byte
 		} {
-			err := bus.Decode(data, bus.DecodeLimits{}, "k", new(int))
-			var we *bus.WireError
+			err := wire.Decode(data, wire.DecodeLimits{}, "k", new(int))
+			var we *wire.WireError
 			if !errors.As(err, &we) {
 				t.Fatalf("% x: err = %v, want *WireError", data, err)
 			}
@@ -246,23 +246,23 @@ func TestCodec_VersionAndKind(t *testing.T) {
 	})
 	t.Run("body type mismatch", func(t *testing.T) {
 		data := mustEncode(t, "k", "a string")
-		wantCode(t, bus.Decode(data, bus.DecodeLimits{}, "k", new(int)), bus.ErrWireMalformed)
+		wantCode(t, wire.Decode(data, wire.DecodeLimits{}, "k", new(int)), wire.ErrWireMalformed)
 	})
 	t.Run("bad kind on encode", func(t *testing.T) {
 		for _, k := range []string{"", "Task", "a b", "a*", strings.Repeat("a", 65)} {
-			_, err := bus.Encode(k, 1)
-			wantCode(t, err, bus.ErrWireBadKind)
+			_, err := wire.Encode(k, 1)
+			wantCode(t, err, wire.ErrWireBadKind)
 		}
 	})
 	t.Run("unencodable", func(t *testing.T) {
-		_, err := bus.Encode("k", make(chan int))
-		wantCode(t, err, bus.ErrWireEncode)
+		_, err := wire.Encode("k", make(chan int))
+		wantCode(t, err, wire.ErrWireEncode)
 	})
 }
 
 func TestWireError_IsMatchesByCode(t *testing.T) {
-	err := error(&bus.WireError{Code: bus.CodeTruncated, Offset: 7, Detail: "x"})
-	if !errors.Is(err, bus.ErrWireTruncated) || errors.Is(err, bus.ErrWireMalformed) {
+	err := error(&wire.WireError{Code: wire.CodeTruncated, Offset: 7, Detail: "x"})
+	if !errors.Is(err, wire.ErrWireTruncated) || errors.Is(err, wire.ErrWireMalformed) {
 		t.Fatal("errors.Is must match by code only")
 	}
 	if !strings.Contains(err.Error(), "wire_truncated") || !strings.Contains(err.Error(), "offset 7") {
