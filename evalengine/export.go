@@ -168,7 +168,7 @@ func markdownResult(r *Result) []byte {
 		b.WriteString("Legacy result (schema 1): no per-case details.\n")
 		return []byte(b.String())
 	}
-	fmt.Fprintf(&b, "Pass rate: %s (%d/%d cases passed, threshold %s)\n\n", f4(r.PassRate), r.PassedCaseCount, r.CaseCount, f4(r.PassRateThreshold))
+	fmt.Fprintf(&b, "Pass rate: %s (%d/%d cases passed, threshold %s; %s)\n\n", f4(r.PassRate), r.PassedCaseCount, r.CaseCount, f4(r.PassRateThreshold), wilsonText(r.PassRateInterval))
 	b.WriteString("## Metrics\n\n| Metric | Scope | Average | Status |\n| --- | --- | --- | --- |\n")
 	for _, m := range r.Metrics {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(m.MetricID), m.Scope, f4(m.AverageScore), passFail(m.Passed))
@@ -178,6 +178,11 @@ func markdownResult(r *Result) []byte {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
 	}
 	return []byte(b.String())
+}
+
+// wilsonText renders an interval as "95% Wilson CI 0.5840–0.9193".
+func wilsonText(iv PassRateInterval) string {
+	return fmt.Sprintf("%s%% Wilson CI %s–%s", strconv.FormatFloat(iv.ConfidenceLevel*100, 'f', -1, 64), f4(iv.Lower), f4(iv.Upper))
 }
 
 func regressionCell(reg bool) string {

@@ -30,6 +30,9 @@ type Result struct {
 	Passed               bool            `json:"passed"`
 	PassRate             float64         `json:"pass_rate"`
 	PassRateThreshold    float64         `json:"pass_rate_threshold"`
+	// PassRateInterval is the 95 % Wilson interval of PassRate over the
+	// cases; decoding recomputes it like every other derived field.
+	PassRateInterval PassRateInterval `json:"pass_rate_interval"`
 	CaseCount            int             `json:"case_count"`
 	PassedCaseCount      int             `json:"passed_case_count"`
 	ErrorCaseCount       int             `json:"error_case_count"`
@@ -432,6 +435,7 @@ func aggregate(h aggHeader, descs []metricDesc, byCase [][]SampleResult) *Result
 	if r.CaseCount > 0 {
 		r.PassRate = float64(r.PassedCaseCount) / float64(r.CaseCount)
 	}
+	r.PassRateInterval = resultPassRateInterval(r.PassedCaseCount, r.CaseCount)
 	r.Passed = r.PassRate >= r.PassRateThreshold
 	return r
 }
