@@ -23,25 +23,25 @@ const (
 // round trip is exact. A decoded schema-1 result keeps its original
 // document (see Legacy).
 type Result struct {
-	ResultSchemaVersion  int             `json:"result_schema_version"`
-	EvalSetSchemaVersion int             `json:"eval_set_schema_version"`
-	EvalSetID            string          `json:"eval_set_id"`
-	EvalSetVersion       string          `json:"eval_set_version"`
-	Passed               bool            `json:"passed"`
-	PassRate             float64         `json:"pass_rate"`
-	PassRateThreshold    float64         `json:"pass_rate_threshold"`
+	ResultSchemaVersion  int     `json:"result_schema_version"`
+	EvalSetSchemaVersion int     `json:"eval_set_schema_version"`
+	EvalSetID            string  `json:"eval_set_id"`
+	EvalSetVersion       string  `json:"eval_set_version"`
+	Passed               bool    `json:"passed"`
+	PassRate             float64 `json:"pass_rate"`
+	PassRateThreshold    float64 `json:"pass_rate_threshold"`
 	// PassRateInterval is the 95 % Wilson interval of PassRate over the
 	// cases; decoding recomputes it like every other derived field.
 	PassRateInterval PassRateInterval `json:"pass_rate_interval"`
-	CaseCount            int             `json:"case_count"`
-	PassedCaseCount      int             `json:"passed_case_count"`
-	ErrorCaseCount       int             `json:"error_case_count"`
-	PartialCaseCount     int             `json:"partial_case_count"`
-	SampleCount          int             `json:"sample_count"` // per case
-	DurationMS           int64           `json:"duration_ms"`
-	Metrics              []MetricSummary `json:"metrics"`
-	Cases                []CaseResult    `json:"cases"`
-	Metadata             map[string]any  `json:"metadata"`
+	CaseCount        int              `json:"case_count"`
+	PassedCaseCount  int              `json:"passed_case_count"`
+	ErrorCaseCount   int              `json:"error_case_count"`
+	PartialCaseCount int              `json:"partial_case_count"`
+	SampleCount      int              `json:"sample_count"` // per case
+	DurationMS       int64            `json:"duration_ms"`
+	Metrics          []MetricSummary  `json:"metrics"`
+	Cases            []CaseResult     `json:"cases"`
+	Metadata         map[string]any   `json:"metadata"`
 
 	legacy map[string]any // the whole document of a decoded schema-1 result
 }
