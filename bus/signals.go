@@ -1,0 +1,220 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// SignalStreamName is the JetStream stream that carries observability
+// signal batches.
+const SignalStreamName = "ADK_SIGNALS"
+
+// SignalBatchKind is the wire kind of one signal batch message.
+const SignalBatchKind = "signal_batch"
+
+// Record kinds inside a signal batch (the trace store's event kinds).
+const (
+	RecordObservability     = "observability"      // a v1 envelope or a v2 span, JSON
+	RecordWorkflowLifecycle = "workflow_lifecycle" // a workflow-lifecycle v1 event, JSON
+)
+
+// Defaults of the ADK_SIGNALS stream limits.
+const (
+	DefaultSignalMaxBytes   int64 = 1 << 30
+	DefaultSignalMaxMsgs    int64 = 1_000_000
+	DefaultSignalMaxAge           = 24 * time.Hour
+	DefaultSignalMaxMsgSize int32 = 1 << 20
+)
+
+// SignalStreamConfig bounds the ADK_SIGNALS stream. Zero fields take the
+// defaults above; Replicas must be 1 or 3 (0 means 1).
+type SignalStreamConfig struct {
+	MaxBytes   int64
+	MaxMsgs    int64
+	MaxAge     time.Duration
+	MaxMsgSize int32
+	Replicas   int
+	// DiscardNew rejects publishes once a limit is reached (the publisher
+	// counts them); the default discards the oldest messages silently.
+	DiscardNew bool
+}
+
+func (c SignalStreamConfig) resolve() (SignalStreamConfig, error) {
+	if c.MaxBytes < 0 || c.MaxMsgs < 0 || c.MaxAge < 0 || c.MaxMsgSize < 0 {
+		return c, &ConfigError{Field: "SignalStreamConfig", Reason: "limits must not be negative"}
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultSignalMaxBytes
+	}
+	if c.MaxMsgs == 0 {
+		c.MaxMsgs = DefaultSignalMaxMsgs
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge = DefaultSignalMaxAge
+	}
+	if c.MaxMsgSize == 0 {
+		c.MaxMsgSize = DefaultSignalMaxMsgSize
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas != 1 && c.Replicas != 3 {
+		return c, &ConfigError{Field: "Replicas", Reason: "must be 1 or 3"}
+	}
+	return c, nil
+}
+
+// StreamConfig is the JetStream configuration EnsureSignalStream creates.
+func (c SignalStreamConfig) StreamConfig() (jetstream.StreamConfig, error) {
+	c, err := c.resolve()
+	if err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	discard := jetstream.DiscardOld
+	if c.DiscardNew {
+		discard = jetstream.DiscardNew
+	}
+	return jetstream.StreamConfig{
+		Name:       SignalStreamName,
+		Subjects:   []string{SignalSubjectPrefix + ">"},
+		Retention:  jetstream.LimitsPolicy,
+		Storage:    jetstream.FileStorage,
+		MaxBytes:   c.MaxBytes,
+		MaxMsgs:    c.MaxMsgs,
+		MaxAge:     c.MaxAge,
+		MaxMsgSize: c.MaxMsgSize,
+		Replicas:   c.Replicas,
+		Discard:    discard,
+		Duplicates: 2 * time.Minute,
+	}, nil
+}
+
+// StreamMismatchError reports an existing stream whose configuration differs
+// from the requested one. The stream is left unchanged.
+type StreamMismatchError struct {
+	Stream string
+	Field  string
+	Have   string
+	Want   string
+}
+
+// Error implements error.
+func (e *StreamMismatchError) Error() string {
+	return fmt.Sprintf("bus: stream %s exists with %s=%s, want %s", e.Stream, e.Field, e.Have, e.Want)
+}
+
+// Unwrap makes errors.Is(err, ErrStreamMismatch) true.
+func (e *StreamMismatchError) Unwrap() error { return ErrStreamMismatch }
+
+// EnsureSignalStream creates ADK_SIGNALS, or verifies that the existing
+// stream has the requested configuration. A mismatch is a
+// *StreamMismatchError; the stream is never silently changed.
+func EnsureSignalStream(ctx context.Context, js jetstream.JetStream, c SignalStreamConfig) (jetstream.Stream, error) {
+	want, err := c.StreamConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, want)
+		if err == nil {
+			return st, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("bus: create stream %s: %w", want.Name, err)
+		}
+		st, err = js.Stream(ctx, want.Name) // lost a creation race: verify theirs
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: look up stream %s: %w", want.Name, err)
+	}
+	if err := compareStreamConfig(st.CachedInfo().Config, want); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func compareStreamConfig(have, want jetstream.StreamConfig) error {
+	check := func(field string, h, w any) error {
+		if fmt.Sprint(h) != fmt.Sprint(w) {
+			return &StreamMismatchError{Stream: want.Name, Field: field, Have: fmt.Sprint(h), Want: fmt.Sprint(w)}
+		}
+		return nil
+	}
+	return errors.Join(
+		check("subjects", strings.Join(have.Subjects, ","), strings.Join(want.Subjects, ",")),
+		check("retention", have.Retention, want.Retention),
+		check("storage", have.Storage, want.Storage),
+		check("max_bytes", have.MaxBytes, want.MaxBytes),
+		check("max_msgs", have.MaxMsgs, want.MaxMsgs),
+		check("max_age", have.MaxAge, want.MaxAge),
+		check("max_msg_size", have.MaxMsgSize, want.MaxMsgSize),
+		check("replicas", have.Replicas, want.Replicas),
+		check("discard", have.Discard, want.Discard),
+	)
+}
+
+// SignalRecord is one signal inside a batch: its record kind and its JSON
+// document (a v1 envelope, a v2 span or a workflow-lifecycle event).
+type SignalRecord struct {
+	Kind string `msgpack:"k"`
+	Data []byte `msgpack:"d"`
+}
+
+// SignalBatch is the body of one ADK_SIGNALS message. The principal is not
+// in the body: it is the last token of the subject, which the NATS server's
+// publish permissions bind to the publishing user.
+type SignalBatch struct {
+	Records []SignalRecord `msgpack:"r"`
+}
+
+// SignalBatchSubject is the subject a principal's batches are published on:
+// adk.signal.<principal>. The principal must be a valid subject token.
+func SignalBatchSubject(principal string) (string, error) { return SignalSubject(principal) }
+
+// PrincipalFromSubject returns the principal token of a signal subject.
+func PrincipalFromSubject(subject string) (string, error) {
+	p, ok := strings.CutPrefix(subject, SignalSubjectPrefix)
+	if !ok {
+		return "", fmt.Errorf("%w: not a signal subject", ErrInvalidToken)
+	}
+	if err := ValidToken(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// EncodeSignalBatch wire-encodes a batch.
+func EncodeSignalBatch(b SignalBatch) ([]byte, error) { return wire.Encode(SignalBatchKind, b) }
+
+// DecodeSignalBatch decodes a batch within the given message size bound.
+func DecodeSignalBatch(data []byte, maxBytes int) (SignalBatch, error) {
+	var b SignalBatch
+	err := wire.Decode(data, wire.DecodeLimits{MaxBytes: maxBytes}, SignalBatchKind, &b)
+	return b, err
+}
+
+// Signal bus errors.
+var (
+	// ErrStreamMismatch is wrapped by every *StreamMismatchError.
+	ErrStreamMismatch = errors.New("bus: stream configuration mismatch")
+	// ErrQueueFull is the contract's queue_full: the publisher's queue is at
+	// its item or byte bound and the drop policy refused the signal.
+	ErrQueueFull = errors.New("queue_full")
+	// ErrSignalDropped reports a signal dropped by the drop_newest policy.
+	ErrSignalDropped = errors.New("signal_dropped")
+	// ErrSignalTooLarge reports a signal larger than MaxEventBytes.
+	ErrSignalTooLarge = errors.New("signal_too_large")
+	// ErrPublisherClosed reports an Enqueue after Close.
+	ErrPublisherClosed = errors.New("publisher_closed")
+	// ErrDrainTimeout is the contract's drain_timeout.
+	ErrDrainTimeout = errors.New("drain_timeout")
+	// ErrDrainWaiterLimit is the contract's drain_waiter_limit.
+	ErrDrainWaiterLimit = errors.New("drain_waiter_limit")
+)

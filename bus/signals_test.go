@@ -1,0 +1,257 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/observability"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// signalEnv is one embedded server with a client connection.
+type signalEnv struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+func newSignalEnv(t *testing.T) *signalEnv {
+	t.Helper()
+	s, err := bus.StartServer(bus.ServerConfig{Name: "sig", StoreDir: t.TempDir(), DontListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &signalEnv{nc: nc, js: js}
+}
+
+func (e *signalEnv) ensure(t *testing.T, c bus.SignalStreamConfig) jetstream.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := bus.EnsureSignalStream(ctx, e.js, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (e *signalEnv) publisher(t *testing.T, c bus.PublisherConfig) *bus.Publisher {
+	t.Helper()
+	if c.Principal == "" {
+		c.Principal = "alice"
+	}
+	p, err := bus.NewPublisher(e.nc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func span(i int) *observability.SpanSignal {
+	return &observability.SpanSignal{
+		Schema: 2, Signal: "span", Phase: "start", Name: "gen_ai.chat", Kind: "client",
+		TraceID: fmt.Sprintf("%032x", i+1), SpanID: fmt.Sprintf("%016x", i+1), TraceFlags: 1,
+		StartTimeUnixNano: int64(i) * 1000, Attributes: observability.Attributes{"gen_ai.operation.name": "chat"},
+	}
+}
+
+func drain(t *testing.T, p *bus.Publisher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v (stats %+v)", err, p.Stats())
+	}
+}
+
+func TestSignalStream_EnsureIsIdempotentAndReportsMismatch(t *testing.T) {
+	e := newSignalEnv(t)
+	c := bus.SignalStreamConfig{MaxMsgs: 100, MaxBytes: 1 << 20, MaxAge: time.Hour, MaxMsgSize: 64 << 10, DiscardNew: true}
+	e.ensure(t, c)
+	e.ensure(t, c) // same config: no error, no change
+
+	c2 := c
+	c2.MaxMsgs = 200
+	_, err := bus.EnsureSignalStream(context.Background(), e.js, c2)
+	var mm *bus.StreamMismatchError
+	if !errors.As(err, &mm) || mm.Field != "max_msgs" || !errors.Is(err, bus.ErrStreamMismatch) {
+		t.Fatalf("mismatch: got %v", err)
+	}
+	st, err := e.js.Stream(context.Background(), bus.SignalStreamName)
+	if err != nil || st.CachedInfo().Config.MaxMsgs != 100 {
+		t.Fatalf("stream changed: %v", err)
+	}
+	if _, err := bus.EnsureSignalStream(context.Background(), e.js, bus.SignalStreamConfig{Replicas: 2}); !errors.Is(err, bus.ErrInvalidConfig) {
+		t.Fatalf("replicas 2: %v", err)
+	}
+}
+
+func TestPublisher_BatchesAndExportsEverySignal(t *testing.T) {
+	e := newSignalEnv(t)
+	st := e.ensure(t, bus.SignalStreamConfig{})
+	p := e.publisher(t, bus.PublisherConfig{BatchSize: 16, MaxInflightBatches: 4})
+	const n = 500
+	for i := range n {
+		if err := p.Enqueue(span(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, p)
+	s := p.Stats()
+	if s.Accepted != n || s.Exported != n || s.QueueEvents != 0 || s.DeliveryGuarantee != "bounded_best_effort" {
+		t.Fatalf("stats %+v", s)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs >= n || info.State.Msgs < n/16 {
+		t.Fatalf("want batched messages, got %d for %d signals", info.State.Msgs, n)
+	}
+	// Every record arrives, under the publisher's principal subject.
+	m, err := st.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := bus.PrincipalFromSubject(m.Subject); err != nil || pr != "alice" {
+		t.Fatalf("principal %q %v", pr, err)
+	}
+	b, err := bus.DecodeSignalBatch(m.Data, 1<<20)
+	if err != nil || len(b.Records) == 0 || b.Records[0].Kind != bus.RecordObservability {
+		t.Fatalf("batch %+v %v", b, err)
+	}
+}
+
+func TestPublisher_StreamRejectionIsCountedNotRetried(t *testing.T) {
+	e := newSignalEnv(t)
+	e.ensure(t, bus.SignalStreamConfig{MaxMsgs: 3, DiscardNew: true})
+	p := e.publisher(t, bus.PublisherConfig{BatchSize: 1, MaxInflightBatches: 1, MaxAttempts: 5})
+	for i := range 10 {
+		if err := p.Enqueue(span(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, p)
+	s := p.Stats()
+	if s.Exported != 3 || s.StreamRejected != 7 || s.PermanentFailures != 7 || s.Retried != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestPublisher_TransientFailureIsRetriedUntilTheStreamExists(t *testing.T) {
+	e := newSignalEnv(t)
+	p := e.publisher(t, bus.PublisherConfig{MaxAttempts: 100, RetryBaseDelay: 20 * time.Millisecond, RetryMaxDelay: 50 * time.Millisecond})
+	if err := p.Enqueue(span(0)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "a retry", func() bool { return p.Stats().Retried > 0 })
+	e.ensure(t, bus.SignalStreamConfig{})
+	drain(t, p)
+	if s := p.Stats(); s.Exported != 1 || s.FailedAttempts == 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestPublisher_DropPolicies(t *testing.T) {
+	// No stream: publishes fail transiently and wait a long backoff, so the
+	// queue stays full while we probe it.
+	cfg := bus.PublisherConfig{MaxQueueEvents: 4, BatchSize: 1, MaxInflightBatches: 1, MaxAttempts: 2, RetryBaseDelay: time.Minute}
+	for _, tc := range []struct {
+		policy  bus.DropPolicy
+		wantErr error
+	}{
+		{bus.DropReject, bus.ErrQueueFull},
+		{bus.DropNewest, bus.ErrSignalDropped},
+		{bus.DropOldest, nil},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			e := newSignalEnv(t)
+			c := cfg
+			c.DropPolicy = tc.policy
+			p := e.publisher(t, c)
+			for i := range 4 {
+				if err := p.Enqueue(span(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Enqueue(span(9)); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("fifth enqueue: %v", err)
+			}
+			s := p.Stats()
+			switch tc.policy {
+			case bus.DropReject:
+				if s.Rejected != 1 || s.Accepted != 4 {
+					t.Fatalf("%+v", s)
+				}
+			case bus.DropNewest:
+				if s.DroppedNewest != 1 || s.Accepted != 4 {
+					t.Fatalf("%+v", s)
+				}
+			case bus.DropOldest:
+				if s.DroppedOldest != 1 || s.Accepted != 5 || s.QueueEvents != 4 {
+					t.Fatalf("%+v", s)
+				}
+			}
+		})
+	}
+}
+
+func TestPublisher_DrainIsBounded(t *testing.T) {
+	e := newSignalEnv(t)
+	p := e.publisher(t, bus.PublisherConfig{MaxDrainWaiters: 1, RetryBaseDelay: time.Minute})
+	if err := p.Enqueue(span(0)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Drain(ctx) }()
+	testutil.WaitFor(t, 5*time.Second, "one drain waiter", func() bool { return p.Stats().DrainWaiters == 1 })
+	if err := p.Drain(context.Background()); !errors.Is(err, bus.ErrDrainWaiterLimit) {
+		t.Fatalf("second waiter: %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, bus.ErrDrainTimeout) {
+		t.Fatalf("drain: %v", err)
+	}
+	p.Close()
+	if s := p.Stats(); s.ClosedDropped != 1 || s.QueueEvents != 0 {
+		t.Fatalf("close accounting %+v", s)
+	}
+	if err := p.Enqueue(span(1)); !errors.Is(err, bus.ErrPublisherClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+}
+
+func TestPublisher_RejectsBadConfigAndOversizedSignals(t *testing.T) {
+	e := newSignalEnv(t)
+	for _, c := range []bus.PublisherConfig{
+		{Principal: "a.b"},
+		{Principal: "a", BatchSize: 10_001},
+		{Principal: "a", DropPolicy: "maybe"},
+		{Principal: "a", MaxEventBytes: 1 << 20, MaxBatchBytes: 512 << 10},
+	} {
+		if _, err := bus.NewPublisher(e.nc, c); !errors.Is(err, bus.ErrInvalidConfig) {
+			t.Fatalf("%+v: %v", c, err)
+		}
+	}
+	p := e.publisher(t, bus.PublisherConfig{MaxEventBytes: 100})
+	if err := p.EnqueueRecord(bus.RecordObservability, make([]byte, 101)); !errors.Is(err, bus.ErrSignalTooLarge) {
+		t.Fatal(err)
+	}
+}
