@@ -431,6 +431,7 @@ func (a *LLMAgent) runTool(ctx context.Context, ic *invocation, call model.ToolC
 	}()
 	cc := ic.callContext(a.name)
 	cc.Tool, cc.CallID = call.Name, call.ID
+	cc.RetryAttempt = ic.toolFailures.get(a.name, call.Name)
 	cb := &a.cb
 	result = &model.ToolResult{ID: call.ID, Name: call.Name}
 
@@ -474,6 +475,9 @@ func (a *LLMAgent) runTool(ctx context.Context, ic *invocation, call model.ToolC
 				return nil, nil, "", &Error{Code: CodeRunCancelled, Agent: a.name, Tool: call.Name, Err: ctx.Err()}
 			}
 			recovered := false
+			// This failure is attempt cc.RetryAttempt; the next call of the
+			// same tool is attempt +1.
+			ic.toolFailures.inc(a.name, call.Name)
 			res := ic.runHook(ctx, plugins.HookOnToolError, cc, plugins.FailureOf("tool", call.Name, terr))
 			switch res.Disposition {
 			case plugins.DispositionReturn:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/plugins/builtin"
 )
 
 var weatherParams = map[string]any{
@@ -234,4 +236,43 @@ func TestHTTPTool(t *testing.T) {
 		t.Fatal("file URL accepted")
 	}
 	srv.CloseClientConnections()
+}
+
+// TestLLMAgent_ReflectRetrySeesRetryAttempts checks that the runtime counts
+// failed executions of a tool, so reflect_retry's guidance stops after
+// max_attempts and the model then sees the plain tool error.
+func TestLLMAgent_ReflectRetrySeesRetryAttempts(t *testing.T) {
+	failing := NewFuncTool("flaky", "always fails", nil, func(context.Context, *ToolContext, map[string]any) (any, error) {
+		return nil, errors.New("upstream unavailable")
+	})
+	call := `{"tool_calls":[{"name":"flaky","args":{}}]}`
+	prov := script(t, `{"provider":"scripted","default":{"steps":[`+call+`,`+call+`,`+call+`,{"text":"gave up"}]}}`)
+	a, err := NewLLMAgent(LLMConfig{Name: "root", Model: prov, Tools: []Tool{failing}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := builtin.New("reflect_retry", map[string]any{"max_attempts": 2, "guidance": "try once more"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry.ID = "retry"
+	r := newRunner(t, a, RunnerOptions{Plugins: pipeline(t, retry)})
+	tr := mustTurn(t, r, "go")
+	if len(tr.ToolCalls) != 3 {
+		t.Fatalf("tool calls = %d, want 3", len(tr.ToolCalls))
+	}
+	for i, want := range []any{1, 2, nil} {
+		tc := tr.ToolCalls[i]
+		res, _ := tc.Result.(map[string]any)
+		guidance, _ := res["adk_retry"].(map[string]any)
+		if want == nil {
+			if guidance != nil || tc.Error == "" {
+				t.Errorf("call %d: want the plain tool error after max_attempts, got result %v error %q", i, tc.Result, tc.Error)
+			}
+			continue
+		}
+		if guidance == nil || fmt.Sprint(guidance["attempt"]) != fmt.Sprint(want) {
+			t.Errorf("call %d: guidance %v, want attempt %v", i, guidance, want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
@@ -195,7 +196,33 @@ func (r *Runner) newInvocation(req RunRequest) (*invocation, error) {
 		userID:       req.UserID,
 		input:        &msg,
 		historyCut:   -1,
+		toolFailures: &failureCounter{},
 	}, nil
+}
+
+// failureCounter counts failed tool executions per (agent, tool) within one
+// invocation. Its count is the RetryAttempt plugins see on the next call of
+// that tool, which is what reflect_retry reads. Parallel branches share it.
+type failureCounter struct {
+	mu sync.Mutex
+	n  map[[2]string]int
+}
+
+func (f *failureCounter) get(agentName, tool string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n[[2]string{agentName, tool}]
+}
+
+func (f *failureCounter) inc(agentName, tool string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = map[[2]string]int{}
+	}
+	k := [2]string{agentName, tool}
+	f.n[k]++
+	return f.n[k]
 }
 
 // invocation is one run's state, copied (cheaply) into nested scopes: a
@@ -222,6 +249,8 @@ type invocation struct {
 	// forward, when set (inside a parallel branch), replaces processing
 	// and sink: it hands the raw event to the branch's parallel agent.
 	forward func(ctx context.Context, ev *session.Event, schemaLocked bool) (*session.Event, error)
+	// toolFailures feeds CallContext.RetryAttempt for tool hooks.
+	toolFailures *failureCounter
 }
 
 func (ic *invocation) callContext(agentName string) plugins.CallContext {
