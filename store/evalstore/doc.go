@@ -1,0 +1,17 @@
+// Package evalstore is the Badger-backed eval store the coordinator's Raft
+// FSM applies to (CONTRACTS §6 "Store contract"): app scopes, immutable set
+// revisions, jobs with compare-and-set phase transitions, named baselines,
+// protected pruning, byte and count quotas, and the coordinator's runtime
+// records (dispatched tasks, per-worker assignment index, the coordinator
+// lease).
+//
+// Every mutation runs inside Store.Update, one Badger transaction that also
+// records the Raft index it applies; an index at or below the recorded one
+// is skipped, so log replay after a restart or a snapshot install never
+// applies a command twice. Nothing in this package reads the clock or a
+// random source: times and ids come from the caller (the Raft command).
+//
+// The key layout is in coordinator/DESIGN.md. This package must not import
+// bus, coordinator, worker, devapi or cmd; it needs only Badger, msgpack and
+// internal.
+package evalstore

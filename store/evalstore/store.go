@@ -1,0 +1,353 @@
+package evalstore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Limits are the store's count and byte quotas (CONTRACTS §6 defaults).
+// They are configuration, identical on every Raft peer.
+type Limits struct {
+	MaxSets          int
+	MaxJobs          int
+	MaxBaselines     int
+	MaxPageLimit     int
+	MaxPruneLimit    int
+	MaxRecordBytes   int64
+	MaxScopeBytes    int64
+	MaxTotalBytes    int64
+	TerminalHeadroom int64 // reserved per queued or running job
+}
+
+// DefaultLimits returns the contract defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxSets:          10_000,
+		MaxJobs:          100_000,
+		MaxBaselines:     10_000,
+		MaxPageLimit:     100,
+		MaxPruneLimit:    100,
+		MaxRecordBytes:   16 << 20,
+		MaxScopeBytes:    256 << 20,
+		MaxTotalBytes:    1 << 30,
+		TerminalHeadroom: 4608,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxSets <= 0 {
+		l.MaxSets = d.MaxSets
+	}
+	if l.MaxJobs <= 0 {
+		l.MaxJobs = d.MaxJobs
+	}
+	if l.MaxBaselines <= 0 {
+		l.MaxBaselines = d.MaxBaselines
+	}
+	if l.MaxPageLimit <= 0 {
+		l.MaxPageLimit = d.MaxPageLimit
+	}
+	if l.MaxPruneLimit <= 0 {
+		l.MaxPruneLimit = d.MaxPruneLimit
+	}
+	if l.MaxRecordBytes <= 0 {
+		l.MaxRecordBytes = d.MaxRecordBytes
+	}
+	if l.MaxScopeBytes <= 0 {
+		l.MaxScopeBytes = d.MaxScopeBytes
+	}
+	if l.MaxTotalBytes <= 0 {
+		l.MaxTotalBytes = d.MaxTotalBytes
+	}
+	if l.TerminalHeadroom <= 0 {
+		l.TerminalHeadroom = d.TerminalHeadroom
+	}
+	return l
+}
+
+// Options configure Open.
+type Options struct {
+	// Dir is the Badger directory; empty means in memory (tests).
+	Dir string
+	// Limits are the quotas; zero fields take the defaults.
+	Limits Limits
+	// MemTableSize bounds one Badger memtable (default 64 MiB; a command's
+	// writes must stay under 15% of it).
+	MemTableSize int64
+	// Logger receives Badger warnings and errors (default: discarded).
+	Logger *slog.Logger
+}
+
+// Store is the eval store. Reads may run concurrently with Update; Update
+// calls are serialised (the FSM applies one entry at a time anyway).
+type Store struct {
+	db  *badger.DB
+	lim Limits
+
+	mu      sync.Mutex // serialises Update and Restore; guards applied
+	applied uint64
+}
+
+// Open opens (or creates) the store.
+func Open(opts Options) (*Store, error) {
+	bo := badger.DefaultOptions(opts.Dir)
+	if opts.Dir == "" {
+		bo = bo.WithInMemory(true)
+	}
+	mem := opts.MemTableSize
+	if mem <= 0 {
+		mem = 64 << 20
+	}
+	bo = bo.WithMemTableSize(mem).
+		WithNumMemtables(2).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(8 << 20).
+		WithNumCompactors(2).
+		WithValueLogFileSize(64 << 20).
+		WithValueThreshold(64 << 10).
+		WithLogger(badgerLogger{opts.Logger})
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("open eval store: %w", err)
+	}
+	s := &Store{db: db, lim: opts.Limits.withDefaults()}
+	if err := s.loadApplied(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes Badger.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Limits returns the store's effective limits.
+func (s *Store) Limits() Limits { return s.lim }
+
+func (s *Store) loadApplied() error {
+	return s.db.View(func(txn *badger.Txn) error {
+		v, err := getUint(txn, metaKey("applied"))
+		s.applied = v
+		return err
+	})
+}
+
+// AppliedIndex is the last Raft index recorded by Update or Restore.
+func (s *Store) AppliedIndex() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied
+}
+
+// Update runs fn in one write transaction and records index as applied in
+// that same transaction. An index at or below the applied one is skipped
+// (applied=false). When fn fails its writes are discarded but the index is
+// still recorded: the command was applied and its answer is the error.
+// The returned error is fn's error, or a storage failure (fatal for the
+// FSM) wrapped in *StorageError.
+func (s *Store) Update(index uint64, fn func(tx *Tx) error) (applied bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if index != 0 && index <= s.applied {
+		return false, nil
+	}
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	fnErr := fn(&Tx{txn: txn, lim: s.lim})
+	if fnErr != nil {
+		txn.Discard()
+		txn = s.db.NewTransaction(true)
+	}
+	if index != 0 {
+		if err := putUint(txn, metaKey("applied"), index); err != nil {
+			return false, &StorageError{Err: err}
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return false, &StorageError{Err: err}
+	}
+	if index != 0 {
+		s.applied = index
+	}
+	return true, fnErr
+}
+
+// View runs fn in a read transaction.
+func (s *Store) View(fn func(tx *Tx) error) error {
+	return s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, lim: s.lim}) })
+}
+
+// StorageError is a Badger failure: not a domain answer, the FSM must stop.
+type StorageError struct{ Err error }
+
+func (e *StorageError) Error() string { return "evalstore storage: " + e.Err.Error() }
+func (e *StorageError) Unwrap() error { return e.Err }
+
+// Snapshot is a point-in-time view pinned to one read transaction, so what
+// it streams is exactly the state at the index it was taken at, however
+// long Persist runs beside later applies.
+type Snapshot struct {
+	txn   *badger.Txn
+	index uint64
+}
+
+// Snapshot pins a read transaction. Call Release when done.
+func (s *Store) Snapshot() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Snapshot{txn: s.db.NewTransaction(false), index: s.applied}
+}
+
+// Index is the applied index the snapshot holds.
+func (sn *Snapshot) Index() uint64 { return sn.index }
+
+// WriteTo streams every key and value as uvarint-length-prefixed pairs.
+func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var n int64
+	var hdr [binary.MaxVarintLen64]byte
+	it := sn.txn.NewIterator(badger.DefaultIteratorOptions)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.KeyCopy(nil)
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return n, err
+		}
+		for _, b := range [][]byte{k, v} {
+			l := binary.PutUvarint(hdr[:], uint64(len(b)))
+			if _, err := bw.Write(hdr[:l]); err != nil {
+				return n, err
+			}
+			if _, err := bw.Write(b); err != nil {
+				return n, err
+			}
+			n += int64(l + len(b))
+		}
+	}
+	return n, bw.Flush()
+}
+
+// Release ends the pinned transaction.
+func (sn *Snapshot) Release() { sn.txn.Discard() }
+
+// maxSnapshotValue bounds one value read back by Restore.
+const maxSnapshotValue = 1 << 30
+
+// Restore discards all state and loads a stream written by
+// Snapshot.WriteTo, applied index included.
+func (s *Store) Restore(r io.Reader) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.db.DropAll(); err != nil {
+		return fmt.Errorf("restore eval store: drop: %w", err)
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	readChunk := func() ([]byte, error) {
+		l, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, err
+		}
+		if l > maxSnapshotValue {
+			return nil, fmt.Errorf("restore eval store: record of %d bytes", l)
+		}
+		b := make([]byte, l)
+		_, err = io.ReadFull(br, b)
+		return b, err
+	}
+	for {
+		k, err := readChunk()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("restore eval store: %w", err)
+		}
+		v, err := readChunk()
+		if err != nil {
+			return fmt.Errorf("restore eval store: %w", err)
+		}
+		if err := wb.Set(k, v); err != nil {
+			return fmt.Errorf("restore eval store: %w", err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("restore eval store: flush: %w", err)
+	}
+	return s.loadApplied()
+}
+
+// Tx is one store transaction (read-only inside View).
+type Tx struct {
+	txn *badger.Txn
+	lim Limits
+}
+
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Error(fmt.Sprintf(f, a...))
+	}
+}
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Warn(fmt.Sprintf(f, a...))
+	}
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
+
+// --- encoding helpers ---
+
+func metaKey(name string) []byte { return append([]byte{pMeta}, name...) }
+
+func getUint(txn *badger.Txn, k []byte) (uint64, error) {
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var v uint64
+	err = item.Value(func(b []byte) error {
+		if len(b) != 8 {
+			return newErr(CodeInvalidStoreRecord, "counter")
+		}
+		v = binary.BigEndian.Uint64(b)
+		return nil
+	})
+	return v, err
+}
+
+func putUint(txn *badger.Txn, k []byte, v uint64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return txn.Set(k, b[:])
+}
+
+func getRecord(txn *badger.Txn, k []byte, v any) (bool, error) {
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, item.Value(func(b []byte) error { return msgpack.Unmarshal(b, v) })
+}
+
+func encode(v any) ([]byte, error) { return msgpack.Marshal(v) }

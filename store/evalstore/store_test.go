@@ -1,0 +1,335 @@
+package evalstore_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/store/evalstore"
+)
+
+func open(t *testing.T, lim evalstore.Limits) *evalstore.Store {
+	t.Helper()
+	s, err := evalstore.Open(evalstore.Options{Dir: t.TempDir(), Limits: lim, MemTableSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func set(scope, id, version, body string) evalstore.SetRecord {
+	b, err := canonjson.Canonicalize([]byte(body))
+	if err != nil {
+		panic(err)
+	}
+	return evalstore.SetRecord{Scope: scope, ID: id, Version: version, Digest: canonjson.DigestBytes(b), Body: b, CreatedAt: 10}
+}
+
+func job(scope, id string, s evalstore.SetRecord) evalstore.Job {
+	return evalstore.Job{JobID: id, Scope: scope, EvalSetID: s.ID, EvalSetVersion: s.Version,
+		Spec: evalstore.JobSpec{Cases: 2, Samples: 1, TaskTTLMS: 1000}}
+}
+
+var adm = evalstore.Admission{MaxConcurrency: 1, MaxQueue: 1, MaxQueueBytes: 1 << 20}
+
+func update(t *testing.T, s *evalstore.Store, idx uint64, fn func(tx *evalstore.Tx) error) error {
+	t.Helper()
+	_, err := s.Update(idx, fn)
+	var se *evalstore.StorageError
+	if errors.As(err, &se) {
+		t.Fatal(err)
+	}
+	return err
+}
+
+func TestStore_SetRevisionsAreImmutableAndScoped(t *testing.T) {
+	s := open(t, evalstore.Limits{MaxSets: 2})
+	a := set("app1", "s", "v1", `{"b":1,"a":2}`)
+	if err := update(t, s, 1, func(tx *evalstore.Tx) error { _, err := tx.PutSet(a); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("same digest is idempotent", func(t *testing.T) {
+		err := update(t, s, 2, func(tx *evalstore.Tx) error {
+			created, err := tx.PutSet(set("app1", "s", "v1", `{"a":2,"b":1}`))
+			if created {
+				return fmt.Errorf("created again")
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("different digest conflicts", func(t *testing.T) {
+		err := update(t, s, 3, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app1", "s", "v1", `{"a":3}`)); return err })
+		if !errors.Is(err, evalstore.ErrRevisionConflict) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("other scope does not see it", func(t *testing.T) {
+		_ = s.View(func(tx *evalstore.Tx) error {
+			if _, err := tx.GetSet("app2", "s", "v1"); !errors.Is(err, evalstore.ErrNotFound) {
+				t.Fatalf("got %v", err)
+			}
+			return nil
+		})
+	})
+	t.Run("capacity", func(t *testing.T) {
+		_ = update(t, s, 4, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app1", "s", "v2", `{}`)); return err })
+		err := update(t, s, 5, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app1", "s", "v3", `{}`)); return err })
+		if evalstore.Code(err) != evalstore.CodeSetCapacity {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("replayed index is skipped", func(t *testing.T) {
+		applied, err := s.Update(3, func(tx *evalstore.Tx) error { return fmt.Errorf("must not run") })
+		if applied || err != nil {
+			t.Fatalf("applied=%v err=%v", applied, err)
+		}
+		if s.AppliedIndex() != 5 {
+			t.Fatalf("applied index %d", s.AppliedIndex())
+		}
+	})
+}
+
+func TestStore_SetPagingCursorIsInjective(t *testing.T) {
+	s := open(t, evalstore.Limits{})
+	ids := []struct{ id, v string }{{"a", "\x00b"}, {"a\x00", "b"}, {"a", "b"}, {"a\x00b", ""}, {"b", "1"}}
+	i := uint64(0)
+	for _, x := range ids {
+		if x.v == "" {
+			continue
+		}
+		i++
+		if err := update(t, s, i, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app", x.id, x.v, `{}`)); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	cursor := ""
+	for {
+		var p *evalstore.Page[evalstore.SetRecord]
+		_ = s.View(func(tx *evalstore.Tx) (err error) { p, err = tx.ListSets("app", 1, cursor); return err })
+		for _, it := range p.Items {
+			seen = append(seen, it.ID+"|"+it.Version)
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = p.NextCursor
+	}
+	if len(seen) != 4 {
+		t.Fatalf("paged %q", seen)
+	}
+	_ = s.View(func(tx *evalstore.Tx) error {
+		if _, err := tx.ListSets("app", 1001, ""); evalstore.Code(err) != evalstore.CodeInvalidPageOptions {
+			t.Fatalf("limit: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
+	s := open(t, evalstore.Limits{})
+	st := set("app", "s", "v1", `{"x":1}`)
+	create := func(idx uint64, id string) (*evalstore.Job, error) {
+		var j *evalstore.Job
+		err := update(t, s, idx, func(tx *evalstore.Tx) (err error) {
+			j, err = tx.CreateEvaluation(st, job("app", id, st), adm, 100)
+			return err
+		})
+		return j, err
+	}
+	j1, err := create(1, "eval-1")
+	if err != nil || j1.Phase != evalstore.PhaseRunning || j1.Revision != 1 {
+		t.Fatalf("%+v %v", j1, err)
+	}
+	j2, err := create(2, "eval-2")
+	if err != nil || j2.Phase != evalstore.PhaseQueued {
+		t.Fatalf("%+v %v", j2, err)
+	}
+	if _, err := create(3, "eval-3"); !errors.Is(err, evalstore.ErrQueueFull) {
+		t.Fatalf("queue full: %v", err)
+	}
+	other := set("app", "other", "v1", `{}`)
+	err = update(t, s, 4, func(tx *evalstore.Tx) error {
+		_, err := tx.CreateEvaluation(other, job("app", "eval-4", other), adm, 100)
+		return err
+	})
+	if !errors.Is(err, evalstore.ErrQueueFull) {
+		t.Fatal(err)
+	}
+	_ = s.View(func(tx *evalstore.Tx) error {
+		if _, err := tx.GetSet("app", "other", "v1"); !errors.Is(err, evalstore.ErrNotFound) {
+			t.Fatalf("rejected submit left a set: %v", err)
+		}
+		return nil
+	})
+
+	t.Run("compare-and-set", func(t *testing.T) {
+		err := update(t, s, 5, func(tx *evalstore.Tx) error {
+			_, err := tx.Transition("app", "eval-1", []evalstore.Phase{evalstore.PhaseQueued}, evalstore.PhaseCancelled,
+				evalstore.Patch{FinishedAt: 1, Reason: "x"}, 200)
+			return err
+		})
+		if !errors.Is(err, evalstore.ErrStalePhase) {
+			t.Fatalf("got %v", err)
+		}
+		err = update(t, s, 6, func(tx *evalstore.Tx) error {
+			_, err := tx.Transition("app", "eval-1", nil, evalstore.PhaseCompleted, evalstore.Patch{FinishedAt: 1}, 200)
+			return err
+		})
+		if evalstore.Code(err) != evalstore.CodeInvalidResult {
+			t.Fatalf("got %v", err)
+		}
+		var j *evalstore.Job
+		err = update(t, s, 7, func(tx *evalstore.Tx) (err error) {
+			j, err = tx.Transition("app", "eval-1", []evalstore.Phase{evalstore.PhaseRunning}, evalstore.PhaseCompleted,
+				evalstore.Patch{FinishedAt: 300, Result: []byte(`{"passed":true}`)}, 300)
+			return err
+		})
+		if err != nil || j.Revision != 2 {
+			t.Fatalf("%+v %v", j, err)
+		}
+		err = update(t, s, 8, func(tx *evalstore.Tx) error {
+			_, err := tx.Transition("app", "eval-1", nil, evalstore.PhaseCancelled, evalstore.Patch{FinishedAt: 1, Reason: "x"}, 400)
+			return err
+		})
+		if !errors.Is(err, evalstore.ErrInvalidTransition) {
+			t.Fatalf("from terminal: %v", err)
+		}
+	})
+
+	t.Run("baselines", func(t *testing.T) {
+		if err := update(t, s, 9, func(tx *evalstore.Tx) error { _, err := tx.PutBaseline("app", "main", "eval-2", 500); return err }); !errors.Is(err, evalstore.ErrJobNotCompleted) {
+			t.Fatalf("got %v", err)
+		}
+		if err := update(t, s, 10, func(tx *evalstore.Tx) error { _, err := tx.PutBaseline("app", "main", "eval-1", 500); return err }); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.View(func(tx *evalstore.Tx) error {
+			b, err := tx.GetBaseline("app", "main")
+			if err != nil || !bytes.Equal(b.Result, []byte(`{"passed":true}`)) {
+				t.Fatalf("%+v %v", b, err)
+			}
+			if _, err := tx.GetBaseline("other", "main"); !errors.Is(err, evalstore.ErrNotFound) {
+				t.Fatalf("scope leak: %v", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("prune protects baselines and referenced sets", func(t *testing.T) {
+		var r *evalstore.PruneResult
+		_ = update(t, s, 11, func(tx *evalstore.Tx) (err error) {
+			r, err = tx.Prune("app", evalstore.PruneOptions{Before: 1000})
+			return err
+		})
+		if r.JobsDeleted != 0 || r.SetRevisionsDeleted != 0 {
+			t.Fatalf("%+v", r)
+		}
+		_ = update(t, s, 12, func(tx *evalstore.Tx) (err error) {
+			r, err = tx.Prune("app", evalstore.PruneOptions{Before: 1000, IncludeBaselines: true})
+			return err
+		})
+		if r.BaselinesDeleted != 1 || r.JobsDeleted != 1 || r.SetRevisionsDeleted != 0 || r.BytesReclaimed == 0 {
+			t.Fatalf("%+v", r) // eval-2 (queued) still references the set
+		}
+	})
+}
+
+func TestStore_ByteQuotas(t *testing.T) {
+	s := open(t, evalstore.Limits{MaxRecordBytes: 300, MaxScopeBytes: 400, MaxTotalBytes: 100000})
+	big := set("app", "s", "v", fmt.Sprintf(`{"x":%q}`, bytes.Repeat([]byte("a"), 400)))
+	if err := update(t, s, 1, func(tx *evalstore.Tx) error { _, err := tx.PutSet(big); return err }); evalstore.Code(err) != evalstore.CodeRecordBytes {
+		t.Fatalf("record: %v", err)
+	}
+	small := set("app", "s", "v", `{}`)
+	if err := update(t, s, 2, func(tx *evalstore.Tx) error { _, err := tx.PutSet(small); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err := update(t, s, 3, func(tx *evalstore.Tx) error {
+		_, err := tx.CreateEvaluation(small, job("app", "eval-1", small), adm, 1)
+		return err
+	})
+	if evalstore.Code(err) != evalstore.CodeScopeBytes {
+		t.Fatalf("scope quota with terminal headroom: %v", err)
+	}
+}
+
+func TestStore_TasksAreFencedByAssignment(t *testing.T) {
+	s := open(t, evalstore.Limits{})
+	st := set("app", "s", "v1", `{}`)
+	_ = update(t, s, 1, func(tx *evalstore.Tx) error {
+		_, err := tx.CreateEvaluation(st, job("app", "eval-1", st), adm, 1)
+		return err
+	})
+	var ok []bool
+	_ = update(t, s, 2, func(tx *evalstore.Tx) (err error) {
+		ok, err = tx.Assign([]evalstore.Assignment{{JobID: "eval-1", Index: 0, Worker: "w1"}, {JobID: "eval-1", Index: 0, Worker: "w2"}, {JobID: "eval-1", Index: 1, Worker: "w2"}}, 5)
+		return err
+	})
+	if fmt.Sprint(ok) != "[true false true]" {
+		t.Fatalf("assign %v", ok)
+	}
+	_ = update(t, s, 3, func(tx *evalstore.Tx) (err error) {
+		ok, err = tx.Finish([]evalstore.Outcome{
+			{JobID: "eval-1", Index: 0, Worker: "w2", State: evalstore.TaskDone},                       // wrong worker
+			{JobID: "eval-1", Index: 0, Worker: "w1", State: evalstore.TaskDone},                       // ok
+			{JobID: "eval-1", Index: 0, Worker: "w1", State: evalstore.TaskDone},                       // duplicate
+			{JobID: "eval-1", Index: 1, Worker: "w2", State: evalstore.TaskFailed, Tag: "worker_lost"}, // ok
+			{JobID: "eval-1", Index: 1, Worker: "w2", State: evalstore.TaskDone, Sample: []byte(`{}`)}, // late
+		}, 6)
+		return err
+	})
+	if fmt.Sprint(ok) != "[false true false true false]" {
+		t.Fatalf("finish %v", ok)
+	}
+	_ = s.View(func(tx *evalstore.Tx) error {
+		j, _ := tx.JobByID("eval-1")
+		if j.Progress.Done != 2 || j.Progress.Errors != 1 {
+			t.Fatalf("%+v", j.Progress)
+		}
+		inflight, _ := tx.InFlight()
+		if len(inflight) != 0 {
+			t.Fatalf("in flight %v", inflight)
+		}
+		return nil
+	})
+}
+
+func TestStore_SnapshotRestoreKeepsAppliedIndex(t *testing.T) {
+	a := open(t, evalstore.Limits{})
+	st := set("app", "s", "v1", `{"k":"v"}`)
+	_ = update(t, a, 7, func(tx *evalstore.Tx) error { _, err := tx.PutSet(st); return err })
+	snap := a.Snapshot()
+	// A write after the snapshot must not leak into it.
+	_ = update(t, a, 8, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app", "s", "v2", `{}`)); return err })
+	var buf bytes.Buffer
+	if _, err := snap.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	b := open(t, evalstore.Limits{})
+	_ = update(t, b, 99, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app", "junk", "1", `{}`)); return err })
+	if err := b.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if b.AppliedIndex() != 7 {
+		t.Fatalf("applied %d", b.AppliedIndex())
+	}
+	_ = b.View(func(tx *evalstore.Tx) error {
+		if _, err := tx.GetSet("app", "s", "v1"); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range [][2]string{{"s", "v2"}, {"junk", "1"}} {
+			if _, err := tx.GetSet("app", v[0], v[1]); !errors.Is(err, evalstore.ErrNotFound) {
+				t.Fatalf("%v survived: %v", v, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,232 @@
+package evalstore
+
+import (
+	"encoding/binary"
+	"sort"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Assignment asks to dispatch the next task of a running job to a worker.
+// Index must be the job's next undispatched index: tasks are dispatched
+// in index order, and an index already dispatched is refused, so a retried
+// command never dispatches a task twice.
+type Assignment struct {
+	JobID  string `msgpack:"job"`
+	Index  int    `msgpack:"idx"`
+	Worker string `msgpack:"worker"`
+}
+
+// Assign records assignments; it returns, per assignment, whether it was
+// accepted (job still running, index next in order).
+func (tx *Tx) Assign(as []Assignment, now int64) ([]bool, error) {
+	jobs := map[string]*Job{}
+	ok := make([]bool, len(as))
+	for i, a := range as {
+		j := jobs[a.JobID]
+		if j == nil {
+			var err error
+			if j, err = tx.JobByID(a.JobID); err != nil {
+				if err == ErrNotFound {
+					continue
+				}
+				return nil, err
+			}
+			jobs[a.JobID] = j
+		}
+		if j.Phase != PhaseRunning || a.Index != j.Progress.Dispatched || a.Index >= j.Progress.Total || a.Worker == "" {
+			continue
+		}
+		t := Task{JobID: a.JobID, Index: a.Index, Worker: a.Worker, State: TaskAssigned,
+			AssignedAt: now, DeadlineAt: now + j.Spec.TaskTTLMS}
+		v, err := encode(&t)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.txn.Set(taskKey(a.JobID, a.Index), v); err != nil {
+			return nil, err
+		}
+		if err := tx.txn.Set(assignedKey(a.Worker, a.JobID, a.Index), nil); err != nil {
+			return nil, err
+		}
+		j.Progress.Dispatched++
+		ok[i] = true
+	}
+	for _, j := range sortedJobs(jobs) {
+		if err := tx.putJob(j); err != nil {
+			return nil, err
+		}
+	}
+	return ok, nil
+}
+
+// Outcome ends one task. It is accepted only while the task is still
+// assigned to Worker (fencing): a duplicate, a late result or an outcome
+// for a task already lost or cancelled changes nothing.
+type Outcome struct {
+	JobID  string `msgpack:"job"`
+	Index  int    `msgpack:"idx"`
+	Worker string `msgpack:"worker"`
+	State  string `msgpack:"state"` // TaskDone, TaskFailed or TaskCancelled
+	Tag    string `msgpack:"tag,omitempty"`
+	Sample []byte `msgpack:"sample,omitempty"`
+	Error  bool   `msgpack:"error,omitempty"` // sample status error
+}
+
+// Finish applies outcomes; it returns which were accepted.
+func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
+	jobs := map[string]*Job{}
+	ok := make([]bool, len(outs))
+	for i, o := range outs {
+		t, err := tx.Task(o.JobID, o.Index)
+		if err == ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t.State != TaskAssigned || t.Worker != o.Worker {
+			continue
+		}
+		switch o.State {
+		case TaskDone, TaskFailed, TaskCancelled:
+		default:
+			continue
+		}
+		j := jobs[o.JobID]
+		if j == nil {
+			if j, err = tx.JobByID(o.JobID); err != nil {
+				return nil, err
+			}
+			jobs[o.JobID] = j
+		}
+		t.State, t.Tag, t.Sample, t.Error, t.FinishedAt = o.State, o.Tag, o.Sample, o.Error || o.State != TaskDone, now
+		v, err := encode(t)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.checkRecord(len(v)); err != nil {
+			return nil, err
+		}
+		if err := tx.txn.Set(taskKey(o.JobID, o.Index), v); err != nil {
+			return nil, err
+		}
+		if err := tx.txn.Delete(assignedKey(t.Worker, o.JobID, o.Index)); err != nil {
+			return nil, err
+		}
+		j.Progress.Done++
+		if t.Error {
+			j.Progress.Errors++
+		}
+		ok[i] = true
+	}
+	for _, j := range sortedJobs(jobs) {
+		if err := tx.putJob(j); err != nil {
+			return nil, err
+		}
+	}
+	return ok, nil
+}
+
+// Task returns one task record.
+func (tx *Tx) Task(jobID string, idx int) (*Task, error) {
+	var t Task
+	ok, err := getRecord(tx.txn, taskKey(jobID, idx), &t)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return &t, nil
+}
+
+// Tasks returns every task record of a job in index order.
+func (tx *Tx) Tasks(jobID string) ([]Task, error) {
+	var out []Task
+	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: taskPrefix(jobID), PrefetchValues: true})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var t Task
+		if err := it.Item().Value(func(b []byte) error { return decodeInto(b, &t) }); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// InFlight returns every assigned task grouped by worker: the leader's
+// view for capacity, reconciliation, deadlines and lost workers.
+func (tx *Tx) InFlight() (map[string][]Assignment, error) {
+	out := map[string][]Assignment{}
+	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pAssigned}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()[1:]
+		w, rest, ok := splitPart(k)
+		if !ok {
+			return nil, newErr(CodeInvalidStoreRecord, "assigned key")
+		}
+		job, rest, ok := splitPart(rest)
+		if !ok || len(rest) != 4 {
+			return nil, newErr(CodeInvalidStoreRecord, "assigned key")
+		}
+		out[w] = append(out[w], Assignment{JobID: job, Index: int(binary.BigEndian.Uint32(rest)), Worker: w})
+	}
+	return out, nil
+}
+
+// dropAssignments cancels the still-assigned tasks of a job that just
+// became terminal, so their late results are fenced out.
+func (tx *Tx) dropAssignments(jobID string) error {
+	tasks, err := tx.Tasks(jobID)
+	if err != nil {
+		return err
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		if t.State != TaskAssigned {
+			continue
+		}
+		t.State = TaskCancelled
+		v, err := encode(t)
+		if err != nil {
+			return err
+		}
+		if err := tx.txn.Set(taskKey(jobID, t.Index), v); err != nil {
+			return err
+		}
+		if err := tx.txn.Delete(assignedKey(t.Worker, jobID, t.Index)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Lease returns the coordinator lease (zero if never renewed).
+func (tx *Tx) Lease() (Lease, error) {
+	var l Lease
+	_, err := getRecord(tx.txn, metaKey("lease"), &l)
+	return l, err
+}
+
+// PutLease records a renewal of the coordinator lease.
+func (tx *Tx) PutLease(l Lease) error {
+	v, err := encode(&l)
+	if err != nil {
+		return err
+	}
+	return tx.txn.Set(metaKey("lease"), v)
+}
+
+func sortedJobs(m map[string]*Job) []*Job {
+	out := make([]*Job, 0, len(m))
+	for _, j := range m {
+		out = append(out, j)
+	}
+	sortJobs(out)
+	return out
+}
+
+func sortJobs(js []*Job) { sort.Slice(js, func(a, b int) bool { return js[a].Seq < js[b].Seq }) }
