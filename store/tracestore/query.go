@@ -1,0 +1,234 @@
+package tracestore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Selector names identity pairs among run_id, trace_id, workflow_id and
+// invocation_id; empty selects all of the principal's events.
+type Selector map[string]string
+
+// QueryOptions page a query. A nil AfterCursor means "the current window":
+// no replay_gap or cursor_ahead. Zero Limit and MaxBytes take the store's
+// maxima.
+type QueryOptions struct {
+	AfterCursor *uint64
+	Limit       int
+	MaxBytes    int
+}
+
+// Page is the contract's page. Events are the stored JSON records
+// {cursor, kind, timestamp_ms, identity, event, [content_pruned]}.
+type Page struct {
+	Events                []json.RawMessage `json:"events" msgpack:"events"`
+	NextCursor            uint64            `json:"next_cursor" msgpack:"next_cursor"`
+	OldestAvailableCursor *uint64           `json:"oldest_available_cursor" msgpack:"oldest_available_cursor"`
+	LatestCursor          uint64            `json:"latest_cursor" msgpack:"latest_cursor"`
+	EncodedBytes          int               `json:"encoded_bytes" msgpack:"encoded_bytes"`
+	Truncated             bool              `json:"truncated" msgpack:"truncated"`
+	// Scanned counts the index and event keys the query read (work, for
+	// tests and benchmarks); not part of the contract's page.
+	Scanned int `json:"-" msgpack:"-"`
+}
+
+// Query returns one page of the principal's events matching sel, in cursor
+// order. Its cost is a prefix seek plus the keys of the page: it does not
+// grow with the size of the stream. Per-principal watermarks answer
+// latest_cursor, oldest_available_cursor and replay gaps (a gap is
+// reported if any of the principal's events after after_cursor were
+// evicted, whatever the selector: conservative, never silent).
+func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if !validPrincipal(principal) {
+		return nil, errCode(CodeInvalidPrincipal, "principal must be 1..256 bytes of UTF-8")
+	}
+	o := s.opts
+	if q.Limit == 0 {
+		q.Limit = o.MaxQueryEvents
+	}
+	if q.MaxBytes == 0 {
+		q.MaxBytes = o.MaxQueryBytes
+	}
+	if q.Limit < 1 || q.Limit > o.MaxQueryEvents || q.MaxBytes < o.MaxEventBytes || q.MaxBytes > o.MaxQueryBytes {
+		return nil, errCode(CodeInvalidQueryOptions, "limit or max_bytes out of range")
+	}
+	id := map[string]string{}
+	for k, v := range sel {
+		ok := false
+		for _, ik := range identityKeys {
+			ok = ok || ik == k
+		}
+		if !ok || v == "" || len(v) > maxTextBytes {
+			return nil, errCode(CodeInvalidSelector, "selector keys are run_id, trace_id, workflow_id, invocation_id")
+		}
+		id[k] = v
+	}
+	mask := 0
+	for i, k := range identityKeys {
+		if _, ok := id[k]; ok {
+			mask |= 1 << i
+		}
+	}
+	selStr := selectorString(id, mask)
+	var after uint64
+	if q.AfterCursor != nil {
+		after = *q.AfterCursor
+	}
+	page := &Page{NextCursor: after, Events: []json.RawMessage{}}
+	s.mu.RLock()
+	p := s.byDigest[Digest(principal)]
+	s.mu.RUnlock()
+	if p == nil {
+		return page, nil // unknown stream: empty, latest 0
+	}
+	v := p.view.Load()
+	page.LatestCursor = v.latest
+	if v.events > 0 {
+		o := v.oldest
+		page.OldestAvailableCursor = &o
+	}
+	if q.AfterCursor != nil {
+		gap := &Gap{AfterCursor: after, OldestAvailableCursor: page.OldestAvailableCursor, LatestCursor: v.latest, EvictedThrough: v.evictedThrough}
+		if after < v.evictedThrough {
+			return nil, &Error{Code: CodeReplayGap, Gap: gap}
+		}
+		if after > v.latest {
+			return nil, &Error{Code: CodeCursorAhead, Gap: gap}
+		}
+	}
+	start := max(after, v.evictedThrough)
+	err := s.db.View(func(txn *badger.Txn) error {
+		prefix := groupPrefix(p.pid, selectorHash(selStr))
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Seek(binary.BigEndian.AppendUint64(prefix, CursorSeq(start))); it.Valid(); it.Next() {
+			page.Scanned++
+			key := it.Item().Key()
+			seq := binary.BigEndian.Uint64(key[len(prefix):])
+			var gs string
+			var idx []uint16
+			var ok bool
+			if err := it.Item().Value(func(b []byte) error {
+				gs, idx, ok = decodeGroup(b)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !ok || gs != selStr { // corrupt, or a 64-bit hash collision
+				continue
+			}
+			for _, i := range idx {
+				c := Cursor(seq, int(i))
+				if c <= start || c > v.latest {
+					continue
+				}
+				page.Scanned++
+				item, err := txn.Get(eventKey(c))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					continue // evicted since the view was taken
+				}
+				if err != nil {
+					return err
+				}
+				var ev []byte
+				if err := item.Value(func(b []byte) error {
+					if pid, _, ok := decodeEventHeader(b); ok && pid == p.pid {
+						ev = append([]byte(nil), b[eventHeader:]...)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				if ev == nil {
+					continue
+				}
+				if len(page.Events) >= q.Limit || page.EncodedBytes+len(ev) > q.MaxBytes {
+					page.Truncated = true
+					return nil
+				}
+				page.Events = append(page.Events, ev)
+				page.EncodedBytes += len(ev)
+				page.NextCursor = c
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errCode(CodeUnavailable, "read failed")
+	}
+	return page, nil
+}
+
+// Status is the store's bounded status. It never contains a principal,
+// raw or hashed.
+type Status struct {
+	Events             int      `json:"events"`
+	EncodedBytes       int64    `json:"encoded_bytes"`
+	Principals         int      `json:"principals"`
+	Streams            int      `json:"streams"`
+	OldestCursor       *uint64  `json:"oldest_cursor"`
+	LatestCursor       uint64   `json:"latest_cursor"`
+	EvictedThrough     uint64   `json:"evicted_through"`
+	AppliedSequence    uint64   `json:"applied_sequence"`
+	LifecycleReceivers int      `json:"lifecycle_receivers"`
+	LifecyclePending   int      `json:"lifecycle_pending"`
+	Limits             Options  `json:"limits"`
+	Counters           Counters `json:"counters"`
+}
+
+// PrincipalStatus is one principal's status.
+type PrincipalStatus struct {
+	Events       int     `json:"events"`
+	EncodedBytes int64   `json:"encoded_bytes"`
+	OldestCursor *uint64 `json:"oldest_cursor"`
+	LatestCursor uint64  `json:"latest_cursor"`
+}
+
+// publishStatus snapshots the apply-owned state; called under applyMu.
+func (s *Store) publishStatus() {
+	st := &Status{Events: s.events, EncodedBytes: s.bytes, Principals: int(s.m.NextPID), Streams: int(s.m.NextPID),
+		EvictedThrough: s.m.EvictedThrough, AppliedSequence: s.m.Applied, Limits: s.opts, Counters: s.m.Counters}
+	for i := s.gh; i < len(s.global); i++ {
+		e := s.global[i]
+		if p := s.byPID[e.pid]; p.live() > 0 && p.q[p.qh].cursor == e.cursor {
+			c := e.cursor
+			st.OldestCursor = &c
+			break
+		}
+	}
+	st.LatestCursor = s.m.Latest
+	s.status.Store(st)
+}
+
+// Status returns the current status with node-local counters merged in.
+func (s *Store) Status() Status {
+	st := *s.status.Load()
+	st.Counters.LifecycleCapabilityRejected = s.local.capRejected.Load()
+	st.Counters.LifecycleReceiversPruned = s.local.receiversPruned.Load()
+	st.Counters.LifecycleDeliveryDropped = s.local.deliveryDropped.Load()
+	return st
+}
+
+// PrincipalStatus returns one principal's counts; an unknown principal has
+// zero counts.
+func (s *Store) PrincipalStatus(principal string) PrincipalStatus {
+	s.mu.RLock()
+	p := s.byDigest[Digest(principal)]
+	s.mu.RUnlock()
+	if p == nil {
+		return PrincipalStatus{}
+	}
+	v := p.view.Load()
+	ps := PrincipalStatus{Events: v.events, EncodedBytes: v.bytes, LatestCursor: v.latest}
+	if v.events > 0 {
+		o := v.oldest
+		ps.OldestCursor = &o
+	}
+	return ps
+}

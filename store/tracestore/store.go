@@ -1,0 +1,625 @@
+package tracestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Record is one signal of a batch: its kind and JSON document.
+type Record struct {
+	Kind string
+	Data []byte
+}
+
+// Batch is one ADK_SIGNALS message as the store applies it.
+type Batch struct {
+	// Seq is the JetStream stream sequence: > 0 and increasing. A batch
+	// at or below the applied sequence is ignored (redelivery).
+	Seq uint64
+	// TimeMS is the message's stream timestamp; retention is measured
+	// against it, never against the node's clock.
+	TimeMS int64
+	// Principal is the authenticated principal (the subject token).
+	Principal string
+	Records   []Record
+}
+
+// Result is the outcome of one record: its cursor, or a store *Error.
+type Result struct {
+	Cursor uint64
+	Err    error
+}
+
+// Config configures Open.
+type Config struct {
+	// Dir is the Badger directory; empty with InMemory for tests.
+	Dir      string
+	InMemory bool
+	// Small sizes Badger for tests (8 MiB memtables and caches); the
+	// default sizing is for a 2-core, 24 GiB node.
+	Small   bool
+	Options Options
+}
+
+// Counters are the store's cumulative counters (CONTRACTS §4 names). They
+// are part of the replicated state: the same stream gives the same values.
+type Counters struct {
+	Accepted           uint64 `json:"accepted" msgpack:"accepted"`
+	Rejected           uint64 `json:"rejected" msgpack:"rejected"`
+	ContentRejected    uint64 `json:"content_rejected" msgpack:"content_rejected"`
+	OversizedRejected  uint64 `json:"oversized_rejected" msgpack:"oversized_rejected"`
+	CapacityEvictions  uint64 `json:"capacity_evictions" msgpack:"capacity_evictions"`
+	RetentionEvictions uint64 `json:"retention_evictions" msgpack:"retention_evictions"`
+	TombstonesPruned   uint64 `json:"tombstones_pruned" msgpack:"tombstones_pruned"`
+	// Node-local lifecycle receiver counters.
+	LifecycleCapabilityRejected uint64 `json:"lifecycle_capability_rejected" msgpack:"-"`
+	LifecycleReceiversPruned    uint64 `json:"lifecycle_receivers_pruned" msgpack:"-"`
+	LifecycleDeliveryDropped    uint64 `json:"lifecycle_delivery_dropped" msgpack:"-"`
+}
+
+type meta struct {
+	Applied        uint64   `msgpack:"applied"`
+	NextPID        uint32   `msgpack:"next_pid"`
+	EvictedThrough uint64   `msgpack:"evicted_through"`
+	Latest         uint64   `msgpack:"latest"`
+	Counters       Counters `msgpack:"counters"`
+}
+
+type principalRec struct {
+	Digest         []byte `msgpack:"digest"`
+	EvictedThrough uint64 `msgpack:"evicted_through"`
+	Latest         uint64 `msgpack:"latest"`
+}
+
+type liveRef struct {
+	cursor uint64
+	size   uint32
+}
+
+type liveEvent struct {
+	cursor uint64
+	ts     int64
+	pid    uint32
+}
+
+// pview is what queries read of a principal: replaced, never mutated.
+type pview struct {
+	evictedThrough, latest, oldest uint64
+	events                         int
+	bytes                          int64
+}
+
+type principal struct {
+	pid    uint32
+	digest [32]byte
+	// apply-owned
+	evictedThrough, latest uint64
+	q                      []liveRef
+	qh                     int
+	bytes                  int64
+	// shared
+	view atomic.Pointer[pview]
+}
+
+func (p *principal) live() int { return len(p.q) - p.qh }
+
+func (p *principal) publish() {
+	v := &pview{evictedThrough: p.evictedThrough, latest: p.latest, events: p.live(), bytes: p.bytes}
+	if p.live() > 0 {
+		v.oldest = p.q[p.qh].cursor
+	}
+	p.view.Store(v)
+}
+
+// Store is the principal-scoped trace store on Badger. Apply is called by
+// one owner (the store node) in stream order; Query and Status may run
+// concurrently with it and never take the apply lock.
+//
+// Lock order: applyMu, then mu. mu is never held across Badger I/O.
+type Store struct {
+	opts Options
+	db   *badger.DB
+
+	applyMu sync.Mutex // the single writer
+	m       meta
+	byPID   []*principal
+	global  []liveEvent
+	gh      int
+	events  int
+	bytes   int64
+
+	mu       sync.RWMutex
+	byDigest map[[32]byte]*principal
+	appliedC chan struct{} // closed and replaced after every apply
+
+	applied atomic.Uint64
+	status  atomic.Pointer[Status]
+	closed  atomic.Bool
+	local   localCounters
+
+	gcStop chan struct{}
+	gcDone chan struct{}
+}
+
+type localCounters struct {
+	capRejected, receiversPruned, deliveryDropped atomic.Uint64
+}
+
+// Open opens (or creates) a store and rebuilds its in-memory order index
+// from the stored events.
+func Open(cfg Config) (*Store, error) {
+	o, err := cfg.Options.resolve()
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(badgerOptions(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: open badger: %w", err)
+	}
+	s := &Store{opts: o, db: db, byDigest: map[[32]byte]*principal{}, appliedC: make(chan struct{}),
+		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	go s.gcLoop(cfg.InMemory)
+	return s, nil
+}
+
+// badgerOptions sizes Badger. Traps: MemTableSize must leave room for
+// ValueThreshold (15% of it is the batch limit), BlockCacheSize 0 panics
+// with compression on, NumCompactors must not be 1.
+func badgerOptions(cfg Config) badger.Options {
+	o := badger.DefaultOptions(cfg.Dir).
+		WithLogger(nil).
+		WithSyncWrites(false).
+		WithNumCompactors(2).
+		WithValueThreshold(16 << 10).
+		WithDetectConflicts(false)
+	if cfg.InMemory {
+		o = o.WithInMemory(true).WithDir("").WithValueDir("")
+	}
+	if cfg.Small {
+		return o.WithMemTableSize(8 << 20).WithNumMemtables(2).WithBlockCacheSize(8 << 20).
+			WithIndexCacheSize(4 << 20).WithValueLogFileSize(16 << 20).WithNumLevelZeroTables(2).
+			WithNumLevelZeroTablesStall(8)
+	}
+	// 2 cores, 24 GiB, sharing the machine: ~100 MiB of memtables, 128 MiB
+	// block cache, 64 MiB index cache keep a 1M-event node well under 512 MiB.
+	return o.WithMemTableSize(32 << 20).WithNumMemtables(3).WithBlockCacheSize(128 << 20).
+		WithIndexCacheSize(64 << 20).WithValueLogFileSize(256 << 20)
+}
+
+func (s *Store) gcLoop(inMemory bool) {
+	defer close(s.gcDone)
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.gcStop:
+			return
+		case <-t.C:
+			if !inMemory {
+				for s.db.RunValueLogGC(0.5) == nil {
+				}
+			}
+		}
+	}
+}
+
+// Close stops the store; later calls fail with trace_store_unavailable.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.gcStop)
+	<-s.gcDone
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	return s.db.Close()
+}
+
+func (s *Store) load() error {
+	err := s.db.View(func(txn *badger.Txn) error {
+		if it, err := txn.Get(metaKey); err == nil {
+			if err := it.Value(func(v []byte) error { return msgpack.Unmarshal(v, &s.m) }); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		s.byPID = make([]*principal, s.m.NextPID)
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: []byte{prefixPrincipal}})
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			var r principalRec
+			if err := it.Item().Value(func(v []byte) error { return msgpack.Unmarshal(v, &r) }); err != nil {
+				it.Close()
+				return err
+			}
+			pid := binary.BigEndian.Uint32(k[1:])
+			p := &principal{pid: pid, evictedThrough: r.EvictedThrough, latest: r.Latest}
+			copy(p.digest[:], r.Digest)
+			if int(pid) >= len(s.byPID) {
+				it.Close()
+				return fmt.Errorf("tracestore: principal %d beyond next id", pid)
+			}
+			s.byPID[pid] = p
+			s.byDigest[p.digest] = p
+		}
+		it.Close()
+		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{prefixEvent}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			c := binary.BigEndian.Uint64(it.Item().Key()[1:])
+			var pid uint32
+			var ts int64
+			var ok bool
+			size := it.Item().ValueSize()
+			if err := it.Item().Value(func(v []byte) error {
+				pid, ts, ok = decodeEventHeader(v)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !ok || int(pid) >= len(s.byPID) || s.byPID[pid] == nil {
+				return fmt.Errorf("tracestore: corrupt event record at cursor %d", c)
+			}
+			p := s.byPID[pid]
+			sz := uint32(size - eventHeader)
+			p.q = append(p.q, liveRef{cursor: c, size: sz})
+			p.bytes += int64(sz)
+			s.global = append(s.global, liveEvent{cursor: c, ts: ts, pid: pid})
+			s.events++
+			s.bytes += int64(sz)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tracestore: load: %w", err)
+	}
+	for _, p := range s.byPID {
+		if p != nil {
+			p.publish()
+		}
+	}
+	s.applied.Store(s.m.Applied)
+	s.publishStatus()
+	return nil
+}
+
+// AppliedSeq is the last applied stream sequence.
+func (s *Store) AppliedSeq() uint64 { return s.applied.Load() }
+
+// WaitApplied waits until the store has applied seq or ctx ends.
+func (s *Store) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		s.mu.RLock()
+		ch := s.appliedC
+		s.mu.RUnlock()
+		if s.applied.Load() >= seq {
+			return nil
+		}
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Digest returns the SHA-256 a principal is stored under.
+func Digest(principal string) [32]byte { return sha256.Sum256([]byte(principal)) }
+
+func validPrincipal(p string) bool {
+	return len(p) >= 1 && len(p) <= 256 && utf8.ValidString(p)
+}
+
+// Append applies one record as its own batch at the next sequence: the
+// in-process path for tests and single-node tools. timeMS stands in for
+// the stream timestamp.
+func (s *Store) Append(principal, kind string, data []byte, timeMS int64) (uint64, error) {
+	res, err := s.Apply(Batch{Seq: s.AppliedSeq() + 1, TimeMS: timeMS, Principal: principal, Records: []Record{{Kind: kind, Data: data}}})
+	if err != nil {
+		return 0, err
+	}
+	return res[0].Cursor, res[0].Err
+}
+
+// Apply applies one batch in one Badger write that also records Seq as
+// applied. It is deterministic: it reads no clock and no randomness, so
+// every node that applies the same stream holds the same state. The error
+// is a storage failure; per-record rejections are in the results.
+func (s *Store) Apply(b Batch) ([]Result, error) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if b.Seq <= s.m.Applied {
+		return nil, nil
+	}
+	if b.Seq >= 1<<(64-CursorIndexBits) {
+		return nil, fmt.Errorf("tracestore: sequence %d out of range", b.Seq)
+	}
+	a := &applier{s: s, wb: s.db.NewWriteBatch(), b: b, groups: map[uint64]*group{}, touched: map[*principal]bool{}}
+	defer a.wb.Cancel()
+	results := a.run()
+	if a.err != nil {
+		return nil, a.err
+	}
+	if err := a.wb.Flush(); err != nil {
+		return nil, fmt.Errorf("tracestore: write batch %d: %w", b.Seq, err)
+	}
+	for p := range a.touched {
+		p.publish()
+	}
+	s.mu.Lock()
+	for _, p := range a.created {
+		s.byDigest[p.digest] = p
+	}
+	close(s.appliedC)
+	s.appliedC = make(chan struct{})
+	s.mu.Unlock()
+	s.applied.Store(b.Seq)
+	s.publishStatus()
+	return results, nil
+}
+
+type group struct {
+	sel string
+	idx []uint16
+}
+
+type applier struct {
+	s       *Store
+	wb      *badger.WriteBatch
+	b       Batch
+	groups  map[uint64]*group
+	order   []uint64
+	touched map[*principal]bool
+	created []*principal
+	err     error
+}
+
+func (a *applier) set(k, v []byte) {
+	if a.err == nil {
+		a.err = a.wb.Set(k, v)
+	}
+}
+
+func (a *applier) del(k []byte) {
+	if a.err == nil {
+		a.err = a.wb.Delete(k)
+	}
+}
+
+func (a *applier) run() []Result {
+	s, b := a.s, a.b
+	o := s.opts
+	res := make([]Result, len(b.Records))
+	p, perr := a.principal(b.Principal)
+	for i, rec := range b.Records {
+		err := perr
+		if err == nil && i > MaxBatchRecords {
+			err = errCode(CodeInvalidObservability, "batch too long")
+		}
+		var js []byte
+		var pj *projected
+		if err == nil && len(rec.Data) > 4*o.MaxEventBytes {
+			err = errCode(CodeInputTooLarge, "input exceeds decode bounds")
+		}
+		if err == nil {
+			pj, err = project(rec.Kind, rec.Data, o)
+		}
+		c := Cursor(b.Seq, i)
+		if err == nil {
+			doc := map[string]any{"cursor": c, "kind": rec.Kind, "timestamp_ms": pj.tsMS, "identity": pj.identity, "event": pj.event}
+			if pj.pruned {
+				doc["content_pruned"] = true
+			}
+			js, err = json.Marshal(doc)
+			if err == nil && len(js) > o.MaxEventBytes {
+				err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
+			}
+		}
+		if err != nil {
+			res[i].Err = err
+			s.m.Counters.Rejected++
+			switch ErrorCode(err) {
+			case CodeContentRejected:
+				s.m.Counters.ContentRejected++
+			case CodeEventTooLarge, CodeInputTooLarge:
+				s.m.Counters.OversizedRejected++
+			}
+			continue
+		}
+		res[i].Cursor = c
+		s.m.Counters.Accepted++
+		a.set(eventKey(c), encodeEvent(p.pid, b.TimeMS, js))
+		for _, sel := range subsets(pj.identity) {
+			h := selectorHash(sel)
+			g := a.groups[h]
+			if g == nil {
+				g = &group{sel: sel}
+				a.groups[h] = g
+				a.order = append(a.order, h)
+			}
+			g.idx = append(g.idx, uint16(i))
+		}
+		sz := uint32(len(js))
+		p.q = append(p.q, liveRef{cursor: c, size: sz})
+		p.bytes += int64(sz)
+		p.latest = c
+		s.m.Latest = c
+		s.global = append(s.global, liveEvent{cursor: c, ts: b.TimeMS, pid: p.pid})
+		s.events++
+		s.bytes += int64(sz)
+		a.touched[p] = true
+		for p.live() > o.MaxEventsPerPrincipal || p.bytes > o.MaxBytesPerPrincipal {
+			a.evictOldest(p)
+			s.m.Counters.CapacityEvictions++
+		}
+		for s.events > o.MaxEvents || s.bytes > o.MaxBytes {
+			if !a.evictGlobal() {
+				break
+			}
+			s.m.Counters.CapacityEvictions++
+		}
+	}
+	// Retention in stream time, bounded per batch.
+	cutoff := b.TimeMS - o.Retention.Milliseconds()
+	for n := 0; n < o.MaxPruneBatch; n++ {
+		e, ok := a.globalOldest()
+		if !ok || e.ts >= cutoff {
+			break
+		}
+		a.evictGlobal()
+		s.m.Counters.RetentionEvictions++
+	}
+	if p != nil && len(a.groups) > 0 {
+		var man []byte
+		for _, h := range a.order {
+			g := a.groups[h]
+			if Cursor(b.Seq, int(g.idx[len(g.idx)-1])) <= p.evictedThrough {
+				continue // the whole group is already gone
+			}
+			a.set(groupKey(p.pid, h, b.Seq), encodeGroup(g.sel, g.idx))
+			man = binary.BigEndian.AppendUint64(man, h)
+		}
+		if len(man) > 0 {
+			a.set(manifestKey(p.pid, b.Seq), man)
+		}
+	}
+	for q := range a.touched {
+		rec, _ := msgpack.Marshal(&principalRec{Digest: q.digest[:], EvictedThrough: q.evictedThrough, Latest: q.latest})
+		a.set(principalKey(q.pid), rec)
+	}
+	for _, q := range a.created {
+		a.set(digestKey(q.digest), binary.BigEndian.AppendUint32(nil, q.pid))
+	}
+	s.m.Applied = b.Seq
+	mb, _ := msgpack.Marshal(&s.m)
+	a.set(metaKey, mb)
+	s.compactGlobal()
+	return res
+}
+
+// principal finds or creates the batch's principal. Capacity fails closed.
+func (a *applier) principal(name string) (*principal, error) {
+	if !validPrincipal(name) {
+		return nil, errCode(CodeInvalidPrincipal, "principal must be 1..256 bytes of UTF-8")
+	}
+	d := Digest(name)
+	a.s.mu.RLock()
+	p := a.s.byDigest[d]
+	a.s.mu.RUnlock()
+	if p != nil {
+		return p, nil
+	}
+	if int(a.s.m.NextPID) >= a.s.opts.MaxPrincipals {
+		return nil, errCode(CodePrincipalCapacity, "max_principals reached")
+	}
+	p = &principal{pid: a.s.m.NextPID, digest: d}
+	a.s.m.NextPID++
+	a.s.byPID = append(a.s.byPID, p)
+	a.created = append(a.created, p)
+	a.touched[p] = true
+	return p, nil
+}
+
+// evictOldest removes p's oldest live event.
+func (a *applier) evictOldest(p *principal) {
+	s := a.s
+	r := p.q[p.qh]
+	p.q[p.qh] = liveRef{}
+	p.qh++
+	if p.qh > 1024 && p.qh*2 > len(p.q) {
+		p.q = append([]liveRef(nil), p.q[p.qh:]...)
+		p.qh = 0
+	}
+	a.del(eventKey(r.cursor))
+	p.bytes -= int64(r.size)
+	s.events--
+	s.bytes -= int64(r.size)
+	p.evictedThrough = r.cursor
+	s.m.EvictedThrough = max(s.m.EvictedThrough, r.cursor)
+	a.touched[p] = true
+	seq := CursorSeq(r.cursor)
+	if seq != a.b.Seq && (p.live() == 0 || CursorSeq(p.q[p.qh].cursor) != seq) {
+		a.dropGroups(p.pid, seq)
+	}
+}
+
+// dropGroups deletes the index groups of a principal's fully evicted
+// stream message, found through its manifest.
+func (a *applier) dropGroups(pid uint32, seq uint64) {
+	var man []byte
+	err := a.s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(manifestKey(pid, seq))
+		if err != nil {
+			return err
+		}
+		man, err = it.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return
+	}
+	if err != nil {
+		if a.err == nil {
+			a.err = err
+		}
+		return
+	}
+	for i := 0; i+8 <= len(man); i += 8 {
+		a.del(groupKey(pid, binary.BigEndian.Uint64(man[i:]), seq))
+	}
+	a.del(manifestKey(pid, seq))
+}
+
+// globalOldest returns the oldest live event, skipping entries a
+// per-principal eviction already removed.
+func (a *applier) globalOldest() (liveEvent, bool) {
+	s := a.s
+	for s.gh < len(s.global) {
+		e := s.global[s.gh]
+		p := s.byPID[e.pid]
+		if p.live() > 0 && p.q[p.qh].cursor == e.cursor {
+			return e, true
+		}
+		s.gh++
+	}
+	return liveEvent{}, false
+}
+
+func (a *applier) evictGlobal() bool {
+	e, ok := a.globalOldest()
+	if !ok {
+		return false
+	}
+	a.s.gh++
+	a.evictOldest(a.s.byPID[e.pid])
+	return true
+}
+
+func (s *Store) compactGlobal() {
+	if s.gh > 4096 && s.gh*2 > len(s.global) {
+		s.global = append([]liveEvent(nil), s.global[s.gh:]...)
+		s.gh = 0
+	}
+}
