@@ -1,0 +1,409 @@
+package evalengine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// FormatText is the plain-text format of StatsReport.
+const FormatText = "text"
+
+// Statistics report constants.
+const (
+	StatsReportType      = "evaluation_statistics"
+	MaxStatsReportInputs = 1000
+)
+
+// CompareReport is `adk eval compare BASELINE CURRENT`: Compare, then
+// render. json is exactly Render(comparison, json), the canonical
+// comparison document `adk eval run --baseline` prints. markdown is
+// Render(comparison, markdown) followed by a "Pass-rate intervals" section
+// with both results' 95 % Wilson intervals and whether they overlap, which
+// answers "is 0.80 on 20 cases really better than 0.75?". Other formats
+// are result-only and refused. The comparison is returned for the exit
+// code: it does not include the current result's own verdict, so a gate
+// ANDs comparison.Passed with current.Passed.
+func CompareReport(baseline, current *Result, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
+	if format != FormatJSON && format != FormatMarkdown {
+		return nil, nil, newErr(CodeInvalidReportFormat, format)
+	}
+	cmp, err := Compare(baseline, current, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := Render(cmp, format, eo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if format == FormatMarkdown {
+		out = append(out, intervalSection(baseline, current)...)
+		limit := eo.MaxBytes
+		if limit == 0 {
+			limit = MaxExportBytes
+		}
+		if len(out) > limit {
+			return nil, nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+		}
+	}
+	return out, cmp, nil
+}
+
+// intervalSection renders both Wilson intervals (results were validated by
+// Compare, so their intervals are the recomputed ones).
+func intervalSection(b, c *Result) string {
+	var s strings.Builder
+	s.WriteString("\n## Pass-rate intervals\n\n| Result | Version | Pass rate | Cases passed | 95% Wilson CI |\n| --- | --- | --- | --- | --- |\n")
+	for _, row := range []struct {
+		name string
+		r    *Result
+	}{{"baseline", b}, {"current", c}} {
+		iv := row.r.PassRateInterval
+		fmt.Fprintf(&s, "| %s | %s | %s | %d/%d | %s–%s |\n", row.name, mdCell(row.r.EvalSetVersion), f4(row.r.PassRate), iv.Passed, iv.Total, f4(iv.Lower), f4(iv.Upper))
+	}
+	bi, ci := b.PassRateInterval, c.PassRateInterval
+	if bi.Lower <= ci.Upper && ci.Lower <= bi.Upper {
+		s.WriteString("\nThe intervals overlap: the pass-rate difference is not significant at 95%.\n")
+	} else {
+		s.WriteString("\nThe intervals do not overlap: the pass-rate difference is significant at 95%.\n")
+	}
+	return s.String()
+}
+
+// StatsOptions configure StatsReport. Start from DefaultStatsOptions.
+type StatsOptions struct {
+	// Gate is the longitudinal gate policy; its ConfidenceLevel is also
+	// the level of every interval in the report.
+	Gate GateOptions
+	// Format is text (default), markdown or json.
+	Format string
+	// MaxBytes bounds the output (≤16 MiB, the default).
+	MaxBytes int
+}
+
+// DefaultStatsOptions are the default gate (95 %, no tolerated drop,
+// significance required) and text output.
+func DefaultStatsOptions() StatsOptions {
+	return StatsOptions{Gate: DefaultGateOptions(), Format: FormatText}
+}
+
+// StatsDocument is the statistics report over a series of results.
+type StatsDocument struct {
+	ReportType      string        `json:"report_type"`
+	ConfidenceLevel float64       `json:"confidence_level"`
+	Results         []ResultStats `json:"results"`
+	// Gate compares the last result with all earlier ones pooled; nil
+	// with a single result.
+	Gate   *StatsGate `json:"gate"`
+	Passed bool       `json:"passed"`
+}
+
+// ResultStats are one result's intervals.
+type ResultStats struct {
+	EvalSetID        string           `json:"eval_set_id"`
+	EvalSetVersion   string           `json:"eval_set_version"`
+	PassRateInterval PassRateInterval `json:"pass_rate_interval"`
+	Metrics          []MetricStats    `json:"metrics"`
+}
+
+// MetricStats is a metric's mean score interval over every ok score of
+// the result (all samples, all turns); nil when it has none.
+type MetricStats struct {
+	MetricID string        `json:"metric_id"`
+	Interval *MeanInterval `json:"interval"`
+}
+
+// StatsGate is the longitudinal gate over the pass outcomes of cases (1
+// passed, 0 not) and over each metric's scores.
+type StatsGate struct {
+	BaselineResults int          `json:"baseline_results"` // how many results were pooled
+	PassRate        *GateReport  `json:"pass_rate"`
+	Metrics         []MetricGate `json:"metrics"`
+	Options         GateOptions  `json:"options"`
+	Regressions     []string     `json:"regressions"` // "pass_rate", "metric:<id>"
+}
+
+// MetricGate is one metric's gate; Gate is nil when either side has no
+// scores (the metric is then not gated).
+type MetricGate struct {
+	MetricID string      `json:"metric_id"`
+	Gate     *GateReport `json:"gate"`
+}
+
+// StatsReport is `adk eval stats RESULT...`: for every result (oldest
+// first) the Wilson interval of its pass rate and the confidence interval
+// of each metric's mean score, then, with two or more results, the
+// longitudinal gate of the last result against all earlier ones pooled,
+// on case pass outcomes and on every metric both sides scored. All
+// results are re-validated and must share eval_set_id. It returns the
+// rendering and the document; the gate passed when doc.Passed (exit 0),
+// else a regression (exit 2).
+func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, error) {
+	if opts.Format == "" {
+		opts.Format = FormatText
+	}
+	if opts.Format != FormatText && opts.Format != FormatMarkdown && opts.Format != FormatJSON {
+		return nil, nil, newErr(CodeInvalidReportFormat, opts.Format)
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = MaxExportBytes
+	}
+	if maxBytes < 0 || maxBytes > MaxExportBytes {
+		return nil, nil, newErr(CodeInvalidExportOptions, "max_bytes")
+	}
+	level, _, err := zFor(opts.Gate.ConfidenceLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Gate.ConfidenceLevel = level
+	if len(results) == 0 || len(results) > MaxStatsReportInputs {
+		return nil, nil, reasonErr(CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(results)))
+	}
+	checked := make([]*Result, len(results))
+	for i, r := range results {
+		c, err := checkResult(r)
+		if err == nil && c.ResultSchemaVersion != ResultSchemaVersion {
+			err = newErr(CodeUnsupportedResultVersion, "1")
+		}
+		if err != nil {
+			return nil, nil, &Error{Code: CodeInvalidEvalResult, Reason: ErrorCode(err), Detail: strconv.Itoa(i + 1), Err: err}
+		}
+		if i > 0 && c.EvalSetID != checked[0].EvalSetID {
+			return nil, nil, newErr(CodeEvalSetMismatch, strconv.Itoa(i+1))
+		}
+		checked[i] = c
+	}
+	doc := &StatsDocument{ReportType: StatsReportType, ConfidenceLevel: level, Results: []ResultStats{}, Passed: true}
+	for _, r := range checked {
+		rs, err := resultStats(r, level)
+		if err != nil {
+			return nil, nil, err
+		}
+		doc.Results = append(doc.Results, rs)
+	}
+	if len(checked) > 1 {
+		g, err := statsGate(checked[:len(checked)-1], checked[len(checked)-1], opts.Gate)
+		if err != nil {
+			return nil, nil, err
+		}
+		doc.Gate = g
+		doc.Passed = len(g.Regressions) == 0
+	}
+	var out []byte
+	switch opts.Format {
+	case FormatJSON:
+		out, err = canonicalJSON(doc)
+	case FormatMarkdown:
+		out = []byte(statsMarkdown(doc))
+	default:
+		out = []byte(statsText(doc))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(out) > maxBytes {
+		return nil, nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+	}
+	return out, doc, nil
+}
+
+// metricScores collects every ok score of a metric across samples and
+// turns, by metric id, in descriptor order.
+func metricScores(r *Result) map[string][]float64 {
+	out := make(map[string][]float64, len(r.Metrics))
+	for _, m := range r.Metrics {
+		out[m.MetricID] = nil
+	}
+	add := func(m *MetricResult) {
+		if m.Status == StatusOK {
+			out[m.MetricID] = append(out[m.MetricID], m.Score)
+		}
+	}
+	for ci := range r.Cases {
+		for si := range r.Cases[ci].Samples {
+			s := &r.Cases[ci].Samples[si]
+			for mi := range s.Criteria {
+				add(&s.Criteria[mi])
+			}
+			for ti := range s.Turns {
+				for mi := range s.Turns[ti].Metrics {
+					add(&s.Turns[ti].Metrics[mi])
+				}
+			}
+		}
+	}
+	return out
+}
+
+func caseOutcomes(r *Result) []float64 {
+	out := make([]float64, len(r.Cases))
+	for i, c := range r.Cases {
+		if c.Passed {
+			out[i] = 1
+		}
+	}
+	return out
+}
+
+func resultStats(r *Result, level float64) (ResultStats, error) {
+	rs := ResultStats{EvalSetID: r.EvalSetID, EvalSetVersion: r.EvalSetVersion, Metrics: []MetricStats{}}
+	if r.CaseCount > 0 {
+		iv, err := WilsonInterval(r.PassedCaseCount, r.CaseCount, level)
+		if err != nil {
+			return rs, err
+		}
+		rs.PassRateInterval = iv
+	} else {
+		rs.PassRateInterval = PassRateInterval{ConfidenceLevel: level, Upper: 1}
+	}
+	scores := metricScores(r)
+	for _, m := range r.Metrics {
+		ms := MetricStats{MetricID: m.MetricID}
+		if xs := scores[m.MetricID]; len(xs) > 0 {
+			if len(xs) > MaxStatisticsSamples {
+				xs = xs[:MaxStatisticsSamples]
+			}
+			ci, err := ConfidenceInterval(xs, level)
+			if err != nil {
+				return rs, err
+			}
+			ms.Interval = &ci
+		}
+		rs.Metrics = append(rs.Metrics, ms)
+	}
+	return rs, nil
+}
+
+func statsGate(history []*Result, current *Result, opts GateOptions) (*StatsGate, error) {
+	g := &StatsGate{BaselineResults: len(history), Metrics: []MetricGate{}, Options: opts, Regressions: []string{}}
+	var baseOutcomes []float64
+	baseScores := map[string][]float64{}
+	for _, r := range history {
+		baseOutcomes = append(baseOutcomes, caseOutcomes(r)...)
+		for id, xs := range metricScores(r) {
+			baseScores[id] = append(baseScores[id], xs...)
+		}
+	}
+	capped := func(xs []float64) []float64 {
+		if len(xs) > MaxStatisticsSamples {
+			return xs[len(xs)-MaxStatisticsSamples:] // the most recent
+		}
+		return xs
+	}
+	if cur := caseOutcomes(current); len(baseOutcomes) > 0 && len(cur) > 0 {
+		pr, err := LongitudinalGate(capped(baseOutcomes), capped(cur), opts)
+		if err != nil {
+			return nil, err
+		}
+		g.PassRate = pr
+		if pr.Regression {
+			g.Regressions = append(g.Regressions, "pass_rate")
+		}
+	}
+	curScores := metricScores(current)
+	for _, m := range current.Metrics {
+		mg := MetricGate{MetricID: m.MetricID}
+		if b, c := baseScores[m.MetricID], curScores[m.MetricID]; len(b) > 0 && len(c) > 0 {
+			gr, err := LongitudinalGate(capped(b), capped(c), opts)
+			if err != nil {
+				return nil, err
+			}
+			mg.Gate = gr
+			if gr.Regression {
+				g.Regressions = append(g.Regressions, "metric:"+m.MetricID)
+			}
+		}
+		g.Metrics = append(g.Metrics, mg)
+	}
+	return g, nil
+}
+
+func pct(level float64) string { return strconv.FormatFloat(level*100, 'f', -1, 64) + "%" }
+
+func gateLine(g *GateReport) string {
+	verdict := "ok"
+	if g.Regression {
+		verdict = "REGRESSION"
+	}
+	return fmt.Sprintf("mean %s -> %s, drop %s (lower bound %s, margin %s) %s",
+		f4(g.Baseline.Mean), f4(g.Current.Mean), f4(g.MeanDrop), f4(g.MeanDropLowerBound), f4(g.MeanDropMargin), verdict)
+}
+
+func statsText(d *StatsDocument) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Evaluation statistics (%s confidence)\n", pct(d.ConfidenceLevel))
+	for i, r := range d.Results {
+		iv := r.PassRateInterval
+		fmt.Fprintf(&b, "\n[%d] %s version %s\n    pass rate %s (%d/%d cases, %s Wilson CI %s–%s)\n",
+			i+1, r.EvalSetID, r.EvalSetVersion, f4(iv.Rate), iv.Passed, iv.Total, pct(iv.ConfidenceLevel), f4(iv.Lower), f4(iv.Upper))
+		for _, m := range r.Metrics {
+			if m.Interval == nil {
+				fmt.Fprintf(&b, "    metric %s: no scores\n", m.MetricID)
+				continue
+			}
+			ci := m.Interval
+			fmt.Fprintf(&b, "    metric %s: mean %s ± %s (CI %s–%s, n=%d, sd %s)\n",
+				m.MetricID, f4(ci.Mean), f4(ci.Margin), f4(ci.Lower), f4(ci.Upper), ci.Count, f4(ci.StandardDeviation))
+		}
+	}
+	if g := d.Gate; g != nil {
+		sig := "significance required"
+		if !g.Options.RequireSignificance {
+			sig = "observed drop"
+		}
+		fmt.Fprintf(&b, "\nLongitudinal gate: result %d vs results 1-%d pooled (max mean drop %s, %s)\n",
+			len(d.Results), g.BaselineResults, f4(g.Options.MaxMeanDrop), sig)
+		if g.PassRate != nil {
+			fmt.Fprintf(&b, "    pass rate: %s\n", gateLine(g.PassRate))
+		}
+		for _, m := range g.Metrics {
+			if m.Gate == nil {
+				fmt.Fprintf(&b, "    metric %s: not gated (no scores on one side)\n", m.MetricID)
+				continue
+			}
+			fmt.Fprintf(&b, "    metric %s: %s\n", m.MetricID, gateLine(m.Gate))
+		}
+	}
+	fmt.Fprintf(&b, "\nStatus: %s\n", passFail(d.Passed))
+	return b.String()
+}
+
+func statsMarkdown(d *StatsDocument) string {
+	var b strings.Builder
+	b.WriteString("# Evaluation statistics\n\n")
+	fmt.Fprintf(&b, "**Status: %s**\n\nConfidence level: %s\n\n", passFail(d.Passed), pct(d.ConfidenceLevel))
+	b.WriteString("## Pass rates\n\n| # | Eval set | Version | Pass rate | Cases passed | Wilson CI |\n| --- | --- | --- | --- | --- | --- |\n")
+	for i, r := range d.Results {
+		iv := r.PassRateInterval
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d/%d | %s–%s |\n", i+1, mdCell(r.EvalSetID), mdCell(r.EvalSetVersion), f4(iv.Rate), iv.Passed, iv.Total, f4(iv.Lower), f4(iv.Upper))
+	}
+	b.WriteString("\n## Metric intervals\n\n| # | Metric | Mean | Lower | Upper | n |\n| --- | --- | --- | --- | --- | --- |\n")
+	for i, r := range d.Results {
+		for _, m := range r.Metrics {
+			if m.Interval == nil {
+				fmt.Fprintf(&b, "| %d | %s | - | - | - | 0 |\n", i+1, mdCell(m.MetricID))
+				continue
+			}
+			ci := m.Interval
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %d |\n", i+1, mdCell(m.MetricID), f4(ci.Mean), f4(ci.Lower), f4(ci.Upper), ci.Count)
+		}
+	}
+	if g := d.Gate; g != nil {
+		fmt.Fprintf(&b, "\n## Longitudinal gate\n\nResult %d against results 1-%d pooled; max mean drop %s, significance required: %t.\n\n",
+			len(d.Results), g.BaselineResults, f4(g.Options.MaxMeanDrop), g.Options.RequireSignificance)
+		b.WriteString("| Series | Baseline mean | Current mean | Drop | Drop lower bound | Status |\n| --- | --- | --- | --- | --- | --- |\n")
+		row := func(name string, gr *GateReport) {
+			if gr == nil {
+				fmt.Fprintf(&b, "| %s | - | - | - | - | not gated |\n", mdCell(name))
+				return
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(name), f4(gr.Baseline.Mean), f4(gr.Current.Mean), f4(gr.MeanDrop), f4(gr.MeanDropLowerBound), regressionCell(gr.Regression))
+		}
+		row("pass rate", g.PassRate)
+		for _, m := range g.Metrics {
+			row("metric "+m.MetricID, m.Gate)
+		}
+	}
+	return b.String()
+}
