@@ -4,14 +4,16 @@
 // test, built-in criteria and custom metrics, the result document and its
 // strict decoding, baseline comparison and the canonical exports (json,
 // markdown, junit, sarif, annotations). The contract is CONTRACTS.md §5.1–
-// 5.11.
+// 5.11; the LLM judge, built-in metrics, statistics, ensembles, human
+// review and simulation follow §5.8 and §5.12–5.14.
 //
 // It is a pure library. It must not import bus, coordinator, worker, store
 // or devapi: a local `adk eval run` and a distributed job run the same code
 // (Run, or RunSample per task plus Aggregate) and produce the same result
 // document apart from timings. It may import agent, plugins, observability
-// and internal; today it needs only internal (jsonlimit, secrets,
-// canonjson). The default agent adapter (fresh agent, Runner and session
+// and internal; today it needs internal (jsonlimit, secrets, canonjson)
+// and agent/model with its gemini and openai providers (the judge and the
+// LLM user simulator). The default agent adapter (fresh agent, Runner and session
 // per sample, from AGENT.json) lives beside it once the runtime lands; the
 // HTTP adapter is evalengine/httpadapter.
 //
@@ -22,6 +24,8 @@
 //	Run(ctx, set, RunConfig{Adapter, Metrics, Options}) -> *Result
 //	Compare(baseline, current, CompareOptions) -> *Comparison
 //	Render(result|comparison, format, ExportOptions) -> bytes
+//	CompareReport(baseline, current, ...)     `adk eval compare`
+//	StatsReport(results, StatsOptions)        `adk eval stats`
 //
 // # Scheduling
 //
@@ -103,6 +107,67 @@
 //     (unknown_eval_set_keys, unknown_eval_case_keys,
 //     unknown_eval_turn_keys), like the contract's option maps. Schema-1
 //     sets do not accept the v2-only keys.
+//  14. Every result carries pass_rate_interval, the 95 % Wilson interval of
+//     its case pass rate ({passed, total, rate, confidence_level, lower,
+//     upper}); decoding recomputes it like every derived field, so a
+//     result without it (or with a forged one) is invalid_eval_result.
+//     With no cases the interval is 0..1. The Markdown report prints it
+//     on the pass-rate line.
+//
+// # Metrics beyond the criteria (§5.8, §5.12)
+//
+// NewBuiltinMetric builds the provider-free latency, cost, safety and
+// semantic_quality metrics, turn or case scope; missing data is
+// not_evaluated with a reason (safety_unavailable is ours: the contract
+// names no reason for absent safety_violations, and guessing 0 would pass
+// an adapter that reports nothing). Case-scope latency is the mean of the
+// turns' scores (the contract vector), case cost and safety sum the turns
+// and need every turn to report.
+//
+// NewJudge builds the LLM rubric judge (Judge.Metric makes it a case
+// metric of kind judge). Its config is closed and bounded as in §5.8 and
+// every failure is an *Error {Code: "llm_judge", Reason: <contract code>}
+// that scores as error. The request is a system message plus a user
+// message carrying canonical JSON {rubric_id, rubric_version, rubric,
+// evaluation_case} framed as untrusted data, at temperature 0 with a
+// forced {score, rationale} JSON schema; the answer must be exactly that
+// object. The case is secret-pruned and redacted before it leaves, and
+// the rationale is redacted with the provider config's secret-named
+// values and the API key variables' values. Each call runs on its
+// caller's goroutine with its own deadline (request_timeout_ms, retries
+// included): no worker goroutine, no global lock, so independent judges
+// run concurrently. A success after the deadline is request_timeout; a
+// caller that cancels gets provider_request_failed wrapping
+// context.Canceled. request_max_heap_words is accepted and validated but
+// has no effect (a BEAM knob; MaxOutputBytes and a response cap of 4 ×
+// that + 64 KiB bound memory). The provider, model and provider_config
+// come from a JudgeConfig built in Go or, for criteria files, from the
+// machine's ModelEnv; credentials come only from environment variables
+// (or a literal api_key a Go caller puts in provider_config). A test
+// injects a deterministic provider with ModelEnv.NewProvider.
+//
+// # Criteria files
+//
+// ParseCriteriaWithOptions (see its doc) accepts the six criteria, the
+// four built-in metrics and llm_judge with its rubric and bounds only. A
+// file can never name code, a provider, a model, provider settings or a
+// credential; an llm_judge entry needs CriteriaOptions.Judge, the
+// machine's ModelEnv, and ParseCriteria (no options) refuses it.
+//
+// # Statistics, ensembles, review, simulation (§5.13, §5.14)
+//
+// Summarize, ConfidenceInterval, WilsonInterval and LongitudinalGate use
+// the sample σ and only the 0.90/0.95/0.99 levels, with the contract's
+// vectors. AggregateVotes, CalibrateThreshold and ApplyCalibration work on
+// persisted votes and never call a provider. Review is a value-typed state
+// machine: every transition checks the expected revision and returns a
+// new revision; time is an argument. RunSimulation drives a UserSimulator,
+// the agent Session and an optional EnvironmentSimulator (each agent tool
+// call is an effect) on the caller's goroutine, with a step ceiling, a
+// deadline per callback and plain-JSON, size-bounded crossings.
+// ScenarioAdapter turns a case whose turn input is a scenario into one
+// simulated conversation; LLMUser plays a persona with a goal through the
+// same providers as the judge.
 //
 // # Google ADK import
 //
