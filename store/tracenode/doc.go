@@ -1,0 +1,8 @@
+// Package tracenode runs a trace store node: a durable JetStream consumer
+// of ADK_SIGNALS that applies batches to a tracestore.Store in stream
+// order, and the adk.trace.v1.query NATS micro service (queue group
+// "adk-trace") authenticated by bearer tokens kept as SHA-256 hashes.
+//
+// It may import bus, bus/wire, store/tracestore and internal; nothing in
+// store/tracestore imports it.
+package tracenode

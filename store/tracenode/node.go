@@ -1,0 +1,246 @@
+package tracenode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/store/tracestore"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Defaults.
+const (
+	DefaultFetchBatch   = 256
+	DefaultMaxQueryWait = 2 * time.Second
+	// MaxQueryWaitLimit bounds how long a min_sequence query may wait.
+	MaxQueryWaitLimit = 10 * time.Second
+)
+
+// Config configures a store node.
+type Config struct {
+	// Name identifies the node; its durable consumer is "adk-store-<Name>"
+	// (a valid subject token).
+	Name string
+	// Conn is the node's NATS connection; the caller owns it.
+	Conn *nats.Conn
+	// Store is the node's trace store; the caller owns it and closes it
+	// after Stop.
+	Store *tracestore.Store
+	// Auth maps bearer tokens to principals for the query service. Nil
+	// serves no queries (ingest only).
+	Auth Authenticator
+	// MaxMsgBytes bounds one decoded stream message (default 1 MiB, the
+	// stream's MaxMsgSize).
+	MaxMsgBytes int
+	// FetchBatch bounds messages buffered from the consumer (256).
+	FetchBatch int
+	// MaxQueryWait bounds a min_sequence wait (2 s, ≤10 s).
+	MaxQueryWait time.Duration
+	Logger       *slog.Logger
+}
+
+// Stats are the node's local counters.
+type Stats struct {
+	Applied          uint64 `json:"applied_messages"`
+	Redelivered      uint64 `json:"redelivered_ignored"`
+	MalformedBatches uint64 `json:"malformed_batches"`
+	ApplyFailures    uint64 `json:"apply_failures"`
+	Queries          uint64 `json:"queries"`
+	AuthRejected     uint64 `json:"auth_rejected"`
+	BadRequests      uint64 `json:"bad_requests"`
+}
+
+// Node consumes ADK_SIGNALS into its store and serves adk.trace.v1.query
+// in the queue group every node joins.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	cons jetstream.Consumer
+	iter jetstream.MessagesContext
+	svc  micro.Service
+	wg   sync.WaitGroup
+
+	stopOnce sync.Once
+	stopping chan struct{}
+
+	applied, redelivered, malformed, applyFailures atomic.Uint64
+	queries, authRejected, badRequests             atomic.Uint64
+}
+
+// ConsumerName is the durable consumer name of a node.
+func ConsumerName(node string) string { return "adk-store-" + node }
+
+// Start creates or reconciles the node's durable consumer, starts the
+// apply loop and registers the query service. ADK_SIGNALS must exist.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := bus.ValidToken(cfg.Name); err != nil {
+		return nil, fmt.Errorf("tracenode: name: %w", err)
+	}
+	if cfg.Conn == nil || cfg.Store == nil {
+		return nil, errors.New("tracenode: Conn and Store are required")
+	}
+	if cfg.MaxMsgBytes <= 0 {
+		cfg.MaxMsgBytes = int(bus.DefaultSignalMaxMsgSize)
+	}
+	if cfg.FetchBatch <= 0 {
+		cfg.FetchBatch = DefaultFetchBatch
+	}
+	if cfg.MaxQueryWait <= 0 {
+		cfg.MaxQueryWait = DefaultMaxQueryWait
+	}
+	cfg.MaxQueryWait = min(cfg.MaxQueryWait, MaxQueryWaitLimit)
+	n := &Node{cfg: cfg, log: cfg.Logger, stopping: make(chan struct{})}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, err
+	}
+	if n.cons, err = n.consumer(ctx, js); err != nil {
+		return nil, err
+	}
+	if n.iter, err = n.cons.Messages(jetstream.PullMaxMessages(cfg.FetchBatch)); err != nil {
+		return nil, fmt.Errorf("tracenode: consume: %w", err)
+	}
+	if cfg.Auth != nil {
+		if err := n.serve(); err != nil {
+			n.iter.Stop()
+			return nil, err
+		}
+	}
+	n.wg.Add(1)
+	go n.applyLoop()
+	return n, nil
+}
+
+// consumer returns the node's durable consumer, positioned after the
+// store's applied sequence. The store, not the ack floor, is the truth:
+// Badger writes are not fsynced, so after a crash the store may be behind
+// what was acked; then the consumer is recreated from applied+1.
+func (n *Node) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	st, err := js.Stream(ctx, bus.SignalStreamName)
+	if err != nil {
+		return nil, fmt.Errorf("tracenode: stream %s: %w", bus.SignalStreamName, err)
+	}
+	name := ConsumerName(n.cfg.Name)
+	applied := n.cfg.Store.AppliedSeq()
+	if c, err := st.Consumer(ctx, name); err == nil {
+		if c.CachedInfo().AckFloor.Stream <= applied {
+			return c, nil // redelivery below applied is ignored by Apply
+		}
+		n.log.Warn("store behind its consumer's ack floor: recreating consumer", "applied", applied, "ack_floor", c.CachedInfo().AckFloor.Stream)
+		if err := st.DeleteConsumer(ctx, name); err != nil {
+			return nil, fmt.Errorf("tracenode: delete consumer: %w", err)
+		}
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("tracenode: consumer: %w", err)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 4 * n.cfg.FetchBatch,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if applied > 0 {
+		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cc.OptStartSeq = applied + 1
+	}
+	c, err := st.CreateOrUpdateConsumer(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("tracenode: create consumer: %w", err)
+	}
+	return c, nil
+}
+
+func (n *Node) applyLoop() {
+	defer n.wg.Done()
+	for {
+		msg, err := n.iter.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			select {
+			case <-n.stopping:
+				return
+			default:
+			}
+			continue // transient (heartbeats missed, reconnecting): the iterator recovers
+		}
+		n.apply(msg)
+	}
+}
+
+// apply applies one message, then acks it. Ordering: a pull consumer with
+// one apply loop delivers in stream order; a gap (a message the stream
+// dropped) is simply skipped.
+func (n *Node) apply(msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Term()
+		return
+	}
+	seq := md.Sequence.Stream
+	if seq <= n.cfg.Store.AppliedSeq() {
+		n.redelivered.Add(1)
+		_ = msg.Ack()
+		return
+	}
+	b := tracestore.Batch{Seq: seq, TimeMS: md.Timestamp.UnixMilli()}
+	principal, perr := bus.PrincipalFromSubject(msg.Subject())
+	batch, derr := bus.DecodeSignalBatch(msg.Data(), n.cfg.MaxMsgBytes)
+	if perr != nil || derr != nil {
+		// Still applied (as an empty batch) so the sequence advances
+		// identically on every node.
+		n.malformed.Add(1)
+	} else {
+		b.Principal = principal
+		b.Records = make([]tracestore.Record, len(batch.Records))
+		for i, r := range batch.Records {
+			b.Records[i] = tracestore.Record{Kind: r.Kind, Data: r.Data}
+		}
+	}
+	if _, err := n.cfg.Store.Apply(b); err != nil {
+		n.applyFailures.Add(1)
+		n.log.Error("apply signal batch", "seq", seq, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	n.applied.Add(1)
+	_ = msg.Ack()
+}
+
+// Stop stops the query service and the apply loop and waits for them. The
+// caller then closes the store and the connection.
+func (n *Node) Stop() {
+	n.stopOnce.Do(func() {
+		close(n.stopping)
+		if n.svc != nil {
+			_ = n.svc.Stop()
+		}
+		n.iter.Stop()
+		n.wg.Wait()
+	})
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() Stats {
+	return Stats{
+		Applied: n.applied.Load(), Redelivered: n.redelivered.Load(), MalformedBatches: n.malformed.Load(),
+		ApplyFailures: n.applyFailures.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
+		BadRequests: n.badRequests.Load(),
+	}
+}
+
+// Store returns the node's store.
+func (n *Node) Store() *tracestore.Store { return n.cfg.Store }

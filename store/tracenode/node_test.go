@@ -1,0 +1,129 @@
+package tracenode_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/store/tracenode"
+	"github.com/fadcedab/adk/store/tracestore"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+func span(trace, run string, i int) *observability.SpanSignal {
+	return &observability.SpanSignal{
+		Schema: 2, Signal: "span", Phase: "start", Name: "gen_ai.chat", Kind: "client",
+		TraceID: trace, SpanID: fmt.Sprintf("%016x", i+1), TraceFlags: 1, StartTimeUnixNano: int64(i+1) * 1e6,
+		Attributes: observability.Attributes{"gen_ai.operation.name": "chat", "run_id": run},
+	}
+}
+
+func TestNode_IngestsAndAnswersAuthenticatedQueries(t *testing.T) {
+	srv, err := bus.StartServer(bus.ServerConfig{Name: "n", StoreDir: t.TempDir(), DontListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	node, err := tracenode.Start(ctx, tracenode.Config{Name: "a", Conn: nc, Store: store,
+		Auth: tracenode.NewTokens(map[string]string{"tok-alice": "alice", "tok-bob": "bob"}), MaxQueryWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+
+	pub, err := bus.NewPublisher(nc, bus.PublisherConfig{Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	for i := range 10 {
+		if err := pub.Enqueue(span("0af7651916cd43dd8448eb211c80319c", "run-1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := st.Info(ctx)
+	reply, err := tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-alice", Selector: map[string]string{"run_id": "run-1"}, MinSequence: info.State.LastSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Page.Events) != 10 || reply.AppliedSequence < info.State.LastSeq {
+		t.Fatalf("page %+v", reply.Page)
+	}
+	// Another principal sees nothing; no token and a bad token are refused and counted.
+	reply, err = tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-bob", Selector: map[string]string{"run_id": "run-1"}})
+	if err != nil || len(reply.Page.Events) != 0 {
+		t.Fatalf("bob: %v %v", reply, err)
+	}
+	for _, tok := range []string{"", "tok-mallory"} {
+		_, err = tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: tok})
+		if tracestore.ErrorCode(err) != tracenode.CodeUnauthenticated {
+			t.Fatalf("token %q: %v", tok, err)
+		}
+	}
+	if s := node.Stats(); s.AuthRejected != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+	// Coded store errors travel with their gap.
+	after := uint64(1) << 60
+	_, err = tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-alice", AfterCursor: &after})
+	var se *tracestore.Error
+	if !errors.As(err, &se) || se.Code != tracestore.CodeCursorAhead || se.Gap == nil {
+		t.Fatalf("cursor ahead: %v", err)
+	}
+	// min_sequence beyond the stream times out, bounded.
+	_, err = tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-alice", MinSequence: 1 << 40})
+	if tracestore.ErrorCode(err) != tracenode.CodeMinSequenceTimeout {
+		t.Fatalf("min_sequence: %v", err)
+	}
+}
+
+func TestLoadTokens(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens")
+	content := "# comment\n" + tracenode.HashToken("secret-1") + " alice\n\n"
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tracenode.LoadTokens(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, ok := tok.Principal("secret-1"); !ok || pr != "alice" {
+		t.Fatal("known token")
+	}
+	if _, ok := tok.Principal("secret-2"); ok {
+		t.Fatal("unknown token accepted")
+	}
+	_ = os.WriteFile(p, []byte("nothex alice\n"), 0o600)
+	if _, err := tracenode.LoadTokens(p); err == nil {
+		t.Fatal("bad file accepted")
+	}
+}
