@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// newEvalCmd groups the local evaluation commands.
+func newEvalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Evaluate agents: adk eval run, validate, convert, report",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{fmt.Errorf("adk eval needs a subcommand: run, validate, convert or report")}
+		},
+	}
+	cmd.AddCommand(newEvalRunCmd(), newEvalValidateCmd(), newEvalConvertCmd(), newEvalReportCmd())
+	return cmd
+}
+
+func newEvalValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate SET.json",
+		Short: "Check an eval set (any supported format) without running it",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set, format, err := loadEvalSetFormat(args[0])
+			if err != nil {
+				return err
+			}
+			turns := 0
+			for i := range set.Cases {
+				turns += len(set.Cases[i].Turns)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ok: eval set %q version %q (%s, schema %d): %d cases, %d turns\n",
+				set.ID, set.Version, format, set.SchemaVersion, len(set.Cases), turns)
+			return err
+		},
+	}
+}
+
+func newEvalConvertCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "convert IN OUT|-",
+		Short: "Convert a Google ADK eval set (or a schema-1 set) to canonical schema 2",
+		Long: `Read an eval set in any supported format (Google ADK .evalset.json or
+.test.json, schema 1 or 2) and write it as a canonical schema-2 document,
+atomically to OUT, or to stdout with -.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := args[1]
+			if err := checkOutputPath(out); err != nil {
+				return err
+			}
+			set, _, err := loadEvalSetFormat(args[0])
+			if err != nil {
+				return err
+			}
+			data, err := evalengine.EncodeSet(set)
+			if err != nil {
+				return engineError(evalengine.CodeInvalidEvalSet, err)
+			}
+			if out == "-" {
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			return writeAtomic(out, data)
+		},
+	}
+}
+
+func newEvalReportCmd() *cobra.Command {
+	var format, output, suite string
+	cmd := &cobra.Command{
+		Use:   "report RESULT.json",
+		Short: "Render a saved result or baseline comparison (offline)",
+		Long: `Render a result document (adk eval run --format json) or a baseline
+comparison in another format. The document is re-validated strictly first.
+JUnit, SARIF and annotations need a result, not a comparison.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			if err := checkOutputPath(output); err != nil {
+				return err
+			}
+			data, err := readCapped("result", args[0], maxSetFileBytes)
+			if err != nil {
+				return err
+			}
+			v, err := decodeReportInput(data)
+			if err != nil {
+				return err
+			}
+			rendered, err := evalengine.Render(v, format, evalengine.ExportOptions{SuiteName: suite})
+			if err != nil {
+				return engineError(codeReportRenderFailed, err)
+			}
+			return emitReport(cmd.OutOrStdout(), output, rendered)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", evalengine.FormatMarkdown, "report format: json, markdown, junit, sarif, annotations")
+	cmd.Flags().StringVar(&output, "output", "-", "also write the report atomically to this file (- for stdout only)")
+	cmd.Flags().StringVar(&suite, "suite-name", "", "suite/tool name in JUnit and SARIF (default adk_eval)")
+	return cmd
+}
+
+// decodeReportInput reads a result or, when the document says it is one, a
+// baseline comparison.
+func decodeReportInput(data []byte) (any, error) {
+	if bytes.Contains(data, []byte(`"report_type"`)) {
+		if c, err := evalengine.DecodeComparison(data); err == nil {
+			return c, nil
+		}
+	}
+	r, err := evalengine.DecodeResult(data)
+	if err != nil {
+		return nil, engineError(codeInvalidEvalReportInput, err)
+	}
+	return r, nil
+}
+
+func loadEvalSetFormat(path string) (*evalengine.Set, evalengine.SetFormat, error) {
+	data, err := readCapped("eval_set", path, maxSetFileBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	set, format, err := evalengine.LoadSetWithOptions(data, evalengine.LoadOptions{SourceName: filepath.Base(path)})
+	if err != nil {
+		switch evalengine.ErrorCode(err) {
+		case evalengine.CodeInvalidEvalSet, evalengine.CodeEvalSetMustBeObject:
+			return nil, "", engineError("", err)
+		}
+		return nil, "", engineError(evalengine.CodeInvalidEvalSet, err)
+	}
+	return set, format, nil
+}
+
+// exactArgs is cobra.ExactArgs with a usage error (exit 1, one line).
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s takes %d argument(s), got %d", cmd.CommandPath(), n, len(args))}
+		}
+		return nil
+	}
+}
