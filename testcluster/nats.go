@@ -34,6 +34,7 @@ type natsConfig struct {
 	clusterName         string
 	maxMemory, maxStore int64
 	logger              *slog.Logger
+	users               []bus.User // see WithUsers (testcluster/coord_nats.go)
 }
 
 // WithJetStreamLimits sets every node's JetStream memory and file limits.
@@ -164,6 +165,7 @@ func (c *NATSCluster) startNode(i int) error {
 		MaxMemory: c.cfg.maxMemory,
 		MaxStore:  c.cfg.maxStore,
 		Logger:    c.cfg.logger,
+		Users:     c.cfg.users,
 		Cluster: &bus.ClusterConfig{
 			Name:   c.cfg.clusterName,
 			Host:   "127.0.0.1",
@@ -333,7 +335,7 @@ func (c *NATSCluster) waitNodeReady(t testing.TB, i int, timeout time.Duration) 
 	})
 	waitUntil(t, deadline, s.Name()+" JetStream-current", s.NATS().JetStreamIsCurrent)
 
-	nc, err := s.Connect()
+	nc, err := s.Connect(c.cfg.adminOptions()...)
 	if err != nil {
 		t.Fatalf("testcluster: connect to %s: %v", s.Name(), err)
 	}

@@ -1,0 +1,270 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/store/evalstore"
+)
+
+// Operations of the adk.coord.v1 service.
+const (
+	OpSubmit       = "submit"
+	OpStatus       = "status"
+	OpResult       = "result"
+	OpCancel       = "cancel"
+	OpListJobs     = "list_jobs"
+	OpGetSet       = "get_set"
+	OpListSets     = "list_sets"
+	OpPutBaseline  = "put_baseline"
+	OpGetBaseline  = "get_baseline"
+	OpPrune        = "prune"
+	OpCapabilities = "capabilities"
+	OpJobSpec      = "job_spec" // workers: what a job's tasks need
+)
+
+// Envelope kinds.
+const (
+	KindRequest   = "coord_request"
+	KindReply     = "coord_reply"
+	KindTask      = "task"
+	KindResult    = "sample_result"
+	KindHeartbeat = "worker_heartbeat"
+	KindHBReply   = "heartbeat_reply"
+	KindOwner     = "owner_renew"
+)
+
+// Bounds.
+const (
+	MaxRequestBytes  = 2 << 20 // serialized submit request
+	MaxMetadataBytes = 1 << 20
+	MaxResultBytes   = 768 << 10 // one sample result message
+	ContractVersion  = 1
+)
+
+// Error codes of the service (CONTRACTS §6) beyond the store's.
+const (
+	CodeValidationBusy        = "evaluation_request_validation_busy"
+	CodeValidationTimeout     = "evaluation_request_validation_timeout"
+	CodeValidationFailed      = "evaluation_request_validation_failed"
+	CodeValidationUnavailable = "evaluation_request_validation_unavailable"
+	CodeRequestLimit          = "evaluation_request_limit_exceeded"
+	CodeUnknownRequestFields  = "unknown_eval_request_fields"
+	CodeInvalidRequest        = "invalid_eval_request"
+	CodeUnknownAgent          = "unknown_eval_agent"
+	CodeServiceUnavailable    = "eval_service_unavailable"
+	CodeNotLeader             = "not_leader"
+	CodeResultNotReady        = "result_not_ready"
+	CodeJobTerminal           = "evaluation_job_terminal"
+	CodeAlreadyTerminal       = "already_terminal"
+	CodeTimeout               = "timeout"
+	CodeInternal              = "internal_error"
+)
+
+// Error is a typed service error: a stable Code, a bounded Detail and, for
+// terminal-job answers, the Phase and Reason.
+type Error struct {
+	Code   string `msgpack:"code"`
+	Detail string `msgpack:"detail,omitempty"`
+	Phase  string `msgpack:"phase,omitempty"`
+	Reason string `msgpack:"reason,omitempty"`
+}
+
+func (e *Error) Error() string {
+	s := "coordinator: " + e.Code
+	if e.Phase != "" {
+		s += " (" + e.Phase
+		if e.Reason != "" {
+			s += ": " + e.Reason
+		}
+		s += ")"
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Is matches errors with the same code (an *evalstore.Error too).
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	var s *evalstore.Error
+	return errors.As(target, &s) && s.Code == e.Code
+}
+
+// Retryable reports whether the same request may succeed if retried.
+func (e *Error) Retryable() bool {
+	switch e.Code {
+	case CodeNotLeader, CodeServiceUnavailable, CodeValidationBusy, CodeTimeout:
+		return true
+	}
+	return false
+}
+
+// Errorf builds an *Error.
+func Errorf(code, format string, a ...any) *Error {
+	d := fmt.Sprintf(format, a...)
+	if len(d) > 512 {
+		d = d[:512]
+	}
+	return &Error{Code: code, Detail: d}
+}
+
+// AsError converts any error to an *Error (store errors keep their code).
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var s *evalstore.Error
+	if errors.As(err, &s) {
+		return &Error{Code: s.Code, Detail: s.Detail}
+	}
+	return Errorf(CodeInternal, "%v", err)
+}
+
+// Request is every operation's request; each op reads its fields.
+type Request struct {
+	Scope string `msgpack:"scope"`
+	JobID string `msgpack:"job_id,omitempty"`
+	// Submit.
+	Submit *SubmitRequest `msgpack:"submit,omitempty"`
+	// Paging (list_jobs, list_sets).
+	Limit  int    `msgpack:"limit,omitempty"`
+	Cursor string `msgpack:"cursor,omitempty"`
+	// get_set.
+	SetID      string `msgpack:"set_id,omitempty"`
+	SetVersion string `msgpack:"set_version,omitempty"`
+	// Baselines.
+	Name string `msgpack:"name,omitempty"`
+	// Prune.
+	Prune *evalstore.PruneOptions `msgpack:"prune,omitempty"`
+}
+
+// SubmitRequest asks for a job. Set is the eval set document (JSON, any
+// format evalengine.LoadSet reads); Agent names an agent the workers are
+// configured to trust; Criteria is a criteria file (JSON, empty = the
+// default criteria); Options are evalengine run options (JSON, empty =
+// defaults); Metadata a JSON object (secret-pruned). Owner and OwnerTTLMS
+// bind the job to an owner lease: when renewals on adk.owner.<owner> stop
+// for OwnerTTLMS, the job is cancelled. No owner means a detached job.
+type SubmitRequest struct {
+	Set        []byte `msgpack:"set"`
+	Agent      string `msgpack:"agent"`
+	Criteria   []byte `msgpack:"criteria,omitempty"`
+	Options    []byte `msgpack:"options,omitempty"`
+	Metadata   []byte `msgpack:"metadata,omitempty"`
+	Owner      string `msgpack:"owner,omitempty"`
+	OwnerTTLMS int64  `msgpack:"owner_ttl_ms,omitempty"`
+}
+
+// Reply is every operation's reply; Err is set on failure.
+type Reply struct {
+	Err      *Error                               `msgpack:"err,omitempty"`
+	Job      *evalstore.Job                       `msgpack:"job,omitempty"`
+	Jobs     *evalstore.Page[evalstore.Job]       `msgpack:"jobs,omitempty"`
+	Set      *evalstore.SetRecord                 `msgpack:"set,omitempty"`
+	Sets     *evalstore.Page[evalstore.SetRecord] `msgpack:"sets,omitempty"`
+	Baseline *evalstore.Baseline                  `msgpack:"baseline,omitempty"`
+	Result   []byte                               `msgpack:"result,omitempty"`
+	Prune    *evalstore.PruneResult               `msgpack:"prune,omitempty"`
+	Caps     *Capabilities                        `msgpack:"caps,omitempty"`
+	Spec     *JobSpec                             `msgpack:"spec,omitempty"`
+}
+
+// Capabilities describes a coordinator (CONTRACTS §6 capabilities).
+type Capabilities struct {
+	ContractVersion    int      `msgpack:"contract_version" json:"contract_version"`
+	NodeID             string   `msgpack:"node_id" json:"node_id"`
+	Leader             string   `msgpack:"leader" json:"leader"`
+	MaxConcurrency     int      `msgpack:"max_concurrency" json:"max_concurrency"`
+	MaxQueue           int      `msgpack:"max_queue" json:"max_queue"`
+	ActiveJobs         int      `msgpack:"active_jobs" json:"active_jobs"`
+	QueuedJobs         int      `msgpack:"queued_jobs" json:"queued_jobs"`
+	QueuedBytes        int64    `msgpack:"queued_bytes" json:"queued_bytes"`
+	PendingSubmissions int      `msgpack:"pending_submissions" json:"pending_submissions"`
+	RecoveredJobs      int      `msgpack:"recovered_jobs" json:"recovered_jobs"`
+	Workers            []string `msgpack:"workers" json:"workers"`
+	RejectedResults    int64    `msgpack:"rejected_results" json:"rejected_results"`
+	Transport          string   `msgpack:"transport" json:"transport"`
+	Cancellation       string   `msgpack:"cancellation" json:"cancellation"`
+	Replay             string   `msgpack:"replay" json:"replay"`
+}
+
+// JobSpec is what a worker needs to run a job's tasks.
+type JobSpec struct {
+	JobID    string `msgpack:"job_id"`
+	Set      []byte `msgpack:"set"` // canonical JSON of the set revision
+	Agent    string `msgpack:"agent"`
+	Options  []byte `msgpack:"options,omitempty"`
+	Criteria []byte `msgpack:"criteria,omitempty"`
+}
+
+// Task is one dispatched (case, sample), published to adk.task.<worker>
+// with Nats-Msg-Id TaskID.
+type Task struct {
+	JobID      string `msgpack:"job"`
+	Index      int    `msgpack:"idx"`
+	CaseIndex  int    `msgpack:"case"`
+	Sample     int    `msgpack:"sample"`
+	Worker     string `msgpack:"worker"`
+	DeadlineAt int64  `msgpack:"deadline_at"` // epoch ms
+}
+
+// ID is the task id: job id and index.
+func (t Task) ID() string { return TaskID(t.JobID, t.Index) }
+
+// TaskID formats a task id.
+func TaskID(job string, idx int) string { return fmt.Sprintf("%s.%d", job, idx) }
+
+// TaskRef names a task in heartbeats.
+type TaskRef struct {
+	JobID string `msgpack:"job"`
+	Index int    `msgpack:"idx"`
+}
+
+// Result is a worker's sample result, published to adk.result.<job>.
+type Result struct {
+	JobID  string `msgpack:"job"`
+	Index  int    `msgpack:"idx"`
+	Worker string `msgpack:"worker"`
+	Sample []byte `msgpack:"sample"` // evalengine.SampleResult JSON
+	Error  bool   `msgpack:"error,omitempty"`
+}
+
+// Heartbeat is a worker's liveness report (request on adk.hb.<worker>).
+// Running lists the tasks it runs and those it finished recently, so the
+// leader can tell a lost dispatch from a result still in flight.
+type Heartbeat struct {
+	Worker   string    `msgpack:"worker"`
+	Capacity int       `msgpack:"capacity"`
+	Running  []TaskRef `msgpack:"running"`
+	Seq      uint64    `msgpack:"seq"`
+}
+
+// HeartbeatReply is the leader's answer: who leads, and which reported
+// tasks the worker must kill (cancelled, lost or timed out in Raft).
+type HeartbeatReply struct {
+	Leader string    `msgpack:"leader"`
+	Kill   []TaskRef `msgpack:"kill,omitempty"`
+}
+
+// OwnerRenew renews an owner lease (published on adk.owner.<owner>).
+type OwnerRenew struct {
+	Owner string `msgpack:"owner"`
+}
+
+// Limits for decoding untrusted messages.
+var (
+	RequestLimits = wire.DecodeLimits{MaxBytes: MaxRequestBytes + 64<<10}
+	SmallLimits   = wire.DecodeLimits{MaxBytes: 256 << 10, MaxElements: 1 << 14}
+	ResultLimits  = wire.DecodeLimits{MaxBytes: MaxResultBytes + 64<<10}
+	ReplyLimits   = wire.DecodeLimits{MaxBytes: 64 << 20, MaxElements: 1 << 22}
+)

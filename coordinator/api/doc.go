@@ -1,0 +1,9 @@
+// Package api holds the coordinator's wire protocol: the operation names
+// of the adk.coord.v1.* service, request and reply bodies, the task,
+// result and heartbeat messages workers exchange with the leader, and the
+// stable error codes (CONTRACTS §6). Every body travels in a bus/wire
+// envelope (msgpack).
+//
+// It imports only store/evalstore (record types) and bus/wire; the
+// coordinator, its client and workers import it.
+package api

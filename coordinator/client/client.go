@@ -1,0 +1,212 @@
+// Package client is the Go client of the coordinator's adk.coord.v1 NATS
+// service: submit, status, result, cancel, list_jobs, get_set, list_sets,
+// put_baseline, get_baseline, prune and capabilities, plus the owner-lease
+// renewer a submitting process runs so that its death cancels its jobs.
+//
+// It imports coordinator/api, bus and nats; never the coordinator itself.
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/nats-io/nats.go"
+)
+
+// DefaultTimeout bounds one call (CONTRACTS §6: 30 s).
+const DefaultTimeout = 30 * time.Second
+
+// Client calls the coordinator service over one NATS connection.
+type Client struct {
+	nc      *nats.Conn
+	timeout time.Duration
+}
+
+// New returns a client; timeout 0 means DefaultTimeout.
+func New(nc *nats.Conn, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Client{nc: nc, timeout: timeout}
+}
+
+// Call sends one request and returns the reply, or its *api.Error. No
+// responders (no coordinator) is eval_service_unavailable; a deadline is
+// timeout.
+func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Reply, error) {
+	subj, err := bus.CoordSubject(op)
+	if err != nil {
+		return nil, err
+	}
+	b, err := wire.Encode(api.KindRequest, req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, subj, b)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return nil, api.Errorf(api.CodeTimeout, "")
+	case err != nil:
+		return nil, api.Errorf(api.CodeServiceUnavailable, "%v", err)
+	}
+	var rep api.Reply
+	if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
+		return nil, err
+	}
+	if rep.Err != nil {
+		return &rep, rep.Err
+	}
+	return &rep, nil
+}
+
+// Submit creates a job (queued or running). The reply has no result.
+func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest) (*evalstore.Job, error) {
+	rep, err := c.Call(ctx, api.OpSubmit, &api.Request{Scope: scope, Submit: &req})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Job, nil
+}
+
+// Status returns the job.
+func (c *Client) Status(ctx context.Context, scope, jobID string) (*evalstore.Job, error) {
+	rep, err := c.Call(ctx, api.OpStatus, &api.Request{Scope: scope, JobID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Job, nil
+}
+
+// Result returns a completed job's result JSON; result_not_ready while it
+// runs, evaluation_job_terminal (with phase and reason) otherwise.
+func (c *Client) Result(ctx context.Context, scope, jobID string) ([]byte, error) {
+	rep, err := c.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Result, nil
+}
+
+// Cancel cancels a queued or running job; already_terminal otherwise.
+func (c *Client) Cancel(ctx context.Context, scope, jobID string) (*evalstore.Job, error) {
+	rep, err := c.Call(ctx, api.OpCancel, &api.Request{Scope: scope, JobID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Job, nil
+}
+
+// ListJobs pages a scope's jobs.
+func (c *Client) ListJobs(ctx context.Context, scope string, limit int, cursor string) (*evalstore.Page[evalstore.Job], error) {
+	rep, err := c.Call(ctx, api.OpListJobs, &api.Request{Scope: scope, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Jobs, nil
+}
+
+// GetSet returns one set revision with its canonical body.
+func (c *Client) GetSet(ctx context.Context, scope, id, version string) (*evalstore.SetRecord, error) {
+	rep, err := c.Call(ctx, api.OpGetSet, &api.Request{Scope: scope, SetID: id, SetVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Set, nil
+}
+
+// ListSets pages a scope's set revisions.
+func (c *Client) ListSets(ctx context.Context, scope string, limit int, cursor string) (*evalstore.Page[evalstore.SetRecord], error) {
+	rep, err := c.Call(ctx, api.OpListSets, &api.Request{Scope: scope, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Sets, nil
+}
+
+// PutBaseline names a completed job's result.
+func (c *Client) PutBaseline(ctx context.Context, scope, name, jobID string) (*evalstore.Baseline, error) {
+	rep, err := c.Call(ctx, api.OpPutBaseline, &api.Request{Scope: scope, Name: name, JobID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Baseline, nil
+}
+
+// GetBaseline returns a named baseline.
+func (c *Client) GetBaseline(ctx context.Context, scope, name string) (*evalstore.Baseline, error) {
+	rep, err := c.Call(ctx, api.OpGetBaseline, &api.Request{Scope: scope, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Baseline, nil
+}
+
+// Prune deletes old, unprotected records of a scope.
+func (c *Client) Prune(ctx context.Context, scope string, opts evalstore.PruneOptions) (*evalstore.PruneResult, error) {
+	rep, err := c.Call(ctx, api.OpPrune, &api.Request{Scope: scope, Prune: &opts})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Prune, nil
+}
+
+// Capabilities describes the answering coordinator.
+func (c *Client) Capabilities(ctx context.Context) (*api.Capabilities, error) {
+	rep, err := c.Call(ctx, api.OpCapabilities, &api.Request{Scope: "_"})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Caps, nil
+}
+
+// OwnerLease renews an owner lease until Stop: jobs submitted with this
+// owner are cancelled by the leader when renewals stop for their TTL.
+type OwnerLease struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// KeepOwner starts renewing owner every interval (use TTL/3 or less).
+func (c *Client) KeepOwner(owner string, interval time.Duration) (*OwnerLease, error) {
+	subj, err := bus.OwnerSubject(owner)
+	if err != nil {
+		return nil, err
+	}
+	b, err := wire.Encode(api.KindOwner, &api.OwnerRenew{Owner: owner})
+	if err != nil {
+		return nil, err
+	}
+	l := &OwnerLease{stop: make(chan struct{})}
+	_ = c.nc.Publish(subj, b)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				_ = c.nc.Publish(subj, b)
+			}
+		}
+	}()
+	return l, nil
+}
+
+// Stop ends the renewals (the owner "dies").
+func (l *OwnerLease) Stop() {
+	close(l.stop)
+	l.wg.Wait()
+}

@@ -1,0 +1,116 @@
+package coordinator
+
+import (
+	"fmt"
+
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// cmdType is the first byte of every Raft log entry; the msgpack body
+// follows (nomad style). New types are only ever appended.
+type cmdType byte
+
+const (
+	cmdSubmit     cmdType = 1 // create set revision + job, admission
+	cmdAssign     cmdType = 2 // dispatch tasks to workers
+	cmdFinish     cmdType = 3 // task outcomes (results, lost, timeouts), fenced
+	cmdTransition cmdType = 4 // job phase CAS (cancel, complete, fail, timeout)
+	cmdLease      cmdType = 5 // coordinator lease renewal
+	cmdRecover    cmdType = 6 // full-restart recovery: fail active jobs
+	cmdBaseline   cmdType = 7 // put_baseline
+	cmdPrune      cmdType = 8 // prune
+)
+
+func (c cmdType) String() string {
+	switch c {
+	case cmdSubmit:
+		return "submit"
+	case cmdAssign:
+		return "assign"
+	case cmdFinish:
+		return "finish"
+	case cmdTransition:
+		return "transition"
+	case cmdLease:
+		return "lease"
+	case cmdRecover:
+		return "recover"
+	case cmdBaseline:
+		return "baseline"
+	case cmdPrune:
+		return "prune"
+	}
+	return fmt.Sprintf("cmd(%d)", byte(c))
+}
+
+// Every command carries Now (epoch ms), chosen by the proposer: the FSM
+// never reads the clock.
+
+type submitCmd struct {
+	Set evalstore.SetRecord `msgpack:"set"`
+	Job evalstore.Job       `msgpack:"job"`
+	Adm evalstore.Admission `msgpack:"adm"`
+	Now int64               `msgpack:"now"`
+}
+
+type assignCmd struct {
+	As  []evalstore.Assignment `msgpack:"as"`
+	Now int64                  `msgpack:"now"`
+}
+
+type finishCmd struct {
+	Outs []evalstore.Outcome `msgpack:"outs"`
+	Now  int64               `msgpack:"now"`
+}
+
+type transitionCmd struct {
+	Scope    string              `msgpack:"scope"`
+	JobID    string              `msgpack:"job"`
+	Expected []evalstore.Phase   `msgpack:"expected,omitempty"`
+	To       evalstore.Phase     `msgpack:"to"`
+	Patch    evalstore.Patch     `msgpack:"patch"`
+	Adm      evalstore.Admission `msgpack:"adm"` // promotes queued jobs when one ends
+	Now      int64               `msgpack:"now"`
+}
+
+type leaseCmd struct {
+	Lease evalstore.Lease `msgpack:"lease"`
+}
+
+type recoverCmd struct {
+	Reason string `msgpack:"reason"`
+	Now    int64  `msgpack:"now"`
+}
+
+type baselineCmd struct {
+	Scope string `msgpack:"scope"`
+	Name  string `msgpack:"name"`
+	JobID string `msgpack:"job"`
+	Now   int64  `msgpack:"now"`
+}
+
+type pruneCmd struct {
+	Scope string                 `msgpack:"scope"`
+	Opts  evalstore.PruneOptions `msgpack:"opts"`
+}
+
+// applyResult is what Apply returns (ApplyFuture.Response) and what a
+// forwarded apply carries back.
+type applyResult struct {
+	Err       *api.Error             `msgpack:"err,omitempty"`
+	Job       *evalstore.Job         `msgpack:"job,omitempty"`
+	Accepted  []bool                 `msgpack:"accepted,omitempty"`
+	Baseline  *evalstore.Baseline    `msgpack:"baseline,omitempty"`
+	Prune     *evalstore.PruneResult `msgpack:"prune,omitempty"`
+	Recovered int                    `msgpack:"recovered,omitempty"`
+}
+
+func encodeCmd(t cmdType, body any) ([]byte, error) {
+	b, err := msgpack.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	return append([]byte{byte(t)}, b...), nil
+}

@@ -1,0 +1,198 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// FSM applies Raft entries to the eval store. Each entry is one store
+// transaction that also records the entry's index, so replay after a
+// restart and entries at or below a restored snapshot are skipped.
+type FSM struct {
+	store *evalstore.Store
+	log   *slog.Logger
+}
+
+// NewFSM returns an FSM over store.
+func NewFSM(store *evalstore.Store, log *slog.Logger) *FSM {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FSM{store: store, log: log}
+}
+
+// Apply implements raft.FSM. A decode failure or a storage failure panics:
+// both mean this node can no longer follow the log (nomad does the same).
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand || len(l.Data) == 0 {
+		return nil
+	}
+	res, err := f.apply(l.Index, cmdType(l.Data[0]), l.Data[1:])
+	var se *evalstore.StorageError
+	if errors.As(err, &se) {
+		panic(fmt.Sprintf("coordinator fsm: index %d: %v", l.Index, err))
+	}
+	if err != nil {
+		res.Err = api.AsError(err)
+	}
+	return res
+}
+
+func decodeBody(t cmdType, b []byte, v any) {
+	if err := msgpack.Unmarshal(b, v); err != nil {
+		panic(fmt.Sprintf("coordinator fsm: decode %s: %v", t, err))
+	}
+}
+
+func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) {
+	res := &applyResult{}
+	var fn func(tx *evalstore.Tx) error
+	switch t {
+	case cmdSubmit:
+		var c submitCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) (err error) {
+			res.Job, err = tx.CreateEvaluation(c.Set, c.Job, c.Adm, c.Now)
+			return err
+		}
+	case cmdAssign:
+		var c assignCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) (err error) {
+			res.Accepted, err = tx.Assign(c.As, c.Now)
+			return err
+		}
+	case cmdFinish:
+		var c finishCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) (err error) {
+			res.Accepted, err = tx.Finish(c.Outs, c.Now)
+			return err
+		}
+	case cmdTransition:
+		var c transitionCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) error { return f.applyTransition(tx, &c, res) }
+	case cmdLease:
+		var c leaseCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) error { return tx.PutLease(c.Lease) }
+	case cmdRecover:
+		var c recoverCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) error { return f.applyRecover(tx, &c, res) }
+	case cmdBaseline:
+		var c baselineCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) (err error) {
+			res.Baseline, err = tx.PutBaseline(c.Scope, c.Name, c.JobID, c.Now)
+			return err
+		}
+	case cmdPrune:
+		var c pruneCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) (err error) {
+			res.Prune, err = tx.Prune(c.Scope, c.Opts)
+			return err
+		}
+	default:
+		panic(fmt.Sprintf("coordinator fsm: unknown command type %d at index %d", t, index))
+	}
+	applied, err := f.store.Update(index, fn)
+	if !applied && err == nil {
+		f.log.Debug("fsm: skipped applied entry", "index", index, "cmd", t)
+	}
+	return res, err
+}
+
+// applyTransition moves one job and, when it became terminal, admits
+// queued jobs while fewer than Adm.MaxConcurrency run.
+func (f *FSM) applyTransition(tx *evalstore.Tx, c *transitionCmd, res *applyResult) error {
+	j, err := tx.Transition(c.Scope, c.JobID, c.Expected, c.To, c.Patch, c.Now)
+	if err != nil {
+		return err
+	}
+	res.Job = j
+	if !j.Phase.Terminal() {
+		return nil
+	}
+	return promoteQueued(tx, c.Adm, c.Now)
+}
+
+func promoteQueued(tx *evalstore.Tx, adm evalstore.Admission, now int64) error {
+	counts, err := tx.Counts()
+	if err != nil {
+		return err
+	}
+	free := adm.MaxConcurrency - counts.Active
+	if free <= 0 {
+		return nil
+	}
+	queued, err := tx.QueuedJobs(free)
+	if err != nil {
+		return err
+	}
+	for _, q := range queued {
+		if _, err := tx.Transition(q.Scope, q.JobID, []evalstore.Phase{evalstore.PhaseQueued}, evalstore.PhaseRunning,
+			evalstore.Patch{StartedAt: now}, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyRecover fails every queued or running job: a full-cluster restart
+// left no one owning their work (CONTRACTS §6 restart recovery).
+func (f *FSM) applyRecover(tx *evalstore.Tx, c *recoverCmd, res *applyResult) error {
+	var jobs []*evalstore.Job
+	active, err := tx.ActiveJobs()
+	if err != nil {
+		return err
+	}
+	jobs = append(jobs, active...)
+	queued, err := tx.QueuedJobs(1 << 30)
+	if err != nil {
+		return err
+	}
+	jobs = append(jobs, queued...)
+	for _, j := range jobs {
+		if _, err := tx.Transition(j.Scope, j.JobID, []evalstore.Phase{j.Phase}, evalstore.PhaseFailed,
+			evalstore.Patch{FinishedAt: c.Now, Reason: c.Reason}, c.Now); err != nil {
+			return err
+		}
+	}
+	res.Recovered = len(jobs)
+	return tx.RecordRecovered(len(jobs))
+}
+
+// Snapshot implements raft.FSM: a Badger read transaction pinned now, on
+// the apply goroutine, streamed later by Persist.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{snap: f.store.Snapshot()}, nil
+}
+
+// Restore implements raft.FSM: all state is replaced by the snapshot's,
+// its applied index included.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	return f.store.Restore(rc)
+}
+
+type fsmSnapshot struct{ snap *evalstore.Snapshot }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.snap.WriteTo(sink); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() { s.snap.Release() }

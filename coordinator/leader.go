@@ -1,0 +1,554 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// monitorLeadership runs the leader loop while this node leads (nomad
+// monitorLeadership). LeaderCh may coalesce transitions, so a true after
+// a true restarts the loop.
+func (n *Node) monitorLeadership() {
+	var (
+		stop func()
+		wg   sync.WaitGroup
+	)
+	stopLeader := func() {
+		if stop != nil {
+			stop()
+			wg.Wait()
+			stop = nil
+		}
+	}
+	defer stopLeader()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case isLeader := <-n.raft.LeaderCh():
+			stopLeader()
+			if !isLeader {
+				continue
+			}
+			ctx, cancel := context.WithCancel(n.ctx)
+			stop = cancel
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.leaderLoop(ctx)
+			}()
+		}
+	}
+}
+
+// leaderLoop: Barrier, decide failover or full restart from the
+// coordinator lease, then renew the lease, consume results and schedule
+// until leadership ends.
+func (n *Node) leaderLoop(ctx context.Context) {
+	t := n.cfg.Timing
+	if err := n.raft.Barrier(10 * time.Second).Error(); err != nil {
+		n.log.Warn("leader barrier", "err", err)
+		return
+	}
+	if err := n.establish(ctx); err != nil {
+		n.log.Warn("leader establish", "err", err)
+		return
+	}
+	gainedAt := time.Now()
+	n.leading.Store(true)
+	defer n.leading.Store(false)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.consumeResults(ctx)
+	}()
+	adv, err := n.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+bus.TasksStream+".*", func(m *nats.Msg) {
+		var a struct {
+			StreamSeq uint64 `json:"stream_seq"`
+		}
+		if json.Unmarshal(m.Data, &a) == nil && a.StreamSeq > 0 {
+			n.deleteTaskMsg(a.StreamSeq)
+		}
+	})
+	if err == nil {
+		defer adv.Unsubscribe()
+	}
+
+	tick := time.NewTicker(t.Tick)
+	defer tick.Stop()
+	lastLease := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-n.kick:
+		}
+		if time.Since(lastLease) >= t.LeaseInterval {
+			lastLease = time.Now()
+			if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalstore.Lease{LeaderID: n.cfg.ID, At: lastLease.UnixMilli()}}); err != nil {
+				n.log.Warn("lease renewal", "err", err)
+			}
+		}
+		if !n.IsLeader() {
+			return
+		}
+		if err := n.leaderTick(ctx, gainedAt); err != nil && ctx.Err() == nil {
+			n.log.Warn("leader tick", "err", err)
+		}
+	}
+}
+
+// deleteTaskMsg removes a task message whose only delivery was never
+// acked (MaxDeliver=1 leaves it in the work queue; nats-server#5564). The
+// task itself is failed by reconciliation: it was dispatched, so it is
+// never dispatched again.
+func (n *Node) deleteTaskMsg(seq uint64) {
+	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+	defer cancel()
+	if s, err := n.js.Stream(ctx, bus.TasksStream); err == nil {
+		_ = s.DeleteMsg(ctx, seq)
+	}
+}
+
+func (n *Node) establish(ctx context.Context) error {
+	var lease evalstore.Lease
+	var counts evalstore.Counts
+	if err := n.store.View(func(tx *evalstore.Tx) (err error) {
+		if lease, err = tx.Lease(); err != nil {
+			return err
+		}
+		counts, err = tx.Counts()
+		return err
+	}); err != nil {
+		return err
+	}
+	now := time.Now()
+	// No lease at all: no leader ever established, so nothing was ever
+	// dispatched (dispatch starts after this point).
+	stale := lease.At != 0 && now.Sub(time.UnixMilli(lease.At)) > n.cfg.Timing.FenceLease
+	if stale && counts.Active+counts.Queued > 0 {
+		// No leader renewed the lease for longer than the workers' fence:
+		// every worker has killed its tasks, nobody owned the work through
+		// the gap. A full restart, not a failover (DESIGN.md).
+		res, err := n.propose(ctx, cmdRecover, &recoverCmd{Reason: evalstore.ReasonServiceRestarted, Now: now.UnixMilli()})
+		if err != nil {
+			return err
+		}
+		n.log.Info("full restart: failed active jobs", "jobs", res.Recovered)
+	}
+	if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalstore.Lease{LeaderID: n.cfg.ID, At: now.UnixMilli()}}); err != nil {
+		return err
+	}
+	for {
+		err := n.ensureTopology(ctx)
+		if err == nil {
+			return nil
+		}
+		n.log.Warn("ensure topology", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) ensureTopology(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := bus.EnsureTaskStreams(ctx, n.js, n.cfg.Streams); err != nil {
+		return err
+	}
+	for _, w := range n.cfg.Workers {
+		if err := bus.EnsureWorkerConsumer(ctx, n.js, w, 1024, n.cfg.Timing.TaskAckWait); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaderView is one consistent read of what the scheduler needs.
+type leaderView struct {
+	active   []*evalstore.Job
+	inflight map[string][]*evalstore.Task
+}
+
+func (n *Node) readView() (*leaderView, error) {
+	v := &leaderView{inflight: map[string][]*evalstore.Task{}}
+	err := n.store.View(func(tx *evalstore.Tx) error {
+		var err error
+		if v.active, err = tx.ActiveJobs(); err != nil {
+			return err
+		}
+		inflight, err := tx.InFlight()
+		if err != nil {
+			return err
+		}
+		for w, as := range inflight {
+			for _, a := range as {
+				t, err := tx.Task(a.JobID, a.Index)
+				if err != nil {
+					return err
+				}
+				v.inflight[w] = append(v.inflight[w], t)
+			}
+		}
+		return nil
+	})
+	return v, err
+}
+
+func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time) error {
+	now := time.Now()
+	v, err := n.readView()
+	if err != nil {
+		return err
+	}
+	if err := n.failLostTasks(ctx, v, now, gainedAt); err != nil {
+		return err
+	}
+	if err := n.checkJobs(ctx, v, now, gainedAt); err != nil {
+		return err
+	}
+	return n.dispatch(ctx, v, now)
+}
+
+// failLostTasks fails, through Raft, the in-flight tasks of workers that
+// missed their lease, tasks no heartbeat reports long after dispatch, and
+// tasks past their deadline. None is ever dispatched again.
+func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt time.Time) error {
+	t := n.cfg.Timing
+	var outs []evalstore.Outcome
+	var lostWorkers []string
+	workers := make([]string, 0, len(v.inflight))
+	for w := range v.inflight {
+		workers = append(workers, w)
+	}
+	sort.Strings(workers)
+	for _, w := range workers {
+		tasks := v.inflight[w]
+		seen, ok := n.live.worker(w)
+		if now.Sub(gainedAt) > t.WorkerTTL && (!ok || now.Sub(seen.at) > t.WorkerTTL) {
+			lostWorkers = append(lostWorkers, w)
+			for _, tk := range tasks {
+				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
+					State: evalstore.TaskFailed, Tag: evalengine.TagWorkerLost})
+			}
+			continue
+		}
+		reported := map[api.TaskRef]bool{}
+		for _, r := range seen.hb.Running {
+			reported[r] = true
+		}
+		for _, tk := range tasks {
+			switch {
+			case now.UnixMilli() > tk.DeadlineAt:
+				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
+					State: evalstore.TaskFailed, Tag: evalengine.TagTimeout})
+			case ok && seen.at.After(gainedAt) && seen.at.Sub(time.UnixMilli(tk.AssignedAt)) > t.DispatchGrace &&
+				!reported[api.TaskRef{JobID: tk.JobID, Index: tk.Index}]:
+				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
+					State: evalstore.TaskFailed, Tag: evalengine.TagWorkerLost})
+			}
+		}
+	}
+	if err := n.finishOutcomes(ctx, outs, now); err != nil {
+		return err
+	}
+	for _, w := range lostWorkers {
+		// The worker's undelivered backlog must never reach it later.
+		n.purgeWorker(ctx, w)
+	}
+	return nil
+}
+
+func (n *Node) purgeWorker(ctx context.Context, w string) {
+	subj, err := bus.TaskSubject(w)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if s, err := n.js.Stream(ctx, bus.TasksStream); err == nil {
+		_ = s.Purge(ctx, jetstream.WithPurgeSubject(subj))
+	}
+}
+
+func (n *Node) finishOutcomes(ctx context.Context, outs []evalstore.Outcome, now time.Time) error {
+	max := n.cfg.Limits.MaxTasksPerCommand
+	for len(outs) > 0 {
+		k := min(len(outs), max)
+		res, err := n.propose(ctx, cmdFinish, &finishCmd{Outs: outs[:k], Now: now.UnixMilli()})
+		if err != nil {
+			return err
+		}
+		for _, ok := range res.Accepted {
+			if !ok {
+				n.rejected.Add(1)
+			}
+		}
+		outs = outs[k:]
+	}
+	return nil
+}
+
+// checkJobs finishes jobs whose tasks are all terminal, and times out or
+// cancels (owner lost) the others.
+func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.Time) error {
+	for _, j := range v.active {
+		var tc *transitionCmd
+		switch {
+		case j.Progress.Done >= j.Progress.Total:
+			var err error
+			if tc, err = n.completeJob(j, now); err != nil {
+				return err
+			}
+		case j.Spec.JobTTLMS > 0 && now.UnixMilli() > j.StartedAt+j.Spec.JobTTLMS:
+			tc = &transitionCmd{To: evalstore.PhaseTimedOut, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalstore.ReasonDeadlineExceeded}}
+		case j.Spec.Owner != "" && n.ownerExpired(j, now, gainedAt):
+			tc = &transitionCmd{To: evalstore.PhaseCancelled, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalstore.ReasonOwnerLost}}
+		default:
+			continue
+		}
+		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalstore.Phase{evalstore.PhaseRunning}, n.admission(), now.UnixMilli()
+		if _, err := n.propose(ctx, cmdTransition, tc); err != nil && !errors.Is(err, evalstore.ErrStalePhase) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) ownerExpired(j *evalstore.Job, now, gainedAt time.Time) bool {
+	ttl := time.Duration(j.Spec.OwnerTTLMS) * time.Millisecond
+	since := gainedAt
+	if c := time.UnixMilli(j.CreatedAt); c.After(since) {
+		since = c
+	}
+	if last, ok := n.live.owner(j.Spec.Owner); ok && last.After(since) {
+		since = last
+	}
+	return now.Sub(since) > ttl
+}
+
+// completeJob aggregates a job's samples with evalengine.Aggregate, the
+// function a local run uses. Lost, timed-out or cancelled tasks become
+// error samples with their tag.
+func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, error) {
+	var tasks []evalstore.Task
+	var set *evalstore.SetRecord
+	err := n.store.View(func(tx *evalstore.Tx) (err error) {
+		if tasks, err = tx.Tasks(j.JobID); err != nil {
+			return err
+		}
+		set, err = tx.GetSet(j.Scope, j.EvalSetID, j.EvalSetVersion)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	failed := func(reason string) *transitionCmd {
+		return &transitionCmd{To: evalstore.PhaseFailed, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: reason}}
+	}
+	p, err := api.Prepare(set.Body, j.Spec.Criteria, j.Spec.Options)
+	if err != nil {
+		return failed(api.AsError(err).Code), nil
+	}
+	cases := len(p.Set.Cases)
+	samples := make([]evalengine.SampleResult, 0, len(tasks))
+	for _, t := range tasks {
+		ci, si := api.TaskIndex(t.Index, cases)
+		var s evalengine.SampleResult
+		ok := t.State == evalstore.TaskDone && json.Unmarshal(t.Sample, &s) == nil &&
+			s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si
+		if !ok {
+			tag := t.Tag
+			if tag == "" {
+				tag = evalengine.TagWorkerLost
+				if t.State == evalstore.TaskCancelled {
+					tag = evalengine.TagCancelled
+				}
+			}
+			s = evalengine.ErrorSample(p.Set, ci, si, tag)
+		}
+		samples = append(samples, s)
+	}
+	dur := now.Sub(time.UnixMilli(j.StartedAt))
+	res, err := evalengine.Aggregate(p.Set, p.Metrics, p.Options, samples, dur)
+	if err != nil {
+		return failed(api.AsError(err).Code), nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return failed("evaluation_result_encoding_failed"), nil
+	}
+	return &transitionCmd{To: evalstore.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Result: b}}, nil
+}
+
+// dispatch assigns undispatched tasks of running jobs (admission order) to
+// live allowlisted workers with spare capacity, records the assignments in
+// Raft, and only then publishes them.
+func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time) error {
+	t := n.cfg.Timing
+	type slot struct {
+		id   string
+		free int
+	}
+	var slots []*slot
+	for _, w := range n.cfg.Workers {
+		seen, ok := n.live.worker(w)
+		if !ok || now.Sub(seen.at) > t.WorkerTTL {
+			continue
+		}
+		if free := seen.hb.Capacity - len(v.inflight[w]); free > 0 {
+			slots = append(slots, &slot{id: w, free: free})
+		}
+	}
+	var as []evalstore.Assignment
+	maxCmd := n.cfg.Limits.MaxTasksPerCommand
+	for _, j := range v.active {
+		for idx := j.Progress.Dispatched; idx < j.Progress.Total && len(as) < maxCmd; idx++ {
+			// The worker with the most free slots takes the next task.
+			best := -1
+			for i, s := range slots {
+				if s.free > 0 && (best < 0 || s.free > slots[best].free) {
+					best = i
+				}
+			}
+			if best < 0 {
+				break
+			}
+			slots[best].free--
+			as = append(as, evalstore.Assignment{JobID: j.JobID, Index: idx, Worker: slots[best].id})
+		}
+	}
+	if len(as) == 0 {
+		return nil
+	}
+	res, err := n.propose(ctx, cmdAssign, &assignCmd{As: as, Now: now.UnixMilli()})
+	if err != nil {
+		return err
+	}
+	cases := map[string]*evalstore.Job{}
+	for _, j := range v.active {
+		cases[j.JobID] = j
+	}
+	var futures []jetstream.PubAckFuture
+	for i, a := range as {
+		if i >= len(res.Accepted) || !res.Accepted[i] {
+			continue
+		}
+		j := cases[a.JobID]
+		ci, si := api.TaskIndex(a.Index, j.Spec.Cases)
+		task := api.Task{JobID: a.JobID, Index: a.Index, CaseIndex: ci, Sample: si, Worker: a.Worker,
+			DeadlineAt: now.UnixMilli() + j.Spec.TaskTTLMS}
+		b, err := wire.Encode(api.KindTask, &task)
+		if err != nil {
+			continue
+		}
+		subj, _ := bus.TaskSubject(a.Worker)
+		f, err := n.js.PublishAsync(subj, b, jetstream.WithMsgID(task.ID()))
+		if err != nil {
+			// Recorded but not sent: reconciliation fails it as lost.
+			n.log.Warn("publish task", "task", task.ID(), "err", err)
+			continue
+		}
+		futures = append(futures, f)
+	}
+	select {
+	case <-n.js.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+		n.log.Warn("task publish acks timed out")
+	case <-ctx.Done():
+	}
+	for _, f := range futures {
+		select {
+		case err := <-f.Err():
+			n.log.Warn("publish task", "err", err)
+		default:
+		}
+	}
+	return nil
+}
+
+// consumeResults pulls sample results and applies them through Raft in
+// batches, fenced by assignment in the FSM. Acks follow the apply, so a
+// crash in between redelivers to the next leader, where the fence makes
+// the duplicate a no-op.
+func (n *Node) consumeResults(ctx context.Context) {
+	var cons jetstream.Consumer
+	for cons == nil {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := n.js.CreateOrUpdateConsumer(cctx, bus.ResultsStream, jetstream.ConsumerConfig{
+			Durable: bus.ResultsConsumer, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: n.cfg.Timing.ResultAckWait, MaxAckPending: 8192, MaxDeliver: -1,
+		})
+		cancel()
+		if err == nil {
+			cons = c
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	for ctx.Err() == nil {
+		first, err := cons.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			continue
+		}
+		var msgs []jetstream.Msg
+		for m := range first.Messages() {
+			msgs = append(msgs, m)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if more, err := cons.FetchNoWait(n.cfg.Limits.MaxTasksPerCommand - 1); err == nil {
+			for m := range more.Messages() {
+				msgs = append(msgs, m)
+			}
+		}
+		n.applyResults(ctx, msgs)
+	}
+}
+
+func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
+	outs := make([]evalstore.Outcome, 0, len(msgs))
+	for _, m := range msgs {
+		var r api.Result
+		if err := wire.Decode(m.Data(), api.ResultLimits, api.KindResult, &r); err != nil || !n.allow[r.Worker] {
+			n.rejected.Add(1)
+			continue
+		}
+		outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
+			State: evalstore.TaskDone, Sample: r.Sample, Error: r.Error})
+	}
+	if err := n.finishOutcomes(ctx, outs, time.Now()); err != nil {
+		return // not acked: redelivered after AckWait
+	}
+	for _, m := range msgs {
+		_ = m.Ack()
+	}
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,89 @@
+package coordinator
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/nats-io/nats.go"
+)
+
+// liveness is what this node has heard from workers and owners, by its
+// own clock. Every coordinator keeps it (heartbeats are core NATS
+// messages every node receives) so a new leader starts with a warm view;
+// only the leader acts on it, and only through Raft.
+type liveness struct {
+	mu      sync.Mutex
+	workers map[string]workerSeen
+	owners  map[string]time.Time
+}
+
+type workerSeen struct {
+	at time.Time
+	hb api.Heartbeat
+}
+
+func newLiveness() *liveness {
+	return &liveness{workers: map[string]workerSeen{}, owners: map[string]time.Time{}}
+}
+
+func (l *liveness) worker(id string) (workerSeen, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.workers[id]
+	return w, ok
+}
+
+func (l *liveness) owner(id string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.owners[id]
+	return t, ok
+}
+
+// onHeartbeat records a worker heartbeat; the leader answers it with the
+// tasks the worker must kill. The worker id is the subject token, which
+// NATS permissions tie to the worker's credentials.
+func (n *Node) onHeartbeat(m *nats.Msg) {
+	id := strings.TrimPrefix(m.Subject, bus.HeartbeatSubjectPrefix)
+	if !n.allow[id] {
+		return // not allowlisted: never answered, never dispatched to
+	}
+	var hb api.Heartbeat
+	if err := wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb); err != nil || hb.Worker != id {
+		return
+	}
+	n.live.mu.Lock()
+	n.live.workers[id] = workerSeen{at: time.Now(), hb: hb}
+	n.live.mu.Unlock()
+	if !n.leading.Load() || m.Reply == "" {
+		return
+	}
+	rep := api.HeartbeatReply{Leader: n.cfg.ID}
+	_ = n.store.View(func(tx *evalstore.Tx) error {
+		for _, ref := range hb.Running {
+			t, err := tx.Task(ref.JobID, ref.Index)
+			if err != nil || t.State != evalstore.TaskAssigned || t.Worker != id {
+				rep.Kill = append(rep.Kill, ref)
+			}
+		}
+		return nil
+	})
+	if b, err := wire.Encode(api.KindHBReply, &rep); err == nil {
+		_ = m.Respond(b)
+	}
+}
+
+func (n *Node) onOwnerRenew(m *nats.Msg) {
+	id := strings.TrimPrefix(m.Subject, bus.OwnerSubjectPrefix)
+	if bus.ValidToken(id) != nil {
+		return
+	}
+	n.live.mu.Lock()
+	n.live.owners[id] = time.Now()
+	n.live.mu.Unlock()
+}

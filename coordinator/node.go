@@ -1,0 +1,456 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Peer is a Raft voter: its node id and TCP address.
+type Peer struct {
+	ID   string
+	Addr string
+}
+
+// Limits are the service's admission and validation limits (CONTRACTS §6).
+type Limits struct {
+	MaxConcurrency     int           // running jobs, default 4
+	MaxQueue           int           // queued jobs, default 1000
+	MaxQueueBytes      int64         // default 64 MiB
+	TaskTimeout        time.Duration // upper bound of one task, default 1 h
+	MaxPendingSubmits  int           // concurrent validations, default 64
+	ValidationTimeout  time.Duration // per submit, default 1 s
+	DefaultOwnerTTL    time.Duration // when a submit names an owner without TTL, default 10 s
+	MaxTasksPerCommand int           // assignments or outcomes per Raft entry, default 512
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxConcurrency <= 0 {
+		l.MaxConcurrency = 4
+	}
+	if l.MaxQueue < 0 {
+		l.MaxQueue = 0
+	} else if l.MaxQueue == 0 {
+		l.MaxQueue = 1000
+	}
+	if l.MaxQueueBytes <= 0 {
+		l.MaxQueueBytes = 64 << 20
+	}
+	if l.TaskTimeout <= 0 {
+		l.TaskTimeout = time.Hour
+	}
+	if l.MaxPendingSubmits <= 0 {
+		l.MaxPendingSubmits = 64
+	}
+	if l.ValidationTimeout <= 0 {
+		l.ValidationTimeout = time.Second
+	}
+	if l.DefaultOwnerTTL <= 0 {
+		l.DefaultOwnerTTL = 10 * time.Second
+	}
+	if l.MaxTasksPerCommand <= 0 {
+		l.MaxTasksPerCommand = 512
+	}
+	return l
+}
+
+// Timing holds every duration of Raft and of the liveness scheme. The
+// zero value means production defaults; tests shrink them.
+type Timing struct {
+	RaftHeartbeat   time.Duration // raft HeartbeatTimeout and ElectionTimeout (default 1 s)
+	RaftLeaderLease time.Duration // default 500 ms
+	Tick            time.Duration // leader loop period (default 50 ms)
+	LeaseInterval   time.Duration // coordinator lease renewal through Raft (default 1 s)
+	FenceLease      time.Duration // workers self-fence after this without a leader (default 5 s)
+	WorkerTTL       time.Duration // a worker silent this long is lost (default 5 s)
+	DispatchGrace   time.Duration // a dispatched task no heartbeat reports after this is lost (default 10 s)
+	TaskAckWait     time.Duration // worker consumer AckWait (default 10 s)
+	ResultAckWait   time.Duration // results consumer AckWait (default 5 s)
+	ApplyTimeout    time.Duration // raft Apply enqueue timeout (default 5 s)
+}
+
+func (t Timing) withDefaults() Timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.RaftHeartbeat, time.Second)
+	def(&t.RaftLeaderLease, 500*time.Millisecond)
+	def(&t.Tick, 50*time.Millisecond)
+	def(&t.LeaseInterval, time.Second)
+	def(&t.FenceLease, 5*time.Second)
+	def(&t.WorkerTTL, 5*time.Second)
+	def(&t.DispatchGrace, 10*time.Second)
+	def(&t.TaskAckWait, 10*time.Second)
+	def(&t.ResultAckWait, 5*time.Second)
+	def(&t.ApplyTimeout, 5*time.Second)
+	return t
+}
+
+// Config configures a coordinator node.
+type Config struct {
+	// ID is the node id (Raft ServerID), a subject token.
+	ID string
+	// DataDir holds raft.db, snapshots and the Badger eval store.
+	DataDir string
+	// RaftAddr is the TCP bind address, e.g. 127.0.0.1:0.
+	RaftAddr string
+	// Bootstrap starts a new cluster whose voters are Peers (this node
+	// alone when empty). Ignored when DataDir already has Raft state.
+	Bootstrap bool
+	Peers     []Peer
+	// NATS is the node's connection; the node does not close it.
+	NATS *nats.Conn
+	// Workers is the allowlist of worker ids tasks may go to.
+	Workers []string
+	// Streams sizes ADK_TASKS and ADK_RESULTS (replicas 1 or 3, limits).
+	Streams     bus.TaskStreamConfig
+	Limits      Limits
+	StoreLimits evalstore.Limits
+	Timing      Timing
+	// MemTableSize for Badger (default 64 MiB).
+	MemTableSize int64
+	Logger       *slog.Logger
+}
+
+// Node is one coordinator: a Raft peer with its FSM and eval store, the
+// adk.coord.v1 service, and (while it leads) the scheduler.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	store *evalstore.Store
+	fsm   *FSM
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	bolt  *raftboltdb.BoltStore
+	nc    *nats.Conn
+	js    jetstream.JetStream
+
+	allow map[string]bool
+	live  *liveness
+	svc   *service
+
+	rejected atomic.Int64  // results refused: not allowlisted, undecodable
+	leading  atomic.Bool   // leader loop established (barrier, recovery done)
+	kick     chan struct{} // results applied: schedule now (cap 1)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // monitorLeadership, forward handlers
+	subs   []*nats.Subscription
+}
+
+// Start opens the store and Raft, bootstraps if asked, creates the task
+// streams, and serves the API. Stop undoes it.
+func Start(cfg Config) (n *Node, err error) {
+	if err := bus.ValidToken(cfg.ID); err != nil {
+		return nil, fmt.Errorf("coordinator id: %w", err)
+	}
+	if cfg.NATS == nil || cfg.DataDir == "" {
+		return nil, errors.New("coordinator: NATS and DataDir are required")
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Timing = cfg.Timing.withDefaults()
+	if cfg.RaftAddr == "" {
+		cfg.RaftAddr = "127.0.0.1:0"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("coordinator", cfg.ID)
+	n = &Node{cfg: cfg, log: log, nc: cfg.NATS, allow: map[string]bool{}, kick: make(chan struct{}, 1)}
+	for _, w := range cfg.Workers {
+		if err := bus.ValidToken(w); err != nil {
+			return nil, fmt.Errorf("worker id %q: %w", w, err)
+		}
+		n.allow[w] = true
+	}
+	n.live = newLiveness()
+	defer func() {
+		if err != nil {
+			n.Stop()
+		}
+	}()
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	n.store, err = evalstore.Open(evalstore.Options{Dir: filepath.Join(cfg.DataDir, "evalstore"), Limits: cfg.StoreLimits,
+		MemTableSize: cfg.MemTableSize, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	n.fsm = NewFSM(n.store, log)
+	if n.js, err = jetstream.New(n.nc); err != nil {
+		return nil, err
+	}
+	if err := n.startRaft(); err != nil {
+		return nil, err
+	}
+	if err := n.subscribe(); err != nil {
+		return nil, err
+	}
+	if n.svc, err = startService(n); err != nil {
+		return nil, err
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.monitorLeadership()
+	}()
+	return n, nil
+}
+
+func (n *Node) startRaft() error {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.ID)
+	t := n.cfg.Timing
+	rc.HeartbeatTimeout, rc.ElectionTimeout = t.RaftHeartbeat, t.RaftHeartbeat
+	rc.LeaderLeaseTimeout = t.RaftLeaderLease
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 1024
+	rc.SnapshotThreshold = 8192
+	rc.TrailingLogs = 10240
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft-" + n.cfg.ID, Level: hclog.Error, Output: io.Discard})
+	raftDir := filepath.Join(n.cfg.DataDir, "raft")
+	if err := os.MkdirAll(raftDir, 0o700); err != nil {
+		return err
+	}
+	var err error
+	n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("raft bolt store: %w", err)
+	}
+	logs, err := raft.NewLogCache(512, n.bolt)
+	if err != nil {
+		return err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, rc.Logger)
+	if err != nil {
+		return err
+	}
+	n.trans, err = raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, nil, 3, 5*time.Second, rc.Logger)
+	if err != nil {
+		return fmt.Errorf("raft transport: %w", err)
+	}
+	existing, err := raft.HasExistingState(logs, n.bolt, snaps)
+	if err != nil {
+		return err
+	}
+	if n.cfg.Bootstrap && !existing {
+		conf := raft.Configuration{}
+		peers := n.cfg.Peers
+		if len(peers) == 0 {
+			peers = []Peer{{ID: n.cfg.ID, Addr: string(n.trans.LocalAddr())}}
+		}
+		for _, p := range peers {
+			conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+		}
+		if err := raft.BootstrapCluster(rc, logs, n.bolt, snaps, n.trans, conf); err != nil {
+			return fmt.Errorf("raft bootstrap: %w", err)
+		}
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.bolt, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("raft: %w", err)
+	}
+	return nil
+}
+
+// Stop leaves the service, stops the leader loop, shuts Raft down and
+// closes the stores. It is safe on a partly started node.
+func (n *Node) Stop() {
+	if n.svc != nil {
+		n.svc.stop()
+	}
+	for _, s := range n.subs {
+		_ = s.Unsubscribe()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if n.raft != nil {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			n.log.Error("raft shutdown", "err", err)
+		}
+	}
+	n.wg.Wait()
+	if n.trans != nil {
+		// Close does not close pooled outbound connections; without this the
+		// peers' handleConn goroutines read from them forever.
+		n.trans.CloseStreams()
+		n.trans.Close()
+	}
+	if n.bolt != nil {
+		n.bolt.Close()
+	}
+	if n.store != nil {
+		n.store.Close()
+	}
+}
+
+// ID returns the node id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// RaftAddr returns the Raft transport address (useful with port 0).
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// IsLeader reports whether this node is the Raft leader.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the current leader's id ("" when unknown).
+func (n *Node) Leader() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
+
+// Store exposes the eval store for reads (tests, the CLI's status).
+func (n *Node) Store() *evalstore.Store { return n.store }
+
+// Join adds a voter; it must run on the leader.
+func (n *Node) Join(id, addr string) error {
+	return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+}
+
+// Snapshot forces a Raft snapshot (tests, operators).
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// AppliedIndex is the FSM's last applied index.
+func (n *Node) AppliedIndex() uint64 { return n.store.AppliedIndex() }
+
+// RejectedResults counts results refused before Raft (sender not
+// allowlisted, undecodable) plus outcomes fenced out by the FSM.
+func (n *Node) RejectedResults() int64 { return n.rejected.Load() }
+
+func forwardSubject(id string) string { return bus.CoordSubjectPrefix + "fwd-" + id }
+
+// propose applies a command through Raft: locally on the leader, else
+// forwarded to the leader over NATS (rqlite's try-local-else-forward).
+func (n *Node) propose(ctx context.Context, t cmdType, body any) (*applyResult, error) {
+	data, err := encodeCmd(t, body)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if n.raft.State() == raft.Leader {
+			res, err := n.applyLocal(data)
+			if err == nil || api.AsError(err).Code != api.CodeNotLeader {
+				return res, err
+			}
+		} else if leader := n.Leader(); leader != "" && leader != n.cfg.ID {
+			res, err := n.forward(ctx, leader, data)
+			if err == nil || api.AsError(err).Code != api.CodeNotLeader {
+				return res, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, api.Errorf(api.CodeServiceUnavailable, "no leader")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) applyLocal(data []byte) (*applyResult, error) {
+	f := n.raft.Apply(data, n.cfg.Timing.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, api.Errorf(api.CodeNotLeader, "%v", err)
+		}
+		return nil, api.Errorf(api.CodeServiceUnavailable, "%v", err)
+	}
+	res, _ := f.Response().(*applyResult)
+	if res == nil {
+		return nil, api.Errorf(api.CodeInternal, "empty apply response")
+	}
+	if res.Err != nil {
+		return res, res.Err
+	}
+	return res, nil
+}
+
+func (n *Node) forward(ctx context.Context, leader string, data []byte) (*applyResult, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	msg, err := n.nc.RequestWithContext(rctx, forwardSubject(leader), data)
+	if err != nil {
+		return nil, api.Errorf(api.CodeNotLeader, "forward: %v", err)
+	}
+	var res applyResult
+	if err := msgpack.Unmarshal(msg.Data, &res); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "forward reply: %v", err)
+	}
+	if res.Err != nil {
+		return &res, res.Err
+	}
+	return &res, nil
+}
+
+// forwardSlots bounds concurrent forwarded applies.
+const forwardSlots = 256
+
+func (n *Node) subscribe() error {
+	slots := make(chan struct{}, forwardSlots)
+	sub, err := n.nc.Subscribe(forwardSubject(n.cfg.ID), func(m *nats.Msg) {
+		select {
+		case slots <- struct{}{}:
+		default:
+			b, _ := msgpack.Marshal(&applyResult{Err: api.Errorf(api.CodeServiceUnavailable, "forward queue full")})
+			_ = m.Respond(b)
+			return
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			defer func() { <-slots }()
+			var res *applyResult
+			if n.raft.State() != raft.Leader {
+				res = &applyResult{Err: api.Errorf(api.CodeNotLeader, "")}
+			} else {
+				var err error
+				res, err = n.applyLocal(m.Data)
+				if res == nil {
+					res = &applyResult{Err: api.AsError(err)}
+				}
+			}
+			b, err := msgpack.Marshal(res)
+			if err == nil {
+				_ = m.Respond(b)
+			}
+		}()
+	})
+	if err != nil {
+		return err
+	}
+	n.subs = append(n.subs, sub)
+	hb, err := n.nc.Subscribe(bus.AllHeartbeatsSubject, n.onHeartbeat)
+	if err != nil {
+		return err
+	}
+	owner, err := n.nc.Subscribe(bus.AllOwnersSubject, n.onOwnerRenew)
+	if err != nil {
+		return err
+	}
+	n.subs = append(n.subs, hb, owner)
+	return nil
+}

@@ -1,0 +1,413 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/internal/jsonlimit"
+	"github.com/fadcedab/adk/internal/secrets"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// ServiceName is the micro service every coordinator registers.
+const ServiceName = "adk-coord"
+
+// service serves adk.coord.v1.* on one node. Reads answer from the local
+// store (a follower may lag by a few entries); writes go through propose.
+// Submits are validated by at most MaxPendingSubmits goroutines, off the
+// endpoint's subscription goroutine and off the Raft apply path, so status
+// calls keep answering under a flood of large submissions.
+type service struct {
+	n       *Node
+	svc     micro.Service
+	slots   chan struct{}
+	pending atomic.Int64
+	wg      sync.WaitGroup // submit goroutines
+}
+
+func startService(n *Node) (*service, error) {
+	s := &service{n: n, slots: make(chan struct{}, n.cfg.Limits.MaxPendingSubmits)}
+	svc, err := micro.AddService(n.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     "1.0.0",
+		Description: "adk eval coordinator",
+		QueueGroup:  ServiceName,
+		Metadata:    map[string]string{"node": n.cfg.ID},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator service: %w", err)
+	}
+	s.svc = svc
+	g := svc.AddGroup(bus.CoordSubjectPrefix[:len(bus.CoordSubjectPrefix)-1])
+	ops := map[string]func(*api.Request) *api.Reply{
+		api.OpStatus: s.status, api.OpResult: s.result, api.OpCancel: s.cancel,
+		api.OpListJobs: s.listJobs, api.OpGetSet: s.getSet, api.OpListSets: s.listSets,
+		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpPrune: s.prune,
+		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec,
+	}
+	for op, h := range ops {
+		h := h
+		if err := g.AddEndpoint(op, micro.HandlerFunc(func(r micro.Request) { s.serve(r, h) })); err != nil {
+			_ = svc.Stop()
+			return nil, err
+		}
+	}
+	if err := g.AddEndpoint(api.OpSubmit, micro.HandlerFunc(s.submit)); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *service) stop() {
+	_ = s.svc.Stop()
+	s.wg.Wait()
+}
+
+func respond(r micro.Request, rep *api.Reply) {
+	b, err := wire.Encode(api.KindReply, rep)
+	if err != nil {
+		b, _ = wire.Encode(api.KindReply, &api.Reply{Err: api.Errorf(api.CodeInternal, "encode reply")})
+	}
+	_ = r.Respond(b)
+}
+
+func fail(err error) *api.Reply { return &api.Reply{Err: api.AsError(err)} }
+
+func decodeRequest(data []byte, lim wire.DecodeLimits) (*api.Request, error) {
+	var req api.Request
+	if err := wire.Decode(data, lim, api.KindRequest, &req); err != nil {
+		var we *wire.WireError
+		if errors.As(err, &we) && we.Code == wire.CodeTooLarge {
+			return nil, api.Errorf(api.CodeRequestLimit, "request")
+		}
+		return nil, api.Errorf(api.CodeInvalidRequest, "%v", err)
+	}
+	if err := evalstore.ValidScope(req.Scope); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+func (s *service) serve(r micro.Request, h func(*api.Request) *api.Reply) {
+	req, err := decodeRequest(r.Data(), api.SmallLimits)
+	if err != nil {
+		respond(r, fail(err))
+		return
+	}
+	respond(r, h(req))
+}
+
+func (s *service) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.n.ctx, 30*time.Second)
+}
+
+// submit: bounded validation, then one Raft command that stores the set
+// revision and the job atomically and admits it.
+func (s *service) submit(r micro.Request) {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		respond(r, fail(api.Errorf(api.CodeValidationBusy, "")))
+		return
+	}
+	s.pending.Add(1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		release := func() { s.pending.Add(-1); <-s.slots }
+		cmd, err := s.validate(r.Data(), release)
+		if err != nil {
+			respond(r, fail(err))
+			return
+		}
+		ctx, cancel := s.ctx()
+		defer cancel()
+		res, err := s.n.propose(ctx, cmdSubmit, cmd)
+		if err != nil {
+			respond(r, fail(err))
+			return
+		}
+		respond(r, &api.Reply{Job: res.Job})
+	}()
+}
+
+// validate runs the checks in their own goroutine bounded by
+// ValidationTimeout; release frees the slot when that goroutine ends (not
+// at the timeout), so the slot count is the real work in progress.
+func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
+	type out struct {
+		cmd *submitCmd
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		defer release()
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- out{err: api.Errorf(api.CodeValidationFailed, "panic")}
+			}
+		}()
+		cmd, err := s.buildSubmit(data)
+		ch <- out{cmd, err}
+	}()
+	t := time.NewTimer(s.n.cfg.Limits.ValidationTimeout)
+	defer t.Stop()
+	select {
+	case o := <-ch:
+		return o.cmd, o.err
+	case <-t.C:
+		return nil, api.Errorf(api.CodeValidationTimeout, "")
+	}
+}
+
+func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
+	if len(data) > api.MaxRequestBytes {
+		return nil, api.Errorf(api.CodeRequestLimit, "request")
+	}
+	req, err := decodeRequest(data, api.RequestLimits)
+	if err != nil {
+		return nil, err
+	}
+	sub := req.Submit
+	if sub == nil || len(sub.Set) == 0 {
+		return nil, api.Errorf(api.CodeInvalidRequest, "set is required")
+	}
+	if err := bus.ValidToken(sub.Agent); err != nil {
+		return nil, api.Errorf(api.CodeUnknownAgent, "agent must be a configured agent name")
+	}
+	p, err := api.Prepare(sub.Set, sub.Criteria, sub.Options)
+	if err != nil {
+		return nil, err
+	}
+	body, err := evalengine.EncodeSet(p.Set)
+	if err != nil {
+		return nil, err
+	}
+	if body, err = canonjson.Canonicalize(body); err != nil {
+		return nil, err
+	}
+	var meta []byte
+	if len(sub.Metadata) > 0 {
+		if len(sub.Metadata) > api.MaxMetadataBytes {
+			return nil, api.Errorf(api.CodeRequestLimit, "metadata")
+		}
+		v, err := jsonlimit.Decode(sub.Metadata, jsonlimit.Limits{MaxBytes: api.MaxMetadataBytes})
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidRequest, "metadata: %v", err)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return nil, api.Errorf(api.CodeInvalidRequest, "metadata must be an object")
+		}
+		if meta, err = canonjson.Marshal(secrets.Prune(v)); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := api.EncodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	var ownerTTL int64
+	if sub.Owner != "" {
+		if err := bus.ValidToken(sub.Owner); err != nil {
+			return nil, api.Errorf(api.CodeInvalidRequest, "owner: %v", err)
+		}
+		ownerTTL = sub.OwnerTTLMS
+		if ownerTTL <= 0 {
+			ownerTTL = s.n.cfg.Limits.DefaultOwnerTTL.Milliseconds()
+		}
+	}
+	lim := s.n.cfg.Limits
+	taskTTL := min(lim.TaskTimeout.Milliseconds(), int64(p.Options.CaseTimeoutMS)+s.n.cfg.Timing.TaskAckWait.Milliseconds())
+	now := time.Now().UnixMilli()
+	set := evalstore.SetRecord{Scope: req.Scope, ID: p.Set.ID, Version: p.Set.Version,
+		Digest: canonjson.DigestBytes(body), Body: body, CreatedAt: now}
+	job := evalstore.Job{
+		JobID: newJobID(), Scope: req.Scope, EvalSetID: p.Set.ID, EvalSetVersion: p.Set.Version, Metadata: meta,
+		Spec: evalstore.JobSpec{SetDigest: set.Digest, Agent: sub.Agent, Options: opts, Criteria: sub.Criteria,
+			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: int64(p.Options.TimeoutMS),
+			Cases: len(p.Set.Cases), Samples: p.Options.Samples},
+	}
+	return &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now}, nil
+}
+
+func (n *Node) admission() evalstore.Admission {
+	l := n.cfg.Limits
+	return evalstore.Admission{MaxConcurrency: l.MaxConcurrency, MaxQueue: l.MaxQueue, MaxQueueBytes: l.MaxQueueBytes}
+}
+
+func newJobID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "eval-" + hex.EncodeToString(b[:])
+}
+
+func (s *service) view(fn func(tx *evalstore.Tx) (*api.Reply, error)) *api.Reply {
+	var rep *api.Reply
+	err := s.n.store.View(func(tx *evalstore.Tx) (err error) { rep, err = fn(tx); return err })
+	if err != nil {
+		return fail(err)
+	}
+	return rep
+}
+
+func (s *service) status(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		j, err := tx.GetJob(req.Scope, req.JobID)
+		return &api.Reply{Job: j}, err
+	})
+}
+
+func (s *service) result(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		j, err := tx.GetJob(req.Scope, req.JobID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case j.Phase == evalstore.PhaseCompleted:
+			res, err := tx.Result(j.JobID)
+			return &api.Reply{Job: j, Result: res}, err
+		case !j.Phase.Terminal():
+			return nil, api.Errorf(api.CodeResultNotReady, "")
+		default:
+			return nil, &api.Error{Code: api.CodeJobTerminal, Phase: string(j.Phase), Reason: j.Reason}
+		}
+	})
+}
+
+func (s *service) cancel(req *api.Request) *api.Reply {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	for attempt := 0; attempt < 3; attempt++ {
+		var j *evalstore.Job
+		if err := s.n.store.View(func(tx *evalstore.Tx) (err error) { j, err = tx.GetJob(req.Scope, req.JobID); return err }); err != nil {
+			return fail(err)
+		}
+		if j.Phase.Terminal() {
+			return fail(&api.Error{Code: api.CodeAlreadyTerminal, Phase: string(j.Phase), Reason: j.Reason})
+		}
+		now := time.Now().UnixMilli()
+		res, err := s.n.propose(ctx, cmdTransition, &transitionCmd{Scope: req.Scope, JobID: req.JobID,
+			Expected: []evalstore.Phase{j.Phase}, To: evalstore.PhaseCancelled,
+			Patch: evalstore.Patch{FinishedAt: now, Reason: evalstore.ReasonUserCancelled}, Adm: s.n.admission(), Now: now})
+		if errors.Is(err, evalstore.ErrStalePhase) {
+			// A follower's copy lagged or the job moved: read again.
+			s.n.waitApplied(ctx)
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return &api.Reply{Job: res.Job}
+	}
+	return fail(evalstore.ErrStalePhase)
+}
+
+func (s *service) listJobs(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		p, err := tx.ListJobs(req.Scope, req.Limit, req.Cursor)
+		return &api.Reply{Jobs: p}, err
+	})
+}
+
+func (s *service) getSet(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		st, err := tx.GetSet(req.Scope, req.SetID, req.SetVersion)
+		return &api.Reply{Set: st}, err
+	})
+}
+
+func (s *service) listSets(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		p, err := tx.ListSets(req.Scope, req.Limit, req.Cursor)
+		return &api.Reply{Sets: p}, err
+	})
+}
+
+func (s *service) putBaseline(req *api.Request) *api.Reply {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	res, err := s.n.propose(ctx, cmdBaseline, &baselineCmd{Scope: req.Scope, Name: req.Name, JobID: req.JobID, Now: time.Now().UnixMilli()})
+	if err != nil {
+		return fail(err)
+	}
+	return &api.Reply{Baseline: res.Baseline}
+}
+
+func (s *service) getBaseline(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		b, err := tx.GetBaseline(req.Scope, req.Name)
+		return &api.Reply{Baseline: b}, err
+	})
+}
+
+func (s *service) prune(req *api.Request) *api.Reply {
+	if req.Prune == nil {
+		return fail(api.Errorf(evalstore.CodeInvalidPruneOptions, "before is required"))
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	res, err := s.n.propose(ctx, cmdPrune, &pruneCmd{Scope: req.Scope, Opts: *req.Prune})
+	if err != nil {
+		return fail(err)
+	}
+	return &api.Reply{Prune: res.Prune}
+}
+
+func (s *service) capabilities(*api.Request) *api.Reply {
+	c := api.Capabilities{ContractVersion: api.ContractVersion, NodeID: s.n.cfg.ID, Leader: s.n.Leader(),
+		MaxConcurrency: s.n.cfg.Limits.MaxConcurrency, MaxQueue: s.n.cfg.Limits.MaxQueue,
+		PendingSubmissions: int(s.pending.Load()), Workers: append([]string{}, s.n.cfg.Workers...),
+		RejectedResults: s.n.rejected.Load(), Transport: "nats",
+		Cancellation: "owner_bound_remote_kill", Replay: "never"}
+	err := s.n.store.View(func(tx *evalstore.Tx) error {
+		counts, err := tx.Counts()
+		c.ActiveJobs, c.QueuedJobs, c.QueuedBytes, c.RecoveredJobs = counts.Active, counts.Queued, counts.QueuedBytes, counts.Recovered
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return &api.Reply{Caps: &c}
+}
+
+func (s *service) jobSpec(req *api.Request) *api.Reply {
+	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+		j, err := tx.JobByID(req.JobID)
+		if err != nil {
+			return nil, err
+		}
+		st, err := tx.GetSet(j.Scope, j.EvalSetID, j.EvalSetVersion)
+		if err != nil {
+			return nil, err
+		}
+		return &api.Reply{Spec: &api.JobSpec{JobID: j.JobID, Set: st.Body, Agent: j.Spec.Agent,
+			Options: j.Spec.Options, Criteria: j.Spec.Criteria}}, nil
+	})
+}
+
+// waitApplied waits (bounded) until this node has applied the leader's
+// commit index as seen now: a Barrier on the leader, polling elsewhere.
+func (n *Node) waitApplied(ctx context.Context) {
+	if n.IsLeader() {
+		_ = n.raft.Barrier(time.Second).Error()
+		return
+	}
+	target := n.raft.CommitIndex()
+	for n.store.AppliedIndex() < target && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+}

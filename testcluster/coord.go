@@ -1,0 +1,296 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/worker"
+	"github.com/nats-io/nats.go"
+)
+
+// EvalOptions size an eval cluster. Zero fields take the defaults below.
+type EvalOptions struct {
+	NATSNodes    int // default 3
+	Coordinators int // default 3
+	// Workers are the allowlisted worker ids (default w0..w3).
+	Workers []string
+	// Rogue workers have NATS credentials but are not on the allowlist.
+	Rogue    []string
+	Capacity int // per worker, default 4
+	// Agent is every worker's "scripted" agent (default a zero-latency one).
+	Agent  *ScriptedAgent
+	Limits coordinator.Limits
+	Timing coordinator.Timing
+	// HeartbeatInterval and FenceAfter for workers.
+	HeartbeatInterval, FenceAfter time.Duration
+	// Logger receives coordinator and worker logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Test defaults: small timeouts sized for a 2-core machine.
+var testTiming = coordinator.Timing{
+	RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
+	Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
+	WorkerTTL: time.Second, DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second,
+	ResultAckWait: 2 * time.Second,
+}
+
+const (
+	coordUser     = "coord"
+	coordPassword = "coord-secret"
+	workerSecret  = "worker-secret-"
+)
+
+// EvalCluster is NATS + Raft coordinators + workers in one process.
+type EvalCluster struct {
+	t      testing.TB
+	opts   EvalOptions
+	NATS   *NATSCluster
+	Agent  *ScriptedAgent
+	mu     sync.Mutex
+	coords []*CoordNode
+	wks    []*WorkerNode
+}
+
+// CoordNode is one coordinator slot; Node is nil while it is stopped.
+type CoordNode struct {
+	ID   string
+	Dir  string
+	Addr string
+	Node *coordinator.Node
+	nc   *nats.Conn
+}
+
+// WorkerNode is one worker slot; W is nil while it is stopped.
+type WorkerNode struct {
+	ID string
+	W  *worker.Worker
+	nc *nats.Conn
+}
+
+// StartEval starts the NATS cluster (with per-worker users), the
+// coordinators (node 0 bootstraps, the others join) and the workers, and
+// waits for a leader. Everything stops in t.Cleanup.
+func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
+	t.Helper()
+	if o.NATSNodes == 0 {
+		o.NATSNodes = 3
+	}
+	if o.Coordinators == 0 {
+		o.Coordinators = 3
+	}
+	if o.Workers == nil {
+		o.Workers = []string{"w0", "w1", "w2", "w3"}
+	}
+	if o.Capacity == 0 {
+		o.Capacity = 4
+	}
+	if o.Agent == nil {
+		o.Agent = &ScriptedAgent{}
+	}
+	if o.Timing == (coordinator.Timing{}) {
+		o.Timing = testTiming
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = 100 * time.Millisecond
+	}
+	if o.FenceAfter == 0 {
+		o.FenceAfter = o.Timing.FenceLease
+	}
+	users := []bus.User{{Name: coordUser, Password: coordPassword}}
+	for _, w := range append(append([]string{}, o.Workers...), o.Rogue...) {
+		users = append(users, bus.WorkerPermissions(w, workerSecret+w))
+	}
+	c := &EvalCluster{t: t, opts: o, Agent: o.Agent}
+	c.NATS = StartNATS(t, o.NATSNodes, WithUsers(users...))
+	t.Cleanup(c.stopAll)
+	for i := range o.Coordinators {
+		c.coords = append(c.coords, &CoordNode{ID: "c" + strconv.Itoa(i), Dir: t.TempDir(), Addr: "127.0.0.1:0"})
+	}
+	c.StartCoordinator(0, true)
+	c.WaitLeader(10 * time.Second)
+	for i := 1; i < o.Coordinators; i++ {
+		c.StartCoordinator(i, false)
+		cn := c.coords[i]
+		if err := c.Leader().Join(cn.ID, cn.Addr); err != nil {
+			t.Fatalf("join %s: %v", cn.ID, err)
+		}
+	}
+	for _, w := range append(append([]string{}, o.Workers...), o.Rogue...) {
+		c.wks = append(c.wks, &WorkerNode{ID: w})
+		c.StartWorker(len(c.wks) - 1)
+	}
+	return c
+}
+
+// ConnectCoord returns a connection with the unrestricted coordinator
+// user, knowing every NATS node, closed by t.Cleanup.
+func (c *EvalCluster) ConnectCoord() *nats.Conn {
+	return c.NATS.ConnectAll(c.t, bus.WithUserPassword(coordUser, coordPassword))
+}
+
+// Client returns an API client on its own connection.
+func (c *EvalCluster) Client() *client.Client { return client.New(c.ConnectCoord(), 10*time.Second) }
+
+// StartCoordinator (re)starts coordinator i with its data dir and address.
+func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node {
+	c.t.Helper()
+	c.mu.Lock()
+	cn := c.coords[i]
+	c.mu.Unlock()
+	nc := c.ConnectCoord()
+	n, err := coordinator.Start(coordinator.Config{
+		ID: cn.ID, DataDir: cn.Dir, RaftAddr: cn.Addr, Bootstrap: bootstrap, NATS: nc,
+		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
+		Timing: c.opts.Timing, MemTableSize: 16 << 20, Logger: c.opts.Logger,
+	})
+	if err != nil {
+		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)
+	}
+	c.mu.Lock()
+	cn.Node, cn.nc, cn.Addr = n, nc, n.RaftAddr()
+	c.mu.Unlock()
+	return n
+}
+
+// StopCoordinator stops coordinator i (its Raft peer goes silent).
+func (c *EvalCluster) StopCoordinator(i int) {
+	c.mu.Lock()
+	cn := c.coords[i]
+	n, nc := cn.Node, cn.nc
+	cn.Node, cn.nc = nil, nil
+	c.mu.Unlock()
+	if n != nil {
+		n.Stop()
+		nc.Close()
+	}
+}
+
+// Coordinator returns coordinator i's node (nil while stopped).
+func (c *EvalCluster) Coordinator(i int) *coordinator.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coords[i].Node
+}
+
+// LeaderIndex returns the index of the running leader, or -1.
+func (c *EvalCluster) LeaderIndex() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, cn := range c.coords {
+		if cn.Node != nil && cn.Node.IsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// Leader returns the leader node (fails the test if there is none).
+func (c *EvalCluster) Leader() *coordinator.Node {
+	c.t.Helper()
+	i := c.LeaderIndex()
+	if i < 0 {
+		c.t.Fatal("no coordinator leader")
+	}
+	return c.Coordinator(i)
+}
+
+// WaitLeader waits for a running leader.
+func (c *EvalCluster) WaitLeader(d time.Duration) *coordinator.Node {
+	c.t.Helper()
+	testutil.WaitFor(c.t, d, "a coordinator leader", func() bool { return c.LeaderIndex() >= 0 })
+	return c.Leader()
+}
+
+// StartWorker (re)starts worker i with its restricted credentials.
+func (c *EvalCluster) StartWorker(i int) *worker.Worker {
+	c.t.Helper()
+	c.mu.Lock()
+	wn := c.wks[i]
+	c.mu.Unlock()
+	nc := c.NATS.ConnectAll(c.t, bus.WithUserPassword(wn.ID, workerSecret+wn.ID),
+		bus.WithNATSOptions(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wn.ID))))
+	w, err := worker.Start(worker.Config{ID: wn.ID, NATS: nc, Capacity: c.opts.Capacity,
+		Agents:            map[string]evalengine.Adapter{"scripted": c.Agent},
+		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, Logger: c.opts.Logger})
+	if err != nil {
+		c.t.Fatalf("start worker %s: %v", wn.ID, err)
+	}
+	c.mu.Lock()
+	wn.W, wn.nc = w, nc
+	c.mu.Unlock()
+	return w
+}
+
+// StopWorker kills worker i: its tasks stop, its heartbeats end.
+func (c *EvalCluster) StopWorker(i int) {
+	c.mu.Lock()
+	wn := c.wks[i]
+	w, nc := wn.W, wn.nc
+	wn.W, wn.nc = nil, nil
+	c.mu.Unlock()
+	if w != nil {
+		w.Stop()
+		nc.Close()
+	}
+}
+
+// Worker returns worker i (allowlisted first, then rogue), nil if stopped.
+func (c *EvalCluster) Worker(i int) *worker.Worker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wks[i].W
+}
+
+// WorkerConn returns worker i's restricted connection.
+func (c *EvalCluster) WorkerConn(i int) *nats.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wks[i].nc
+}
+
+// Workers returns the number of worker slots.
+func (c *EvalCluster) Workers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.wks)
+}
+
+func (c *EvalCluster) stopAll() {
+	for i := range c.wks {
+		c.StopWorker(i)
+	}
+	for i := range c.coords {
+		c.StopCoordinator(i)
+	}
+}
+
+// WaitJob polls status until the job reaches phase (or fails the test).
+func (c *EvalCluster) WaitJob(cl *client.Client, scope, jobID string, d time.Duration, phases ...string) string {
+	c.t.Helper()
+	var last string
+	testutil.WaitFor(c.t, d, fmt.Sprintf("job %s in %v (last %q)", jobID, phases, last), func() bool {
+		j, err := cl.Status(context.Background(), scope, jobID)
+		if err != nil {
+			return false
+		}
+		last = string(j.Phase)
+		for _, p := range phases {
+			if last == p {
+				return true
+			}
+		}
+		return false
+	})
+	return last
+}

@@ -1,0 +1,17 @@
+// Package worker is a worker node of the distributed eval fleet. A worker
+// has an id (its NATS user and its task subject), a capacity (samples in
+// flight) and the agents it trusts: a job only names an agent; modules,
+// commands and URLs never come from the job document.
+//
+// It pulls tasks one at a time from its own durable consumer on ADK_TASKS
+// (created by the coordinator, MaxDeliver 1), acks each on receipt before
+// running it (at most once), runs the (case, sample) with
+// evalengine.RunSample in a fresh session of the named adapter, and
+// publishes a bounded result to adk.result.<job>. It heartbeats its
+// running task ids to the coordinator leader, kills the tasks the leader
+// names (cancelled, lost, timed out), and fences itself (kills everything,
+// fetches nothing) when no leader has answered for FenceAfter.
+//
+// It imports evalengine, bus and coordinator/api; never coordinator,
+// devapi or cmd.
+package worker

@@ -1,0 +1,387 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config configures a worker.
+type Config struct {
+	// ID is the worker id: its task subject token and NATS user.
+	ID string
+	// NATS is a connection made with the worker's credentials and inbox
+	// prefix bus.WorkerInboxPrefix(ID); the worker does not close it.
+	NATS *nats.Conn
+	// Capacity is the number of samples run at once (default 4).
+	Capacity int
+	// Agents are the adapters this worker trusts, by the name jobs use.
+	Agents map[string]evalengine.Adapter
+	// HeartbeatInterval (default 1 s) and FenceAfter (default 5 s, the
+	// coordinators' FenceLease).
+	HeartbeatInterval time.Duration
+	FenceAfter        time.Duration
+	// RecentWindow keeps finished task ids in heartbeats while their
+	// results may still be in flight (default 30 s).
+	RecentWindow time.Duration
+	Logger       *slog.Logger
+}
+
+// Worker runs tasks. Start it with Start; Stop kills its tasks and waits.
+type Worker struct {
+	cfg Config
+	log *slog.Logger
+	js  jetstream.JetStream
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // loops and task goroutines
+	slots  chan struct{}
+
+	fenced     atomic.Bool
+	lastLeader atomic.Int64 // unix nanos of the last leader answer
+
+	mu      sync.Mutex // guards running, recent, specs
+	running map[api.TaskRef]context.CancelFunc
+	recent  map[api.TaskRef]time.Time
+	specs   map[string]*jobSpec
+
+	executed atomic.Int64
+}
+
+type jobSpec struct {
+	p     *api.Prepared
+	agent string
+}
+
+// Start validates the config and starts the heartbeat and fetch loops.
+func Start(cfg Config) (*Worker, error) {
+	if err := bus.ValidToken(cfg.ID); err != nil {
+		return nil, fmt.Errorf("worker id: %w", err)
+	}
+	if cfg.NATS == nil {
+		return nil, errors.New("worker: NATS is required")
+	}
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = 4
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.FenceAfter <= 0 {
+		cfg.FenceAfter = 5 * time.Second
+	}
+	if cfg.RecentWindow <= 0 {
+		cfg.RecentWindow = 30 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(cfg.NATS)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity),
+		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.lastLeader.Store(time.Now().UnixNano())
+	w.wg.Add(2)
+	go func() { defer w.wg.Done(); w.heartbeatLoop() }()
+	go func() { defer w.wg.Done(); w.fetchLoop() }()
+	return w, nil
+}
+
+// Stop kills running tasks, stops the loops and waits for them.
+func (w *Worker) Stop() {
+	w.cancel()
+	w.killAll()
+	w.wg.Wait()
+}
+
+// ID returns the worker id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Fenced reports whether the worker has fenced itself (no leader).
+func (w *Worker) Fenced() bool { return w.fenced.Load() }
+
+// Running returns the number of tasks in flight.
+func (w *Worker) Running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// Executed counts tasks this worker started.
+func (w *Worker) Executed() int64 { return w.executed.Load() }
+
+func (w *Worker) killAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, cancel := range w.running {
+		cancel()
+	}
+}
+
+func (w *Worker) heartbeatLoop() {
+	subj, _ := bus.HeartbeatSubject(w.cfg.ID)
+	t := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer t.Stop()
+	var seq uint64
+	for {
+		seq++
+		w.heartbeat(subj, seq)
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (w *Worker) heartbeat(subj string, seq uint64) {
+	now := time.Now()
+	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity, Seq: seq}
+	w.mu.Lock()
+	for ref := range w.running {
+		hb.Running = append(hb.Running, ref)
+	}
+	for ref, at := range w.recent {
+		if now.Sub(at) > w.cfg.RecentWindow {
+			delete(w.recent, ref)
+			continue
+		}
+		hb.Running = append(hb.Running, ref)
+	}
+	w.mu.Unlock()
+	b, err := wire.Encode(api.KindHeartbeat, &hb)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.HeartbeatInterval)
+		msg, rerr := w.cfg.NATS.RequestWithContext(ctx, subj, b)
+		cancel()
+		var rep api.HeartbeatReply
+		if rerr == nil && wire.Decode(msg.Data, api.SmallLimits, api.KindHBReply, &rep) == nil {
+			w.lastLeader.Store(time.Now().UnixNano())
+			if w.fenced.Swap(false) {
+				w.log.Info("leader back, unfenced", "leader", rep.Leader)
+			}
+			w.kill(rep.Kill)
+			return
+		}
+	}
+	if time.Since(time.Unix(0, w.lastLeader.Load())) > w.cfg.FenceAfter && !w.fenced.Swap(true) {
+		// Owner death kills remote work: without a leader nobody can take
+		// our results, and a full restart will fail these jobs anyway.
+		w.log.Warn("no leader: fencing, killing running tasks")
+		w.killAll()
+	}
+}
+
+func (w *Worker) kill(refs []api.TaskRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range refs {
+		if cancel, ok := w.running[r]; ok {
+			cancel()
+		}
+	}
+}
+
+func (w *Worker) fetchLoop() {
+	var cons jetstream.Consumer
+	for cons == nil {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+		c, err := w.js.Consumer(ctx, bus.TasksStream, bus.WorkerConsumer(w.cfg.ID))
+		cancel()
+		if err == nil {
+			cons = c
+			break
+		}
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-time.After(w.cfg.HeartbeatInterval):
+		}
+	}
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case w.slots <- struct{}{}:
+		}
+		if w.fenced.Load() {
+			<-w.slots
+			select {
+			case <-w.ctx.Done():
+				return
+			case <-time.After(w.cfg.HeartbeatInterval):
+			}
+			continue
+		}
+		// A batch of one: prefetched messages could outlive AckWait in
+		// our buffer (nats.go#1929).
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			<-w.slots
+			continue
+		}
+		got := false
+		for m := range batch.Messages() {
+			got = true
+			w.accept(m)
+		}
+		if !got {
+			<-w.slots
+		}
+	}
+}
+
+// accept acks the message first (at most once), then runs the task in a
+// goroutine owned by the worker; the slot is released when it ends.
+func (w *Worker) accept(m jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+	err := m.DoubleAck(ctx)
+	cancel()
+	var task api.Task
+	if err != nil || wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
+		<-w.slots
+		return
+	}
+	ref := api.TaskRef{JobID: task.JobID, Index: task.Index}
+	tctx, tcancel := context.WithDeadline(w.ctx, time.UnixMilli(task.DeadlineAt))
+	w.mu.Lock()
+	w.running[ref] = tcancel
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.slots }()
+		w.run(tctx, task)
+		tcancel()
+		w.mu.Lock()
+		delete(w.running, ref)
+		w.recent[ref] = time.Now()
+		w.mu.Unlock()
+	}()
+}
+
+func (w *Worker) run(ctx context.Context, task api.Task) {
+	w.executed.Add(1)
+	spec, err := w.spec(ctx, task.JobID)
+	var sample evalengine.SampleResult
+	switch {
+	case err != nil:
+		w.log.Warn("job spec", "job", task.JobID, "err", err)
+		return // no result: the leader fails the task when it times out
+	case task.CaseIndex < 0 || task.CaseIndex >= len(spec.p.Set.Cases) || task.Sample < 0 || task.Sample >= spec.p.Options.Samples:
+		return
+	default:
+		adapter, ok := w.cfg.Agents[spec.agent]
+		if !ok {
+			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterInitFailed)
+			break
+		}
+		sample, err = evalengine.RunSample(ctx, spec.p.Set, evalengine.RunConfig{Adapter: adapter, Metrics: spec.p.Metrics,
+			Options: spec.p.Options}, task.CaseIndex, task.Sample)
+		if err != nil {
+			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterFailed)
+		}
+	}
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) || w.ctx.Err() != nil {
+		return // killed: cancelled, lost or fenced; the leader owns the outcome
+	}
+	body, err := json.Marshal(sample)
+	if err != nil || len(body) > api.MaxResultBytes {
+		body, _ = json.Marshal(evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagInvalidAdapterResult))
+	}
+	res := api.Result{JobID: task.JobID, Index: task.Index, Worker: w.cfg.ID, Sample: body,
+		Error: sample.Status == evalengine.SampleStatusError}
+	b, err := wire.Encode(api.KindResult, &res)
+	if err != nil {
+		return
+	}
+	subj, err := bus.ResultSubject(task.JobID)
+	if err != nil {
+		return
+	}
+	for attempt := 0; attempt < 5 && w.ctx.Err() == nil; attempt++ {
+		pctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+		_, err = w.js.Publish(pctx, subj, b, jetstream.WithMsgID(task.ID()+"/"+w.cfg.ID))
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	w.log.Warn("publish result", "task", task.ID(), "err", err)
+}
+
+// maxSpecs bounds the job-spec cache.
+const maxSpecs = 64
+
+func (w *Worker) spec(ctx context.Context, jobID string) (*jobSpec, error) {
+	w.mu.Lock()
+	s := w.specs[jobID]
+	w.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	subj, _ := bus.CoordSubject(api.OpJobSpec)
+	req, err := wire.Encode(api.KindRequest, &api.Request{Scope: "_", JobID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		msg, err := w.cfg.NATS.RequestWithContext(rctx, subj, req)
+		cancel()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var rep api.Reply
+		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
+			return nil, err
+		}
+		if rep.Err != nil || rep.Spec == nil {
+			// A follower may not have applied the job yet.
+			lastErr = rep.Err
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		p, err := api.Prepare(rep.Spec.Set, rep.Spec.Criteria, rep.Spec.Options)
+		if err != nil {
+			return nil, err
+		}
+		s = &jobSpec{p: p, agent: rep.Spec.Agent}
+		w.mu.Lock()
+		if len(w.specs) >= maxSpecs {
+			for k := range w.specs {
+				delete(w.specs, k)
+				break
+			}
+		}
+		w.specs[jobID] = s
+		w.mu.Unlock()
+		return s, nil
+	}
+	if lastErr == nil {
+		lastErr = ctx.Err()
+	}
+	return nil, fmt.Errorf("job spec %s: %w", jobID, lastErr)
+}
