@@ -63,7 +63,9 @@ type Stats struct {
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
+	js   jetstream.JetStream
 	cons jetstream.Consumer
+	mu   sync.Mutex // guards iter
 	iter jetstream.MessagesContext
 	svc  micro.Service
 	wg   sync.WaitGroup
@@ -105,6 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.js = js
 	if n.cons, err = n.consumer(ctx, js); err != nil {
 		return nil, err
 	}
@@ -122,32 +125,27 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// consumer returns the node's durable consumer, positioned after the
-// store's applied sequence. The store, not the ack floor, is the truth:
-// Badger writes are not fsynced, so after a crash the store may be behind
-// what was acked; then the consumer is recreated from applied+1.
+// consumer (re)creates the node's durable consumer to deliver from the
+// store's applied sequence + 1. The store, not the consumer's ack floor, is
+// the truth: Badger writes are not fsynced, so after a crash the store may
+// be behind what was acked, and messages a dead subscription held unacked
+// would otherwise be redelivered after newer ones (and then skipped as
+// already applied). Starting fresh from applied+1 keeps delivery in
+// stream order.
 func (n *Node) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
 	st, err := js.Stream(ctx, bus.SignalStreamName)
 	if err != nil {
 		return nil, fmt.Errorf("tracenode: stream %s: %w", bus.SignalStreamName, err)
 	}
 	name := ConsumerName(n.cfg.Name)
-	applied := n.cfg.Store.AppliedSeq()
-	if c, err := st.Consumer(ctx, name); err == nil {
-		if c.CachedInfo().AckFloor.Stream <= applied {
-			return c, nil // redelivery below applied is ignored by Apply
-		}
-		n.log.Warn("store behind its consumer's ack floor: recreating consumer", "applied", applied, "ack_floor", c.CachedInfo().AckFloor.Stream)
-		if err := st.DeleteConsumer(ctx, name); err != nil {
-			return nil, fmt.Errorf("tracenode: delete consumer: %w", err)
-		}
-	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("tracenode: consumer: %w", err)
+	if err := st.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("tracenode: reset consumer: %w", err)
 	}
+	applied := n.cfg.Store.AppliedSeq()
 	cc := jetstream.ConsumerConfig{
 		Durable:       name,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       5 * time.Minute, // apply takes milliseconds; a redelivery means a hung node
 		MaxAckPending: 4 * n.cfg.FetchBatch,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
@@ -165,36 +163,78 @@ func (n *Node) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.
 func (n *Node) applyLoop() {
 	defer n.wg.Done()
 	for {
-		msg, err := n.iter.Next()
+		msg, err := n.iterator().Next()
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return
-			}
 			select {
 			case <-n.stopping:
 				return
 			default:
 			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
 			continue // transient (heartbeats missed, reconnecting): the iterator recovers
 		}
-		n.apply(msg)
+		if !n.apply(msg) {
+			n.resync()
+		}
 	}
 }
 
-// apply applies one message, then acks it. Ordering: a pull consumer with
-// one apply loop delivers in stream order; a gap (a message the stream
-// dropped) is simply skipped.
-func (n *Node) apply(msg jetstream.Msg) {
+func (n *Node) iterator() jetstream.MessagesContext {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.iter
+}
+
+// resync restarts consumption from the store's applied sequence after a
+// failed apply, so nothing newer is applied before the failed message.
+func (n *Node) resync() {
+	n.iterator().Stop()
+	for {
+		t := time.NewTimer(time.Second)
+		select {
+		case <-n.stopping:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cons, err := n.consumer(ctx, n.js)
+		cancel()
+		if err == nil {
+			var it jetstream.MessagesContext
+			if it, err = cons.Messages(jetstream.PullMaxMessages(n.cfg.FetchBatch)); err == nil {
+				n.mu.Lock()
+				n.iter = it
+				n.mu.Unlock()
+				select {
+				case <-n.stopping: // Stop may have stopped the old iterator only
+					it.Stop()
+				default:
+				}
+				return
+			}
+		}
+		n.log.Error("resync store consumer", "err", err)
+	}
+}
+
+// apply applies one message, then acks it; false means a storage failure
+// (nothing acked, the caller resyncs). Delivery is in stream order: one
+// apply loop, and the consumer always starts at applied+1. A gap (messages
+// the stream dropped) is simply skipped.
+func (n *Node) apply(msg jetstream.Msg) bool {
 	md, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Term()
-		return
+		return true
 	}
 	seq := md.Sequence.Stream
 	if seq <= n.cfg.Store.AppliedSeq() {
 		n.redelivered.Add(1)
 		_ = msg.Ack()
-		return
+		return true
 	}
 	b := tracestore.Batch{Seq: seq, TimeMS: md.Timestamp.UnixMilli()}
 	principal, perr := bus.PrincipalFromSubject(msg.Subject())
@@ -213,11 +253,11 @@ func (n *Node) apply(msg jetstream.Msg) {
 	if _, err := n.cfg.Store.Apply(b); err != nil {
 		n.applyFailures.Add(1)
 		n.log.Error("apply signal batch", "seq", seq, "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
+		return false
 	}
 	n.applied.Add(1)
 	_ = msg.Ack()
+	return true
 }
 
 // Stop stops the query service and the apply loop and waits for them. The
@@ -228,7 +268,7 @@ func (n *Node) Stop() {
 		if n.svc != nil {
 			_ = n.svc.Stop()
 		}
-		n.iter.Stop()
+		n.iterator().Stop()
 		n.wg.Wait()
 	})
 }
