@@ -218,3 +218,15 @@ var (
 	// ErrDrainWaiterLimit is the contract's drain_waiter_limit.
 	ErrDrainWaiterLimit = errors.New("drain_waiter_limit")
 )
+
+// SignalPublisherUser returns a NATS user that may publish signal batches
+// only under its own principal (adk.signal.<principal>) and receive only
+// replies (publish acks) on its inbox. This is what binds a publisher to
+// its principal: the store trusts the subject, and the server enforces it.
+func SignalPublisherUser(name, password, principal string) (User, error) {
+	subj, err := SignalBatchSubject(principal)
+	if err != nil {
+		return User{}, err
+	}
+	return User{Name: name, Password: password, PublishAllow: []string{subj}, SubscribeAllow: []string{"_INBOX.>"}}, nil
+}

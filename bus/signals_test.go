@@ -255,3 +255,45 @@ func TestPublisher_RejectsBadConfigAndOversizedSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPublisher_NATSUserIsBoundToItsPrincipal(t *testing.T) {
+	alice, err := bus.SignalPublisherUser("alice", "alice-pw", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bus.StartServer(bus.ServerConfig{Name: "auth", StoreDir: t.TempDir(), DontListen: true,
+		Users: []bus.User{{Name: "admin", Password: "admin-pw"}, alice}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	admin, err := s.Connect(nats.UserInfo("admin", "admin-pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	js, _ := jetstream.New(admin)
+	(&signalEnv{nc: admin, js: js}).ensure(t, bus.SignalStreamConfig{})
+	nc, err := s.Connect(nats.UserInfo("alice", "alice-pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	env := &signalEnv{nc: nc}
+	own := env.publisher(t, bus.PublisherConfig{Principal: "alice"})
+	other := env.publisher(t, bus.PublisherConfig{Principal: "bob", MaxAttempts: 2, BatchTimeout: 200 * time.Millisecond, RetryBaseDelay: 10 * time.Millisecond})
+	if err := own.Enqueue(span(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Enqueue(span(1)); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, own)
+	drain(t, other)
+	if s := own.Stats(); s.Exported != 1 {
+		t.Fatalf("own principal: %+v", s)
+	}
+	if s := other.Stats(); s.Exported != 0 || s.ExportFailed != 1 {
+		t.Fatalf("foreign principal: %+v", s)
+	}
+}
