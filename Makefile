@@ -34,13 +34,17 @@ fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s)
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-smoke.sh
 
 .PHONY: bench
-bench: ## Run the benchmarks and print the figures the issues ask for
+bench: bench-eval ## Run the benchmarks and print the figures the issues ask for
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
+
+.PHONY: bench-eval
+bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256
+	$(GO) build -o bin/openaifake ./bench/openaifake
+	$(GO) run ./bench/evalbench -adk $(BIN) -openaifake bin/openaifake
 
 .PHONY: demo
 demo: build ## The README's main job: a local eval of the bundled example agent
-	@echo "adk eval run lands with the evaluation engine issue; for now:"
-	./$(BIN) version
+	./$(BIN) eval run --config examples/travel/AGENT.json --eval-set examples/travel/evalset.json --criteria examples/travel/criteria.json --format markdown
 
 .PHONY: clean
 clean: ## Remove build output

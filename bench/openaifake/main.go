@@ -1,0 +1,86 @@
+// Command openaifake is a local OpenAI-compatible chat completions server
+// for benchmarks: every POST to /v1/chat/completions (or
+// /chat/completions) is answered after -delay with the assistant text
+// -answer. It prints its address ("127.0.0.1:PORT") as the first line on
+// stdout once it is listening, and stops on SIGINT/SIGTERM.
+//
+//	go run ./bench/openaifake -addr 127.0.0.1:0 -delay 200ms
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	delay := flag.Duration("delay", 200*time.Millisecond, "time before each answer")
+	answer := flag.String("answer", "ok", "assistant text of every answer")
+	flag.Parse()
+
+	body, err := json.Marshal(map[string]any{
+		"id":    "chatcmpl-fake",
+		"model": "fake",
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": *answer},
+			"finish_reason": "stop",
+		}},
+		"usage": map[string]any{"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var served atomic.Int64
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		t := time.NewTimer(*delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+		served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", handler)
+	mux.HandleFunc("/chat/completions", handler)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ln.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		log.Fatal(err)
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	fmt.Fprintf(os.Stderr, "openaifake: served %d completions\n", served.Load())
+}
