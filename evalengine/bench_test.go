@@ -32,7 +32,7 @@ func (zeroSession) Close() error { return nil }
 
 // benchSet has 100 single-turn cases; with 100 samples each that is the
 // contract's ceiling of 10,000 samples.
-func benchSet(b *testing.B) *evalengine.Set {
+func benchSet(b testing.TB) *evalengine.Set {
 	var sb strings.Builder
 	sb.WriteString(`{"id":"bench","version":"1","cases":[`)
 	for i := 0; i < 100; i++ {

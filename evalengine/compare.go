@@ -175,12 +175,12 @@ func sameTrajectory(a, b []TrajectoryItem) bool {
 // and every verdict, drop and reason re-checked, so a forged comparison is
 // invalid_eval_comparison.
 func DecodeComparison(data []byte) (*Comparison, error) {
-	v, err := jsonlimit.Decode(data, jsonlimit.DefaultLimits())
+	v, err := jsonlimit.Decode(data, jsonlimit.OwnDocumentLimits())
 	if err != nil {
 		return nil, limitErr(CodeInvalidComparison, err)
 	}
 	var c Comparison
-	if err := jsonlimit.Unmarshal(data, jsonlimit.DefaultLimits(), &c); err != nil {
+	if err := jsonlimit.Unmarshal(data, jsonlimit.OwnDocumentLimits(), &c); err != nil {
 		return nil, limitErr(CodeInvalidComparison, err)
 	}
 	if err := c.verify(v); err != nil {

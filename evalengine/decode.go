@@ -21,7 +21,7 @@ const floatTolerance = 1e-12
 // invalid_eval_result. Schema 1 needs only result_schema_version,
 // eval_set_id, eval_set_version, cases and passed, and round-trips as is.
 func DecodeResult(data []byte) (*Result, error) {
-	v, err := jsonlimit.Decode(data, jsonlimit.DefaultLimits())
+	v, err := jsonlimit.Decode(data, jsonlimit.OwnDocumentLimits())
 	if err != nil {
 		return nil, limitErr(CodeInvalidEvalResult, err)
 	}
@@ -49,19 +49,22 @@ func resultFromValue(data []byte, v any) (*Result, error) {
 		return nil, newErr(CodeUnsupportedResultVersion, bound(string(ver)))
 	}
 	var r Result
-	if err := jsonlimit.Unmarshal(data, jsonlimit.DefaultLimits(), &r); err != nil {
+	if err := jsonlimit.Unmarshal(data, jsonlimit.OwnDocumentLimits(), &r); err != nil {
 		return nil, limitErr(CodeInvalidEvalResult, err)
 	}
 	if err := verifyResult(&r, v); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return r.markChecked(), nil
 }
 
 // checkResult re-validates an in-memory result the way DecodeResult does.
 func checkResult(r *Result) (*Result, error) {
 	if r == nil {
 		return nil, reasonErr(CodeInvalidEvalResult, "nil", "")
+	}
+	if r.checked == r {
+		return r, nil
 	}
 	data, err := json.Marshal(r)
 	if err != nil {

@@ -44,6 +44,20 @@ type Result struct {
 	Metadata         map[string]any   `json:"metadata"`
 
 	legacy map[string]any // the whole document of a decoded schema-1 result
+	// checked points to the Result itself when Run or Aggregate built it or
+	// DecodeResult verified it: Render, Compare and StatsReport then skip
+	// re-validating it (an encode plus strict decode that costs more than
+	// the run's own bookkeeping at 10,000 samples). A copy (r2 := *r) or a
+	// Result assembled by hand does not point to itself and is always
+	// re-validated. Mutating a checked Result in place is the caller's
+	// responsibility.
+	checked *Result
+}
+
+// markChecked records that r was built or verified by this package.
+func (r *Result) markChecked() *Result {
+	r.checked = r
+	return r
 }
 
 // Legacy returns the original document of a decoded schema-1 result, or nil.
@@ -245,7 +259,7 @@ func Aggregate(set *Set, metrics []Metric, opts Options, samples []SampleResult,
 		}
 		byCase[ci][s.SampleIndex] = s
 	}
-	return aggregate(headerOf(set, opts, duration), descsOf(metrics), byCase), nil
+	return aggregate(headerOf(set, opts, duration), descsOf(metrics), byCase).markChecked(), nil
 }
 
 func headerOf(set *Set, opts Options, duration time.Duration) aggHeader {

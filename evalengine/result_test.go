@@ -318,3 +318,43 @@ func TestRender_BoundsAndOptions(t *testing.T) {
 	_, err = evalengine.Render(&forged, evalengine.FormatMarkdown, evalengine.ExportOptions{})
 	wantCode(t, err, evalengine.CodeInvalidExportResult)
 }
+
+// TestResult_LargeRunRendersAndDecodes checks that a result of thousands of
+// samples (past what the contract's input limits admit: about 1,500
+// samples) renders in every format and reads back strictly, as the CLI's
+// --baseline and `adk eval report` need.
+func TestResult_LargeRunRendersAndDecodes(t *testing.T) {
+	set := benchSet(t)
+	metrics := []evalengine.Metric{
+		mustCriterion(t, "response", evalengine.CriterionExactResponse, 1, nil),
+		mustCriterion(t, "trajectory", evalengine.CriterionToolTrajectory, 1, nil),
+	}
+	o := evalengine.DefaultOptions()
+	o.Samples = 30 // 3,000 samples
+	o.Concurrency = 8
+	o.CaptureEvents = false
+	r, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{Adapter: zeroAdapter{}, Metrics: metrics, Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{evalengine.FormatJSON, evalengine.FormatMarkdown, evalengine.FormatJUnit} {
+		if _, err := evalengine.Render(r, f, evalengine.ExportOptions{}); err != nil {
+			t.Fatalf("render %s: %v", f, err)
+		}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := evalengine.DecodeResult(data)
+	if err != nil {
+		t.Fatalf("decode a %d-byte result: %v", len(data), err)
+	}
+	if back.CaseCount != 100 || back.SampleCount != 30 {
+		t.Fatalf("decoded %d cases × %d samples", back.CaseCount, back.SampleCount)
+	}
+	cmp, err := evalengine.Compare(back, r, evalengine.CompareOptions{})
+	if err != nil || !cmp.Passed {
+		t.Fatalf("compare with itself: %+v %v", cmp, err)
+	}
+}

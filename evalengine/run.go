@@ -314,7 +314,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	if n > e.opts.MaxReportBytes {
 		return nil, newErr(CodeReportTooLarge, strconv.Itoa(n))
 	}
-	return r, nil
+	return r.markChecked(), nil
 }
 
 // runSample runs one (case, sample). It never panics and never returns

@@ -38,6 +38,36 @@ type Limits struct {
 	MaxList        int // elements of one array
 	MaxObjectKeys  int // keys of one object
 	MaxBytes       int // bytes of the serialized document
+
+	// large marks limits derived from OwnDocumentLimits: their ceilings are
+	// that profile's, not the contract defaults.
+	large bool
+}
+
+// Ceilings of OwnDocumentLimits. A 16 MiB result of 10,000 samples holds
+// about 600,000 nodes; these leave room for that and still bound the
+// decoded size.
+const (
+	OwnDocumentMaxNodes       = 2_000_000
+	OwnDocumentMaxStringTotal = 16 << 20
+	OwnDocumentMaxList        = 100_000
+)
+
+// OwnDocumentLimits bounds documents that adk itself writes and later
+// reads back, such as eval results and baseline comparisons, which the
+// engine already caps at 16 MiB (max_report_bytes). Their node, string and
+// list ceilings are higher than the contract defaults, which fit inputs
+// people write (eval sets, configs) but not a 10,000-sample result. Depth,
+// one string, object keys and document size keep the default ceilings.
+// Such documents are still untrusted when read from disk: every limit is
+// enforced, just with larger ceilings, and Tighten can only lower them.
+func OwnDocumentLimits() Limits {
+	l := DefaultLimits()
+	l.MaxNodes = OwnDocumentMaxNodes
+	l.MaxStringTotal = OwnDocumentMaxStringTotal
+	l.MaxList = OwnDocumentMaxList
+	l.large = true
+	return l
 }
 
 // DefaultLimits returns the contract defaults, which are also the maxima.
@@ -57,6 +87,9 @@ func DefaultLimits() Limits {
 // so that validation and tightening treat every field alike.
 func (l *Limits) fields() []limitField {
 	d := DefaultLimits()
+	if l.large {
+		d = OwnDocumentLimits()
+	}
 	return []limitField{
 		{"MaxDepth", &l.MaxDepth, d.MaxDepth},
 		{"MaxNodes", &l.MaxNodes, d.MaxNodes},
