@@ -105,6 +105,7 @@ type applyResult struct {
 	Baseline  *evalstore.Baseline    `msgpack:"baseline,omitempty"`
 	Prune     *evalstore.PruneResult `msgpack:"prune,omitempty"`
 	Recovered int                    `msgpack:"recovered,omitempty"`
+	Index     uint64                 `msgpack:"index,omitempty"` // set by applyLocal
 }
 
 func encodeCmd(t cmdType, body any) ([]byte, error) {

@@ -383,6 +383,7 @@ func (n *Node) applyLocal(data []byte) (*applyResult, error) {
 	if res == nil {
 		return nil, api.Errorf(api.CodeInternal, "empty apply response")
 	}
+	res.Index = f.Index()
 	if res.Err != nil {
 		return res, res.Err
 	}

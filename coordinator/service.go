@@ -140,7 +140,7 @@ func (s *service) submit(r micro.Request) {
 			respond(r, fail(err))
 			return
 		}
-		respond(r, &api.Reply{Job: res.Job})
+		respond(r, &api.Reply{Job: res.Job, Index: res.Index})
 	}()
 }
 
@@ -254,24 +254,38 @@ func newJobID() string {
 	return "eval-" + hex.EncodeToString(b[:])
 }
 
-func (s *service) view(fn func(tx *evalstore.Tx) (*api.Reply, error)) *api.Reply {
+// view answers a read from the local store, after waiting (bounded) for
+// this node to apply req.MinIndex: a client that wrote through the leader
+// reads its write on any follower.
+func (s *service) view(req *api.Request, fn func(tx *evalstore.Tx) (*api.Reply, error)) *api.Reply {
+	if req.MinIndex > s.n.store.AppliedIndex() {
+		ctx, cancel := context.WithTimeout(s.n.ctx, 2*time.Second)
+		for req.MinIndex > s.n.store.AppliedIndex() && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		cancel()
+	}
 	var rep *api.Reply
 	err := s.n.store.View(func(tx *evalstore.Tx) (err error) { rep, err = fn(tx); return err })
 	if err != nil {
 		return fail(err)
 	}
+	rep.Index = s.n.store.AppliedIndex()
 	return rep
 }
 
 func (s *service) status(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		j, err := tx.GetJob(req.Scope, req.JobID)
 		return &api.Reply{Job: j}, err
 	})
 }
 
 func (s *service) result(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		j, err := tx.GetJob(req.Scope, req.JobID)
 		if err != nil {
 			return nil, err
@@ -292,10 +306,11 @@ func (s *service) cancel(req *api.Request) *api.Reply {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	for attempt := 0; attempt < 3; attempt++ {
-		var j *evalstore.Job
-		if err := s.n.store.View(func(tx *evalstore.Tx) (err error) { j, err = tx.GetJob(req.Scope, req.JobID); return err }); err != nil {
-			return fail(err)
+		rep := s.status(req)
+		if rep.Err != nil {
+			return rep
 		}
+		j := rep.Job
 		if j.Phase.Terminal() {
 			return fail(&api.Error{Code: api.CodeAlreadyTerminal, Phase: string(j.Phase), Reason: j.Reason})
 		}
@@ -304,34 +319,36 @@ func (s *service) cancel(req *api.Request) *api.Reply {
 			Expected: []evalstore.Phase{j.Phase}, To: evalstore.PhaseCancelled,
 			Patch: evalstore.Patch{FinishedAt: now, Reason: evalstore.ReasonUserCancelled}, Adm: s.n.admission(), Now: now})
 		if errors.Is(err, evalstore.ErrStalePhase) {
-			// A follower's copy lagged or the job moved: read again.
-			s.n.waitApplied(ctx)
+			// The job moved meanwhile: read again, at least as new as the leader.
+			if res != nil && res.Index > req.MinIndex {
+				req.MinIndex = res.Index
+			}
 			continue
 		}
 		if err != nil {
 			return fail(err)
 		}
-		return &api.Reply{Job: res.Job}
+		return &api.Reply{Job: res.Job, Index: res.Index}
 	}
 	return fail(evalstore.ErrStalePhase)
 }
 
 func (s *service) listJobs(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		p, err := tx.ListJobs(req.Scope, req.Limit, req.Cursor)
 		return &api.Reply{Jobs: p}, err
 	})
 }
 
 func (s *service) getSet(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		st, err := tx.GetSet(req.Scope, req.SetID, req.SetVersion)
 		return &api.Reply{Set: st}, err
 	})
 }
 
 func (s *service) listSets(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		p, err := tx.ListSets(req.Scope, req.Limit, req.Cursor)
 		return &api.Reply{Sets: p}, err
 	})
@@ -344,11 +361,11 @@ func (s *service) putBaseline(req *api.Request) *api.Reply {
 	if err != nil {
 		return fail(err)
 	}
-	return &api.Reply{Baseline: res.Baseline}
+	return &api.Reply{Baseline: res.Baseline, Index: res.Index}
 }
 
 func (s *service) getBaseline(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		b, err := tx.GetBaseline(req.Scope, req.Name)
 		return &api.Reply{Baseline: b}, err
 	})
@@ -364,7 +381,7 @@ func (s *service) prune(req *api.Request) *api.Reply {
 	if err != nil {
 		return fail(err)
 	}
-	return &api.Reply{Prune: res.Prune}
+	return &api.Reply{Prune: res.Prune, Index: res.Index}
 }
 
 func (s *service) capabilities(*api.Request) *api.Reply {
@@ -385,7 +402,7 @@ func (s *service) capabilities(*api.Request) *api.Reply {
 }
 
 func (s *service) jobSpec(req *api.Request) *api.Reply {
-	return s.view(func(tx *evalstore.Tx) (*api.Reply, error) {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		j, err := tx.JobByID(req.JobID)
 		if err != nil {
 			return nil, err
@@ -397,17 +414,4 @@ func (s *service) jobSpec(req *api.Request) *api.Reply {
 		return &api.Reply{Spec: &api.JobSpec{JobID: j.JobID, Set: st.Body, Agent: j.Spec.Agent,
 			Options: j.Spec.Options, Criteria: j.Spec.Criteria}}, nil
 	})
-}
-
-// waitApplied waits (bounded) until this node has applied the leader's
-// commit index as seen now: a Barrier on the leader, polling elsewhere.
-func (n *Node) waitApplied(ctx context.Context) {
-	if n.IsLeader() {
-		_ = n.raft.Barrier(time.Second).Error()
-		return
-	}
-	target := n.raft.CommitIndex()
-	for n.store.AppliedIndex() < target && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/testcluster"
 )
@@ -62,9 +63,9 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func submit(t *testing.T, c *testcluster.EvalCluster, set []byte, opts evalengine.Options, owner string) string {
+func submit(t *testing.T, cl *client.Client, set []byte, opts evalengine.Options, owner string) string {
 	t.Helper()
-	j, err := c.Client().Submit(context.Background(), scope, api.SubmitRequest{Set: set, Agent: "scripted", Options: mustJSON(t, opts), Owner: owner, OwnerTTLMS: 1000})
+	j, err := cl.Submit(context.Background(), scope, api.SubmitRequest{Set: set, Agent: "scripted", Options: mustJSON(t, opts), Owner: owner, OwnerTTLMS: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestClusterEval_JobCompletesLikeLocalRun(t *testing.T) {
 	opts.PassRateThreshold = 0.5
 	set := testcluster.EvalSet("like-local", 10)
 	cl := c.Client()
-	id := submit(t, c, set, opts, "")
+	id := submit(t, cl, set, opts, "")
 	c.WaitJob(cl, scope, id, 15*time.Second, "completed")
 	j, err := cl.Status(context.Background(), scope, id)
 	if err != nil || j.Revision != 2 || j.Progress.Done != 20 {

@@ -134,6 +134,10 @@ func AsError(err error) *Error {
 type Request struct {
 	Scope string `msgpack:"scope"`
 	JobID string `msgpack:"job_id,omitempty"`
+	// MinIndex asks a read to wait (bounded) until the answering node has
+	// applied this Raft index: read-your-writes on followers. Clients send
+	// the highest Index they have seen in a reply.
+	MinIndex uint64 `msgpack:"min_index,omitempty"`
 	// Submit.
 	Submit *SubmitRequest `msgpack:"submit,omitempty"`
 	// Paging (list_jobs, list_sets).
@@ -167,6 +171,7 @@ type SubmitRequest struct {
 
 // Reply is every operation's reply; Err is set on failure.
 type Reply struct {
+	Index    uint64                               `msgpack:"index,omitempty"` // Raft index of a write, or applied index of a read
 	Err      *Error                               `msgpack:"err,omitempty"`
 	Job      *evalstore.Job                       `msgpack:"job,omitempty"`
 	Jobs     *evalstore.Page[evalstore.Job]       `msgpack:"jobs,omitempty"`

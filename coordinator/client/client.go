@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
@@ -26,6 +27,7 @@ const DefaultTimeout = 30 * time.Second
 type Client struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	index   atomic.Uint64 // highest Raft index seen: read-your-writes
 }
 
 // New returns a client; timeout 0 means DefaultTimeout.
@@ -43,6 +45,9 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 	subj, err := bus.CoordSubject(op)
 	if err != nil {
 		return nil, err
+	}
+	if req.MinIndex == 0 {
+		req.MinIndex = c.index.Load()
 	}
 	b, err := wire.Encode(api.KindRequest, req)
 	if err != nil {
@@ -62,6 +67,12 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 	var rep api.Reply
 	if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
 		return nil, err
+	}
+	for {
+		seen := c.index.Load()
+		if rep.Index <= seen || c.index.CompareAndSwap(seen, rep.Index) {
+			break
+		}
 	}
 	if rep.Err != nil {
 		return &rep, rep.Err

@@ -1,0 +1,263 @@
+package testcluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/testcluster"
+)
+
+func progress(t *testing.T, c *testcluster.EvalCluster, id string) evalstore.Progress {
+	j, err := c.Client().Status(context.Background(), scope, id)
+	if err != nil {
+		return evalstore.Progress{}
+	}
+	return j.Progress
+}
+
+func sampleErrors(t *testing.T, doc []byte) map[string]int {
+	t.Helper()
+	var r evalengine.Result
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, c := range r.Cases {
+		for _, s := range c.Samples {
+			if s.Error != "" {
+				out[s.Error]++
+			}
+		}
+	}
+	return out
+}
+
+func TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond}})
+	cl := c.Client()
+	opts := evalengine.DefaultOptions()
+	opts.Samples = 2
+	id := submit(t, cl, testcluster.EvalSet("leader-kill", 30), opts, "")
+	testutil.WaitFor(t, 10*time.Second, "some progress", func() bool { return progress(t, c, id).Done >= 8 })
+	old := c.LeaderIndex()
+	c.StopCoordinator(old)
+	testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool { i := c.LeaderIndex(); return i >= 0 && i != old })
+	c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+	j, _ := cl.Status(context.Background(), scope, id)
+	if j.Progress.Done != 60 {
+		t.Fatalf("progress %+v", j.Progress)
+	}
+	checkAtMostOnce(t, c.Agent)
+	if n := len(c.Agent.Executions()); n > 60 {
+		t.Fatalf("%d distinct samples executed", n)
+	}
+}
+
+func TestClusterEval_WorkerKilledMidTaskFailsItsTasksAsLost(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 3 * time.Second}})
+	cl := c.Client()
+	id := submit(t, cl, testcluster.EvalSet("worker-kill", 8), evalengine.DefaultOptions(), "")
+	testutil.WaitFor(t, 10*time.Second, "all dispatched, w0 running", func() bool {
+		return progress(t, c, id).Dispatched == 8 && c.Worker(0).Running() > 0
+	})
+	c.StopWorker(0)
+	stopped := time.Now()
+	testutil.WaitFor(t, 5*time.Second, "lost tasks failed", func() bool { return progress(t, c, id).Errors > 0 })
+	if d := time.Since(stopped); d > 3*time.Second {
+		t.Fatalf("tasks failed %v after the worker died (lease 1 s)", d)
+	}
+	c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+	res, err := cl.Result(context.Background(), scope, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := cl.Status(context.Background(), scope, id)
+	if got := sampleErrors(t, res)[evalengine.TagWorkerLost]; got == 0 || got != j.Progress.Errors {
+		t.Fatalf("worker_lost samples %d, job errors %d (%v)", got, j.Progress.Errors, sampleErrors(t, res))
+	}
+	checkAtMostOnce(t, c.Agent)
+}
+
+func TestClusterEval_OwnerKilledCancelsJobAndStopsTasks(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 200 * time.Millisecond}})
+	cl := c.Client()
+	lease, err := cl.KeepOwner("cli-1", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := submit(t, cl, testcluster.EvalSet("owner-kill", 200), evalengine.DefaultOptions(), "cli-1")
+	testutil.WaitFor(t, 10*time.Second, "progress", func() bool { return progress(t, c, id).Done >= 4 })
+	lease.Stop()
+	c.WaitJob(cl, scope, id, 5*time.Second, "cancelled")
+	j, _ := cl.Status(context.Background(), scope, id)
+	if j.Reason != evalstore.ReasonOwnerLost {
+		t.Fatalf("reason %q", j.Reason)
+	}
+	testutil.WaitFor(t, 3*time.Second, "workers idle", func() bool {
+		for i := range 4 {
+			if c.Worker(i).Running() > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	calls, _ := c.Agent.Calls()
+	// Negative check over a window: no model call may start once the tasks stopped.
+	time.Sleep(500 * time.Millisecond)
+	if after, _ := c.Agent.Calls(); after != calls {
+		t.Fatalf("%d model calls started after the owner's job was cancelled", after-calls)
+	}
+	checkAtMostOnce(t, c.Agent)
+}
+
+func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{
+		Agent:  &testcluster.ScriptedAgent{TurnDelay: 100 * time.Millisecond},
+		Limits: coordinator.Limits{MaxConcurrency: 1, MaxQueue: 1},
+	})
+	cl := c.Client()
+	ctx := context.Background()
+	a := submit(t, cl, testcluster.EvalSet("cancel-a", 40), evalengine.DefaultOptions(), "")
+	b := submit(t, cl, testcluster.EvalSet("cancel-b", 2), evalengine.DefaultOptions(), "")
+	if j, _ := cl.Status(ctx, scope, b); j.Phase != evalstore.PhaseQueued {
+		t.Fatalf("b %s", j.Phase)
+	}
+	_, err := cl.Submit(ctx, scope, api.SubmitRequest{Set: testcluster.EvalSet("cancel-c", 1), Agent: "scripted"})
+	if !errors.Is(err, evalstore.ErrQueueFull) {
+		t.Fatalf("third submit: %v", err)
+	}
+	t.Run("queued cancel", func(t *testing.T) {
+		j, err := cl.Cancel(ctx, scope, b)
+		if err != nil || j.Phase != evalstore.PhaseCancelled || j.Reason != evalstore.ReasonUserCancelled {
+			t.Fatalf("%+v %v", j, err)
+		}
+		_, err = cl.Result(ctx, scope, b)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeJobTerminal || ae.Phase != "cancelled" {
+			t.Fatalf("result of cancelled: %v", err)
+		}
+	})
+	t.Run("running cancel kills tasks", func(t *testing.T) {
+		testutil.WaitFor(t, 5*time.Second, "a running", func() bool { return progress(t, c, a).Dispatched > 0 })
+		if _, err := cl.Cancel(ctx, scope, a); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 3*time.Second, "workers idle", func() bool {
+			for i := range 4 {
+				if c.Worker(i).Running() > 0 {
+					return false
+				}
+			}
+			return true
+		})
+		_, err := cl.Cancel(ctx, scope, a)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeAlreadyTerminal {
+			t.Fatalf("second cancel: %v", err)
+		}
+	})
+	t.Run("revision conflict", func(t *testing.T) {
+		changed := testcluster.EvalSet("cancel-a", 3) // same id and version, other content
+		_, err := cl.Submit(ctx, scope, api.SubmitRequest{Set: changed, Agent: "scripted"})
+		if !errors.Is(err, evalstore.ErrRevisionConflict) {
+			t.Fatalf("got %v", err)
+		}
+		// The same revision again is fine, and the next job runs after the cancel.
+		d := submit(t, cl, testcluster.EvalSet("cancel-b", 2), evalengine.DefaultOptions(), "")
+		c.WaitJob(cl, scope, d, 10*time.Second, "completed")
+		if _, err := cl.PutBaseline(ctx, scope, "main", d); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.GetBaseline(ctx, "other-app", "main"); !errors.Is(err, evalstore.ErrNotFound) {
+			t.Fatalf("scope leak: %v", err)
+		}
+	})
+	t.Run("scope isolation", func(t *testing.T) {
+		if _, err := cl.Status(ctx, "other-app", a); !errors.Is(err, evalstore.ErrNotFound) {
+			t.Fatalf("got %v", err)
+		}
+		p, err := cl.ListJobs(ctx, "other-app", 10, "")
+		if err != nil || len(p.Items) != 0 {
+			t.Fatalf("%+v %v", p, err)
+		}
+	})
+	t.Run("prune", func(t *testing.T) {
+		r, err := cl.Prune(ctx, scope, evalstore.PruneOptions{Before: time.Now().Add(time.Minute).UnixMilli()})
+		if err != nil || r.JobsDeleted != 2 { // a and b; d is protected by its baseline
+			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	checkAtMostOnce(t, c.Agent)
+}
+
+func TestClusterEval_FullRestartFailsActiveJobs(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 5 * time.Second}})
+	cl := c.Client()
+	id := submit(t, cl, testcluster.EvalSet("restart", 8), evalengine.DefaultOptions(), "")
+	testutil.WaitFor(t, 10*time.Second, "tasks running", func() bool { return progress(t, c, id).Dispatched > 0 })
+	for i := range 3 {
+		c.StopCoordinator(i)
+	}
+	testutil.WaitFor(t, 5*time.Second, "workers fenced", func() bool {
+		for i := range 4 {
+			if !c.Worker(i).Fenced() || c.Worker(i).Running() > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 3 {
+		c.StartCoordinator(i, false)
+	}
+	c.WaitLeader(10 * time.Second)
+	c.WaitJob(cl, scope, id, 10*time.Second, "failed")
+	j, _ := cl.Status(context.Background(), scope, id)
+	if j.Reason != evalstore.ReasonServiceRestarted {
+		t.Fatalf("reason %q", j.Reason)
+	}
+	caps, err := cl.Capabilities(context.Background())
+	if err != nil || caps.RecoveredJobs != 1 {
+		t.Fatalf("%+v %v", caps, err)
+	}
+	checkAtMostOnce(t, c.Agent)
+}
+
+func TestClusterEval_NonAllowlistedWorkerGetsNothing(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Rogue: []string{"rogue"}})
+	cl := c.Client()
+	id := submit(t, cl, testcluster.EvalSet("allowlist", 20), evalengine.DefaultOptions(), "")
+	c.WaitJob(cl, scope, id, 10*time.Second, "completed")
+	rogue := c.Workers() - 1
+	if n := c.Worker(rogue).Executed(); n != 0 {
+		t.Fatalf("rogue executed %d tasks", n)
+	}
+	// A forged result from the rogue is refused and counted.
+	before := c.Leader().RejectedResults()
+	b, _ := wire.Encode(api.KindResult, &api.Result{JobID: id, Index: 0, Worker: "rogue", Sample: []byte(`{}`)})
+	subj, _ := bus.ResultSubject(id)
+	if err := c.WorkerConn(rogue).Publish(subj, b); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "rejected result counted", func() bool { return c.Leader().RejectedResults() > before })
+	// NATS itself refuses the rogue another worker's task subject.
+	sub, err := c.WorkerConn(rogue).SubscribeSync("adk.task.w0")
+	if err == nil {
+		defer sub.Unsubscribe()
+		if err := c.WorkerConn(rogue).Flush(); err == nil {
+			if _, err := sub.NextMsg(200 * time.Millisecond); err == nil {
+				t.Fatal("rogue received a task of w0")
+			}
+		}
+	}
+	checkAtMostOnce(t, c.Agent)
+}
