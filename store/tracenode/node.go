@@ -56,25 +56,31 @@ type Stats struct {
 	Queries          uint64 `json:"queries"`
 	AuthRejected     uint64 `json:"auth_rejected"`
 	BadRequests      uint64 `json:"bad_requests"`
+	// PrepareTime and ApplyTime are the wall time spent decoding and
+	// projecting, and applying to Badger.
+	PrepareTime time.Duration `json:"prepare_ns"`
+	ApplyTime   time.Duration `json:"apply_ns"`
 }
 
 // Node consumes ADK_SIGNALS into its store and serves adk.trace.v1.query
 // in the queue group every node joins.
 type Node struct {
-	cfg  Config
-	log  *slog.Logger
-	js   jetstream.JetStream
-	cons jetstream.Consumer
-	mu   sync.Mutex // guards iter
-	iter jetstream.MessagesContext
-	svc  micro.Service
-	wg   sync.WaitGroup
+	cfg   Config
+	log   *slog.Logger
+	js    jetstream.JetStream
+	cons  jetstream.Consumer
+	mu    sync.Mutex // guards iter
+	iter  jetstream.MessagesContext
+	items chan item // prepareLoop → applyLoop, bounded
+	svc   micro.Service
+	wg    sync.WaitGroup
 
 	stopOnce sync.Once
 	stopping chan struct{}
 
 	applied, redelivered, malformed, applyFailures atomic.Uint64
 	queries, authRejected, badRequests             atomic.Uint64
+	prepareNS, applyNS                             atomic.Int64
 }
 
 // ConsumerName is the durable consumer name of a node.
@@ -120,7 +126,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(1)
+	n.items = make(chan item, 4)
+	n.wg.Add(2)
+	go n.prepareLoop()
 	go n.applyLoop()
 	return n, nil
 }
@@ -160,8 +168,21 @@ func (n *Node) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.
 	return c, nil
 }
 
-func (n *Node) applyLoop() {
+// item is one message on its way from the prepare loop to the apply loop,
+// or a resync marker.
+type item struct {
+	msg    jetstream.Msg
+	seq    uint64
+	prep   *tracestore.Prepared
+	marker chan struct{}
+}
+
+// prepareLoop pulls messages and decodes and projects them (the CPU-heavy,
+// state-free half of an apply) one step ahead of applyLoop, so the two
+// overlap on separate cores. It owns the iterator and the resync.
+func (n *Node) prepareLoop() {
 	defer n.wg.Done()
+	defer close(n.items)
 	for {
 		msg, err := n.iterator().Next()
 		if err != nil {
@@ -170,13 +191,89 @@ func (n *Node) applyLoop() {
 				return
 			default:
 			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				continue // transient (heartbeats missed, reconnecting): the iterator recovers
+			}
+			// applyLoop stopped the iterator after a failed apply: wait
+			// until it has discarded what is in flight, then restart the
+			// consumer at applied+1.
+			marker := make(chan struct{})
+			select {
+			case n.items <- item{marker: marker}:
+			case <-n.stopping:
 				return
 			}
-			continue // transient (heartbeats missed, reconnecting): the iterator recovers
+			select {
+			case <-marker:
+			case <-n.stopping:
+				return
+			}
+			if !n.resync() {
+				return
+			}
+			continue
 		}
-		if !n.apply(msg) {
-			n.resync()
+		it := item{msg: msg}
+		md, err := msg.Metadata()
+		if err != nil {
+			_ = msg.Term()
+			continue
+		}
+		it.seq = md.Sequence.Stream
+		b := tracestore.Batch{Seq: it.seq, TimeMS: md.Timestamp.UnixMilli()}
+		principal, perr := bus.PrincipalFromSubject(msg.Subject())
+		batch, derr := bus.DecodeSignalBatch(msg.Data(), n.cfg.MaxMsgBytes)
+		if perr != nil || derr != nil {
+			// Still applied (as an empty batch) so the sequence advances
+			// identically on every node.
+			n.malformed.Add(1)
+		} else {
+			b.Principal = principal
+			b.Records = make([]tracestore.Record, len(batch.Records))
+			for i, r := range batch.Records {
+				b.Records[i] = tracestore.Record{Kind: r.Kind, Data: r.Data}
+			}
+		}
+		t0 := time.Now()
+		it.prep = n.cfg.Store.Prepare(b)
+		n.prepareNS.Add(int64(time.Since(t0)))
+		select {
+		case n.items <- it:
+		case <-n.stopping:
+			return
+		}
+	}
+}
+
+// applyLoop applies prepared messages in stream order and acks each after
+// its Badger write. After a failed apply it discards everything up to the
+// prepare loop's resync marker: those messages are redelivered from
+// applied+1.
+func (n *Node) applyLoop() {
+	defer n.wg.Done()
+	failed := false
+	for it := range n.items {
+		switch {
+		case it.marker != nil:
+			failed = false
+			close(it.marker)
+		case failed:
+		case it.seq <= n.cfg.Store.AppliedSeq():
+			n.redelivered.Add(1)
+			_ = it.msg.Ack()
+		default:
+			t0 := time.Now()
+			_, err := n.cfg.Store.ApplyPrepared(it.prep)
+			n.applyNS.Add(int64(time.Since(t0)))
+			if err != nil {
+				n.applyFailures.Add(1)
+				n.log.Error("apply signal batch", "seq", it.seq, "err", err)
+				failed = true
+				n.iterator().Stop()
+				continue
+			}
+			n.applied.Add(1)
+			_ = it.msg.Ack()
 		}
 	}
 }
@@ -187,16 +284,15 @@ func (n *Node) iterator() jetstream.MessagesContext {
 	return n.iter
 }
 
-// resync restarts consumption from the store's applied sequence after a
-// failed apply, so nothing newer is applied before the failed message.
-func (n *Node) resync() {
-	n.iterator().Stop()
+// resync restarts consumption at the store's applied sequence + 1. It
+// returns false if the node is stopping.
+func (n *Node) resync() bool {
 	for {
 		t := time.NewTimer(time.Second)
 		select {
 		case <-n.stopping:
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -211,53 +307,14 @@ func (n *Node) resync() {
 				select {
 				case <-n.stopping: // Stop may have stopped the old iterator only
 					it.Stop()
+					return false
 				default:
 				}
-				return
+				return true
 			}
 		}
 		n.log.Error("resync store consumer", "err", err)
 	}
-}
-
-// apply applies one message, then acks it; false means a storage failure
-// (nothing acked, the caller resyncs). Delivery is in stream order: one
-// apply loop, and the consumer always starts at applied+1. A gap (messages
-// the stream dropped) is simply skipped.
-func (n *Node) apply(msg jetstream.Msg) bool {
-	md, err := msg.Metadata()
-	if err != nil {
-		_ = msg.Term()
-		return true
-	}
-	seq := md.Sequence.Stream
-	if seq <= n.cfg.Store.AppliedSeq() {
-		n.redelivered.Add(1)
-		_ = msg.Ack()
-		return true
-	}
-	b := tracestore.Batch{Seq: seq, TimeMS: md.Timestamp.UnixMilli()}
-	principal, perr := bus.PrincipalFromSubject(msg.Subject())
-	batch, derr := bus.DecodeSignalBatch(msg.Data(), n.cfg.MaxMsgBytes)
-	if perr != nil || derr != nil {
-		// Still applied (as an empty batch) so the sequence advances
-		// identically on every node.
-		n.malformed.Add(1)
-	} else {
-		b.Principal = principal
-		b.Records = make([]tracestore.Record, len(batch.Records))
-		for i, r := range batch.Records {
-			b.Records[i] = tracestore.Record{Kind: r.Kind, Data: r.Data}
-		}
-	}
-	if _, err := n.cfg.Store.Apply(b); err != nil {
-		n.applyFailures.Add(1)
-		n.log.Error("apply signal batch", "seq", seq, "err", err)
-		return false
-	}
-	n.applied.Add(1)
-	_ = msg.Ack()
-	return true
 }
 
 // Stop stops the query service and the apply loop and waits for them. The
@@ -278,7 +335,7 @@ func (n *Node) Stats() Stats {
 	return Stats{
 		Applied: n.applied.Load(), Redelivered: n.redelivered.Load(), MalformedBatches: n.malformed.Load(),
 		ApplyFailures: n.applyFailures.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
-		BadRequests: n.badRequests.Load(),
+		BadRequests: n.badRequests.Load(), PrepareTime: time.Duration(n.prepareNS.Load()), ApplyTime: time.Duration(n.applyNS.Load()),
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -345,6 +344,12 @@ func (s *Store) Append(principal, kind string, data []byte, timeMS int64) (uint6
 // every node that applies the same stream holds the same state. The error
 // is a storage failure; per-record rejections are in the results.
 func (s *Store) Apply(b Batch) ([]Result, error) {
+	return s.ApplyPrepared(s.Prepare(b))
+}
+
+// ApplyPrepared is Apply for a batch already prepared.
+func (s *Store) ApplyPrepared(prep *Prepared) ([]Result, error) {
+	b := prep.b
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	if s.closed.Load() {
@@ -356,7 +361,7 @@ func (s *Store) Apply(b Batch) ([]Result, error) {
 	if b.Seq >= 1<<(64-CursorIndexBits) {
 		return nil, fmt.Errorf("tracestore: sequence %d out of range", b.Seq)
 	}
-	a := &applier{s: s, wb: s.db.NewWriteBatch(), b: b, groups: map[uint64]*group{}, touched: map[*principal]bool{}}
+	a := &applier{s: s, wb: s.db.NewWriteBatch(), b: b, prep: prep, groups: map[uint64]*group{}, touched: map[*principal]bool{}}
 	defer a.wb.Cancel()
 	results := a.run()
 	if a.err != nil {
@@ -389,6 +394,7 @@ type applier struct {
 	s       *Store
 	wb      *badger.WriteBatch
 	b       Batch
+	prep    *Prepared
 	groups  map[uint64]*group
 	order   []uint64
 	touched map[*principal]bool
@@ -408,35 +414,69 @@ func (a *applier) del(k []byte) {
 	}
 }
 
+// Prepared is a batch whose records are decoded, projected and encoded:
+// the pure, CPU-heavy half of Apply, which a node runs ahead of the apply
+// loop (pipelined) because it needs no store state.
+type Prepared struct {
+	b    Batch
+	recs []preparedRecord
+}
+
+type preparedRecord struct {
+	js   []byte
+	sels []string
+	err  error
+}
+
+// Seq is the stream sequence of the prepared batch.
+func (p *Prepared) Seq() uint64 { return p.b.Seq }
+
+// Prepare decodes and projects a batch. It reads no store state and is
+// safe to call concurrently with anything.
+func (s *Store) Prepare(b Batch) *Prepared {
+	o := s.opts
+	p := &Prepared{b: b, recs: make([]preparedRecord, len(b.Records))}
+	for i, rec := range b.Records {
+		r := &p.recs[i]
+		if i > MaxBatchRecords {
+			r.err = errCode(CodeInvalidObservability, "batch too long")
+			continue
+		}
+		if len(rec.Data) > 4*o.MaxEventBytes {
+			r.err = errCode(CodeInputTooLarge, "input exceeds decode bounds")
+			continue
+		}
+		pj, err := project(rec.Kind, rec.Data, o)
+		if err != nil {
+			r.err = err
+			continue
+		}
+		doc := map[string]any{"cursor": Cursor(b.Seq, i), "kind": rec.Kind, "timestamp_ms": pj.tsMS, "identity": pj.identity, "event": pj.event}
+		if pj.pruned {
+			doc["content_pruned"] = true
+		}
+		r.js = appendJSON(make([]byte, 0, len(rec.Data)+128), doc)
+		if len(r.js) > o.MaxEventBytes {
+			r.js, r.err = nil, errCode(CodeEventTooLarge, "event larger than max_event_bytes")
+			continue
+		}
+		r.sels = subsets(pj.identity)
+	}
+	return p
+}
+
 func (a *applier) run() []Result {
 	s, b := a.s, a.b
 	o := s.opts
 	res := make([]Result, len(b.Records))
 	p, perr := a.principal(b.Principal)
-	for i, rec := range b.Records {
-		err := perr
-		if err == nil && i > MaxBatchRecords {
-			err = errCode(CodeInvalidObservability, "batch too long")
-		}
-		var js []byte
-		var pj *projected
-		if err == nil && len(rec.Data) > 4*o.MaxEventBytes {
-			err = errCode(CodeInputTooLarge, "input exceeds decode bounds")
-		}
-		if err == nil {
-			pj, err = project(rec.Kind, rec.Data, o)
+	for i := range a.prep.recs {
+		pr := &a.prep.recs[i]
+		err := pr.err
+		if perr != nil {
+			err = perr
 		}
 		c := Cursor(b.Seq, i)
-		if err == nil {
-			doc := map[string]any{"cursor": c, "kind": rec.Kind, "timestamp_ms": pj.tsMS, "identity": pj.identity, "event": pj.event}
-			if pj.pruned {
-				doc["content_pruned"] = true
-			}
-			js, err = json.Marshal(doc)
-			if err == nil && len(js) > o.MaxEventBytes {
-				err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
-			}
-		}
 		if err != nil {
 			res[i].Err = err
 			s.m.Counters.Rejected++
@@ -448,10 +488,11 @@ func (a *applier) run() []Result {
 			}
 			continue
 		}
+		js := pr.js
 		res[i].Cursor = c
 		s.m.Counters.Accepted++
 		a.set(eventKey(c), encodeEvent(p.pid, b.TimeMS, js))
-		for _, sel := range subsets(pj.identity) {
+		for _, sel := range pr.sels {
 			h := selectorHash(sel)
 			g := a.groups[h]
 			if g == nil {

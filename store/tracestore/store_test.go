@@ -408,3 +408,18 @@ func TestStore_SmallPageQueryWorkIsIndependentOfStreamSize(t *testing.T) {
 		t.Fatalf("a 5-event tail page read %d keys of a 2000-event stream", p.Scanned)
 	}
 }
+
+func TestAppendJSON_MatchesEncodingJSON(t *testing.T) {
+	v := map[string]any{"b": "x\"\\\n\t\u0001é\u2028<", "a": int64(-3), "c": []string{"p", "q"}, "d": map[string]string{"z": "1", "y": "2"},
+		"e": map[string]any{"n": json.Number("1.5e3"), "t": true}, "f": uint64(7)}
+	got := appendJSON(nil, v)
+	var back, want any
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("invalid JSON %s: %v", got, err)
+	}
+	wb, _ := json.Marshal(v)
+	_ = json.Unmarshal(wb, &want)
+	if fmt.Sprint(back) != fmt.Sprint(want) {
+		t.Fatalf("%s\n%s", got, wb)
+	}
+}

@@ -1,0 +1,114 @@
+package tracestore
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchSpan is a realistic end span: ~400 bytes of JSON.
+func benchSpan(i, runs int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"schema_version": 2, "signal": "span", "phase": "end", "name": "gen_ai.chat", "kind": "client",
+		"trace_id": fmt.Sprintf("%032x", i/8+1), "span_id": fmt.Sprintf("%016x", i+1), "trace_flags": 1,
+		"start_time_unix_nano": int64(i) * 1000, "end_time_unix_nano": int64(i)*1000 + 500, "duration_nano": 500, "status": "ok",
+		"attributes": map[string]any{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+			"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 40,
+			"run_id": "run-" + strconv.Itoa(i%runs)},
+	})
+	return b
+}
+
+// fillStore applies n spans in batches of 256, as a store node would.
+func fillStore(tb testing.TB, s *Store, n, runs int) {
+	tb.Helper()
+	const batch = 256
+	recs := make([]Record, 0, batch)
+	seq := s.AppliedSeq()
+	for i := 0; i < n; i++ {
+		recs = append(recs, Record{Kind: KindObservability, Data: benchSpan(i, runs)})
+		if len(recs) == batch || i == n-1 {
+			seq++
+			if _, err := s.Apply(Batch{Seq: seq, TimeMS: int64(seq), Principal: "alice", Records: recs}); err != nil {
+				tb.Fatal(err)
+			}
+			recs = recs[:0]
+		}
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+func rssMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// BenchmarkPageQuery measures a 100-event page of one run (1000 runs
+// interleaved) at 10k and, with ADK_BENCH_LARGE=1, 1M stored events.
+func BenchmarkPageQuery(b *testing.B) {
+	sizes := []int{10_000}
+	if os.Getenv("ADK_BENCH_LARGE") == "1" {
+		sizes = append(sizes, 1_000_000)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			s, err := Open(Config{Dir: dir, Options: Options{MaxEvents: MaxEventsLimit, MaxEventsPerPrincipal: MaxEventsLimit,
+				MaxBytes: MaxBytesLimit, MaxBytesPerPrincipal: MaxBytesLimit, Retention: MaxRetention}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = s.Close() }()
+			const runs = 1000
+			start := time.Now()
+			fillStore(b, s, n, runs)
+			b.Logf("filled %d events in %v (%.0f events/s applied), rss %.0f MiB", n, time.Since(start), float64(n)/time.Since(start).Seconds(), rssMiB())
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				p, err := s.Query("alice", Selector{"run_id": "run-" + strconv.Itoa(i%runs)}, QueryOptions{Limit: 100})
+				lat = append(lat, time.Since(t0))
+				if err != nil || len(p.Events) == 0 {
+					b.Fatalf("%v %d", err, len(p.Events))
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
+			b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+			b.ReportMetric(rssMiB(), "rss-MiB")
+			b.ReportMetric(float64(dirBytes(dir))/float64(n), "disk-B/event")
+		})
+	}
+}
