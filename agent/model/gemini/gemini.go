@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
@@ -65,24 +64,20 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if cfg.Model == "" || strings.ContainsAny(cfg.Model, "/?#:") {
 		return nil, fmt.Errorf("gemini config: model is required and must be a bare model name")
 	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
+	base, err := httpx.BaseURL("gemini config", cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-		return nil, fmt.Errorf("gemini config: base_url must be an http(s) URL without credentials or query")
+	key, err := httpx.APIKey("gemini config", cfg.APIKeyEnv)
+	if err != nil {
+		return nil, err
 	}
 	client, err := httpx.NewClient(ProviderName, hc, cfg.TimeoutMS, cfg.MaxAttempts, cfg.MaxResponseBytes, cfg.BaseBackoffMS, cfg.MaxBackoffMS)
 	if err != nil {
 		return nil, fmt.Errorf("gemini config: %w", err)
 	}
-	p := &Provider{cfg: cfg, base: strings.TrimRight(base, "/"), header: http.Header{}, client: client}
-	if cfg.APIKeyEnv != "" {
-		key := os.Getenv(cfg.APIKeyEnv)
-		if key == "" {
-			return nil, fmt.Errorf("gemini config: api_key_env %s is not set", cfg.APIKeyEnv)
-		}
+	p := &Provider{cfg: cfg, base: base, header: http.Header{}, client: client}
+	if key != "" {
 		p.header.Set("x-goog-api-key", key)
 	}
 	return p, nil

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 
 	"github.com/fadcedab/adk/agent/internal/httpx"
@@ -65,24 +63,20 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("openai config: model is required")
 	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
+	base, err := httpx.BaseURL("openai config", cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, fmt.Errorf("openai config: base_url must be an http(s) URL without credentials")
+	key, err := httpx.APIKey("openai config", cfg.APIKeyEnv)
+	if err != nil {
+		return nil, err
 	}
 	client, err := httpx.NewClient(ProviderName, hc, cfg.TimeoutMS, cfg.MaxAttempts, cfg.MaxResponseBytes, cfg.BaseBackoffMS, cfg.MaxBackoffMS)
 	if err != nil {
 		return nil, fmt.Errorf("openai config: %w", err)
 	}
-	p := &Provider{cfg: cfg, endpoint: strings.TrimRight(base, "/") + "/chat/completions", header: http.Header{}, client: client}
-	if cfg.APIKeyEnv != "" {
-		key := os.Getenv(cfg.APIKeyEnv)
-		if key == "" {
-			return nil, fmt.Errorf("openai config: api_key_env %s is not set", cfg.APIKeyEnv)
-		}
+	p := &Provider{cfg: cfg, endpoint: base + "/chat/completions", header: http.Header{}, client: client}
+	if key != "" {
 		p.header.Set("Authorization", "Bearer "+key)
 	}
 	return p, nil
