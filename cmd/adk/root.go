@@ -46,6 +46,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		return usageError{err}
 	})
 	root.AddCommand(newVersionCmd(), newEvalCmd())
+	root.AddCommand(newServeCmd())
+	root.AddCommand(newTraceCmd())
 	return root
 }
 

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/store/tracenode"
+	"github.com/fadcedab/adk/store/tracestore"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions configure `adk serve`.
+type serveOptions struct {
+	dataDir    string
+	host       string
+	port       int
+	tokensFile string
+	// ready, when set, receives the client URL once everything is up
+	// (tests).
+	ready func(url string)
+}
+
+func newServeCmd() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run NATS with JetStream, a trace store node and the trace query service in one process",
+		Long: `serve runs, in one process with one data directory: an embedded NATS server
+with JetStream (the ADK_SIGNALS stream), a trace store node that applies the
+stream to Badger, and the adk.trace.v1.query service. Queries are
+authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>").`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.dataDir == "" {
+				return usageError{errors.New("--data-dir is required")}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "directory for NATS and trace store data (required)")
+	cmd.Flags().StringVar(&o.host, "host", "127.0.0.1", "NATS client listen address")
+	cmd.Flags().IntVar(&o.port, "port", 4222, "NATS client port (-1 picks a free one)")
+	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service (without it no queries are served)")
+	return cmd
+}
+
+// runServe runs until ctx ends, then shuts everything down in reverse
+// order: query service and store node, store, connection, server.
+func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
+	var auth tracenode.Authenticator
+	if o.tokensFile != "" {
+		t, err := tracenode.LoadTokens(o.tokensFile)
+		if err != nil {
+			return err
+		}
+		auth = t
+	}
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	srv, err := bus.StartServer(bus.ServerConfig{Name: "adk", StoreDir: filepath.Join(o.dataDir, "nats"), Host: o.host, Port: o.port})
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := bus.WaitJetStreamReady(sctx, js); err != nil {
+		return err
+	}
+	if _, err := bus.EnsureSignalStream(sctx, js, bus.SignalStreamConfig{MaxBytes: 1 << 30}); err != nil {
+		return err
+	}
+	st, err := tracestore.Open(tracestore.Config{Dir: filepath.Join(o.dataDir, "traces"), Options: tracestore.Options{
+		MaxEvents: 1_000_000, MaxEventsPerPrincipal: 1_000_000, MaxBytes: 1 << 30, MaxBytesPerPrincipal: 1 << 30, Retention: 24 * time.Hour,
+	}})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	node, err := tracenode.Start(sctx, tracenode.Config{Name: "local", Conn: nc, Store: st, Auth: auth,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	defer node.Stop()
+	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
+	if o.ready != nil {
+		o.ready(srv.ClientURL())
+	}
+	<-ctx.Done()
+	return nil
+}
