@@ -14,13 +14,14 @@ import (
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval",
-		Short: "Evaluate agents: adk eval run, validate, convert, report",
+		Short: "Evaluate agents: adk eval run, validate, convert, report, compare, stats",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{fmt.Errorf("adk eval needs a subcommand: run, validate, convert or report")}
+			return usageError{fmt.Errorf("adk eval needs a subcommand: run, validate, convert, report, compare or stats")}
 		},
 	}
-	cmd.AddCommand(newEvalRunCmd(), newEvalValidateCmd(), newEvalConvertCmd(), newEvalReportCmd())
+	cmd.AddCommand(newEvalRunCmd(), newEvalValidateCmd(), newEvalConvertCmd(), newEvalReportCmd(),
+		newEvalCompareCmd(), newEvalStatsCmd())
 	return cmd
 }
 

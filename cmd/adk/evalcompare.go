@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// CLI error codes of compare and stats.
+const (
+	codeInvalidResult          = evalengine.CodeInvalidEvalResult
+	codeInvalidCurrentResult   = evalengine.CodeInvalidCurrentResult
+	codeInvalidConfidenceLevel = "invalid_confidence_level"
+	codeStatisticsFailed       = "evaluation_statistics_failed"
+)
+
+// evalCompareFlags are the raw flag values of `adk eval compare`.
+type evalCompareFlags struct {
+	format, output, suiteName, tolerances, maxPassRateDrop, maxReportBytes string
+}
+
+func newEvalCompareCmd() *cobra.Command {
+	f := &evalCompareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare BASELINE.json CURRENT.json",
+		Short: "Compare two saved results; exit 0 no regression and current passed, 2 otherwise, 1 error",
+		Long: `Compare a current result (adk eval run --format json) with a baseline result,
+offline, as adk eval run --baseline does. json prints the canonical
+comparison document; markdown adds both results' 95% Wilson pass-rate
+intervals. Exit 0 when the current result passed and did not regress, 2
+when it failed or regressed, 1 on any error. With --output PATH the report
+is also written atomically to PATH; stdout and the file hold the same bytes.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runEvalCompare(cmd, f, args[0], args[1])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.format, "format", evalengine.FormatMarkdown, "report format: json or markdown")
+	fl.StringVar(&f.output, "output", "-", "also write the report atomically to this file (- for stdout only)")
+	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction}")
+	fl.StringVar(&f.maxPassRateDrop, "max-pass-rate-drop", "", "allowed pass-rate drop, 0..1 (default 0)")
+	fl.StringVar(&f.suiteName, "suite-name", "", "suite name of the report (default adk_eval)")
+	fl.StringVar(&f.maxReportBytes, "max-report-bytes", "", "report size ceiling in bytes (default and maximum 16 MiB)")
+	return cmd
+}
+
+func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, currentPath string) error {
+	if f.format != evalengine.FormatJSON && f.format != evalengine.FormatMarkdown {
+		return &cliError{Code: evalengine.CodeInvalidReportFormat, Detail: "compare renders json or markdown"}
+	}
+	if err := checkOutputPath(f.output); err != nil {
+		return err
+	}
+	var opts evalengine.CompareOptions
+	if err := parseFraction("max-pass-rate-drop", f.maxPassRateDrop, &opts.MaxPassRateDrop); err != nil {
+		return err
+	}
+	maxBytes := 0
+	if err := parsePositive("max-report-bytes", f.maxReportBytes, &maxBytes); err != nil {
+		return err
+	}
+	if f.tolerances != "" {
+		t, err := loadTolerances(f.tolerances)
+		if err != nil {
+			return err
+		}
+		opts.MetricTolerances = t
+	}
+	baseline, err := loadBaseline(baselinePath)
+	if err != nil {
+		return err
+	}
+	current, err := loadResult("current", currentPath, codeInvalidCurrentResult)
+	if err != nil {
+		return err
+	}
+	out, cmp, err := evalengine.CompareReport(baseline, current, opts, f.format,
+		evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: maxBytes})
+	if err != nil {
+		return engineError(codeComparisonFailed, err)
+	}
+	if err := emitReport(cmd.OutOrStdout(), f.output, out); err != nil {
+		return err
+	}
+	if !cmp.Passed || !current.Passed {
+		return &exitCodeError{Code: exitFailed}
+	}
+	return nil
+}
+
+// evalStatsFlags are the raw flag values of `adk eval stats`.
+type evalStatsFlags struct {
+	confidence, maxMeanDrop, requireSignificance string
+	format, output, maxReportBytes               string
+}
+
+func newEvalStatsCmd() *cobra.Command {
+	f := &evalStatsFlags{}
+	cmd := &cobra.Command{
+		Use:   "stats RESULT.json...",
+		Short: "Confidence intervals of saved results and the longitudinal gate; exit 0 pass, 2 regression, 1 error",
+		Long: `Print, for every result (oldest first; all of the same eval set), the Wilson
+interval of its pass rate and the confidence interval of each metric's mean
+score. With two or more results, the last one is gated against all earlier
+ones pooled, on case outcomes and on every metric: exit 2 when it regressed,
+0 when it did not, 1 on any error.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("%s needs at least one RESULT.json", cmd.CommandPath())}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runEvalStats(cmd, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.confidence, "confidence", "", "confidence level of every interval and the gate: 0.90, 0.95 or 0.99 (default 0.95)")
+	fl.StringVar(&f.maxMeanDrop, "max-mean-drop", "", "tolerated fall of the pass rate or a metric's mean, 0..1 (default 0)")
+	fl.StringVar(&f.requireSignificance, "require-significance", "", "fail only on a statistically significant drop: true|false (default true)")
+	fl.StringVar(&f.format, "format", evalengine.FormatText, "report format: text, markdown or json")
+	fl.StringVar(&f.output, "output", "-", "also write the report atomically to this file (- for stdout only)")
+	fl.StringVar(&f.maxReportBytes, "max-report-bytes", "", "report size ceiling in bytes (default and maximum 16 MiB)")
+	return cmd
+}
+
+func runEvalStats(cmd *cobra.Command, f *evalStatsFlags, paths []string) error {
+	o := evalengine.DefaultStatsOptions()
+	switch f.format {
+	case evalengine.FormatText, evalengine.FormatMarkdown, evalengine.FormatJSON:
+		o.Format = f.format
+	default:
+		return &cliError{Code: evalengine.CodeInvalidReportFormat, Detail: "stats renders text, markdown or json"}
+	}
+	if err := checkOutputPath(f.output); err != nil {
+		return err
+	}
+	if f.confidence != "" {
+		x, err := strconv.ParseFloat(f.confidence, 64)
+		if err != nil || math.IsNaN(x) {
+			return &cliError{Code: codeInvalidConfidenceLevel, Detail: "0.90, 0.95 or 0.99"}
+		}
+		o.Gate.ConfidenceLevel = x
+	}
+	if err := parseFraction("max-mean-drop", f.maxMeanDrop, &o.Gate.MaxMeanDrop); err != nil {
+		return err
+	}
+	if err := parseBool("require-significance", f.requireSignificance, &o.Gate.RequireSignificance); err != nil {
+		return err
+	}
+	if err := parsePositive("max-report-bytes", f.maxReportBytes, &o.MaxBytes); err != nil {
+		return err
+	}
+	if len(paths) > evalengine.MaxStatsReportInputs {
+		return &cliError{Code: evalengine.CodeInvalidEvaluationStatistic, Reason: "result_count", Detail: strconv.Itoa(len(paths))}
+	}
+	results := make([]*evalengine.Result, len(paths))
+	for i, p := range paths {
+		r, err := loadResult("result", p, codeInvalidResult)
+		if err != nil {
+			return err
+		}
+		results[i] = r
+	}
+	out, doc, err := evalengine.StatsReport(results, o)
+	if err != nil {
+		if evalengine.ErrorCode(err) == evalengine.CodeInvalidConfidenceLevel {
+			return &cliError{Code: codeInvalidConfidenceLevel, Detail: "0.90, 0.95 or 0.99", Err: err}
+		}
+		return engineError(codeStatisticsFailed, err)
+	}
+	if err := emitReport(cmd.OutOrStdout(), f.output, out); err != nil {
+		return err
+	}
+	if !doc.Passed {
+		return &exitCodeError{Code: exitFailed}
+	}
+	return nil
+}
+
+// loadResult reads a saved result document (at most 16 MiB, checked
+// before it is read whole). A bad document is {wrap, engine reason}
+// naming the file; wrap invalid_eval_result keeps the engine's code.
+func loadResult(name, path, wrap string) (*evalengine.Result, error) {
+	data, err := readCapped(name, path, maxSetFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	r, err := evalengine.DecodeResult(data)
+	if err != nil {
+		code, reason := evalengine.ErrorCode(err), evalengine.ErrorReason(err)
+		switch {
+		case wrap == code:
+		case reason == "":
+			reason = code
+		default:
+			reason = code + ": " + reason
+		}
+		return nil, &cliError{Code: wrap, Reason: reason, Detail: path, Err: err}
+	}
+	return r, nil
+}
+
+// loadTolerances reads a {metric_id: fraction} file.
+func loadTolerances(path string) (map[string]float64, error) {
+	data, err := readCapped("metric_tolerances", path, maxConfigFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	t, err := evalengine.ParseMetricTolerances(data)
+	if err != nil {
+		return nil, engineError("", err)
+	}
+	return t, nil
+}
