@@ -118,7 +118,7 @@ func BenchmarkIngestEndToEnd(b *testing.B) {
 	}
 	defer pub.Close()
 
-	n := max(b.N, 10_000) // below this fixed costs dominate; spans/s is the figure, not ns/op
+	n := max(b.N, 10_000)                    // below this fixed costs dominate; spans/s is the figure, not ns/op
 	samples := make([]int64, n/benchBatch+1) // enqueue time (ns) of every 256th span
 	lags := make([]time.Duration, 0, len(samples))
 	var done atomic.Bool

@@ -132,6 +132,9 @@ const (
 	CodeReplayGap            = "replay_gap"
 	CodeCursorAhead          = "cursor_ahead"
 	CodeInvalidOptions       = "invalid_trace_store_options"
+
+	CodeLifecycleCapabilityRejected = "lifecycle_capability_rejected"
+	CodeLifecycleDeliveryDropped    = "lifecycle_delivery_dropped"
 )
 
 // Sentinel errors.

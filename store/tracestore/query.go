@@ -168,18 +168,19 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 // Status is the store's bounded status. It never contains a principal,
 // raw or hashed.
 type Status struct {
-	Events             int      `json:"events"`
-	EncodedBytes       int64    `json:"encoded_bytes"`
-	Principals         int      `json:"principals"`
-	Streams            int      `json:"streams"`
-	OldestCursor       *uint64  `json:"oldest_cursor"`
-	LatestCursor       uint64   `json:"latest_cursor"`
-	EvictedThrough     uint64   `json:"evicted_through"`
-	AppliedSequence    uint64   `json:"applied_sequence"`
-	LifecycleReceivers int      `json:"lifecycle_receivers"`
-	LifecyclePending   int      `json:"lifecycle_pending"`
-	Limits             Options  `json:"limits"`
-	Counters           Counters `json:"counters"`
+	Events                int      `json:"events"`
+	EncodedBytes          int64    `json:"encoded_bytes"`
+	Principals            int      `json:"principals"`
+	Streams               int      `json:"streams"`
+	OldestCursor          *uint64  `json:"oldest_cursor"`
+	LatestCursor          uint64   `json:"latest_cursor"`
+	EvictedThrough        uint64   `json:"evicted_through"`
+	AppliedSequence       uint64   `json:"applied_sequence"`
+	LifecycleReceivers    int      `json:"lifecycle_receivers"`
+	LifecycleActiveOwners int      `json:"lifecycle_active_owners"`
+	LifecyclePending      int      `json:"lifecycle_pending"`
+	Limits                Options  `json:"limits"`
+	Counters              Counters `json:"counters"`
 }
 
 // PrincipalStatus is one principal's status.
@@ -212,6 +213,7 @@ func (s *Store) Status() Status {
 	st.Counters.LifecycleCapabilityRejected = s.local.capRejected.Load()
 	st.Counters.LifecycleReceiversPruned = s.local.receiversPruned.Load()
 	st.Counters.LifecycleDeliveryDropped = s.local.deliveryDropped.Load()
+	st.LifecycleReceivers, st.LifecycleActiveOwners, st.LifecyclePending = s.recv.stats()
 	return st
 }
 

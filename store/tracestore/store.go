@@ -49,6 +49,13 @@ type Config struct {
 	// default sizing is for a 2-core, 24 GiB node.
 	Small   bool
 	Options Options
+	// LifecycleSink receives events admitted through lifecycle receivers.
+	// Nil appends them locally (single-node use); a store node sets the
+	// principal's publisher so every node applies them.
+	LifecycleSink LifecycleSink
+	// Clock drives lifecycle receiver TTLs only (node-local state); nil is
+	// time.Now. Apply never reads it.
+	Clock func() time.Time
 }
 
 // Counters are the store's cumulative counters (CONTRACTS §4 names). They
@@ -147,6 +154,7 @@ type Store struct {
 	closed  atomic.Bool
 	local   localCounters
 
+	recv   *receivers
 	gcStop chan struct{}
 	gcDone chan struct{}
 }
@@ -172,6 +180,18 @@ func Open(cfg Config) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	now := cfg.Clock
+	if now == nil {
+		now = time.Now
+	}
+	sink := cfg.LifecycleSink
+	if sink == nil {
+		sink = func(principal string, data []byte) error {
+			_, err := s.Append(principal, KindWorkflowLifecycle, data, now().UnixMilli())
+			return err
+		}
+	}
+	s.recv = newReceivers(o, now, sink)
 	go s.gcLoop(cfg.InMemory)
 	return s, nil
 }
@@ -224,6 +244,7 @@ func (s *Store) Close() error {
 	}
 	close(s.gcStop)
 	<-s.gcDone
+	s.recv.close()
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	return s.db.Close()
@@ -332,11 +353,16 @@ func validPrincipal(p string) bool {
 // in-process path for tests and single-node tools. timeMS stands in for
 // the stream timestamp.
 func (s *Store) Append(principal, kind string, data []byte, timeMS int64) (uint64, error) {
-	res, err := s.Apply(Batch{Seq: s.AppliedSeq() + 1, TimeMS: timeMS, Principal: principal, Records: []Record{{Kind: kind, Data: data}}})
-	if err != nil {
-		return 0, err
+	for {
+		res, err := s.Apply(Batch{Seq: s.AppliedSeq() + 1, TimeMS: timeMS, Principal: principal, Records: []Record{{Kind: kind, Data: data}}})
+		if err != nil {
+			return 0, err
+		}
+		if res != nil {
+			return res[0].Cursor, res[0].Err
+		}
+		// A concurrent Append took this sequence: take the next one.
 	}
-	return res[0].Cursor, res[0].Err
 }
 
 // Apply applies one batch in one Badger write that also records Seq as
