@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -23,8 +24,8 @@ import (
 // typed error ({invalid_positive_integer, samples}) instead of a generic
 // flag-parse message.
 type evalRunFlags struct {
-	config, evalSet, criteria, baseline, tolerances string
-	format, output, suiteName                       string
+	config, evalSet, criteria, baseline, tolerances, judgeConfig string
+	format, output, suiteName                                    string
 
 	samples, concurrency, sampleConcurrency, timeout, caseTimeout string
 	passRate, samplePassRate, minSuccessful, maxReportBytes       string
@@ -54,6 +55,7 @@ stderr.`,
 	fl.StringVar(&f.config, "config", "", "agent config (AGENT.json, at most 1 MiB)")
 	fl.StringVar(&f.evalSet, "eval-set", "", "eval set: schema 2, schema 1, Google ADK .evalset.json or .test.json (at most 16 MiB)")
 	fl.StringVar(&f.criteria, "criteria", "", `criteria file (default [{"id":"response","criterion":"exact_response"}])`)
+	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms"}`)
 	fl.StringVar(&f.baseline, "baseline", "", "baseline result JSON to compare against (at most 16 MiB)")
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction} (needs --baseline)")
 	fl.StringVar(&f.maxPassRateDrop, "max-pass-rate-drop", "", "allowed pass-rate drop against the baseline, 0..1 (needs --baseline; default 0)")
@@ -210,6 +212,13 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	}
 	secrets := configSecrets(cfgData)
 	defer func() { err = redact(err, secrets) }()
+	var judge *evalengine.ModelEnv
+	if f.judgeConfig != "" {
+		if judge, err = loadJudgeConfig(f.judgeConfig); err != nil {
+			return err
+		}
+		secrets = append(secrets, judgeSecrets(judge)...)
+	}
 
 	set, _, err := loadEvalSetFormat(f.evalSet)
 	if err != nil {
@@ -221,17 +230,13 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		if err != nil {
 			return err
 		}
-		if metrics, err = evalengine.ParseCriteria(data); err != nil {
+		if metrics, err = evalengine.ParseCriteriaWithOptions(data, evalengine.CriteriaOptions{Judge: judge}); err != nil {
 			return engineError("", err)
 		}
 	}
 	if f.tolerances != "" {
-		data, err := readCapped("metric_tolerances", f.tolerances, maxConfigFileBytes)
-		if err != nil {
+		if cmpOpts.MetricTolerances, err = loadTolerances(f.tolerances); err != nil {
 			return err
-		}
-		if cmpOpts.MetricTolerances, err = evalengine.ParseMetricTolerances(data); err != nil {
-			return engineError("", err)
 		}
 	}
 	var baseline *evalengine.Result
@@ -277,6 +282,9 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if err != nil {
 		return engineError(codeReportRenderFailed, err)
 	}
+	// The engine prunes and redacts what it records; this is the last
+	// line: no credential the machine holds leaves in a report.
+	data = scrubReport(data, secrets)
 	if err := emitReport(cmd.OutOrStdout(), f.output, data); err != nil {
 		return err
 	}
@@ -357,6 +365,17 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// scrubReport replaces every secret in rendered report bytes. It copies
+// only when one is present.
+func scrubReport(data []byte, secrets []string) []byte {
+	for _, s := range secrets {
+		if bytes.Contains(data, []byte(s)) {
+			data = bytes.ReplaceAll(data, []byte(s), []byte("[REDACTED]"))
+		}
+	}
+	return data
+}
 
 func redact(err error, secrets []string) error {
 	if err == nil || len(secrets) == 0 {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/jsonlimit"
+)
+
+// codeInvalidJudgeConfig is a bad --judge-config file.
+const codeInvalidJudgeConfig = "invalid_judge_config"
+
+// maxJudgeHTTPTimeoutMS bounds judge-config timeout_ms (the engine's
+// ceiling for one judge call).
+const maxJudgeHTTPTimeoutMS = evalengine.MaxJudgeTimeoutMS
+
+// judgeConfigFile is the machine's judge configuration (--judge-config):
+// which provider and model score llm_judge criteria, and where the key
+// comes from. The criteria file holds only the rubric and bounds; it can
+// never name a provider, a model or a credential.
+type judgeConfigFile struct {
+	Provider  string `json:"provider"`    // "gemini" | "openai"
+	Model     string `json:"model"`       // default gemini-3.1-flash-lite for gemini
+	BaseURL   string `json:"base_url"`    // default the provider's public endpoint
+	APIKeyEnv string `json:"api_key_env"` // default GEMINI_API_KEY or OPENAI_API_KEY
+	TimeoutMS int    `json:"timeout_ms"`  // per HTTP attempt; 0 = the criterion's request_timeout_ms
+}
+
+// loadJudgeConfig reads --judge-config into the engine's ModelEnv. The
+// file is bounded (1 MiB, internal/jsonlimit) and closed (unknown keys are
+// refused). Errors name keys and variables, never values.
+func loadJudgeConfig(path string) (*evalengine.ModelEnv, error) {
+	data, err := readCapped("judge_config", path, maxConfigFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	var jc judgeConfigFile
+	if err := jsonlimit.Unmarshal(data, jsonlimit.Limits{MaxBytes: maxConfigFileBytes}, &jc); err != nil {
+		reason := jsonlimit.ErrorCode(err)
+		if reason == "" {
+			reason = "invalid_json"
+		}
+		detail := ""
+		var je *jsonlimit.Error
+		if errors.As(err, &je) && je.Key != "" {
+			detail = je.Key
+		}
+		return nil, &cliError{Code: codeInvalidJudgeConfig, Reason: reason, Detail: detail, Err: err}
+	}
+	bad := func(key string) error { return &cliError{Code: codeInvalidJudgeConfig, Reason: key} }
+	if jc.Provider != evalengine.ProviderGemini && jc.Provider != evalengine.ProviderOpenAI {
+		return nil, bad("provider")
+	}
+	if jc.Provider == evalengine.ProviderOpenAI && jc.Model == "" {
+		return nil, bad("model")
+	}
+	if jc.TimeoutMS < 0 || jc.TimeoutMS > maxJudgeHTTPTimeoutMS {
+		return nil, bad("timeout_ms")
+	}
+	pc := map[string]any{}
+	if jc.BaseURL != "" {
+		pc["base_url"] = jc.BaseURL
+	}
+	if jc.APIKeyEnv != "" {
+		if os.Getenv(jc.APIKeyEnv) == "" {
+			return nil, &cliError{Code: codeInvalidJudgeConfig, Reason: "api_key_env_unset", Detail: jc.APIKeyEnv}
+		}
+		pc["api_key_env"] = jc.APIKeyEnv
+	}
+	env := &evalengine.ModelEnv{Provider: jc.Provider, Model: jc.Model, ProviderConfig: pc}
+	if jc.TimeoutMS > 0 {
+		env.HTTPClient = &http.Client{Timeout: time.Duration(jc.TimeoutMS) * time.Millisecond}
+	}
+	return env, nil
+}
+
+// judgeSecrets are the values the judge's key variable holds (named, or
+// the provider's default), for scrubbing error output.
+func judgeSecrets(env *evalengine.ModelEnv) []string {
+	if env == nil {
+		return nil
+	}
+	name, _ := env.ProviderConfig["api_key_env"].(string)
+	if name == "" {
+		name = evalengine.DefaultGeminiAPIKeyEnv
+		if env.Provider == evalengine.ProviderOpenAI {
+			name = evalengine.DefaultOpenAIAPIKeyEnv
+		}
+	}
+	if s := os.Getenv(name); len(s) >= 4 {
+		return []string{s}
+	}
+	return nil
+}
