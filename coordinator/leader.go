@@ -327,7 +327,15 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 			continue
 		}
 		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalstore.Phase{evalstore.PhaseRunning}, n.admission(), now.UnixMilli()
-		if _, err := n.propose(ctx, cmdTransition, tc); err != nil && !errors.Is(err, evalstore.ErrStalePhase) {
+		_, err := n.propose(ctx, cmdTransition, tc)
+		if err != nil && tc.To == evalstore.PhaseCompleted && !errors.Is(err, evalstore.ErrStalePhase) && !api.AsError(err).Retryable() {
+			// The result cannot be stored (quota, transaction size): fail the
+			// job with the reason instead of retrying forever.
+			n.log.Warn("store result", "job", j.JobID, "err", err)
+			tc.To, tc.Patch = evalstore.PhaseFailed, evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: "evaluation_result_persistence_failed: " + api.AsError(err).Code}
+			_, err = n.propose(ctx, cmdTransition, tc)
+		}
+		if err != nil && !errors.Is(err, evalstore.ErrStalePhase) {
 			return err
 		}
 	}

@@ -33,6 +33,9 @@ type EvalOptions struct {
 	Timing coordinator.Timing
 	// HeartbeatInterval and FenceAfter for workers.
 	HeartbeatInterval, FenceAfter time.Duration
+	// MemTableSize for each coordinator's Badger (default 16 MiB; a
+	// stored result must fit in 15% of it).
+	MemTableSize int64
 	// Logger receives coordinator and worker logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -101,6 +104,9 @@ func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 	if o.Timing == (coordinator.Timing{}) {
 		o.Timing = testTiming
 	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 16 << 20
+	}
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = 100 * time.Millisecond
 	}
@@ -152,7 +158,7 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 	n, err := coordinator.Start(coordinator.Config{
 		ID: cn.ID, DataDir: cn.Dir, RaftAddr: cn.Addr, Bootstrap: bootstrap, NATS: nc,
 		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
-		Timing: c.opts.Timing, MemTableSize: 16 << 20, Logger: c.opts.Logger,
+		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger,
 	})
 	if err != nil {
 		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)

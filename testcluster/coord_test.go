@@ -54,7 +54,7 @@ func localRun(t *testing.T, set []byte, opts evalengine.Options) []byte {
 	return mustJSON(t, res)
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -63,7 +63,7 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func submit(t *testing.T, cl *client.Client, set []byte, opts evalengine.Options, owner string) string {
+func submit(t testing.TB, cl *client.Client, set []byte, opts evalengine.Options, owner string) string {
 	t.Helper()
 	j, err := cl.Submit(context.Background(), scope, api.SubmitRequest{Set: set, Agent: "scripted", Options: mustJSON(t, opts), Owner: owner, OwnerTTLMS: 1000})
 	if err != nil {

@@ -98,9 +98,14 @@ func Start(cfg Config) (*Worker, error) {
 		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
-	w.wg.Add(2)
+	w.wg.Add(1)
 	go func() { defer w.wg.Done(); w.heartbeatLoop() }()
-	go func() { defer w.wg.Done(); w.fetchLoop() }()
+	// Several fetchers overlap the fetch and ack round trips; each still
+	// pulls a batch of one, and the slots bound the tasks in flight.
+	for range min(cfg.Capacity, maxFetchers) {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.fetchLoop() }()
+	}
 	return w, nil
 }
 
@@ -198,6 +203,9 @@ func (w *Worker) kill(refs []api.TaskRef) {
 		}
 	}
 }
+
+// maxFetchers bounds concurrent pull requests per worker.
+const maxFetchers = 8
 
 func (w *Worker) fetchLoop() {
 	var cons jetstream.Consumer

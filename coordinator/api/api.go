@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/store/evalstore"
 )
 
@@ -126,6 +127,10 @@ func AsError(err error) *Error {
 	var s *evalstore.Error
 	if errors.As(err, &s) {
 		return &Error{Code: s.Code, Detail: s.Detail}
+	}
+	var ev *evalengine.Error
+	if errors.As(err, &ev) {
+		return &Error{Code: ev.Code, Detail: ev.Detail}
 	}
 	return Errorf(CodeInternal, "%v", err)
 }

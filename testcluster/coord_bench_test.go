@@ -1,0 +1,60 @@
+package testcluster_test
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/testcluster"
+)
+
+// BenchmarkClusterEval_10kTasks runs one 10,000-task job of zero-latency
+// samples on 3 NATS servers, 3 coordinators and 4 workers (64 slots each)
+// and reports tasks/s and the process RSS (everything runs in this one
+// process, so it bounds the leader's).
+func BenchmarkClusterEval_10kTasks(b *testing.B) {
+	const tasks, cases = 10_000, 1_000
+	set := testcluster.EvalSet("bench-10k", cases)
+	for range b.N {
+		c := testcluster.StartEval(b, testcluster.EvalOptions{Capacity: 64, MemTableSize: 128 << 20,
+			Limits: coordinator.Limits{MaxTasksPerCommand: 1024}})
+		cl := c.Client()
+		opts := evalengine.DefaultOptions()
+		opts.CaptureEvents = false
+		opts.Samples = tasks / cases
+		opts.PassRateThreshold = 0.4
+		b.ResetTimer()
+		start := time.Now()
+		id := submit(b, cl, set, opts, "")
+		c.WaitJob(cl, scope, id, 2*time.Minute, "completed", "failed")
+		d := time.Since(start)
+		b.StopTimer()
+		j, _ := cl.Status(b.Context(), scope, id)
+		if j.Phase != "completed" || j.Progress.Done != tasks {
+			b.Fatalf("job %s %s %+v", j.Phase, j.Reason, j.Progress)
+		}
+		b.ReportMetric(float64(tasks)/d.Seconds(), "tasks/s")
+		b.ReportMetric(float64(rssBytes())/(1<<20), "rss_MiB")
+	}
+}
+
+func rssBytes() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
