@@ -144,11 +144,10 @@ func decodeGroup(b []byte) (sel string, idx []uint16, ok bool) {
 
 const eventHeader = 12 // pid:u32 ts:i64
 
-func encodeEvent(pid uint32, ts int64, js []byte) []byte {
-	b := make([]byte, eventHeader, eventHeader+len(js))
-	binary.BigEndian.PutUint32(b, pid)
-	binary.BigEndian.PutUint64(b[4:], uint64(ts))
-	return append(b, js...)
+// encodeEvent appends an event value header to b (the JSON follows).
+func encodeEvent(pid uint32, ts int64, b []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, pid)
+	return binary.BigEndian.AppendUint64(b, uint64(ts))
 }
 
 func decodeEventHeader(b []byte) (pid uint32, ts int64, ok bool) {

@@ -214,10 +214,16 @@ func badgerOptions(cfg Config) badger.Options {
 			WithIndexCacheSize(4 << 20).WithValueLogFileSize(16 << 20).WithNumLevelZeroTables(2).
 			WithNumLevelZeroTablesStall(8)
 	}
-	// 2 cores, 24 GiB, sharing the machine: ~100 MiB of memtables, 128 MiB
-	// block cache, 64 MiB index cache keep a 1M-event node well under 512 MiB.
-	return o.WithMemTableSize(32 << 20).WithNumMemtables(3).WithBlockCacheSize(128 << 20).
-		WithIndexCacheSize(64 << 20).WithValueLogFileSize(256 << 20)
+	// 2 cores, 24 GiB, shared with NATS and workers. Badger's memory is Go
+	// heap: memtable arenas, the caches, and a pool of up to 8 table-builder
+	// allocators of twice the table size each, kept between builds. Small
+	// equal-size tables (8 MiB memtables, 4 MiB tables at every level) keep
+	// that pool under ~130 MiB; 64 MiB block and 32 MiB index caches.
+	o = o.WithMemTableSize(8 << 20).WithNumMemtables(4).WithBlockCacheSize(64 << 20).
+		WithIndexCacheSize(32 << 20).WithValueLogFileSize(256 << 20).WithBaseTableSize(4 << 20).
+		WithNumCompactors(3).WithNumLevelZeroTables(8).WithNumLevelZeroTablesStall(16)
+	o.TableSizeMultiplier = 1
+	return o
 }
 
 func (s *Store) gcLoop(inMemory bool) {
@@ -449,9 +455,10 @@ type Prepared struct {
 }
 
 type preparedRecord struct {
-	js   []byte
-	sels []string
-	err  error
+	val    []byte // event value: header (pid filled in at apply) + json
+	sels   []string
+	hashes []uint64
+	err    error
 }
 
 // Seq is the stream sequence of the prepared batch.
@@ -481,12 +488,16 @@ func (s *Store) Prepare(b Batch) *Prepared {
 		if pj.pruned {
 			doc["content_pruned"] = true
 		}
-		r.js = appendJSON(make([]byte, 0, len(rec.Data)+128), doc)
-		if len(r.js) > o.MaxEventBytes {
-			r.js, r.err = nil, errCode(CodeEventTooLarge, "event larger than max_event_bytes")
+		r.val = appendJSON(encodeEvent(0, b.TimeMS, make([]byte, 0, eventHeader+len(rec.Data)+128)), doc)
+		if len(r.val)-eventHeader > o.MaxEventBytes {
+			r.val, r.err = nil, errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
 		r.sels = subsets(pj.identity)
+		r.hashes = make([]uint64, len(r.sels))
+		for j, sel := range r.sels {
+			r.hashes[j] = selectorHash(sel)
+		}
 	}
 	return p
 }
@@ -514,12 +525,12 @@ func (a *applier) run() []Result {
 			}
 			continue
 		}
-		js := pr.js
 		res[i].Cursor = c
 		s.m.Counters.Accepted++
-		a.set(eventKey(c), encodeEvent(p.pid, b.TimeMS, js))
-		for _, sel := range pr.sels {
-			h := selectorHash(sel)
+		binary.BigEndian.PutUint32(pr.val, p.pid)
+		a.set(eventKey(c), pr.val)
+		for j, sel := range pr.sels {
+			h := pr.hashes[j]
 			g := a.groups[h]
 			if g == nil {
 				g = &group{sel: sel}
@@ -528,7 +539,7 @@ func (a *applier) run() []Result {
 			}
 			g.idx = append(g.idx, uint16(i))
 		}
-		sz := uint32(len(js))
+		sz := uint32(len(pr.val) - eventHeader)
 		p.q = append(p.q, liveRef{cursor: c, size: sz})
 		p.bytes += int64(sz)
 		p.latest = c
