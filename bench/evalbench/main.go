@@ -14,6 +14,12 @@
 // generated into a temporary directory that is removed afterwards.
 //
 //	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake
+//
+// With -profile DIR every run also writes a CPU and a heap profile of the
+// adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
+// named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
+// Profiling costs a few percent; take the table's figures from a run
+// without it.
 package main
 
 import (
@@ -39,10 +45,17 @@ func main() {
 	delay := flag.Duration("delay", 200*time.Millisecond, "model latency of the fake server")
 	scriptedConc := flag.Int("scripted-concurrency", 4, "--concurrency of the zero-latency run")
 	skipOpenAI := flag.Bool("scripted-only", false, "run only the zero-latency benchmark")
+	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("evalbench: ")
-	for _, p := range []*string{adk, fake} {
+	if profileDir != "" {
+		must(os.MkdirAll(profileDir, 0o755))
+	}
+	for _, p := range []*string{adk, fake, &profileDir} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		must(err)
 		*p = abs
@@ -61,7 +74,7 @@ func main() {
 	// Events are off: 10,000 samples with their events exceed the 16 MiB
 	// report ceiling (eval_report_budget_exceeded), by design.
 	for _, format := range []string{"markdown", "json"} {
-		r := runADK(*adk, dir, 10_000, *scriptedConc, 0, "eval", "run", "--config", "scripted.json", "--eval-set", "set100.json",
+		r := runADK(*adk, dir, "scripted-"+format, 10_000, *scriptedConc, 0, "eval", "run", "--config", "scripted.json", "--eval-set", "set100.json",
 			"--samples", "100", "--concurrency", strconv.Itoa(*scriptedConc), "--capture-events", "false", "--format", format)
 		r.name = "scripted 0 ms, no events, " + format
 		rows = append(rows, r)
@@ -78,7 +91,7 @@ func main() {
 				if n == 5000 {
 					set = "set50.json"
 				}
-				r := runADK(*adk, dir, n, conc, *delay, "eval", "run", "--config", "openai.json", "--eval-set", set,
+				r := runADK(*adk, dir, fmt.Sprintf("openai-%d-c%d", n, conc), n, conc, *delay, "eval", "run", "--config", "openai.json", "--eval-set", set,
 					"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json")
 				r.name = fmt.Sprintf("openai fake, %v", *delay)
 				rows = append(rows, r)
@@ -100,9 +113,17 @@ type row struct {
 	note          string
 }
 
-func runADK(bin, dir string, samples, conc int, delay time.Duration, args ...string) row {
+// profileDir is -profile: where runADK asks the child to write profiles.
+var profileDir string
+
+func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args ...string) row {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if profileDir != "" {
+		cmd.Env = append(os.Environ(),
+			"ADK_EVAL_CPUPROFILE="+filepath.Join(profileDir, label+".cpu.pprof"),
+			"ADK_EVAL_MEMPROFILE="+filepath.Join(profileDir, label+".heap.pprof"))
+	}
 	var out countWriter
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

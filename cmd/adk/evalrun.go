@@ -254,6 +254,15 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		return &cliError{Code: codeInvalidAgentConfig, Err: err}
 	}
 
+	stopProfiles, err := startProfiles()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if perr := stopProfiles(); err == nil {
+			err = perr
+		}
+	}()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rc := evalengine.RunConfig{Adapter: adapter, Metrics: metrics, Options: opts}
