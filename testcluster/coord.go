@@ -28,9 +28,12 @@ type EvalOptions struct {
 	Rogue    []string
 	Capacity int // per worker, default 4
 	// Agent is every worker's "scripted" agent (default a zero-latency one).
-	Agent  *ScriptedAgent
-	Limits coordinator.Limits
-	Timing coordinator.Timing
+	Agent *ScriptedAgent
+	// AgentFiles are more trusted agents of every worker: name to
+	// AGENT.json path (worker.Config.AgentFiles).
+	AgentFiles map[string]string
+	Limits     coordinator.Limits
+	Timing     coordinator.Timing
 	// HeartbeatInterval and FenceAfter for workers.
 	HeartbeatInterval, FenceAfter time.Duration
 	// MemTableSize for each coordinator's Badger (default 16 MiB; a
@@ -227,7 +230,7 @@ func (c *EvalCluster) StartWorker(i int) *worker.Worker {
 	nc := c.NATS.ConnectAll(c.t, bus.WithUserPassword(wn.ID, workerSecret+wn.ID),
 		bus.WithNATSOptions(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wn.ID))))
 	w, err := worker.Start(worker.Config{ID: wn.ID, NATS: nc, Capacity: c.opts.Capacity,
-		Agents:            map[string]evalengine.Adapter{"scripted": c.Agent},
+		Agents: map[string]evalengine.Adapter{"scripted": c.Agent}, AgentFiles: c.opts.AgentFiles,
 		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, Logger: c.opts.Logger})
 	if err != nil {
 		c.t.Fatalf("start worker %s: %v", wn.ID, err)

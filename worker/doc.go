@@ -12,6 +12,11 @@
 // names (cancelled, lost, timed out), and fences itself (kills everything,
 // fetches nothing) when no leader has answered for FenceAfter.
 //
-// It imports evalengine, bus and coordinator/api; never coordinator,
+// Agents are adapters handed to Start, or AGENT.json files named in
+// Config.AgentFiles and parsed once into the default adapter
+// (evalengine/agentadapter, with events converted only for jobs that
+// capture them).
+//
+// It imports evalengine, agent, bus and coordinator/api; never coordinator,
 // devapi or cmd.
 package worker

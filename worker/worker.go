@@ -29,6 +29,10 @@ type Config struct {
 	Capacity int
 	// Agents are the adapters this worker trusts, by the name jobs use.
 	Agents map[string]evalengine.Adapter
+	// AgentFiles maps more trusted agent names to AGENT.json paths, parsed
+	// once at Start into the default adapter (evalengine/agentadapter).
+	// Jobs name an agent; the files are the worker's own configuration.
+	AgentFiles map[string]string
 	// HeartbeatInterval (default 1 s) and FenceAfter (default 5 s, the
 	// coordinators' FenceLease).
 	HeartbeatInterval time.Duration
@@ -49,6 +53,8 @@ type Worker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // loops and task goroutines
 	slots  chan struct{}
+
+	agents map[string]trustedAgent
 
 	fenced     atomic.Bool
 	lastLeader atomic.Int64 // unix nanos of the last leader answer
@@ -90,11 +96,15 @@ func Start(cfg Config) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	agents, err := trustedAgents(cfg)
+	if err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(cfg.NATS)
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity),
+	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity), agents: agents,
 		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
@@ -296,12 +306,12 @@ func (w *Worker) run(ctx context.Context, task api.Task) {
 	case task.CaseIndex < 0 || task.CaseIndex >= len(spec.p.Set.Cases) || task.Sample < 0 || task.Sample >= spec.p.Options.Samples:
 		return
 	default:
-		adapter, ok := w.cfg.Agents[spec.agent]
+		ta, ok := w.agents[spec.agent]
 		if !ok {
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterInitFailed)
 			break
 		}
-		sample, err = evalengine.RunSample(ctx, spec.p.Set, evalengine.RunConfig{Adapter: adapter, Metrics: spec.p.Metrics,
+		sample, err = evalengine.RunSample(ctx, spec.p.Set, evalengine.RunConfig{Adapter: ta.adapter(spec.p.Options.CaptureEvents), Metrics: spec.p.Metrics,
 			Options: spec.p.Options}, task.CaseIndex, task.Sample)
 		if err != nil {
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterFailed)
