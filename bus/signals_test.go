@@ -297,3 +297,34 @@ func TestPublisher_NATSUserIsBoundToItsPrincipal(t *testing.T) {
 		t.Fatalf("foreign principal: %+v", s)
 	}
 }
+
+func TestPublisherPool_PublishesPerPrincipalAndIsBounded(t *testing.T) {
+	e := newSignalEnv(t)
+	st := e.ensure(t, bus.SignalStreamConfig{})
+	pool := bus.NewPublisherPool(e.nc, bus.PublisherConfig{BatchSize: 8}, 2)
+	t.Cleanup(pool.Close)
+	if n, err := pool.PublishSpans("alice", []*observability.SpanSignal{span(0), span(1)}); n != 2 || err != nil {
+		t.Fatal(n, err)
+	}
+	if err := pool.PublishRecord("bob", bus.RecordWorkflowLifecycle, []byte(`{"schema_version":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.PublishSpans("carol", []*observability.SpanSignal{span(2)}); !errors.Is(err, bus.ErrTooManyPrincipals) {
+		t.Fatalf("third principal: %v", err)
+	}
+	if _, err := pool.PublishSpans("a.b", nil); !errors.Is(err, bus.ErrInvalidConfig) {
+		t.Fatalf("bad principal: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pool.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := pool.Stats(); s["alice"].Exported != 2 || s["bob"].Exported != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	info, _ := st.Info(ctx)
+	if info.State.NumSubjects != 2 {
+		t.Fatalf("want one subject per principal, got %d", info.State.NumSubjects)
+	}
+}

@@ -1,0 +1,132 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/fadcedab/adk/observability"
+	"github.com/nats-io/nats.go"
+)
+
+// ErrTooManyPrincipals reports a PublisherPool at its principal bound.
+var ErrTooManyPrincipals = errors.New("publisher_pool_full")
+
+// PublisherPool holds one Publisher per principal over one connection,
+// created on first use from a template configuration. It is the API a
+// receiver (the OTLP/HTTP receiver, a lifecycle sink) calls to publish
+// signals for the principal it authenticated: the principal selects the
+// subject, so it must be one the connection's NATS user may publish for.
+type PublisherPool struct {
+	nc   *nats.Conn
+	tmpl PublisherConfig
+	max  int
+
+	mu     sync.Mutex
+	pubs   map[string]*Publisher
+	closed bool
+}
+
+// NewPublisherPool makes a pool; tmpl.Principal is ignored. At most
+// maxPrincipals publishers exist at once (0 means 1024).
+func NewPublisherPool(nc *nats.Conn, tmpl PublisherConfig, maxPrincipals int) *PublisherPool {
+	if maxPrincipals <= 0 {
+		maxPrincipals = 1024
+	}
+	return &PublisherPool{nc: nc, tmpl: tmpl, max: maxPrincipals, pubs: map[string]*Publisher{}}
+}
+
+// Publisher returns the principal's publisher, starting it if needed.
+func (pp *PublisherPool) Publisher(principal string) (*Publisher, error) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.closed {
+		return nil, ErrPublisherClosed
+	}
+	if p := pp.pubs[principal]; p != nil {
+		return p, nil
+	}
+	if err := ValidToken(principal); err != nil {
+		return nil, &ConfigError{Field: "Principal", Reason: err.Error()}
+	}
+	if len(pp.pubs) >= pp.max {
+		return nil, ErrTooManyPrincipals
+	}
+	cfg := pp.tmpl
+	cfg.Principal = principal
+	p, err := NewPublisher(pp.nc, cfg) // starts goroutines only; no I/O
+	if err != nil {
+		return nil, err
+	}
+	pp.pubs[principal] = p
+	return p, nil
+}
+
+// PublishSpans enqueues spans for principal in order and returns how many
+// were accepted; it stops at the first refusal (queue full, too large) and
+// returns that error. Accepted spans are delivered asynchronously.
+func (pp *PublisherPool) PublishSpans(principal string, spans []*observability.SpanSignal) (int, error) {
+	p, err := pp.Publisher(principal)
+	if err != nil {
+		return 0, err
+	}
+	for i, s := range spans {
+		if err := p.Enqueue(s); err != nil {
+			return i, err
+		}
+	}
+	return len(spans), nil
+}
+
+// PublishRecord enqueues one encoded record (RecordObservability or
+// RecordWorkflowLifecycle JSON) for principal.
+func (pp *PublisherPool) PublishRecord(principal, kind string, data []byte) error {
+	p, err := pp.Publisher(principal)
+	if err != nil {
+		return err
+	}
+	return p.EnqueueRecord(kind, data)
+}
+
+func (pp *PublisherPool) all() []*Publisher {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	out := make([]*Publisher, 0, len(pp.pubs))
+	for _, p := range pp.pubs {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Drain drains every publisher, within ctx.
+func (pp *PublisherPool) Drain(ctx context.Context) error {
+	var errs []error
+	for _, p := range pp.all() {
+		errs = append(errs, p.Drain(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns each principal's publisher counters. The caller decides
+// whether principals may be shown.
+func (pp *PublisherPool) Stats() map[string]PublisherStats {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	out := make(map[string]PublisherStats, len(pp.pubs))
+	for k, p := range pp.pubs {
+		out[k] = p.Stats()
+	}
+	return out
+}
+
+// Close closes every publisher; the pool refuses new ones afterwards.
+func (pp *PublisherPool) Close() {
+	pp.mu.Lock()
+	pp.closed = true
+	pubs := pp.pubs
+	pp.pubs = map[string]*Publisher{}
+	pp.mu.Unlock()
+	for _, p := range pubs {
+		p.Close()
+	}
+}
