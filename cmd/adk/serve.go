@@ -15,6 +15,7 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 )
@@ -92,23 +93,93 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if _, err := bus.EnsureSignalStream(sctx, js, bus.SignalStreamConfig{MaxBytes: 1 << 30}); err != nil {
 		return err
 	}
-	st, err := tracestore.Open(tracestore.Config{Dir: filepath.Join(o.dataDir, "traces"), Options: tracestore.Options{
+	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
+	return runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, func() {
+		if o.ready != nil {
+			o.ready(srv.ClientURL())
+		}
+	})
+}
+
+// runStoreNode runs a trace store node on nc until ctx ends: the store in
+// dir, lifecycle receivers publishing through a per-principal publisher
+// pool, the durable consumer and (with auth) the query service.
+func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tracenode.Authenticator, ready func()) error {
+	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
+	defer pool.Close()
+	st, err := tracestore.Open(tracestore.Config{Dir: dir, Options: tracestore.Options{
 		MaxEvents: 1_000_000, MaxEventsPerPrincipal: 1_000_000, MaxBytes: 1 << 30, MaxBytesPerPrincipal: 1 << 30, Retention: 24 * time.Hour,
+	}, LifecycleSink: func(principal string, data []byte) error {
+		return pool.PublishRecord(principal, bus.RecordWorkflowLifecycle, data)
 	}})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = st.Close() }()
-	node, err := tracenode.Start(sctx, tracenode.Config{Name: "local", Conn: nc, Store: st, Auth: auth,
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	node, err := tracenode.Start(sctx, tracenode.Config{Name: name, Conn: nc, Store: st, Auth: auth,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
 	defer node.Stop()
-	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
-	if o.ready != nil {
-		o.ready(srv.ClientURL())
+	if ready != nil {
+		ready()
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// storeOptions configure `adk store`.
+type storeOptions struct {
+	server, dataDir, name, tokensFile, creds string
+}
+
+func newStoreCmd() *cobra.Command {
+	var o storeOptions
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Run a trace store node (and the query service) against an external NATS cluster",
+		Long: `store consumes ADK_SIGNALS with its own durable consumer into a Badger trace
+store in --data-dir, and with --tokens serves adk.trace.v1.query in the
+queue group every store node joins. The stream must exist (adk serve or
+another node creates it) before the node starts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.dataDir == "" {
+				return usageError{errors.New("--data-dir is required")}
+			}
+			if err := bus.ValidToken(o.name); err != nil {
+				return usageError{fmt.Errorf("--name: %w", err)}
+			}
+			var auth tracenode.Authenticator
+			if o.tokensFile != "" {
+				t, err := tracenode.LoadTokens(o.tokensFile)
+				if err != nil {
+					return err
+				}
+				auth = t
+			}
+			var opts []bus.Option
+			if o.creds != "" {
+				opts = append(opts, bus.WithCredsFile(o.creds))
+			}
+			nc, err := bus.Connect(o.server, opts...)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "adk store: node %s, data %s, queries %s\n", o.name, o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
+			return runStoreNode(ctx, nc, o.dataDir, o.name, auth, nil)
+		},
+	}
+	cmd.Flags().StringVar(&o.server, "server", "nats://127.0.0.1:4222", "NATS server URL(s)")
+	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "trace store directory (required)")
+	cmd.Flags().StringVar(&o.name, "name", "store-1", "node name (its durable consumer is adk-store-<name>)")
+	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service")
+	cmd.Flags().StringVar(&o.creds, "creds", "", "NATS credentials file")
+	return cmd
 }

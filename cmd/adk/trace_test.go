@@ -158,3 +158,43 @@ func (b *syncBuffer) lines() int {
 	defer b.mu.Unlock()
 	return strings.Count(b.buf.String(), "\n")
 }
+
+func TestStoreNodeAgainstExternalNATS(t *testing.T) {
+	url := startServe(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"store", "--server", url}, &out, &errb); code != exitError || !strings.Contains(errb.String(), "--data-dir") {
+		t.Fatalf("missing data dir: exit %d %s", code, errb.String())
+	}
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- runStoreNode(ctx, nc, t.TempDir(), "second", tracenode.NewTokens(map[string]string{"tok-alice": "alice"}), func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("store node: %v", err)
+	}
+	publishSpans(t, url, 2)
+	// Both nodes answer in the queue group; every answer is complete.
+	testutil.WaitFor(t, 10*time.Second, "both nodes applied", func() bool {
+		for range 4 {
+			var out, errb bytes.Buffer
+			if run([]string{"trace", "query", "--server", url, "--token", "tok-alice", "--run-id", "r1", "--format", "table"}, &out, &errb) != exitOK ||
+				strings.Count(out.String(), "observability") != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
