@@ -45,7 +45,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError{err}
 	})
-	root.AddCommand(newVersionCmd(), newEvalCmd())
+	root.AddCommand(newVersionCmd(), attachClusterEvalCmds(newEvalCmd()))
+	root.AddCommand(newCoordinatorCmd(), newWorkerCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newStoreCmd())
 	root.AddCommand(newTraceCmd())

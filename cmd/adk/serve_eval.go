@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/worker"
+)
+
+// serveWorkerID is the id of `adk serve`'s embedded worker (and of its
+// coordinator node).
+const serveWorkerID = "local"
+
+// serveEvalOptions are `adk serve`'s eval flags.
+type serveEvalOptions struct {
+	agents   []string
+	raftAddr string
+	capacity int
+}
+
+// serveEval is the eval half of `adk serve`: a one-node Raft coordinator
+// and, with --agent, one worker, both on in-process connections.
+type serveEval struct {
+	coord  *coordinator.Node
+	worker *worker.Worker
+	conns  []*nats.Conn
+}
+
+// startServeEval starts the coordinator (bootstrapping a one-voter
+// cluster in dataDir/coordinator the first time) and the worker.
+func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout io.Writer, log *slog.Logger) (_ *serveEval, err error) {
+	agents := map[string]string{}
+	if err := parseAgentFlags(o.agents, agents); err != nil {
+		return nil, err
+	}
+	if o.capacity < 1 || o.capacity > maxWorkerCapacity {
+		return nil, &cliError{Code: codeInvalidPositiveInt, Reason: "capacity"}
+	}
+	s := &serveEval{}
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
+	nc, err := srv.Connect()
+	if err != nil {
+		return nil, err
+	}
+	s.conns = append(s.conns, nc)
+	s.coord, err = coordinator.Start(coordinator.Config{ID: serveWorkerID, DataDir: filepath.Join(dataDir, "coordinator"),
+		RaftAddr: o.raftAddr, Bootstrap: true, NATS: nc, Workers: []string{serveWorkerID},
+		Streams: bus.TaskStreamConfig{Replicas: 1}, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("start coordinator: %w", err)
+	}
+	if len(agents) > 0 {
+		wnc, err := srv.Connect(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(serveWorkerID)))
+		if err != nil {
+			return nil, err
+		}
+		s.conns = append(s.conns, wnc)
+		s.worker, err = worker.Start(worker.Config{ID: serveWorkerID, NATS: wnc, Capacity: o.capacity, AgentFiles: agents, Logger: log})
+		if err != nil {
+			return nil, &cliError{Code: codeInvalidAgentConfig, Detail: err.Error(), Err: err}
+		}
+	}
+	names := make([]string, 0, len(agents))
+	for n := range agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(stdout, "adk serve: eval coordinator (raft %s), worker agents [%s]\n", s.coord.RaftAddr(), strings.Join(names, ","))
+	return s, nil
+}
+
+// stop stops the worker (killing its tasks), then the coordinator, then
+// closes the connections. Safe on a partly started serveEval.
+func (s *serveEval) stop() {
+	if s.worker != nil {
+		s.worker.Stop()
+	}
+	if s.coord != nil {
+		s.coord.Stop()
+	}
+	for _, nc := range s.conns {
+		nc.Close()
+	}
+}

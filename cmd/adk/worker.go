@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/worker"
+)
+
+// workerFile is the optional JSON config of `adk worker` (at most 1 MiB,
+// unknown keys refused). Flags override it; agent paths are relative to
+// the file. Credentials never go in it: use --nats-creds and friends.
+type workerFile struct {
+	ID       string            `json:"id"`
+	NATS     string            `json:"nats"`
+	Capacity int               `json:"capacity"`
+	Agents   map[string]string `json:"agents"`
+}
+
+// maxWorkerCapacity bounds --capacity.
+const maxWorkerCapacity = 4096
+
+type workerOptions struct {
+	nats     natsFlags
+	config   string
+	id       string
+	capacity int
+	agents   []string
+	logLevel string
+}
+
+func newWorkerCmd() *cobra.Command {
+	var o workerOptions
+	cmd := &cobra.Command{
+		Use:   "worker --id ID --nats URL --capacity N --agent NAME=AGENT.json ...",
+		Short: "Run an eval worker until SIGINT/SIGTERM",
+		Long: `worker runs the tasks the cluster dispatches to its id, with the agents it
+is configured with: each --agent NAME=AGENT.json is parsed once at start; a
+job only names the agent. --config FILE reads {"id", "nats", "capacity",
+"agents": {NAME: PATH}} instead (flags override it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runWorker(ctx, cmd, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	o.nats.register(fl, "nats", "NATS URL(s), comma separated")
+	fl.StringVar(&o.config, "config", "", "worker config file (JSON, at most 1 MiB)")
+	fl.StringVar(&o.id, "id", "", "worker id: its NATS user and task subject token (required)")
+	fl.IntVar(&o.capacity, "capacity", 4, fmt.Sprintf("samples run at once, 1..%d", maxWorkerCapacity))
+	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json (repeatable)")
+	fl.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	return cmd
+}
+
+// parseAgentFlags turns NAME=PATH flags into a map; a name given twice is
+// an error.
+func parseAgentFlags(flags []string, into map[string]string) error {
+	for _, a := range flags {
+		name, path, ok := strings.Cut(a, "=")
+		if !ok || name == "" || path == "" {
+			return usageError{fmt.Errorf("--agent %q is not NAME=AGENT.json", a)}
+		}
+		if _, dup := into[name]; dup {
+			return usageError{fmt.Errorf("agent %q given twice", name)}
+		}
+		into[name] = path
+	}
+	return nil
+}
+
+func (o *workerOptions) resolve(cmd *cobra.Command) (workerFile, error) {
+	var wf workerFile
+	if o.config != "" {
+		data, err := readCapped("config", o.config, maxConfigFileBytes)
+		if err != nil {
+			return wf, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&wf); err != nil {
+			return wf, usageError{fmt.Errorf("worker config: %v", err)}
+		}
+		dir := filepath.Dir(o.config)
+		for name, p := range wf.Agents {
+			if !filepath.IsAbs(p) {
+				wf.Agents[name] = filepath.Join(dir, p)
+			}
+		}
+	}
+	if wf.Agents == nil {
+		wf.Agents = map[string]string{}
+	}
+	if cmd.Flags().Changed("id") || wf.ID == "" {
+		wf.ID = o.id
+	}
+	if cmd.Flags().Changed("nats") || wf.NATS == "" {
+		wf.NATS = o.nats.url
+	}
+	if cmd.Flags().Changed("capacity") || wf.Capacity == 0 {
+		wf.Capacity = o.capacity
+	}
+	if len(o.agents) > 0 {
+		// Flags replace the file's agents as a whole.
+		wf.Agents = map[string]string{}
+		if err := parseAgentFlags(o.agents, wf.Agents); err != nil {
+			return wf, err
+		}
+	}
+	var missing []string
+	if wf.ID == "" {
+		missing = append(missing, "id")
+	}
+	if wf.NATS == "" {
+		missing = append(missing, "nats")
+	}
+	if len(wf.Agents) == 0 {
+		missing = append(missing, "agent")
+	}
+	if len(missing) > 0 {
+		return wf, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
+	}
+	if wf.Capacity < 1 || wf.Capacity > maxWorkerCapacity {
+		return wf, &cliError{Code: codeInvalidPositiveInt, Reason: "capacity"}
+	}
+	if err := bus.ValidToken(wf.ID); err != nil {
+		return wf, usageError{fmt.Errorf("--id: %v", err)}
+	}
+	return wf, nil
+}
+
+// runWorker runs until ctx ends, then stops the worker (its tasks are
+// killed; the coordinator fails them) and closes its connection.
+func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout, stderr io.Writer) error {
+	wf, err := o.resolve(cmd)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, o.logLevel)
+	if err != nil {
+		return err
+	}
+	o.nats.url = wf.NATS
+	nc, err := o.nats.connect("nats", "adk-worker-"+wf.ID, nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wf.ID)))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	w, err := worker.Start(worker.Config{ID: wf.ID, NATS: nc, Capacity: wf.Capacity, AgentFiles: wf.Agents, Logger: log})
+	if err != nil {
+		var ce *cliError
+		if errors.As(err, &ce) {
+			return err
+		}
+		return &cliError{Code: codeInvalidAgentConfig, Detail: err.Error(), Err: err}
+	}
+	defer w.Stop()
+	names := make([]string, 0, len(wf.Agents))
+	for n := range wf.Agents {
+		names = append(names, n)
+	}
+	fmt.Fprintf(stdout, "adk worker %s: capacity %d, %d agent(s)\n", wf.ID, wf.Capacity, len(names))
+	<-ctx.Done()
+	return nil
+}
