@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/store/otlpreceiver"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
 	"github.com/nats-io/nats.go"
@@ -26,6 +27,11 @@ type serveOptions struct {
 	host       string
 	port       int
 	tokensFile string
+	// otlpAddr, when set, serves the OTLP/HTTP receiver and /metrics.
+	otlpAddr string
+	// otlpListening, when set, receives the OTLP listener's address
+	// (tests).
+	otlpListening func(addr string)
 	// ready, when set, receives the client URL once everything is up
 	// (tests).
 	ready func(url string)
@@ -45,6 +51,9 @@ authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>"
 			if o.dataDir == "" {
 				return usageError{errors.New("--data-dir is required")}
 			}
+			if o.otlpAddr != "" && o.tokensFile == "" {
+				return usageError{errors.New("--otlp-addr needs --tokens")}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, o, cmd.OutOrStdout())
@@ -54,6 +63,7 @@ authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>"
 	cmd.Flags().StringVar(&o.host, "host", "127.0.0.1", "NATS client listen address")
 	cmd.Flags().IntVar(&o.port, "port", 4222, "NATS client port (-1 picks a free one)")
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service (without it no queries are served)")
+	cmd.Flags().StringVar(&o.otlpAddr, "otlp-addr", "", "OTLP/HTTP listen address for POST /v1/traces and GET /metrics, e.g. 127.0.0.1:4318 (off by default; needs --tokens)")
 	return cmd
 }
 
@@ -92,6 +102,17 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	}
 	if _, err := bus.EnsureSignalStream(sctx, js, bus.SignalStreamConfig{MaxBytes: 1 << 30}); err != nil {
 		return err
+	}
+	if o.otlpAddr != "" {
+		otlp, err := startOTLP(nc, auth, o.otlpAddr)
+		if err != nil {
+			return err
+		}
+		defer otlp.stop()
+		fmt.Fprintf(stdout, "adk serve: otlp http://%s%s, metrics http://%s/metrics\n", otlp.addr, otlpreceiver.TracesPath, otlp.addr)
+		if o.otlpListening != nil {
+			o.otlpListening(otlp.addr)
+		}
 	}
 	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
 	return runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, func() {
