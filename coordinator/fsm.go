@@ -16,8 +16,9 @@ import (
 // transaction that also records the entry's index, so replay after a
 // restart and entries at or below a restored snapshot are skipped.
 type FSM struct {
-	store *evalstore.Store
-	log   *slog.Logger
+	store    *evalstore.Store
+	log      *slog.Logger
+	inflight inflightIndex
 }
 
 // NewFSM returns an FSM over store.
@@ -54,6 +55,7 @@ func decodeBody(t cmdType, b []byte, v any) {
 func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) {
 	res := &applyResult{}
 	var fn func(tx *evalstore.Tx) error
+	var after func() // updates the in-flight index once committed
 	switch t {
 	case cmdSubmit:
 		var c submitCmd
@@ -65,10 +67,24 @@ func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) 
 	case cmdAssign:
 		var c assignCmd
 		decodeBody(t, body, &c)
+		ttl := map[string]int64{}
 		fn = func(tx *evalstore.Tx) (err error) {
-			res.Accepted, err = tx.Assign(c.As, c.Now)
-			return err
+			if res.Accepted, err = tx.Assign(c.As, c.Now); err != nil {
+				return err
+			}
+			for i, a := range c.As {
+				if _, seen := ttl[a.JobID]; seen || !res.Accepted[i] {
+					continue
+				}
+				j, err := tx.JobByID(a.JobID)
+				if err != nil {
+					return err
+				}
+				ttl[a.JobID] = j.Spec.TaskTTLMS
+			}
+			return nil
 		}
+		after = func() { f.inflight.assigned(c.As, res.Accepted, c.Now, ttl) }
 	case cmdFinish:
 		var c finishCmd
 		decodeBody(t, body, &c)
@@ -76,10 +92,16 @@ func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) 
 			res.Accepted, err = tx.Finish(c.Outs, c.Now)
 			return err
 		}
+		after = func() { f.inflight.finished(c.Outs, res.Accepted) }
 	case cmdTransition:
 		var c transitionCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) error { return f.applyTransition(tx, &c, res) }
+		after = func() {
+			if res.Job != nil && res.Job.Phase.Terminal() {
+				f.inflight.invalidate() // its assignments were dropped
+			}
+		}
 	case cmdLease:
 		var c leaseCmd
 		decodeBody(t, body, &c)
@@ -88,6 +110,7 @@ func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) 
 		var c recoverCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) error { return f.applyRecover(tx, &c, res) }
+		after = f.inflight.invalidate
 	case cmdBaseline:
 		var c baselineCmd
 		decodeBody(t, body, &c)
@@ -108,6 +131,9 @@ func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) 
 	applied, err := f.store.Update(index, fn)
 	if !applied && err == nil {
 		f.log.Debug("fsm: skipped applied entry", "index", index, "cmd", t)
+	}
+	if applied && err == nil && after != nil {
+		after()
 	}
 	return res, err
 }
@@ -182,6 +208,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // its applied index included.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	defer f.inflight.invalidate()
 	return f.store.Restore(rc)
 }
 

@@ -89,6 +89,17 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		defer adv.Unsubscribe()
 	}
 
+	// Task publishes are pipelined: the loop does not wait for their
+	// acks; this goroutine does, and logs the failures (a recorded task
+	// that never reached the stream is failed by reconciliation).
+	acks := make(chan []jetstream.PubAckFuture, 64)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.watchPublishAcks(ctx, acks)
+	}()
+	defer close(acks)
+
 	tick := time.NewTicker(t.Tick)
 	defer tick.Stop()
 	lastLease := time.Now()
@@ -108,7 +119,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		if !n.IsLeader() {
 			return
 		}
-		if err := n.leaderTick(ctx, gainedAt); err != nil && ctx.Err() == nil {
+		if err := n.leaderTick(ctx, gainedAt, acks); err != nil && ctx.Err() == nil {
 			n.log.Warn("leader tick", "err", err)
 		}
 	}
@@ -190,31 +201,19 @@ type leaderView struct {
 }
 
 func (n *Node) readView() (*leaderView, error) {
-	v := &leaderView{inflight: map[string][]*evalstore.Task{}}
-	err := n.store.View(func(tx *evalstore.Tx) error {
-		var err error
-		if v.active, err = tx.ActiveJobs(); err != nil {
-			return err
-		}
-		inflight, err := tx.InFlight()
-		if err != nil {
-			return err
-		}
-		for w, as := range inflight {
-			for _, a := range as {
-				t, err := tx.Task(a.JobID, a.Index)
-				if err != nil {
-					return err
-				}
-				v.inflight[w] = append(v.inflight[w], t)
-			}
-		}
-		return nil
+	v := &leaderView{}
+	err := n.store.View(func(tx *evalstore.Tx) (err error) {
+		v.active, err = tx.ActiveJobs()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	v.inflight, err = n.fsm.inflight.byWorker(n.store)
 	return v, err
 }
 
-func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time) error {
+func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, acks chan<- []jetstream.PubAckFuture) error {
 	now := time.Now()
 	v, err := n.readView()
 	if err != nil {
@@ -226,7 +225,7 @@ func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time) error {
 	if err := n.checkJobs(ctx, v, now, gainedAt); err != nil {
 		return err
 	}
-	return n.dispatch(ctx, v, now)
+	return n.dispatch(ctx, v, now, acks)
 }
 
 // failLostTasks fails, through Raft, the in-flight tasks of workers that
@@ -254,6 +253,9 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 		}
 		reported := map[api.TaskRef]bool{}
 		for _, r := range seen.hb.Running {
+			reported[r] = true
+		}
+		for _, r := range seen.hb.Recent {
 			reported[r] = true
 		}
 		for _, tk := range tasks {
@@ -411,7 +413,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 // dispatch assigns undispatched tasks of running jobs (admission order) to
 // live allowlisted workers with spare capacity, records the assignments in
 // Raft, and only then publishes them.
-func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time) error {
+func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, acks chan<- []jetstream.PubAckFuture) error {
 	t := n.cfg.Timing
 	type slot struct {
 		id   string
@@ -478,20 +480,31 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time) error
 		}
 		futures = append(futures, f)
 	}
-	select {
-	case <-n.js.PublishAsyncComplete():
-	case <-time.After(10 * time.Second):
-		n.log.Warn("task publish acks timed out")
-	case <-ctx.Done():
-	}
-	for _, f := range futures {
+	if len(futures) > 0 {
 		select {
-		case err := <-f.Err():
-			n.log.Warn("publish task", "err", err)
-		default:
+		case acks <- futures:
+		case <-ctx.Done():
 		}
 	}
 	return nil
+}
+
+// watchPublishAcks waits for the acks of published tasks, batch by batch,
+// until acks is closed. Waiting here instead of in dispatch lets the next
+// tick record and publish while these are being stored.
+func (n *Node) watchPublishAcks(ctx context.Context, acks <-chan []jetstream.PubAckFuture) {
+	for futures := range acks {
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				n.log.Warn("publish task", "err", err)
+			case <-time.After(10 * time.Second):
+				n.log.Warn("task publish ack timed out")
+			case <-ctx.Done():
+			}
+		}
+	}
 }
 
 // consumeResults pulls sample results and applies them through Raft in
@@ -517,9 +530,21 @@ func (n *Node) consumeResults(ctx context.Context) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	// Batches are applied concurrently (a few at once): outcomes are
+	// fenced one by one in the FSM, so their order does not matter, and the
+	// next batch is fetched while the last is in Raft.
+	slots := make(chan struct{}, resultAppliers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ctx.Err() == nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		first, err := cons.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
+			<-slots
 			continue
 		}
 		var msgs []jetstream.Msg
@@ -527,6 +552,7 @@ func (n *Node) consumeResults(ctx context.Context) {
 			msgs = append(msgs, m)
 		}
 		if len(msgs) == 0 {
+			<-slots
 			continue
 		}
 		if more, err := cons.FetchNoWait(n.cfg.Limits.MaxTasksPerCommand - 1); err == nil {
@@ -534,9 +560,17 @@ func (n *Node) consumeResults(ctx context.Context) {
 				msgs = append(msgs, m)
 			}
 		}
-		n.applyResults(ctx, msgs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			n.applyResults(ctx, msgs)
+		}()
 	}
 }
+
+// resultAppliers bounds the result batches in Raft at once.
+const resultAppliers = 4
 
 func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	outs := make([]evalstore.Outcome, 0, len(msgs))

@@ -8,7 +8,6 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
-	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/nats-io/nats.go"
 )
 
@@ -64,15 +63,15 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 		return
 	}
 	rep := api.HeartbeatReply{Leader: n.cfg.ID}
-	_ = n.store.View(func(tx *evalstore.Tx) error {
-		for _, ref := range hb.Running {
-			t, err := tx.Task(ref.JobID, ref.Index)
-			if err != nil || t.State != evalstore.TaskAssigned || t.Worker != id {
-				rep.Kill = append(rep.Kill, ref)
-			}
+	for _, ref := range hb.Running {
+		w, err := n.fsm.inflight.assignedTo(n.store, ref)
+		if err != nil {
+			return // no answer: the worker keeps its tasks until the next one
 		}
-		return nil
-	})
+		if w != id {
+			rep.Kill = append(rep.Kill, ref)
+		}
+	}
 	if b, err := wire.Encode(api.KindHBReply, &rep); err == nil {
 		_ = m.Respond(b)
 	}

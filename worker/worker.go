@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,11 @@ type Config struct {
 	NATS *nats.Conn
 	// Capacity is the number of samples run at once (default 4).
 	Capacity int
+	// Prefetch is how many tasks beyond Capacity the worker accepts and
+	// holds (acked, reported in heartbeats, killable) until a run slot
+	// frees, hiding the dispatch round trip (default Capacity; negative
+	// means none). The leader sizes its dispatch by Capacity+Prefetch.
+	Prefetch int
 	// Agents are the adapters this worker trusts, by the name jobs use.
 	Agents map[string]evalengine.Adapter
 	// AgentFiles maps more trusted agent names to AGENT.json paths, parsed
@@ -52,7 +58,8 @@ type Worker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // loops and task goroutines
-	slots  chan struct{}
+	slots  chan struct{}  // accepted tasks: Capacity+Prefetch
+	runs   chan struct{}  // running samples: Capacity
 
 	agents map[string]trustedAgent
 
@@ -83,6 +90,12 @@ func Start(cfg Config) (*Worker, error) {
 	if cfg.Capacity <= 0 {
 		cfg.Capacity = 4
 	}
+	switch {
+	case cfg.Prefetch == 0:
+		cfg.Prefetch = cfg.Capacity
+	case cfg.Prefetch < 0:
+		cfg.Prefetch = 0
+	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
@@ -104,7 +117,7 @@ func Start(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity), agents: agents,
+	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents,
 		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
@@ -168,19 +181,32 @@ func (w *Worker) heartbeatLoop() {
 
 func (w *Worker) heartbeat(subj string, seq uint64) {
 	now := time.Now()
-	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity, Seq: seq}
+	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq}
 	w.mu.Lock()
 	for ref := range w.running {
 		hb.Running = append(hb.Running, ref)
 	}
+	type recentRef struct {
+		ref api.TaskRef
+		at  time.Time
+	}
+	recent := make([]recentRef, 0, len(w.recent))
 	for ref, at := range w.recent {
 		if now.Sub(at) > w.cfg.RecentWindow {
 			delete(w.recent, ref)
 			continue
 		}
-		hb.Running = append(hb.Running, ref)
+		recent = append(recent, recentRef{ref, at})
 	}
 	w.mu.Unlock()
+	if len(recent) > api.MaxRecentRefs {
+		// Newest first: the oldest results are the likeliest applied.
+		sort.Slice(recent, func(i, j int) bool { return recent[i].at.After(recent[j].at) })
+		recent = recent[:api.MaxRecentRefs]
+	}
+	for _, r := range recent {
+		hb.Recent = append(hb.Recent, r.ref)
+	}
 	b, err := wire.Encode(api.KindHeartbeat, &hb)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.HeartbeatInterval)
@@ -248,45 +274,87 @@ func (w *Worker) fetchLoop() {
 			}
 			continue
 		}
-		// A batch of one: prefetched messages could outlive AckWait in
-		// our buffer (nats.go#1929).
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			<-w.slots
+		// Wait for one task, then take whatever more is already there for
+		// the slots that are free now. Every message goes to its task
+		// goroutine as it arrives and is acked there first, so none waits
+		// in a buffer long enough to outlive AckWait (nats.go#1929).
+		if w.fetch(cons, 1, false) == 0 {
 			continue
 		}
-		got := false
-		for m := range batch.Messages() {
-			got = true
-			w.accept(m)
+		n := 0
+		for n < maxFetchBatch {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+				continue
+			default:
+			}
+			break
 		}
-		if !got {
-			<-w.slots
+		if n > 0 {
+			w.fetch(cons, n, true)
 		}
 	}
 }
 
-// accept acks the message first (at most once), then runs the task in a
-// goroutine owned by the worker; the slot is released when it ends.
-func (w *Worker) accept(m jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-	err := m.DoubleAck(ctx)
-	cancel()
-	var task api.Task
-	if err != nil || wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
-		<-w.slots
-		return
+// fetch pulls up to n tasks (n slots are held) and starts them; it
+// releases the slots it did not use and returns the number started.
+func (w *Worker) fetch(cons jetstream.Consumer, n int, noWait bool) int {
+	var batch jetstream.MessageBatch
+	var err error
+	if noWait {
+		batch, err = cons.FetchNoWait(n)
+	} else {
+		batch, err = cons.Fetch(n, jetstream.FetchMaxWait(time.Second))
 	}
-	ref := api.TaskRef{JobID: task.JobID, Index: task.Index}
-	tctx, tcancel := context.WithDeadline(w.ctx, time.UnixMilli(task.DeadlineAt))
-	w.mu.Lock()
-	w.running[ref] = tcancel
-	w.mu.Unlock()
+	got := 0
+	if err == nil {
+		for m := range batch.Messages() {
+			got++
+			w.accept(m)
+		}
+	}
+	w.releaseSlots(n - got)
+	return got
+}
+
+// maxFetchBatch bounds the messages one pull asks for.
+const maxFetchBatch = 16
+
+func (w *Worker) releaseSlots(n int) {
+	for range n {
+		<-w.slots
+	}
+}
+
+// accept starts the task's goroutine, owned by the worker, which acks the
+// message first (at most once: an unacked message is never run) and then
+// runs it; the slot is released when it ends.
+func (w *Worker) accept(m jetstream.Msg) {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.slots }()
-		w.run(tctx, task)
+		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+		err := m.DoubleAck(ctx)
+		cancel()
+		var task api.Task
+		if err != nil || wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
+			return
+		}
+		ref := api.TaskRef{JobID: task.JobID, Index: task.Index}
+		tctx, tcancel := context.WithDeadline(w.ctx, time.UnixMilli(task.DeadlineAt))
+		w.mu.Lock()
+		w.running[ref] = tcancel
+		w.mu.Unlock()
+		select {
+		case w.runs <- struct{}{}:
+			w.run(tctx, task)
+			<-w.runs
+		case <-tctx.Done():
+			// Killed or past its deadline while waiting for a run slot:
+			// never started, and the leader owns the outcome.
+		}
 		tcancel()
 		w.mu.Lock()
 		delete(w.running, ref)

@@ -250,14 +250,20 @@ type Result struct {
 }
 
 // Heartbeat is a worker's liveness report (request on adk.hb.<worker>).
-// Running lists the tasks it runs and those it finished recently, so the
-// leader can tell a lost dispatch from a result still in flight.
+// Running lists the tasks it runs (the leader answers which to kill);
+// Recent those it finished lately (at most MaxRecentRefs, newest first),
+// so the leader can tell a lost dispatch from a result still in flight.
 type Heartbeat struct {
 	Worker   string    `msgpack:"worker"`
-	Capacity int       `msgpack:"capacity"`
+	Capacity int       `msgpack:"capacity"` // tasks it accepts at once (runs plus prefetch)
 	Running  []TaskRef `msgpack:"running"`
 	Seq      uint64    `msgpack:"seq"`
+	Recent   []TaskRef `msgpack:"recent,omitempty"`
 }
+
+// MaxRecentRefs bounds Heartbeat.Recent so a heartbeat stays well inside
+// SmallLimits however fast the worker finishes tasks.
+const MaxRecentRefs = 2048
 
 // HeartbeatReply is the leader's answer: who leads, and which reported
 // tasks the worker must kill (cancelled, lost or timed out in Raft).
