@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/internal/jsonlimit"
+	"github.com/fadcedab/adk/observability"
 )
 
 // Event kinds.
@@ -33,7 +34,8 @@ var (
 	attrText = set("phase", "hook", "outcome", "status", "stream", "capture_error", "gen_ai.operation.name",
 		"gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.response.id",
 		"gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.response.finish_reasons",
-		"erlang_adk.gen_ai.mapping.version", "error.type", "run_id", "workflow_id", "invocation_id")
+		observability.MappingVersionKey, "erlang_adk.gen_ai.mapping.version", // ours, and the contract fixtures'
+		"error.type", "run_id", "workflow_id", "invocation_id")
 	v2Text      = set("signal", "phase", "name", "kind", "trace_id", "span_id", "parent_span_id", "tracestate", "status")
 	v2Ints      = set("schema_version", "trace_flags", "start_time_unix_nano", "end_time_unix_nano", "duration_nano")
 	wfRequired  = set("type", "workflow_id", "workflow_kind", "invocation_id")
