@@ -18,6 +18,13 @@ import (
 // 0 (or the code its "# exits N" comment names). The section's two
 // ```json blocks become judge-criteria.json and judge.json, the latter
 // pointed at a fake Gemini server on 127.0.0.1.
+// The README's example HTTP agent: the command that starts it and the URL
+// the commands after it use.
+const (
+	httpAgentCommand = "go run ./examples/http-agent "
+	readmeAgentURL   = "http://127.0.0.1:8089/"
+)
+
 func TestReadme_EvaluatingInCI(t *testing.T) {
 	root := repoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
@@ -50,7 +57,7 @@ func TestReadme_EvaluatingInCI(t *testing.T) {
 			continue
 		}
 		for _, line := range strings.Split(b[2], "\n") {
-			if strings.HasPrefix(line, "./bin/adk ") {
+			if strings.HasPrefix(line, "./bin/adk ") || strings.HasPrefix(line, httpAgentCommand) {
 				commands = append(commands, line)
 			}
 		}
@@ -69,7 +76,18 @@ func TestReadme_EvaluatingInCI(t *testing.T) {
 	env := []string{"GEMINI_API_KEY=" + key}
 
 	exits := regexp.MustCompile(`#\s*exits (\d)`)
+	agentURL := ""
 	for _, line := range commands {
+		if strings.HasPrefix(line, httpAgentCommand) {
+			// The README starts the example HTTP agent on its documented
+			// port; the test starts it on a free one and points the
+			// following commands at it.
+			agentURL = startHTTPAgent(t)
+			continue
+		}
+		if agentURL != "" {
+			line = strings.ReplaceAll(line, readmeAgentURL, agentURL)
+		}
 		want := exitOK
 		cmdline := line
 		if i := strings.Index(line, "#"); i >= 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/fadcedab/adk/agent"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/evalengine/agentadapter"
+	"github.com/fadcedab/adk/evalengine/httpadapter"
 )
 
 // evalRunFlags are the raw flag values of `adk eval run`. Numbers and
@@ -24,8 +26,8 @@ import (
 // typed error ({invalid_positive_integer, samples}) instead of a generic
 // flag-parse message.
 type evalRunFlags struct {
-	config, evalSet, criteria, baseline, tolerances, judgeConfig string
-	format, output, suiteName                                    string
+	config, agentURL, evalSet, criteria, baseline, tolerances, judgeConfig string
+	format, output, suiteName                                              string
 
 	samples, concurrency, sampleConcurrency, timeout, caseTimeout string
 	passRate, samplePassRate, minSuccessful, maxReportBytes       string
@@ -36,10 +38,14 @@ type evalRunFlags struct {
 func newEvalRunCmd() *cobra.Command {
 	f := &evalRunFlags{}
 	cmd := &cobra.Command{
-		Use:   "run --config AGENT.json --eval-set SET.json [flags]",
+		Use:   "run (--config AGENT.json | --agent-url URL) --eval-set SET.json [flags]",
 		Short: "Evaluate an agent on an eval set; exit 0 pass, 2 failed or regressed, 1 error",
 		Long: `Run every case of the eval set through the agent (a fresh agent, runner and
 session per case and sample), score it with the criteria, and print the report.
+An agent written in any language can be evaluated over HTTP instead: with
+--agent-url every turn is one POST of {case_id, sample_id, turn_id,
+turn_index, input, session_id}, answered by {output, events?, metadata?}
+(see examples/http-agent/README.md).
 
 Exit codes: 0 the evaluation passed (and did not regress against --baseline),
 2 it completed but failed its thresholds or regressed, 1 any error (one line
@@ -53,6 +59,7 @@ stderr.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "agent config (AGENT.json, at most 1 MiB)")
+	fl.StringVar(&f.agentURL, "agent-url", "", "evaluate an HTTP agent at this http(s) URL instead of --config (one POST per turn)")
 	fl.StringVar(&f.evalSet, "eval-set", "", "eval set: schema 2, schema 1, Google ADK .evalset.json or .test.json (at most 16 MiB)")
 	fl.StringVar(&f.criteria, "criteria", "", `criteria file (default [{"id":"response","criterion":"exact_response"}])`)
 	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms"}`)
@@ -177,8 +184,11 @@ func checkFormat(format string) error {
 // runEval is `adk eval run`.
 func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	var missing []string
-	if f.config == "" {
+	if f.config == "" && f.agentURL == "" {
 		missing = append(missing, "config")
+	}
+	if f.config != "" && f.agentURL != "" {
+		return &cliError{Code: codeConflictingOptions, Reason: "config,agent_url"}
 	}
 	if f.evalSet == "" {
 		missing = append(missing, "eval_set")
@@ -206,11 +216,14 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 
 	// The agent config comes first: from here on, every error message is
 	// scrubbed of the secrets its api_key_env variables hold.
-	cfgData, err := readCapped("config", f.config, maxConfigFileBytes)
-	if err != nil {
-		return err
+	var cfgData []byte
+	var secrets []string
+	if f.config != "" {
+		if cfgData, err = readCapped("config", f.config, maxConfigFileBytes); err != nil {
+			return err
+		}
+		secrets = configSecrets(cfgData)
 	}
-	secrets := configSecrets(cfgData)
 	defer func() { err = redact(err, secrets) }()
 	var judge *evalengine.ModelEnv
 	if f.judgeConfig != "" {
@@ -245,13 +258,9 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 			return err
 		}
 	}
-	cfg, err := agent.ParseConfig(cfgData)
+	adapter, err := f.adapter(cfgData, opts)
 	if err != nil {
-		return agentConfigError(err)
-	}
-	adapter, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents})
-	if err != nil {
-		return &cliError{Code: codeInvalidAgentConfig, Err: err}
+		return err
 	}
 
 	stopProfiles, err := startProfiles()
@@ -317,6 +326,32 @@ func loadBaseline(path string) (*evalengine.Result, error) {
 		return nil, engineError(codeInvalidBaseline, err)
 	}
 	return r, nil
+}
+
+// adapter builds the agent under evaluation: the AGENT.json agent (a fresh
+// runtime per sample) or, with --agent-url, the HTTP adapter.
+func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options) (evalengine.Adapter, error) {
+	if f.agentURL != "" {
+		u, err := url.Parse(f.agentURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			// The URL itself is not echoed: it may carry a token.
+			return nil, &cliError{Code: codeInvalidAgentURL, Reason: "http_or_https_url_without_credentials"}
+		}
+		a, err := httpadapter.New(httpadapter.Config{URL: f.agentURL})
+		if err != nil {
+			return nil, &cliError{Code: codeInvalidAgentURL, Err: err}
+		}
+		return a, nil
+	}
+	cfg, err := agent.ParseConfig(cfgData)
+	if err != nil {
+		return nil, agentConfigError(err)
+	}
+	a, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents})
+	if err != nil {
+		return nil, &cliError{Code: codeInvalidAgentConfig, Err: err}
+	}
+	return a, nil
 }
 
 // agentConfigError reports a bad AGENT.json as {invalid_agent_config,

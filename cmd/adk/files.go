@@ -26,6 +26,8 @@ const (
 	codeFileTooLarge           = "eval_file_too_large"
 	codeFileUnreadable         = "eval_file_unreadable"
 	codeInvalidAgentConfig     = "invalid_agent_config"
+	codeInvalidAgentURL        = "invalid_agent_url"
+	codeConflictingOptions     = "conflicting_options"
 	codeBaselineMustBeObject   = "eval_baseline_must_be_object"
 	codeInvalidBaseline        = "invalid_eval_baseline"
 	codeEvaluationFailed       = "evaluation_failed"
