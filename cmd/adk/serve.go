@@ -27,6 +27,8 @@ type serveOptions struct {
 	host       string
 	port       int
 	tokensFile string
+	// eval: the embedded coordinator and worker (serve_eval.go).
+	eval serveEvalOptions
 	// otlpAddr, when set, serves the OTLP/HTTP receiver and /metrics.
 	otlpAddr string
 	// otlpListening, when set, receives the OTLP listener's address
@@ -41,11 +43,14 @@ func newServeCmd() *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run NATS with JetStream, a trace store node and the trace query service in one process",
+		Short: "Run NATS with JetStream, a trace store node, the trace query service, an eval coordinator and a worker in one process",
 		Long: `serve runs, in one process with one data directory: an embedded NATS server
 with JetStream (the ADK_SIGNALS stream), a trace store node that applies the
 stream to Badger, and the adk.trace.v1.query service. Queries are
-authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>").`,
+authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>").
+It also runs a one-node Raft eval coordinator (the adk.coord.v1 service)
+and, with --agent NAME=AGENT.json, one worker trusted with those agents, so
+adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.dataDir == "" {
@@ -63,6 +68,7 @@ authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>"
 	cmd.Flags().StringVar(&o.host, "host", "127.0.0.1", "NATS client listen address")
 	cmd.Flags().IntVar(&o.port, "port", 4222, "NATS client port (-1 picks a free one)")
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service (without it no queries are served)")
+	o.eval.register(cmd.Flags())
 	cmd.Flags().StringVar(&o.otlpAddr, "otlp-addr", "", "OTLP/HTTP listen address for POST /v1/traces and GET /metrics, e.g. 127.0.0.1:4318 (off by default; needs --tokens)")
 	return cmd
 }
@@ -115,6 +121,11 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
+	ev, err := startServeEval(srv, o.dataDir, o.eval, stdout, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer ev.stop()
 	return runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, func() {
 		if o.ready != nil {
 			o.ready(srv.ClientURL())

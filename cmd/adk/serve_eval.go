@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
@@ -19,11 +20,20 @@ import (
 // coordinator node).
 const serveWorkerID = "local"
 
+// defaultServeCapacity is the embedded worker's default --capacity.
+const defaultServeCapacity = 8
+
 // serveEvalOptions are `adk serve`'s eval flags.
 type serveEvalOptions struct {
 	agents   []string
 	raftAddr string
 	capacity int
+}
+
+func (o *serveEvalOptions) register(fl *pflag.FlagSet) {
+	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json of the embedded worker (repeatable; none: no worker)")
+	fl.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:0", "Raft address of the embedded one-node coordinator")
+	fl.IntVar(&o.capacity, "capacity", defaultServeCapacity, fmt.Sprintf("samples the embedded worker runs at once, 1..%d", maxWorkerCapacity))
 }
 
 // serveEval is the eval half of `adk serve`: a one-node Raft coordinator
@@ -40,6 +50,9 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout 
 	agents := map[string]string{}
 	if err := parseAgentFlags(o.agents, agents); err != nil {
 		return nil, err
+	}
+	if o.capacity == 0 {
+		o.capacity = defaultServeCapacity
 	}
 	if o.capacity < 1 || o.capacity > maxWorkerCapacity {
 		return nil, &cliError{Code: codeInvalidPositiveInt, Reason: "capacity"}
