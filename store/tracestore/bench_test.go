@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,13 +51,16 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[min(len(d)-1, int(float64(len(d))*p))]
 }
 
-func rssMiB() float64 {
+// rssMiB reads a resident-set field of /proc/self/status: VmRSS (all),
+// RssAnon (heap and other private memory) or RssFile (mapped files:
+// Badger's mmapped tables and value log, reclaimable page cache).
+func rssMiB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
+		if strings.HasPrefix(l, field+":") {
 			f := strings.Fields(l)
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
@@ -116,7 +120,15 @@ func BenchmarkPageQuery(b *testing.B) {
 			b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			b.ReportMetric(rssMiB(), "rss-MiB")
+			b.ReportMetric(rssMiB("VmRSS"), "rss-MiB")
+			b.ReportMetric(rssMiB("RssAnon"), "rss-anon-MiB")
+			b.ReportMetric(rssMiB("RssFile"), "rss-file-MiB")
+			if path := os.Getenv("ADK_BENCH_HEAPPROFILE"); path != "" {
+				if f, err := os.Create(fmt.Sprintf("%s.%d", path, n)); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 			b.ReportMetric(float64(n)/fill.Seconds(), "fill-events/s")
 		})

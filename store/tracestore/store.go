@@ -47,7 +47,9 @@ type Config struct {
 	InMemory bool
 	// Small sizes Badger for tests (8 MiB memtables and caches); the
 	// default sizing is for a 2-core, 24 GiB node.
-	Small   bool
+	Small bool
+	// Badger overrides the sizing field by field (zero keeps the default).
+	Badger  BadgerTuning
 	Options Options
 	// LifecycleSink receives events admitted through lifecycle receivers.
 	// Nil appends them locally (single-node use); a store node sets the
@@ -170,7 +172,11 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(badgerOptions(cfg))
+	bo, err := badgerOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: open badger: %w", err)
 	}
@@ -194,36 +200,6 @@ func Open(cfg Config) (*Store, error) {
 	s.recv = newReceivers(o, now, sink)
 	go s.gcLoop(cfg.InMemory)
 	return s, nil
-}
-
-// badgerOptions sizes Badger. Traps: MemTableSize must leave room for
-// ValueThreshold (15% of it is the batch limit), BlockCacheSize 0 panics
-// with compression on, NumCompactors must not be 1.
-func badgerOptions(cfg Config) badger.Options {
-	o := badger.DefaultOptions(cfg.Dir).
-		WithLogger(nil).
-		WithSyncWrites(false).
-		WithNumCompactors(2).
-		WithValueThreshold(16 << 10).
-		WithDetectConflicts(false)
-	if cfg.InMemory {
-		o = o.WithInMemory(true).WithDir("").WithValueDir("")
-	}
-	if cfg.Small {
-		return o.WithMemTableSize(8 << 20).WithNumMemtables(2).WithBlockCacheSize(8 << 20).
-			WithIndexCacheSize(4 << 20).WithValueLogFileSize(16 << 20).WithNumLevelZeroTables(2).
-			WithNumLevelZeroTablesStall(8)
-	}
-	// 2 cores, 24 GiB, shared with NATS and workers. Badger's memory is Go
-	// heap: memtable arenas, the caches, and a pool of up to 8 table-builder
-	// allocators of twice the table size each, kept between builds. Small
-	// equal-size tables (8 MiB memtables, 4 MiB tables at every level) keep
-	// that pool under ~130 MiB; 64 MiB block and 32 MiB index caches.
-	o = o.WithMemTableSize(8 << 20).WithNumMemtables(4).WithBlockCacheSize(64 << 20).
-		WithIndexCacheSize(32 << 20).WithValueLogFileSize(256 << 20).WithBaseTableSize(4 << 20).
-		WithNumCompactors(3).WithNumLevelZeroTables(8).WithNumLevelZeroTablesStall(16)
-	o.TableSizeMultiplier = 1
-	return o
 }
 
 func (s *Store) gcLoop(inMemory bool) {

@@ -1,0 +1,132 @@
+package tracestore
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// BadgerTuning sizes Badger (store/DESIGN.md, "Badger sizing"). A zero
+// field takes the default for the store's profile (Config.Small or the
+// 2-core node). Sizing is node-local: it changes memory, disk and speed,
+// never what a query answers, so nodes may differ here.
+type BadgerTuning struct {
+	MemTableSize            int64 // bytes per memtable; each is allocated up front (+15%)
+	NumMemtables            int   // memtables in memory, the mutable one included
+	ValueThreshold          int64 // values at or above this go to the value log; ≤ 15% of MemTableSize
+	BlockCacheSize          int64 // decompressed data blocks; must be > 0 with compression
+	IndexCacheSize          int64 // table indexes and bloom filters
+	BaseTableSize           int64 // SST size (every level: the multiplier is 1)
+	NumLevelZeroTables      int   // L0 tables before compaction starts
+	NumLevelZeroTablesStall int   // L0 tables at which writes stall
+	ValueLogFileSize        int64 // value-log file size (mmapped at twice this)
+	NumCompactors           int   // concurrent compactions; never 1
+	// Compression is "snappy" (default), "zstd" or "none".
+	Compression string
+}
+
+// defaultTuning is the 2-core, 24 GiB node shared with NATS and workers.
+// Records (~300–500 B) go to the value log: the LSM then holds keys, value
+// pointers and the small index groups, so compactions move ~40 B per
+// record instead of the record, and the whole LSM of 1M events fits in
+// the block cache (a page's point gets stay in memory at any size).
+var defaultTuning = BadgerTuning{
+	MemTableSize: 8 << 20, NumMemtables: 3, ValueThreshold: 256,
+	BlockCacheSize: 0, IndexCacheSize: 0, BaseTableSize: 4 << 20,
+	NumLevelZeroTables: 5, NumLevelZeroTablesStall: 15, ValueLogFileSize: 128 << 20,
+	NumCompactors: 2, Compression: "none",
+}
+
+// smallTuning is for tests: many stores per process.
+var smallTuning = BadgerTuning{
+	MemTableSize: 8 << 20, NumMemtables: 2, ValueThreshold: 256,
+	BlockCacheSize: 8 << 20, IndexCacheSize: 4 << 20, BaseTableSize: 2 << 20,
+	NumLevelZeroTables: 2, NumLevelZeroTablesStall: 8, ValueLogFileSize: 16 << 20,
+	NumCompactors: 2, Compression: "snappy",
+}
+
+// resolve fills zero fields from def and checks Badger's traps: a
+// ValueThreshold above 15% of the memtable fails at open, BlockCacheSize 0
+// panics with compression, NumCompactors 1 deadlocks compaction.
+func (t BadgerTuning) resolve(def BadgerTuning) (BadgerTuning, error) {
+	or64 := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	or := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	or64(&t.MemTableSize, def.MemTableSize)
+	or(&t.NumMemtables, def.NumMemtables)
+	or64(&t.ValueThreshold, def.ValueThreshold)
+	or64(&t.BlockCacheSize, def.BlockCacheSize)
+	or64(&t.IndexCacheSize, def.IndexCacheSize)
+	or64(&t.BaseTableSize, def.BaseTableSize)
+	or(&t.NumLevelZeroTables, def.NumLevelZeroTables)
+	or(&t.NumLevelZeroTablesStall, def.NumLevelZeroTablesStall)
+	or64(&t.ValueLogFileSize, def.ValueLogFileSize)
+	or(&t.NumCompactors, def.NumCompactors)
+	if t.Compression == "" {
+		t.Compression = def.Compression
+	}
+	bad := func(f, r string) (BadgerTuning, error) {
+		return t, fmt.Errorf("%w: badger %s %s", ErrInvalidOptions, f, r)
+	}
+	switch {
+	case t.MemTableSize < 1<<20 || t.NumMemtables < 1 || t.ValueThreshold < 1 || t.BlockCacheSize < 0 ||
+		t.IndexCacheSize < 0 || t.BaseTableSize < 1<<20 || t.NumLevelZeroTables < 1 || t.ValueLogFileSize < 1<<20:
+		return bad("sizes", "out of range")
+	case t.ValueThreshold*100 > t.MemTableSize*15:
+		return bad("ValueThreshold", "above 15% of MemTableSize")
+	case t.NumLevelZeroTablesStall <= t.NumLevelZeroTables:
+		return bad("NumLevelZeroTablesStall", "must exceed NumLevelZeroTables")
+	case t.NumCompactors < 2:
+		return bad("NumCompactors", "must be at least 2")
+	case t.Compression != "snappy" && t.Compression != "zstd" && t.Compression != "none":
+		return bad("Compression", "must be snappy, zstd or none")
+	case t.Compression != "none" && t.BlockCacheSize == 0:
+		return bad("BlockCacheSize", "must be > 0 with compression")
+	}
+	return t, nil
+}
+
+// badgerOptions builds Badger's options. Conflict detection is off: the
+// store writes only through WriteBatch from one applier.
+func badgerOptions(cfg Config) (badger.Options, error) {
+	def := defaultTuning
+	if cfg.Small {
+		def = smallTuning
+	}
+	t, err := cfg.Badger.resolve(def)
+	if err != nil {
+		return badger.Options{}, err
+	}
+	comp := map[string]options.CompressionType{"snappy": options.Snappy, "zstd": options.ZSTD, "none": options.None}[t.Compression]
+	o := badger.DefaultOptions(cfg.Dir).
+		WithLogger(nil).
+		WithSyncWrites(false).
+		WithDetectConflicts(false).
+		WithMemTableSize(t.MemTableSize).
+		WithNumMemtables(t.NumMemtables).
+		WithValueThreshold(t.ValueThreshold).
+		WithBlockCacheSize(t.BlockCacheSize).
+		WithIndexCacheSize(t.IndexCacheSize).
+		WithBaseTableSize(t.BaseTableSize).
+		WithNumLevelZeroTables(t.NumLevelZeroTables).
+		WithNumLevelZeroTablesStall(t.NumLevelZeroTablesStall).
+		WithValueLogFileSize(t.ValueLogFileSize).
+		WithNumCompactors(t.NumCompactors).
+		WithCompression(comp)
+	o.TableSizeMultiplier = 1
+	if cfg.InMemory {
+		// No value log in memory: a value above the threshold is refused
+		// (and Badger v4.9.6 panics formatting that error), so keep every
+		// value in the LSM, up to the batch limit (and Badger's 1 MiB cap).
+		o = o.WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(min(t.MemTableSize*15/100, 1<<20))
+	}
+	return o, nil
+}
