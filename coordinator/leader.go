@@ -103,12 +103,34 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	tick := time.NewTicker(t.Tick)
 	defer tick.Stop()
 	lastLease := time.Now()
+	var offNATSSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-n.kick:
+		}
+		// Without NATS this leader hears no heartbeats, results or
+		// owners, yet Raft keeps it leader: take no liveness decision,
+		// and hand leadership to a peer that can reach NATS.
+		if !n.nc.IsConnected() {
+			if offNATSSince.IsZero() {
+				offNATSSince = time.Now()
+			}
+			if time.Since(offNATSSince) >= t.WorkerTTL/2 {
+				n.log.Warn("no NATS connection: transferring leadership")
+				if err := n.raft.LeadershipTransfer().Error(); err != nil {
+					n.log.Warn("leadership transfer", "err", err)
+				}
+				offNATSSince = time.Now()
+			}
+			continue
+		}
+		if !offNATSSince.IsZero() {
+			// Back on NATS: heartbeats missed meanwhile are not losses;
+			// grant the failover grace again.
+			offNATSSince, gainedAt = time.Time{}, time.Now()
 		}
 		if time.Since(lastLease) >= t.LeaseInterval {
 			lastLease = time.Now()
@@ -498,13 +520,34 @@ func (n *Node) watchPublishAcks(ctx context.Context, acks <-chan []jetstream.Pub
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
-				n.log.Warn("publish task", "err", err)
+				n.republishTask(ctx, f.Msg(), err)
 			case <-time.After(10 * time.Second):
-				n.log.Warn("task publish ack timed out")
+				n.republishTask(ctx, f.Msg(), errors.New("ack timed out"))
 			case <-ctx.Done():
 			}
 		}
 	}
+}
+
+// republishTask retries a task publish that failed or was not acked (a
+// NATS server restart, a reconnect). The retry carries the same
+// Nats-Msg-Id, so a first publish that was stored after all is
+// deduplicated: the task still reaches the worker at most once.
+func (n *Node) republishTask(ctx context.Context, m *nats.Msg, err error) {
+	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = n.js.PublishMsg(pctx, m)
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// Recorded but never stored: reconciliation fails it as lost.
+	n.log.Warn("publish task", "subject", m.Subject, "err", err)
 }
 
 // consumeResults pulls sample results and applies them through Raft in

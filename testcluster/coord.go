@@ -131,9 +131,19 @@ func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 	for i := 1; i < o.Coordinators; i++ {
 		c.StartCoordinator(i, false)
 		cn := c.coords[i]
-		if err := c.Leader().Join(cn.ID, cn.Addr); err != nil {
-			t.Fatalf("join %s: %v", cn.ID, err)
-		}
+		// Leadership can move under load while the cluster forms: join
+		// through whoever leads (AddVoter is idempotent).
+		var err error
+		testutil.WaitFor(t, 10*time.Second, "join "+cn.ID, func() bool {
+			l := c.LeaderIndex()
+			if l < 0 {
+				return false
+			}
+			if n := c.Coordinator(l); n != nil {
+				err = n.Join(cn.ID, cn.Addr)
+			}
+			return err == nil
+		})
 	}
 	for _, w := range append(append([]string{}, o.Workers...), o.Rogue...) {
 		c.wks = append(c.wks, &WorkerNode{ID: w})
@@ -190,6 +200,14 @@ func (c *EvalCluster) Coordinator(i int) *coordinator.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.coords[i].Node
+}
+
+// CoordConn returns coordinator i's NATS connection (nil while stopped);
+// closing it partitions the node from NATS while its Raft keeps running.
+func (c *EvalCluster) CoordConn(i int) *nats.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coords[i].nc
 }
 
 // LeaderIndex returns the index of the running leader, or -1.

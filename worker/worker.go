@@ -335,9 +335,7 @@ func (w *Worker) accept(m jetstream.Msg) {
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.slots }()
-		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-		err := m.DoubleAck(ctx)
-		cancel()
+		err := w.ack(m)
 		var task api.Task
 		if err != nil || wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
 			return
@@ -361,6 +359,22 @@ func (w *Worker) accept(m jetstream.Msg) {
 		w.recent[ref] = time.Now()
 		w.mu.Unlock()
 	}()
+}
+
+// ack double-acks a task message, retrying across a reconnect: the
+// message stays pending for us until AckWait, and is never redelivered
+// (MaxDeliver 1), so a task runs only after a confirmed ack.
+func (w *Worker) ack(m jetstream.Msg) error {
+	var err error
+	for attempt := 0; attempt < 3 && w.ctx.Err() == nil; attempt++ {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+		err = m.DoubleAck(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func (w *Worker) run(ctx context.Context, task api.Task) {
