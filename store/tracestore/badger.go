@@ -95,7 +95,8 @@ func (t BadgerTuning) resolve(def BadgerTuning) (BadgerTuning, error) {
 }
 
 // badgerOptions builds Badger's options. Conflict detection is off: the
-// store writes only through WriteBatch from one applier.
+// store writes only through WriteBatch from one applier. Metrics are off:
+// they cost an expvar map update per bloom-filter probe on every get.
 func badgerOptions(cfg Config) (badger.Options, error) {
 	def := defaultTuning
 	if cfg.Small {
@@ -108,6 +109,7 @@ func badgerOptions(cfg Config) (badger.Options, error) {
 	comp := map[string]options.CompressionType{"snappy": options.Snappy, "zstd": options.ZSTD, "none": options.None}[t.Compression]
 	o := badger.DefaultOptions(cfg.Dir).
 		WithLogger(nil).
+		WithMetricsEnabled(false).
 		WithSyncWrites(false).
 		WithDetectConflicts(false).
 		WithMemTableSize(t.MemTableSize).

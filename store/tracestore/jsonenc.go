@@ -38,7 +38,8 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, ']')
 	case map[string]string:
-		keys := make([]string, 0, len(x))
+		var arr [16]string
+		keys := arr[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -54,7 +55,8 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, '}')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var arr [24]string
+		keys := arr[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -76,6 +78,27 @@ func appendJSON(b []byte, v any) []byte {
 		return append(b, "null"...)
 	}
 	return append(b, j...)
+}
+
+// appendRecord encodes the stored record {content_pruned?, cursor, event,
+// identity, kind, timestamp_ms}: the bytes appendJSON gives for that map
+// (keys in the same sorted order), without building the map.
+func appendRecord(b []byte, cursor uint64, kind string, tsMS int64, pj *projected) []byte {
+	b = append(b, '{')
+	if pj.pruned {
+		b = append(b, `"content_pruned":true,`...)
+	}
+	b = append(b, `"cursor":`...)
+	b = strconv.AppendUint(b, cursor, 10)
+	b = append(b, `,"event":`...)
+	b = appendJSON(b, pj.event)
+	b = append(b, `,"identity":`...)
+	b = appendJSON(b, pj.identity)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, kind)
+	b = append(b, `,"timestamp_ms":`...)
+	b = strconv.AppendInt(b, tsMS, 10)
+	return append(b, '}')
 }
 
 const hexDigits = "0123456789abcdef"

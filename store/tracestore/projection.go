@@ -66,28 +66,54 @@ var (
 // isContentKey reports whether a key (outside the projection's own keys)
 // names content.
 func isContentKey(k string) bool {
-	var b strings.Builder
-	b.Grow(len(k))
-	for _, r := range strings.ToLower(k) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
+	var buf [64]byte
+	n, ok := normalizeASCIIKey(buf[:0], k)
+	if !ok { // non-ASCII (Unicode case folding) or long: the general path
+		var b strings.Builder
+		b.Grow(len(k))
+		for _, r := range strings.ToLower(k) {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				b.WriteRune(r)
+			}
 		}
+		n = []byte(b.String())
 	}
-	n := b.String()
-	if contentExact[n] {
+	if contentExact[string(n)] {
 		return true
 	}
 	for _, p := range contentPrefixes {
-		if strings.HasPrefix(n, p) {
+		if len(n) >= len(p) && string(n[:len(p)]) == p {
 			return true
 		}
 	}
 	for _, s := range contentSuffixes {
-		if strings.HasSuffix(n, s) {
+		if len(n) >= len(s) && string(n[len(n)-len(s):]) == s {
 			return true
 		}
 	}
 	return false
+}
+
+// normalizeASCIIKey is isContentKey's allocation-free path: an ASCII key
+// lowercased with everything but letters and digits removed. ok is false
+// when the key is not ASCII (strings.ToLower may map it to ASCII letters,
+// as with the Kelvin sign) or does not fit b.
+func normalizeASCIIKey(b []byte, k string) ([]byte, bool) {
+	if len(k) > cap(b) {
+		return nil, false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return nil, false
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			b = append(b, c)
+		}
+	}
+	return b, true
 }
 
 // containsContent walks v for a content key anywhere. allowed names keys
@@ -189,7 +215,8 @@ func invalidCode(kind string) string {
 // contentCheck rejects (or notes) content anywhere in obj, given which keys
 // at which depth belong to the projection.
 func (p *projector) contentCheck(obj map[string]any, allowed func(path []string, k string) bool) error {
-	if containsContent(obj, allowed, nil) {
+	var path [maxInputDepth + 1]string
+	if containsContent(obj, allowed, path[:0]) {
 		if !p.prune {
 			return errCode(CodeContentRejected, "content field")
 		}
@@ -313,7 +340,7 @@ func (p *projector) span(in map[string]any) (*projected, error) {
 	if err := p.contentCheck(in, allowed); err != nil {
 		return nil, err
 	}
-	out := map[string]any{}
+	out := make(map[string]any, len(in))
 	for k, v := range in {
 		switch {
 		case v2Text[k]:
@@ -322,7 +349,7 @@ func (p *projector) span(in map[string]any) (*projected, error) {
 				return nil, errCode(CodeInvalidObservability, k)
 			}
 			if s != "" {
-				out[k] = s
+				out[k] = v // the decoded string, already boxed
 			}
 		case v2Ints[k]:
 			n, ok := nonNegInt(v)
@@ -416,7 +443,7 @@ func (p *projector) workflow(in map[string]any) (*projected, error) {
 
 // filterAttributes keeps the allowlisted attributes with allowed values.
 func filterAttributes(a map[string]any) map[string]any {
-	out := map[string]any{}
+	out := make(map[string]any, len(a))
 	for k, v := range a {
 		switch {
 		case usageInts[k]:
@@ -427,7 +454,7 @@ func filterAttributes(a map[string]any) map[string]any {
 			switch x := v.(type) {
 			case string:
 				if len(x) <= maxTextBytes && utf8.ValidString(x) {
-					out[k] = x
+					out[k] = v
 				}
 			case bool:
 				out[k] = x

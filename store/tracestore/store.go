@@ -445,6 +445,7 @@ func (p *Prepared) Seq() uint64 { return p.b.Seq }
 func (s *Store) Prepare(b Batch) *Prepared {
 	o := s.opts
 	p := &Prepared{b: b, recs: make([]preparedRecord, len(b.Records))}
+	hashes := map[string]uint64{}
 	for i, rec := range b.Records {
 		r := &p.recs[i]
 		if i > MaxBatchRecords {
@@ -460,11 +461,7 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = err
 			continue
 		}
-		doc := map[string]any{"cursor": Cursor(b.Seq, i), "kind": rec.Kind, "timestamp_ms": pj.tsMS, "identity": pj.identity, "event": pj.event}
-		if pj.pruned {
-			doc["content_pruned"] = true
-		}
-		r.val = appendJSON(encodeEvent(0, b.TimeMS, make([]byte, 0, eventHeader+len(rec.Data)+128)), doc)
+		r.val = appendRecord(encodeEvent(0, b.TimeMS, make([]byte, 0, eventHeader+len(rec.Data)+128)), Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
 		if len(r.val)-eventHeader > o.MaxEventBytes {
 			r.val, r.err = nil, errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
@@ -472,7 +469,12 @@ func (s *Store) Prepare(b Batch) *Prepared {
 		r.sels = subsets(pj.identity)
 		r.hashes = make([]uint64, len(r.sels))
 		for j, sel := range r.sels {
-			r.hashes[j] = selectorHash(sel)
+			h, ok := hashes[sel]
+			if !ok { // records of a batch share most selectors
+				h = selectorHash(sel)
+				hashes[sel] = h
+			}
+			r.hashes[j] = h
 		}
 	}
 	return p
