@@ -222,21 +222,28 @@ func (c *EvalCluster) LeaderIndex() int {
 	return -1
 }
 
-// Leader returns the leader node (fails the test if there is none).
+// Leader returns the leader node, waiting up to 10 s for one: on two
+// loaded cores an election can be under way at any moment (fails the test
+// if none appears).
 func (c *EvalCluster) Leader() *coordinator.Node {
 	c.t.Helper()
-	i := c.LeaderIndex()
-	if i < 0 {
-		c.t.Fatal("no coordinator leader")
-	}
-	return c.Coordinator(i)
+	return c.WaitLeader(10 * time.Second)
 }
 
-// WaitLeader waits for a running leader.
+// WaitLeader waits up to d for a running leader and returns that node (the
+// one seen leading, not a second lookup that an election could race).
 func (c *EvalCluster) WaitLeader(d time.Duration) *coordinator.Node {
 	c.t.Helper()
-	testutil.WaitFor(c.t, d, "a coordinator leader", func() bool { return c.LeaderIndex() >= 0 })
-	return c.Leader()
+	var leader *coordinator.Node
+	testutil.WaitFor(c.t, d, "a coordinator leader", func() bool {
+		i := c.LeaderIndex()
+		if i < 0 {
+			return false
+		}
+		leader = c.Coordinator(i)
+		return leader != nil
+	})
+	return leader
 }
 
 // StartWorker (re)starts worker i with its restricted credentials.
