@@ -96,6 +96,7 @@ func TestWorkerAndCoordinatorFlagErrors(t *testing.T) {
 		{[]string{"coordinator", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: id,data_dir,workers"},
 		{[]string{"coordinator", "--id", "c1", "--data-dir", "d", "--workers", "w1", "--peers", "c1=127.0.0.1:1", "--nats", "nats://127.0.0.1:1"}, "--peers needs --bootstrap"},
 		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--config", "a.json", "--eval-set", "s.json"}, "--config is local"},
+		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--agent", "travel", "--agent-url", "http://127.0.0.1:1/", "--eval-set", "s.json"}, "--agent-url is local"},
 		{[]string{"eval", "run", "--agent", "travel", "--eval-set", "s.json"}, "--agent needs --cluster"},
 		{[]string{"eval", "status", "j1"}, "missing_required_options: cluster"},
 	} {

@@ -467,7 +467,7 @@ func extendEvalRun(run *cobra.Command) {
 		}
 		return runEvalOnCluster(cmd, &cf, agentName)
 	}
-	run.Use = "run (--config AGENT.json | --cluster URL --agent NAME) --eval-set SET.json [flags]"
+	run.Use = "run (--config AGENT.json | --agent-url URL | --cluster URL --agent NAME) --eval-set SET.json [flags]"
 }
 
 // runFlagsOf reads `eval run`'s string flags back by name.
@@ -477,7 +477,7 @@ func runFlagsOf(cmd *cobra.Command) *evalRunFlags {
 		return v
 	}
 	return &evalRunFlags{
-		config: get("config"), evalSet: get("eval-set"), criteria: get("criteria"), baseline: get("baseline"),
+		config: get("config"), agentURL: get("agent-url"), evalSet: get("eval-set"), criteria: get("criteria"), baseline: get("baseline"),
 		tolerances: get("metric-tolerances"), judgeConfig: get("judge-config"), format: get("format"),
 		output: get("output"), suiteName: get("suite-name"), samples: get("samples"), concurrency: get("concurrency"),
 		sampleConcurrency: get("sample-concurrency"), timeout: get("timeout"), caseTimeout: get("case-timeout"),
@@ -492,6 +492,9 @@ func runEvalOnCluster(cmd *cobra.Command, cf *clusterFlags, agentName string) er
 	f := runFlagsOf(cmd)
 	if f.config != "" {
 		return usageError{errors.New("--config is local: a cluster runs the agents its workers are configured with (--agent)")}
+	}
+	if f.agentURL != "" {
+		return usageError{errors.New("--agent-url is local: a cluster runs the agents its workers are configured with (--agent)")}
 	}
 	if f.judgeConfig != "" {
 		return usageError{errors.New("--judge-config is local: a cluster's judges are the workers' own")}
