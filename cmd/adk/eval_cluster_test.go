@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -98,17 +99,24 @@ func TestClusterEvalCLI_RunEqualsLocalRun(t *testing.T) {
 	runCLI(t, exitFailed, "eval", "run", "--cluster", url, "--agent", "nobody", "--eval-set", travelSet, "--format", "markdown")
 }
 
-// TestClusterServeBinary_EvalRunAndCleanShutdown starts the built binary's
-// `adk serve` with the travel agent, runs the example with the binary's
-// `adk eval run --cluster` (exit 0, the local Markdown report), and stops
-// serve with SIGTERM (exit 0).
+// TestClusterServeBinary_EvalRunAndCleanShutdown runs the README's "Running
+// on a fleet" commands through the built binary: `adk serve` with the travel
+// agent (on a free port and a temp data dir instead of the documented ones),
+// then `adk eval run --cluster` (exit 0, the local Markdown report), and
+// stops serve with SIGTERM (exit 0).
 func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 	bin := adkBinary(t)
-	agentPath, err := filepath.Abs(travelAgent)
-	if err != nil {
-		t.Fatal(err)
+	serveArgs, evalArgs := readmeFleetCommands(t)
+	for i := range serveArgs {
+		switch {
+		case i > 0 && serveArgs[i-1] == "--port":
+			serveArgs[i] = "-1"
+		case i > 0 && serveArgs[i-1] == "--data-dir":
+			serveArgs[i] = filepath.Join(t.TempDir(), "data")
+		}
 	}
-	serve := exec.Command(bin, "serve", "--data-dir", filepath.Join(t.TempDir(), "data"), "--port", "-1", "--agent", "travel="+agentPath, "--capacity", "4")
+	serve := exec.Command(bin, append(serveArgs, "--capacity", "4")...)
+	serve.Dir = repoRoot(t)
 	stdout, err := serve.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +163,12 @@ func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 	}
 
 	local := runCLI(t, exitOK, "eval", "run", "--config", travelAgent, "--eval-set", travelSet, "--criteria", travelCriteria, "--format", "markdown")
-	r := runADK(t, t.TempDir(), nil, "eval", "run", "--cluster", url, "--agent", "travel", "--eval-set", mustAbs(t, travelSet),
-		"--criteria", mustAbs(t, travelCriteria), "--format", "markdown")
+	for i := range evalArgs {
+		if i > 0 && evalArgs[i-1] == "--cluster" {
+			evalArgs[i] = url
+		}
+	}
+	r := runADK(t, repoRoot(t), nil, evalArgs...)
 	if r.code != exitOK || r.stdout != local {
 		t.Fatalf("adk eval run --cluster: exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
@@ -182,4 +194,38 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// readmeFleetCommands returns the arguments of the two commands in the
+// README's "Running on a fleet" section: `adk serve ... &` and `adk eval run
+// --cluster ...`.
+func readmeFleetCommands(t *testing.T) (serve, eval []string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, ok := strings.CutPrefix(string(readme)[strings.Index(string(readme), "\n## Running on a fleet\n")+1:], "## Running on a fleet\n")
+	if !ok {
+		t.Fatal(`README has no "## Running on a fleet" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	for _, line := range strings.Split(section, "\n") {
+		fields := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "&"))
+		if len(fields) < 2 || fields[0] != "./bin/adk" {
+			continue
+		}
+		switch fields[1] {
+		case "serve":
+			serve = fields[1:]
+		case "eval":
+			eval = fields[1:]
+		}
+	}
+	if serve == nil || eval == nil {
+		t.Fatalf("README's fleet section lacks the serve or eval run command")
+	}
+	return serve, eval
 }
