@@ -187,15 +187,6 @@ func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 	}
 }
 
-func mustAbs(t *testing.T, p string) string {
-	t.Helper()
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 // readmeFleetCommands returns the arguments of the two commands in the
 // README's "Running on a fleet" section: `adk serve ... &` and `adk eval run
 // --cluster ...`.
