@@ -140,11 +140,13 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-func newEvalStatusCmd() *cobra.Command {
+// newJobCmd builds a `JOB_ID --cluster URL` command: it connects, runs do
+// with the coordinator client, and closes the connection.
+func newJobCmd(use, short string, do func(cmd *cobra.Command, cl *client.Client, scope, id string) error) *cobra.Command {
 	var cf clusterFlags
 	cmd := &cobra.Command{
-		Use:   "status JOB_ID --cluster URL",
-		Short: "Show a cluster job's phase and progress (JSON)",
+		Use:   use,
+		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, done, err := cf.client()
@@ -152,62 +154,45 @@ func newEvalStatusCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			j, err := cl.Status(cmd.Context(), cf.scope, args[0])
-			if err != nil {
-				return serviceError(err)
-			}
-			return writeJSON(cmd.OutOrStdout(), j)
+			return do(cmd, cl, cf.scope, args[0])
 		},
 	}
 	cf.register(cmd)
 	return cmd
 }
 
-func newEvalResultCmd() *cobra.Command {
-	var cf clusterFlags
-	cmd := &cobra.Command{
-		Use:   "result JOB_ID --cluster URL",
-		Short: "Print a completed cluster job's result document (JSON)",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, err := cf.client()
+func newEvalStatusCmd() *cobra.Command {
+	return newJobCmd("status JOB_ID --cluster URL", "Show a cluster job's phase and progress (JSON)",
+		func(cmd *cobra.Command, cl *client.Client, scope, id string) error {
+			j, err := cl.Status(cmd.Context(), scope, id)
 			if err != nil {
-				return err
+				return serviceError(err)
 			}
-			defer done()
-			res, err := cl.Result(cmd.Context(), cf.scope, args[0])
+			return writeJSON(cmd.OutOrStdout(), j)
+		})
+}
+
+func newEvalResultCmd() *cobra.Command {
+	return newJobCmd("result JOB_ID --cluster URL", "Print a completed cluster job's result document (JSON)",
+		func(cmd *cobra.Command, cl *client.Client, scope, id string) error {
+			res, err := cl.Result(cmd.Context(), scope, id)
 			if err != nil {
 				return serviceError(err)
 			}
 			_, err = cmd.OutOrStdout().Write(res)
 			return err
-		},
-	}
-	cf.register(cmd)
-	return cmd
+		})
 }
 
 func newEvalCancelCmd() *cobra.Command {
-	var cf clusterFlags
-	cmd := &cobra.Command{
-		Use:   "cancel JOB_ID --cluster URL",
-		Short: "Cancel a queued or running cluster job",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, err := cf.client()
-			if err != nil {
-				return err
-			}
-			defer done()
-			j, err := cl.Cancel(cmd.Context(), cf.scope, args[0])
+	return newJobCmd("cancel JOB_ID --cluster URL", "Cancel a queued or running cluster job",
+		func(cmd *cobra.Command, cl *client.Client, scope, id string) error {
+			j, err := cl.Cancel(cmd.Context(), scope, id)
 			if err != nil {
 				return serviceError(err)
 			}
 			return writeJSON(cmd.OutOrStdout(), j)
-		},
-	}
-	cf.register(cmd)
-	return cmd
+		})
 }
 
 func newEvalJobsCmd() *cobra.Command {
@@ -499,37 +484,17 @@ func runEvalOnCluster(cmd *cobra.Command, cf *clusterFlags, agentName string) er
 	if f.judgeConfig != "" {
 		return usageError{errors.New("--judge-config is local: a cluster's judges are the workers' own")}
 	}
-	if err := checkFormat(f.format); err != nil {
-		return err
-	}
-	if err := checkOutputPath(f.output); err != nil {
-		return err
-	}
-	opts, err := f.options()
+	opts, cmpOpts, err := f.validate()
 	if err != nil {
 		return err
-	}
-	var cmpOpts evalengine.CompareOptions
-	if err := parseFraction("max-pass-rate-drop", f.maxPassRateDrop, &cmpOpts.MaxPassRateDrop); err != nil {
-		return err
-	}
-	if f.baseline == "" && (f.maxPassRateDrop != "" || f.tolerances != "") {
-		return &cliError{Code: codeBaselineRequired}
 	}
 	job, err := prepareClusterJob(agentName, f.evalSet, f.criteria, opts)
 	if err != nil {
 		return err
 	}
-	if f.tolerances != "" {
-		if cmpOpts.MetricTolerances, err = loadTolerances(f.tolerances); err != nil {
-			return err
-		}
-	}
-	var baseline *evalengine.Result
-	if f.baseline != "" {
-		if baseline, err = loadBaseline(f.baseline); err != nil {
-			return err
-		}
+	baseline, err := f.loadBaseline(&cmpOpts)
+	if err != nil {
+		return err
 	}
 	cl, done, err := cf.client()
 	if err != nil {
@@ -544,29 +509,7 @@ func runEvalOnCluster(cmd *cobra.Command, cf *clusterFlags, agentName string) er
 	if err != nil {
 		return err
 	}
-	passed := result.Passed
-	var report any = result
-	if baseline != nil {
-		cmp, err := evalengine.Compare(baseline, result, cmpOpts)
-		if err != nil {
-			return engineError(codeComparisonFailed, err)
-		}
-		passed = passed && cmp.Passed
-		if f.format == evalengine.FormatJSON || f.format == evalengine.FormatMarkdown {
-			report = cmp
-		}
-	}
-	data, err := evalengine.Render(report, f.format, evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes})
-	if err != nil {
-		return engineError(codeReportRenderFailed, err)
-	}
-	if err := emitReport(cmd.OutOrStdout(), f.output, data); err != nil {
-		return err
-	}
-	if !passed {
-		return &exitCodeError{Code: exitFailed}
-	}
-	return nil
+	return f.report(cmd, result, baseline, cmpOpts, opts, nil)
 }
 
 // extendEvalReport lets `eval report JOB_ID --cluster URL` render a

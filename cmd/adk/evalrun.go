@@ -196,22 +196,9 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if len(missing) > 0 {
 		return &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
 	}
-	if err := checkFormat(f.format); err != nil {
-		return err
-	}
-	if err := checkOutputPath(f.output); err != nil {
-		return err
-	}
-	opts, err := f.options()
+	opts, cmpOpts, err := f.validate()
 	if err != nil {
 		return err
-	}
-	var cmpOpts evalengine.CompareOptions
-	if err := parseFraction("max-pass-rate-drop", f.maxPassRateDrop, &cmpOpts.MaxPassRateDrop); err != nil {
-		return err
-	}
-	if f.baseline == "" && (f.maxPassRateDrop != "" || f.tolerances != "") {
-		return &cliError{Code: codeBaselineRequired}
 	}
 
 	// The agent config comes first: from here on, every error message is
@@ -247,16 +234,9 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 			return engineError("", err)
 		}
 	}
-	if f.tolerances != "" {
-		if cmpOpts.MetricTolerances, err = loadTolerances(f.tolerances); err != nil {
-			return err
-		}
-	}
-	var baseline *evalengine.Result
-	if f.baseline != "" {
-		if baseline, err = loadBaseline(f.baseline); err != nil {
-			return err
-		}
+	baseline, err := f.loadBaseline(&cmpOpts)
+	if err != nil {
+		return err
 	}
 	adapter, err := f.adapter(cfgData, opts)
 	if err != nil {
@@ -284,6 +264,53 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if err != nil {
 		return engineError(codeEvaluationFailed, err)
 	}
+	return f.report(cmd, result, baseline, cmpOpts, opts, secrets)
+}
+
+// validate checks the flags every `eval run` checks before reading a file,
+// local or on a cluster: format, output path, run options, and the
+// comparison options (which need --baseline).
+func (f *evalRunFlags) validate() (evalengine.Options, evalengine.CompareOptions, error) {
+	var cmpOpts evalengine.CompareOptions
+	if err := checkFormat(f.format); err != nil {
+		return evalengine.Options{}, cmpOpts, err
+	}
+	if err := checkOutputPath(f.output); err != nil {
+		return evalengine.Options{}, cmpOpts, err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return evalengine.Options{}, cmpOpts, err
+	}
+	if err := parseFraction("max-pass-rate-drop", f.maxPassRateDrop, &cmpOpts.MaxPassRateDrop); err != nil {
+		return evalengine.Options{}, cmpOpts, err
+	}
+	if f.baseline == "" && (f.maxPassRateDrop != "" || f.tolerances != "") {
+		return evalengine.Options{}, cmpOpts, &cliError{Code: codeBaselineRequired}
+	}
+	return opts, cmpOpts, nil
+}
+
+// loadBaseline reads --metric-tolerances into cmpOpts and --baseline, if
+// given (nil otherwise).
+func (f *evalRunFlags) loadBaseline(cmpOpts *evalengine.CompareOptions) (*evalengine.Result, error) {
+	if f.tolerances != "" {
+		t, err := loadTolerances(f.tolerances)
+		if err != nil {
+			return nil, err
+		}
+		cmpOpts.MetricTolerances = t
+	}
+	if f.baseline == "" {
+		return nil, nil
+	}
+	return loadBaseline(f.baseline)
+}
+
+// report renders the run's report (the comparison for json/markdown when a
+// baseline is given), writes it, and turns the verdict into the exit code:
+// the baseline gate is ANDed with the result's own verdict.
+func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.Result, cmpOpts evalengine.CompareOptions, opts evalengine.Options, secrets []string) error {
 	passed := result.Passed
 	var report any = result
 	if baseline != nil {
