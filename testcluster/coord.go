@@ -43,11 +43,14 @@ type EvalOptions struct {
 	Logger *slog.Logger
 }
 
-// Test defaults: small timeouts sized for a 2-core machine.
+// Test defaults: small timeouts sized for a 2-core machine. DispatchGrace
+// stays at 5 s: under the race detector on two loaded cores a task's
+// delivery was seen to stall past 2 s, which the leader then (correctly, by
+// its rule) failed as worker_lost, making equality-with-local tests flaky.
 var testTiming = coordinator.Timing{
 	RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
 	Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
-	WorkerTTL: time.Second, DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second,
+	WorkerTTL: time.Second, DispatchGrace: 5 * time.Second, TaskAckWait: 2 * time.Second,
 	ResultAckWait: 2 * time.Second,
 }
 
