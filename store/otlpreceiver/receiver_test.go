@@ -467,8 +467,11 @@ func TestReceiver_BackPressure(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("status %d", code)
 		}
-		if ps := decodeResponse(t, ct, resp).PartialSuccess(); ps.RejectedSpans() != 12 {
-			t.Fatalf("rejected %d, want 12", ps.RejectedSpans())
+		// The queue holds 4 spans, but the publisher may ship some to
+		// JetStream while the receiver is still enqueueing, freeing room:
+		// at least 4 are admitted and some of the 16 must be rejected.
+		if r := decodeResponse(t, ct, resp).PartialSuccess().RejectedSpans(); r < 1 || r > 12 {
+			t.Fatalf("rejected %d, want 1..12", r)
 		}
 	})
 }
