@@ -44,34 +44,23 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxSets <= 0 {
-		l.MaxSets = d.MaxSets
-	}
-	if l.MaxJobs <= 0 {
-		l.MaxJobs = d.MaxJobs
-	}
-	if l.MaxBaselines <= 0 {
-		l.MaxBaselines = d.MaxBaselines
-	}
-	if l.MaxPageLimit <= 0 {
-		l.MaxPageLimit = d.MaxPageLimit
-	}
-	if l.MaxPruneLimit <= 0 {
-		l.MaxPruneLimit = d.MaxPruneLimit
-	}
-	if l.MaxRecordBytes <= 0 {
-		l.MaxRecordBytes = d.MaxRecordBytes
-	}
-	if l.MaxScopeBytes <= 0 {
-		l.MaxScopeBytes = d.MaxScopeBytes
-	}
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = d.MaxTotalBytes
-	}
-	if l.TerminalHeadroom <= 0 {
-		l.TerminalHeadroom = d.TerminalHeadroom
-	}
+	orDefault(&l.MaxSets, d.MaxSets)
+	orDefault(&l.MaxJobs, d.MaxJobs)
+	orDefault(&l.MaxBaselines, d.MaxBaselines)
+	orDefault(&l.MaxPageLimit, d.MaxPageLimit)
+	orDefault(&l.MaxPruneLimit, d.MaxPruneLimit)
+	orDefault(&l.MaxRecordBytes, d.MaxRecordBytes)
+	orDefault(&l.MaxScopeBytes, d.MaxScopeBytes)
+	orDefault(&l.MaxTotalBytes, d.MaxTotalBytes)
+	orDefault(&l.TerminalHeadroom, d.TerminalHeadroom)
 	return l
+}
+
+// orDefault replaces a zero or negative limit with its default.
+func orDefault[T int | int64](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // Options configure Open.
