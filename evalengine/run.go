@@ -67,14 +67,49 @@ func Run(ctx context.Context, set *Set, cfg RunConfig) (*Result, error) {
 // cancellation; the caller bounds it (Options.CaseTimeoutMS is applied on
 // top). Aggregate the collected samples with Aggregate.
 func RunSample(ctx context.Context, set *Set, cfg RunConfig, caseIndex, sampleIndex int) (SampleResult, error) {
-	e, err := newEngine(set, cfg)
+	r, err := NewSampleRunner(set, cfg.Metrics, cfg.Options)
 	if err != nil {
 		return SampleResult{}, err
 	}
-	if caseIndex < 0 || caseIndex >= len(set.Cases) || sampleIndex < 0 || sampleIndex >= e.opts.Samples {
+	return r.Run(ctx, cfg.Adapter, caseIndex, sampleIndex)
+}
+
+// SampleRunner runs single samples of one validated (set, metrics,
+// options): a worker that runs thousands of tasks of a job validates the
+// set once, not once per task. It holds no per-run state and is safe for
+// concurrent use; the set must not be changed while it is in use.
+type SampleRunner struct {
+	e engine
+}
+
+// NewSampleRunner validates set, metrics and options as Run does.
+func NewSampleRunner(set *Set, metrics []Metric, opts Options) (*SampleRunner, error) {
+	e, err := newEngine(set, RunConfig{Adapter: noAdapter{}, Metrics: metrics, Options: opts})
+	if err != nil {
+		return nil, err
+	}
+	return &SampleRunner{e: *e}, nil
+}
+
+// Run runs (caseIndex, sampleIndex) through adapter, the way Run does.
+func (r *SampleRunner) Run(ctx context.Context, adapter Adapter, caseIndex, sampleIndex int) (SampleResult, error) {
+	if adapter == nil {
+		return SampleResult{}, newErr(CodeInvalidAdapter, "nil adapter")
+	}
+	if caseIndex < 0 || caseIndex >= len(r.e.set.Cases) || sampleIndex < 0 || sampleIndex >= r.e.opts.Samples {
 		return SampleResult{}, newErr(CodeInvalidSampleResults, "sample out of range")
 	}
+	e := r.e
+	e.adapter = adapter
 	return e.runSample(ctx, caseIndex, sampleIndex), nil
+}
+
+// noAdapter stands in while a SampleRunner validates: each Run names its
+// own adapter.
+type noAdapter struct{}
+
+func (noAdapter) NewSession(context.Context, SampleInfo) (Session, error) {
+	return nil, newErr(CodeInvalidAdapter, "nil adapter")
 }
 
 // ErrorSample is the record of a sample that never ran or whose worker was

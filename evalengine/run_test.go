@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -483,6 +484,51 @@ func TestRunSampleAndAggregate_MatchRun(t *testing.T) {
 	if err != nil || r.Cases[0].Status != "partial" {
 		t.Fatalf("worker_lost sample: %v %+v", err, r)
 	}
+}
+
+func TestSampleRunner_ConcurrentRunsMatchRun(t *testing.T) {
+	set := mustSet(t, fullCaseSet)
+	metrics := evalengine.DefaultCriteria()
+	o := opts(func(o *evalengine.Options) { o.Samples = 8 })
+	local, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{Adapter: weatherAdapter(), Metrics: metrics, Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := evalengine.NewSampleRunner(set, metrics, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One runner, many concurrent samples, each with its own adapter: the
+	// way a worker runs the tasks of one job.
+	samples := make([]evalengine.SampleResult, o.Samples)
+	errs := make([]error, o.Samples)
+	var wg sync.WaitGroup
+	for s := range samples {
+		wg.Go(func() {
+			samples[s], errs[s] = r.Run(context.Background(), weatherAdapter(), 0, s)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	dist, err := evalengine.Aggregate(set, metrics, o, samples, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stripTimings(t, local), stripTimings(t, dist); a != b {
+		t.Fatalf("local and runner differ:\n%s\n%s", a, b)
+	}
+	t.Run("rejects", func(t *testing.T) {
+		_, err := r.Run(context.Background(), nil, 0, 0)
+		wantCode(t, err, evalengine.CodeInvalidAdapter)
+		_, err = r.Run(context.Background(), weatherAdapter(), 0, o.Samples)
+		wantCode(t, err, evalengine.CodeInvalidSampleResults)
+		_, err = r.Run(context.Background(), weatherAdapter(), len(set.Cases), 0)
+		wantCode(t, err, evalengine.CodeInvalidSampleResults)
+		_, err = evalengine.NewSampleRunner(set, nil, o)
+		wantCode(t, err, evalengine.CodeEmptyCriteria)
+	})
 }
 
 // stripTimings renders a result with every duration and latency zeroed.

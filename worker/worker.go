@@ -75,8 +75,13 @@ type Worker struct {
 }
 
 type jobSpec struct {
-	p     *api.Prepared
-	agent string
+	p      *api.Prepared
+	runner *evalengine.SampleRunner
+	agent  string
+	// ready is closed once p, runner and err are set: the first task of a
+	// job fetches the spec, its concurrent siblings wait for that fetch.
+	ready chan struct{}
+	err   error
 }
 
 // Start validates the config and starts the heartbeat and fetch loops.
@@ -393,8 +398,7 @@ func (w *Worker) run(ctx context.Context, task api.Task) {
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterInitFailed)
 			break
 		}
-		sample, err = evalengine.RunSample(ctx, spec.p.Set, evalengine.RunConfig{Adapter: ta.adapter(spec.p.Options.CaptureEvents), Metrics: spec.p.Metrics,
-			Options: spec.p.Options}, task.CaseIndex, task.Sample)
+		sample, err = spec.runner.Run(ctx, ta.adapter(spec.p.Options.CaptureEvents), task.CaseIndex, task.Sample)
 		if err != nil {
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterFailed)
 		}
@@ -433,14 +437,60 @@ const maxSpecs = 64
 func (w *Worker) spec(ctx context.Context, jobID string) (*jobSpec, error) {
 	w.mu.Lock()
 	s := w.specs[jobID]
-	w.mu.Unlock()
-	if s != nil {
-		return s, nil
+	fetch := s == nil
+	if fetch {
+		if len(w.specs) >= maxSpecs {
+			for k, old := range w.specs {
+				if isClosed(old.ready) {
+					delete(w.specs, k)
+					break
+				}
+			}
+		}
+		s = &jobSpec{ready: make(chan struct{})}
+		w.specs[jobID] = s
 	}
+	w.mu.Unlock()
+	if fetch {
+		// The worker's context, not the task's: a task killed meanwhile
+		// must not fail the fetch its siblings wait for.
+		s.p, s.runner, s.agent, s.err = w.fetchSpec(w.ctx, jobID)
+		close(s.ready)
+		if s.err != nil {
+			// Not cached: the next task of the job asks again.
+			w.mu.Lock()
+			if w.specs[jobID] == s {
+				delete(w.specs, jobID)
+			}
+			w.mu.Unlock()
+		}
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s, nil
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// fetchSpec asks the coordinators for a job's spec and validates it once.
+func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*api.Prepared, *evalengine.SampleRunner, string, error) {
 	subj, _ := bus.CoordSubject(api.OpJobSpec)
 	req, err := wire.Encode(api.KindRequest, &api.Request{Scope: "_", JobID: jobID})
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
@@ -453,7 +503,7 @@ func (w *Worker) spec(ctx context.Context, jobID string) (*jobSpec, error) {
 		}
 		var rep api.Reply
 		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
-			return nil, err
+			return nil, nil, "", err
 		}
 		if rep.Err != nil || rep.Spec == nil {
 			// A follower may not have applied the job yet.
@@ -466,22 +516,16 @@ func (w *Worker) spec(ctx context.Context, jobID string) (*jobSpec, error) {
 		}
 		p, err := api.Prepare(rep.Spec.Set, rep.Spec.Criteria, rep.Spec.Options)
 		if err != nil {
-			return nil, err
+			return nil, nil, "", err
 		}
-		s = &jobSpec{p: p, agent: rep.Spec.Agent}
-		w.mu.Lock()
-		if len(w.specs) >= maxSpecs {
-			for k := range w.specs {
-				delete(w.specs, k)
-				break
-			}
+		r, err := evalengine.NewSampleRunner(p.Set, p.Metrics, p.Options)
+		if err != nil {
+			return nil, nil, "", err
 		}
-		w.specs[jobID] = s
-		w.mu.Unlock()
-		return s, nil
+		return p, r, rep.Spec.Agent, nil
 	}
 	if lastErr == nil {
 		lastErr = ctx.Err()
 	}
-	return nil, fmt.Errorf("job spec %s: %w", jobID, lastErr)
+	return nil, nil, "", fmt.Errorf("job spec %s: %w", jobID, lastErr)
 }
