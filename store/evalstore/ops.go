@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/fadcedab/adk/internal/canonjson"
@@ -293,7 +294,14 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 	if set.Scope != j.Scope || set.ID != j.EvalSetID || set.Version != j.EvalSetVersion {
 		return nil, newErr(CodeJobSetMismatch, "")
 	}
-	if _, err := tx.JobByID(j.JobID); err == nil {
+	if old, err := tx.JobByID(j.JobID); err == nil {
+		// The same command applied twice (a proposer retried after losing
+		// the reply of an apply that did commit) is the same job: the
+		// job id is random per submit and now comes from the command.
+		if old.CreatedAt == now && old.Scope == j.Scope && old.EvalSetID == j.EvalSetID &&
+			old.EvalSetVersion == j.EvalSetVersion && reflect.DeepEqual(old.Spec, j.Spec) {
+			return old, nil
+		}
 		return nil, ErrAlreadyExists
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err

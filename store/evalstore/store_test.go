@@ -239,6 +239,19 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 			t.Fatalf("%+v", r) // eval-2 (queued) still references the set
 		}
 	})
+	// The same create applied again (a retried proposal whose first apply
+	// committed) is the same job, and admits nothing new; another job
+	// under an existing id is refused.
+	if again, err := create(1000, "eval-2"); err != nil || again.JobID != "eval-2" || again.Seq != j2.Seq {
+		t.Fatalf("replayed create: %+v %v", again, err)
+	}
+	err = update(t, s, 1001, func(tx *evalstore.Tx) error {
+		_, err := tx.CreateEvaluation(st, job("app", "eval-2", st), adm, 101)
+		return err
+	})
+	if !errors.Is(err, evalstore.ErrAlreadyExists) {
+		t.Fatalf("same id, other create: %v", err)
+	}
 }
 
 func TestStore_ByteQuotas(t *testing.T) {
