@@ -92,11 +92,12 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	// Task publishes are pipelined: the loop does not wait for their
 	// acks; this goroutine does, and logs the failures (a recorded task
 	// that never reached the stream is failed by reconciliation).
-	acks := make(chan []jetstream.PubAckFuture, 64)
+	d := newDispatched()
+	acks := make(chan []pendingPub, 64)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		n.watchPublishAcks(ctx, acks)
+		n.watchPublishAcks(ctx, d, acks)
 	}()
 	defer close(acks)
 
@@ -141,7 +142,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		if !n.IsLeader() {
 			return
 		}
-		if err := n.leaderTick(ctx, gainedAt, acks); err != nil && ctx.Err() == nil {
+		if err := n.leaderTick(ctx, gainedAt, d, acks); err != nil && ctx.Err() == nil {
 			n.log.Warn("leader tick", "err", err)
 		}
 	}
@@ -235,33 +236,41 @@ func (n *Node) readView() (*leaderView, error) {
 	return v, err
 }
 
-func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, acks chan<- []jetstream.PubAckFuture) error {
+func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, d *dispatched, acks chan<- []pendingPub) error {
 	now := time.Now()
 	v, err := n.readView()
 	if err != nil {
 		return err
 	}
-	if err := n.failLostTasks(ctx, v, now, gainedAt); err != nil {
+	if err := n.failLostTasks(ctx, v, now, gainedAt, d); err != nil {
 		return err
 	}
 	if err := n.checkJobs(ctx, v, now, gainedAt); err != nil {
 		return err
 	}
-	return n.dispatch(ctx, v, now, acks)
+	return n.dispatch(ctx, v, now, d, acks)
 }
 
 // failLostTasks fails, through Raft, the in-flight tasks of workers that
-// missed their lease, tasks no heartbeat reports long after dispatch, and
-// tasks past their deadline. None is ever dispatched again.
-func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt time.Time) error {
+// missed their lease, tasks past their deadline, and tasks their worker
+// was handed (they left its queue) but no heartbeat reports DispatchGrace
+// later. None is ever dispatched again; the queued messages of failed
+// tasks are deleted so they never reach the worker.
+func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt time.Time, d *dispatched) error {
 	t := n.cfg.Timing
 	var outs []evalstore.Outcome
 	var lostWorkers []string
+	var drop []uint64
 	workers := make([]string, 0, len(v.inflight))
-	for w := range v.inflight {
+	inflight := map[api.TaskRef]bool{}
+	for w, tasks := range v.inflight {
 		workers = append(workers, w)
+		for _, tk := range tasks {
+			inflight[api.TaskRef{JobID: tk.JobID, Index: tk.Index}] = true
+		}
 	}
 	sort.Strings(workers)
+	live := map[string]bool{}
 	for _, w := range workers {
 		tasks := v.inflight[w]
 		seen, ok := n.live.worker(w)
@@ -273,6 +282,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			}
 			continue
 		}
+		live[w] = true
 		reported := map[api.TaskRef]bool{}
 		for _, r := range seen.hb.Running {
 			reported[r] = true
@@ -280,21 +290,58 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 		for _, r := range seen.hb.Recent {
 			reported[r] = true
 		}
+		var suspects, timedOut []api.TaskRef
 		for _, tk := range tasks {
+			ref := api.TaskRef{JobID: tk.JobID, Index: tk.Index}
 			switch {
 			case now.UnixMilli() > tk.DeadlineAt:
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
 					State: evalstore.TaskFailed, Tag: evalengine.TagTimeout})
-			case ok && seen.at.After(gainedAt) && seen.at.Sub(time.UnixMilli(tk.AssignedAt)) > t.DispatchGrace &&
-				!reported[api.TaskRef{JobID: tk.JobID, Index: tk.Index}]:
-				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
+				timedOut = append(timedOut, ref)
+			case reported[ref] || d.isPublishing(ref):
+			case ok && seen.at.After(gainedAt) && seen.at.Sub(time.UnixMilli(tk.AssignedAt)) > t.DispatchGrace:
+				suspects = append(suspects, ref)
+			}
+		}
+		if len(suspects)+len(timedOut) == 0 {
+			continue
+		}
+		// Unreported long after dispatch: lost only if it left the queue
+		// and still no heartbeat has it a grace later. Unknown queue: no
+		// conclusion this tick.
+		scan, sok := n.queued(ctx, d, w, now, t.DispatchGrace/4)
+		if !sok {
+			continue
+		}
+		for _, ref := range suspects {
+			if _, q := scan.queued[ref]; q {
+				delete(d.handedAt, ref)
+				continue
+			}
+			h, handed := d.handedAt[ref]
+			if !handed {
+				d.handedAt[ref] = scan.at
+				continue
+			}
+			if seen.at.Sub(h) > t.DispatchGrace {
+				outs = append(outs, evalstore.Outcome{JobID: ref.JobID, Index: ref.Index, Worker: w,
 					State: evalstore.TaskFailed, Tag: evalengine.TagWorkerLost})
+				if seq, q := scan.queued[ref]; q {
+					drop = append(drop, seq)
+				}
+			}
+		}
+		for _, ref := range timedOut {
+			if seq, q := scan.queued[ref]; q {
+				drop = append(drop, seq)
 			}
 		}
 	}
+	d.forgetExcept(inflight, live)
 	if err := n.finishOutcomes(ctx, outs, now); err != nil {
 		return err
 	}
+	n.dropQueued(ctx, drop)
 	for _, w := range lostWorkers {
 		// The worker's undelivered backlog must never reach it later.
 		n.purgeWorker(ctx, w)
@@ -435,7 +482,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 // dispatch assigns undispatched tasks of running jobs (admission order) to
 // live allowlisted workers with spare capacity, records the assignments in
 // Raft, and only then publishes them.
-func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, acks chan<- []jetstream.PubAckFuture) error {
+func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *dispatched, acks chan<- []pendingPub) error {
 	t := n.cfg.Timing
 	type slot struct {
 		id   string
@@ -480,7 +527,7 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, acks 
 	for _, j := range v.active {
 		cases[j.JobID] = j
 	}
-	var futures []jetstream.PubAckFuture
+	var futures []pendingPub
 	for i, a := range as {
 		if i >= len(res.Accepted) || !res.Accepted[i] {
 			continue
@@ -494,13 +541,16 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, acks 
 			continue
 		}
 		subj, _ := bus.TaskSubject(a.Worker)
+		ref := api.TaskRef{JobID: a.JobID, Index: a.Index}
+		d.startPublish(ref)
 		f, err := n.js.PublishAsync(subj, b, jetstream.WithMsgID(task.ID()))
 		if err != nil {
 			// Recorded but not sent: reconciliation fails it as lost.
+			d.endPublish(ref)
 			n.log.Warn("publish task", "task", task.ID(), "err", err)
 			continue
 		}
-		futures = append(futures, f)
+		futures = append(futures, pendingPub{ref: ref, f: f})
 	}
 	if len(futures) > 0 {
 		select {
@@ -511,20 +561,27 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, acks 
 	return nil
 }
 
+// pendingPub is a task publish whose ack is awaited.
+type pendingPub struct {
+	ref api.TaskRef
+	f   jetstream.PubAckFuture
+}
+
 // watchPublishAcks waits for the acks of published tasks, batch by batch,
 // until acks is closed. Waiting here instead of in dispatch lets the next
 // tick record and publish while these are being stored.
-func (n *Node) watchPublishAcks(ctx context.Context, acks <-chan []jetstream.PubAckFuture) {
-	for futures := range acks {
-		for _, f := range futures {
+func (n *Node) watchPublishAcks(ctx context.Context, d *dispatched, acks <-chan []pendingPub) {
+	for batch := range acks {
+		for _, p := range batch {
 			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				n.republishTask(ctx, f.Msg(), err)
+			case <-p.f.Ok():
+			case err := <-p.f.Err():
+				n.republishTask(ctx, p.f.Msg(), err)
 			case <-time.After(10 * time.Second):
-				n.republishTask(ctx, f.Msg(), errors.New("ack timed out"))
+				n.republishTask(ctx, p.f.Msg(), errors.New("ack timed out"))
 			case <-ctx.Done():
 			}
+			d.endPublish(p.ref)
 		}
 	}
 }

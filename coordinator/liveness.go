@@ -3,6 +3,7 @@ package coordinator
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
@@ -19,6 +20,11 @@ type liveness struct {
 	mu      sync.Mutex
 	workers map[string]workerSeen
 	owners  map[string]time.Time
+
+	ownersSwept   time.Time
+	ownersDropped atomic.Int64 // renewals refused: too many owners
+
+	queueScans atomic.Int64 // worker queues scanned by the leader
 }
 
 type workerSeen struct {
@@ -82,7 +88,32 @@ func (n *Node) onOwnerRenew(m *nats.Msg) {
 	if bus.ValidToken(id) != nil {
 		return
 	}
-	n.live.mu.Lock()
-	n.live.owners[id] = time.Now()
-	n.live.mu.Unlock()
+	n.live.renewOwner(id, time.Now())
+}
+
+// Owner renewals are kept for api.MaxOwnerTTL (no job's owner can matter
+// longer), swept at most once a minute, and at most maxOwners of them:
+// past that, renewals of unknown owners are dropped (their jobs, if any,
+// are cancelled as the owner-lost rule says).
+const (
+	maxOwners       = 100_000
+	ownerSweepEvery = time.Minute
+)
+
+func (l *liveness) renewOwner(id string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.ownersSwept) > ownerSweepEvery || len(l.owners) >= maxOwners {
+		l.ownersSwept = now
+		for o, at := range l.owners {
+			if now.Sub(at) > api.MaxOwnerTTL {
+				delete(l.owners, o)
+			}
+		}
+	}
+	if _, ok := l.owners[id]; !ok && len(l.owners) >= maxOwners {
+		l.ownersDropped.Add(1)
+		return
+	}
+	l.owners[id] = now
 }

@@ -269,6 +269,16 @@ func (c *EvalCluster) StartWorker(i int) *worker.Worker {
 	return w
 }
 
+// ConnectAsWorker opens a connection with worker i's credentials and
+// permissions, for tests that speak the worker protocol by hand.
+func (c *EvalCluster) ConnectAsWorker(i int) *nats.Conn {
+	c.mu.Lock()
+	id := c.wks[i].ID
+	c.mu.Unlock()
+	return c.NATS.ConnectAll(c.t, bus.WithUserPassword(id, workerSecret+id),
+		bus.WithNATSOptions(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(id))))
+}
+
 // StopWorker kills worker i: its tasks stop, its heartbeats end.
 func (c *EvalCluster) StopWorker(i int) {
 	c.mu.Lock()

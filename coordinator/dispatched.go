@@ -1,0 +1,156 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// dispatched is the leader's own view, for one term, of where the tasks
+// it dispatched stand between Raft and the worker's heartbeat: publish
+// still unacked, waiting in the worker's queue, or handed to the worker.
+// A task no heartbeat reports is lost only once it has been handed over
+// and DispatchGrace has passed since: a task that waits in the queue
+// behind a busy worker (prefetch, long samples, a stalled delivery) is not
+// lost, however long it waits; its deadline still applies.
+//
+// It is leader-local and rebuilt by looking: a new leader knows no
+// publishes and finds queued tasks by scanning the worker's queue.
+type dispatched struct {
+	mu         sync.Mutex
+	publishing map[api.TaskRef]bool // publish not yet acked or given up
+
+	// Owned by the leader loop's goroutine (no lock).
+	handedAt map[api.TaskRef]time.Time // first seen past the worker's queue
+	scans    map[string]queueScan      // per worker, the last scan
+}
+
+// queueScan is one look at a worker's undelivered tasks.
+type queueScan struct {
+	at     time.Time
+	queued map[api.TaskRef]uint64 // task -> stream sequence
+}
+
+func newDispatched() *dispatched {
+	return &dispatched{publishing: map[api.TaskRef]bool{}, handedAt: map[api.TaskRef]time.Time{}, scans: map[string]queueScan{}}
+}
+
+func (d *dispatched) startPublish(ref api.TaskRef) {
+	d.mu.Lock()
+	d.publishing[ref] = true
+	d.mu.Unlock()
+}
+
+func (d *dispatched) endPublish(ref api.TaskRef) {
+	d.mu.Lock()
+	delete(d.publishing, ref)
+	d.mu.Unlock()
+}
+
+func (d *dispatched) isPublishing(ref api.TaskRef) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.publishing[ref]
+}
+
+// forgetExcept drops what it holds of tasks no longer in flight.
+func (d *dispatched) forgetExcept(inflight map[api.TaskRef]bool, workers map[string]bool) {
+	for ref := range d.handedAt {
+		if !inflight[ref] {
+			delete(d.handedAt, ref)
+		}
+	}
+	for w := range d.scans {
+		if !workers[w] {
+			delete(d.scans, w)
+		}
+	}
+}
+
+// maxQueueScan bounds one scan of a worker's queue: the leader never
+// dispatches more than a worker's capacity plus prefetch (≤ 4096 here).
+const maxQueueScan = 8192
+
+// queued returns the worker's tasks still waiting in its queue (stream
+// messages past its consumer's last delivery), scanning at most every
+// interval. ok is false when the queue could not be read: then nothing
+// may be concluded.
+func (n *Node) queued(ctx context.Context, d *dispatched, w string, now time.Time, interval time.Duration) (queueScan, bool) {
+	if s, ok := d.scans[w]; ok && now.Sub(s.at) < interval {
+		return s, true
+	}
+	s, err := n.scanQueue(ctx, w)
+	if err != nil {
+		n.log.Warn("scan worker queue", "worker", w, "err", err)
+		return queueScan{}, false
+	}
+	s.at = now
+	d.scans[w] = s
+	return s, true
+}
+
+// QueueScans counts the worker queues this node scanned as leader, looking
+// for unreported tasks still waiting to be delivered.
+func (n *Node) QueueScans() int64 { return n.live.queueScans.Load() }
+
+func (n *Node) scanQueue(ctx context.Context, w string) (queueScan, error) {
+	n.live.queueScans.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	subj, err := bus.TaskSubject(w)
+	if err != nil {
+		return queueScan{}, err
+	}
+	cons, err := n.js.Consumer(ctx, bus.TasksStream, bus.WorkerConsumer(w))
+	if err != nil {
+		return queueScan{}, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return queueScan{}, err
+	}
+	s, err := n.js.Stream(ctx, bus.TasksStream)
+	if err != nil {
+		return queueScan{}, err
+	}
+	out := queueScan{queued: map[api.TaskRef]uint64{}}
+	for seq := info.Delivered.Stream + 1; len(out.queued) < maxQueueScan; seq++ {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return queueScan{}, err
+		}
+		var t api.Task
+		if wire.Decode(m.Data, api.SmallLimits, api.KindTask, &t) == nil {
+			out.queued[api.TaskRef{JobID: t.JobID, Index: t.Index}] = m.Sequence
+		}
+		seq = m.Sequence
+	}
+	return out, nil
+}
+
+// dropQueued deletes the queued messages of tasks that were just failed,
+// so they never reach their worker (the fence in the FSM would reject
+// their results anyway; this saves the work).
+func (n *Node) dropQueued(ctx context.Context, seqs []uint64) {
+	if len(seqs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := n.js.Stream(ctx, bus.TasksStream)
+	if err != nil {
+		return
+	}
+	for _, seq := range seqs {
+		_ = s.DeleteMsg(ctx, seq)
+	}
+}

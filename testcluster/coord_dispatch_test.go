@@ -1,0 +1,125 @@
+package testcluster_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/testcluster"
+)
+
+// heartbeatAs keeps worker id alive for the leader (capacity cap, nothing
+// running) until the returned stop is called: a worker that heartbeats
+// but does not fetch.
+func heartbeatAs(t *testing.T, nc *nats.Conn, id string, capacity int) (stop func()) {
+	subj, err := bus.HeartbeatSubject(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for seq := uint64(1); ; seq++ {
+			b, _ := wire.Encode(api.KindHeartbeat, &api.Heartbeat{Worker: id, Capacity: capacity, Seq: seq})
+			_, _ = nc.Request(subj, b, 100*time.Millisecond)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// A task that waits in its worker's queue (the worker heartbeats but does
+// not fetch: busy, paused, a stalled delivery) is not lost however long it
+// waits; a task its worker was handed but never reports is, a grace later.
+func TestClusterEval_QueuedTasksWaitHandedUnreportedAreLost(t *testing.T) {
+	timing := coordinator.Timing{
+		RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
+		Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
+		WorkerTTL: time.Second, DispatchGrace: 400 * time.Millisecond, TaskAckWait: 2 * time.Second,
+		ResultAckWait: 2 * time.Second,
+	}
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"},
+		Capacity: 4, Timing: timing})
+	c.StopWorker(0)
+	nc := c.ConnectAsWorker(0)
+	stop := heartbeatAs(t, nc, "w0", 4)
+	cl := c.Client()
+
+	t.Run("queued tasks wait", func(t *testing.T) {
+		id := submit(t, cl, testcluster.EvalSet("queued", 4), evalengine.DefaultOptions(), "")
+		testutil.WaitFor(t, 10*time.Second, "all dispatched", func() bool { return progress(t, c, id).Dispatched == 4 })
+		// Past the grace, the leader keeps looking at the queue and finding
+		// the tasks there: scans (every grace/4) spanning three graces, none failed.
+		scans := c.Leader().QueueScans()
+		testutil.WaitFor(t, 10*time.Second, "queue scanned repeatedly", func() bool {
+			return c.Leader().QueueScans() >= scans+12 || progress(t, c, id).Errors > 0
+		})
+		if p := progress(t, c, id); p.Done != 0 || p.Errors != 0 {
+			t.Fatalf("queued tasks failed: %+v", p)
+		}
+		stop()
+		c.StartWorker(0)
+		c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+		res, err := cl.Result(context.Background(), scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := sampleErrors(t, res); len(errs) != 0 {
+			t.Fatalf("sample errors after a long queue wait: %v", errs)
+		}
+		checkAtMostOnce(t, c.Agent)
+	})
+
+	t.Run("handed but unreported tasks are lost", func(t *testing.T) {
+		c.StopWorker(0)
+		stop = heartbeatAs(t, nc, "w0", 2)
+		defer stop()
+		id := submit(t, cl, testcluster.EvalSet("handed", 2), evalengine.DefaultOptions(), "")
+		testutil.WaitFor(t, 10*time.Second, "all dispatched", func() bool { return progress(t, c, id).Dispatched == 2 })
+		// Take the tasks off the queue as w0 would, and never report them.
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cons, err := js.Consumer(context.Background(), bus.TasksStream, bus.WorkerConsumer("w0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		testutil.WaitFor(t, 10*time.Second, "tasks handed over", func() bool {
+			b, err := cons.Fetch(2-got, jetstream.FetchMaxWait(200*time.Millisecond))
+			if err != nil {
+				return false
+			}
+			for m := range b.Messages() {
+				_ = m.Ack()
+				got++
+			}
+			return got == 2
+		})
+		c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+		res, err := cl.Result(context.Background(), scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := sampleErrors(t, res)[evalengine.TagWorkerLost]; n != 2 {
+			t.Fatalf("worker_lost samples = %d, want 2 (%v)", n, sampleErrors(t, res))
+		}
+	})
+}
