@@ -225,6 +225,9 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 			return nil, api.Errorf(api.CodeInvalidRequest, "owner: %v", err)
 		}
 		ownerTTL = sub.OwnerTTLMS
+		if ownerTTL > api.MaxOwnerTTL.Milliseconds() {
+			return nil, api.Errorf(api.CodeInvalidRequest, "owner_ttl_ms: above %d", api.MaxOwnerTTL.Milliseconds())
+		}
 		if ownerTTL <= 0 {
 			ownerTTL = s.n.cfg.Limits.DefaultOwnerTTL.Milliseconds()
 		}

@@ -136,6 +136,14 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 	if !errors.Is(err, evalstore.ErrQueueFull) {
 		t.Fatalf("third submit: %v", err)
 	}
+	t.Run("owner ttl bounded", func(t *testing.T) {
+		_, err := cl.Submit(ctx, scope, api.SubmitRequest{Set: testcluster.EvalSet("cancel-c", 1), Agent: "scripted",
+			Owner: "cli-1", OwnerTTLMS: api.MaxOwnerTTL.Milliseconds() + 1})
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeInvalidRequest {
+			t.Fatalf("owner_ttl_ms above the bound: %v", err)
+		}
+	})
 	t.Run("queued cancel", func(t *testing.T) {
 		j, err := cl.Cancel(ctx, scope, b)
 		if err != nil || j.Phase != evalstore.PhaseCancelled || j.Reason != evalstore.ReasonUserCancelled {

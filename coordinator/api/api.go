@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/evalengine"
@@ -173,6 +174,9 @@ type SubmitRequest struct {
 	Owner      string `msgpack:"owner,omitempty"`
 	OwnerTTLMS int64  `msgpack:"owner_ttl_ms,omitempty"`
 }
+
+// MaxOwnerTTL bounds SubmitRequest.OwnerTTLMS.
+const MaxOwnerTTL = time.Hour
 
 // Reply is every operation's reply; Err is set on failure.
 type Reply struct {
