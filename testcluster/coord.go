@@ -44,13 +44,13 @@ type EvalOptions struct {
 }
 
 // Test defaults: small timeouts sized for a 2-core machine. DispatchGrace
-// stays at 5 s: under the race detector on two loaded cores a task's
-// delivery was seen to stall past 2 s, which the leader then (correctly, by
-// its rule) failed as worker_lost, making equality-with-local tests flaky.
+// counts from when a task left its worker's queue (a delivery stalled
+// under the race detector on two loaded cores is not lost), and workers
+// report a task from the moment it is handed to them.
 var testTiming = coordinator.Timing{
 	RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
 	Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
-	WorkerTTL: time.Second, DispatchGrace: 5 * time.Second, TaskAckWait: 2 * time.Second,
+	WorkerTTL: time.Second, DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second,
 	ResultAckWait: 2 * time.Second,
 }
 
@@ -326,9 +326,16 @@ func (c *EvalCluster) stopAll() {
 func (c *EvalCluster) WaitJob(cl *client.Client, scope, jobID string, d time.Duration, phases ...string) string {
 	c.t.Helper()
 	var last string
-	testutil.WaitFor(c.t, d, fmt.Sprintf("job %s in %v (last %q)", jobID, phases, last), func() bool {
+	var lastErr error
+	defer func() {
+		if c.t.Failed() {
+			c.t.Logf("job %s: last phase %q, last status error %v", jobID, last, lastErr)
+		}
+	}()
+	testutil.WaitFor(c.t, d, fmt.Sprintf("job %s in %v", jobID, phases), func() bool {
 		j, err := cl.Status(context.Background(), scope, jobID)
 		if err != nil {
+			lastErr = err
 			return false
 		}
 		last = string(j.Phase)

@@ -332,36 +332,47 @@ func (w *Worker) releaseSlots(n int) {
 	}
 }
 
-// accept starts the task's goroutine, owned by the worker, which acks the
+// accept registers the task as running (so the next heartbeat reports
+// it: the leader counts a task its worker was handed and does not report
+// as lost) and starts its goroutine, owned by the worker, which acks the
 // message first (at most once: an unacked message is never run) and then
 // runs it; the slot is released when it ends.
 func (w *Worker) accept(m jetstream.Msg) {
+	var task api.Task
+	if wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
+		// Not ours to run: dropped from the queue, never run.
+		_ = m.Ack()
+		<-w.slots
+		return
+	}
+	ref := api.TaskRef{JobID: task.JobID, Index: task.Index}
+	tctx, tcancel := context.WithDeadline(w.ctx, time.UnixMilli(task.DeadlineAt))
+	w.mu.Lock()
+	w.running[ref] = tcancel
+	w.mu.Unlock()
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.slots }()
-		err := w.ack(m)
-		var task api.Task
-		if err != nil || wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
-			return
-		}
-		ref := api.TaskRef{JobID: task.JobID, Index: task.Index}
-		tctx, tcancel := context.WithDeadline(w.ctx, time.UnixMilli(task.DeadlineAt))
-		w.mu.Lock()
-		w.running[ref] = tcancel
-		w.mu.Unlock()
-		select {
-		case w.runs <- struct{}{}:
-			w.run(tctx, task)
-			<-w.runs
-		case <-tctx.Done():
-			// Killed or past its deadline while waiting for a run slot:
-			// never started, and the leader owns the outcome.
+		acked := w.ack(m) == nil
+		if acked {
+			select {
+			case w.runs <- struct{}{}:
+				w.run(tctx, task)
+				<-w.runs
+			case <-tctx.Done():
+				// Killed or past its deadline while waiting for a run slot:
+				// never started, and the leader owns the outcome.
+			}
 		}
 		tcancel()
 		w.mu.Lock()
 		delete(w.running, ref)
-		w.recent[ref] = time.Now()
+		if acked {
+			// Not acked: never run and no result coming; unreported, the
+			// leader fails it as lost.
+			w.recent[ref] = time.Now()
+		}
 		w.mu.Unlock()
 	}()
 }
