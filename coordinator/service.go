@@ -233,7 +233,9 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 		}
 	}
 	lim := s.n.cfg.Limits
-	taskTTL := min(lim.TaskTimeout.Milliseconds(), int64(p.Options.CaseTimeoutMS)+s.n.cfg.Timing.TaskAckWait.Milliseconds())
+	// A task may wait in its worker's prefetch for up to two samples
+	// (worker.MaxPrefetchFactor) before its own case timeout starts.
+	taskTTL := min(lim.TaskTimeout.Milliseconds(), 3*int64(p.Options.CaseTimeoutMS)+s.n.cfg.Timing.TaskAckWait.Milliseconds())
 	now := time.Now().UnixMilli()
 	set := evalstore.SetRecord{Scope: req.Scope, ID: p.Set.ID, Version: p.Set.Version,
 		Digest: canonjson.DigestBytes(body), Body: body, CreatedAt: now}

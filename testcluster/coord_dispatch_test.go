@@ -86,6 +86,32 @@ func TestClusterEval_QueuedTasksWaitHandedUnreportedAreLost(t *testing.T) {
 		checkAtMostOnce(t, c.Agent)
 	})
 
+	t.Run("queued past their deadline time out and are deleted", func(t *testing.T) {
+		c.StopWorker(0)
+		stop = heartbeatAs(t, nc, "w0", 2)
+		o := evalengine.DefaultOptions()
+		o.CaseTimeoutMS = 100 // task TTL: 3 × 100 ms + the 2 s ack wait
+		id := submit(t, cl, testcluster.EvalSet("deadline", 2), o, "")
+		c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+		res, err := cl.Result(context.Background(), scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := sampleErrors(t, res)[evalengine.TagTimeout]; n != 2 {
+			t.Fatalf("timeout samples = %d, want 2 (%v)", n, sampleErrors(t, res))
+		}
+		// Their messages were deleted from w0's queue, which nobody reads.
+		js, err := jetstream.New(c.ConnectCoord())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 5*time.Second, "w0's queue emptied by the leader", func() bool {
+			cons, err := js.Consumer(context.Background(), bus.TasksStream, bus.WorkerConsumer("w0"))
+			return err == nil && cons.CachedInfo().NumPending == 0
+		})
+		stop()
+	})
+
 	t.Run("handed but unreported tasks are lost", func(t *testing.T) {
 		c.StopWorker(0)
 		stop = heartbeatAs(t, nc, "w0", 2)

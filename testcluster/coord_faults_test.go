@@ -199,9 +199,19 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 			t.Fatalf("%+v %v", p, err)
 		}
 	})
+	t.Run("job deadline", func(t *testing.T) {
+		o := evalengine.DefaultOptions()
+		o.TimeoutMS = 200 // 200 samples of 100 ms on 16 slots take over a second
+		id := submit(t, cl, testcluster.EvalSet("job-deadline", 200), o, "")
+		c.WaitJob(cl, scope, id, 10*time.Second, "timed_out")
+		j, err := cl.Status(ctx, scope, id)
+		if err != nil || j.Reason != evalstore.ReasonDeadlineExceeded {
+			t.Fatalf("%+v %v", j, err)
+		}
+	})
 	t.Run("prune", func(t *testing.T) {
 		r, err := cl.Prune(ctx, scope, evalstore.PruneOptions{Before: time.Now().Add(time.Minute).UnixMilli()})
-		if err != nil || r.JobsDeleted != 2 { // a and b; d is protected by its baseline
+		if err != nil || r.JobsDeleted != 3 { // a, b and the timed-out one; d is protected by its baseline
 			t.Fatalf("%+v %v", r, err)
 		}
 	})

@@ -30,8 +30,11 @@ type Config struct {
 	Capacity int
 	// Prefetch is how many tasks beyond Capacity the worker accepts and
 	// holds (acked, reported in heartbeats, killable) until a run slot
-	// frees, hiding the dispatch round trip (default Capacity; negative
-	// means none). The leader sizes its dispatch by Capacity+Prefetch.
+	// frees, hiding the round trip between a sample's end and the next
+	// task's arrival: the leader counts a task until its result is applied
+	// through Raft, so its window, Capacity+Prefetch, must cover that trip
+	// too (default 2×Capacity, at most 2×Capacity: a task's deadline allows
+	// for two samples' wait; negative means none).
 	Prefetch int
 	// Agents are the adapters this worker trusts, by the name jobs use.
 	Agents map[string]evalengine.Adapter
@@ -84,6 +87,11 @@ type jobSpec struct {
 	err   error
 }
 
+// MaxPrefetchFactor bounds Prefetch to this many times Capacity: a task
+// may wait that many samples for a run slot, and its deadline (the
+// coordinator's task TTL) allows for it.
+const MaxPrefetchFactor = 2
+
 // Start validates the config and starts the heartbeat and fetch loops.
 func Start(cfg Config) (*Worker, error) {
 	if err := bus.ValidToken(cfg.ID); err != nil {
@@ -96,8 +104,8 @@ func Start(cfg Config) (*Worker, error) {
 		cfg.Capacity = 4
 	}
 	switch {
-	case cfg.Prefetch == 0:
-		cfg.Prefetch = cfg.Capacity
+	case cfg.Prefetch == 0 || cfg.Prefetch > MaxPrefetchFactor*cfg.Capacity:
+		cfg.Prefetch = MaxPrefetchFactor * cfg.Capacity
 	case cfg.Prefetch < 0:
 		cfg.Prefetch = 0
 	}
