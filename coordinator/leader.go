@@ -675,13 +675,10 @@ const resultAppliers = 4
 func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	outs := make([]evalstore.Outcome, 0, len(msgs))
 	for _, m := range msgs {
-		var r api.Result
-		if err := wire.Decode(m.Data(), api.ResultLimits, api.KindResult, &r); err != nil || !n.allow[r.Worker] {
-			n.rejected.Add(1)
-			continue
+		for _, r := range n.decodeResults(m.Data()) {
+			outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
+				State: evalstore.TaskDone, Sample: r.Sample, Error: r.Error})
 		}
-		outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
-			State: evalstore.TaskDone, Sample: r.Sample, Error: r.Error})
 	}
 	if err := n.finishOutcomes(ctx, outs, time.Now()); err != nil {
 		return // not acked: redelivered after AckWait
@@ -693,4 +690,40 @@ func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	case n.kick <- struct{}{}:
 	default:
 	}
+}
+
+// decodeResults reads a result message, one result or a batch, keeping
+// the results of allowlisted workers and counting the rest as rejected.
+func (n *Node) decodeResults(data []byte) []api.Result {
+	env, err := wire.Peek(data, api.ResultLimits)
+	if err != nil {
+		n.rejected.Add(1)
+		return nil
+	}
+	var rs []api.Result
+	switch env.Kind {
+	case api.KindResult:
+		var r api.Result
+		if wire.Decode(data, api.ResultLimits, api.KindResult, &r) == nil {
+			rs = []api.Result{r}
+		}
+	case api.KindResults:
+		var b api.ResultBatch
+		if wire.Decode(data, api.ResultLimits, api.KindResults, &b) == nil && len(b.Results) <= api.MaxBatchResults {
+			rs = b.Results
+		}
+	}
+	if rs == nil {
+		n.rejected.Add(1)
+		return nil
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if !n.allow[r.Worker] {
+			n.rejected.Add(1)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -74,6 +74,8 @@ type Worker struct {
 	recent  map[api.TaskRef]time.Time
 	specs   map[string]*jobSpec
 
+	results *resultBatcher
+
 	executed atomic.Int64
 }
 
@@ -132,6 +134,7 @@ func Start(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents,
 		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}}
+	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
 	w.wg.Add(1)
@@ -431,23 +434,9 @@ func (w *Worker) run(ctx context.Context, task api.Task) {
 	}
 	res := api.Result{JobID: task.JobID, Index: task.Index, Worker: w.cfg.ID, Sample: body,
 		Error: sample.Status == evalengine.SampleStatusError}
-	b, err := wire.Encode(api.KindResult, &res)
-	if err != nil {
-		return
+	if err := w.results.publish(res); err != nil {
+		w.log.Warn("publish result", "task", task.ID(), "err", err)
 	}
-	subj, err := bus.ResultSubject(task.JobID)
-	if err != nil {
-		return
-	}
-	for attempt := 0; attempt < 5 && w.ctx.Err() == nil; attempt++ {
-		pctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-		_, err = w.js.Publish(pctx, subj, b, jetstream.WithMsgID(task.ID()+"/"+w.cfg.ID))
-		cancel()
-		if err == nil {
-			return
-		}
-	}
-	w.log.Warn("publish result", "task", task.ID(), "err", err)
 }
 
 // maxSpecs bounds the job-spec cache.

@@ -32,6 +32,7 @@ const (
 	KindReply     = "coord_reply"
 	KindTask      = "task"
 	KindResult    = "sample_result"
+	KindResults   = "sample_results"
 	KindHeartbeat = "worker_heartbeat"
 	KindHBReply   = "heartbeat_reply"
 	KindOwner     = "owner_renew"
@@ -252,6 +253,17 @@ type Result struct {
 	Sample []byte `msgpack:"sample"` // evalengine.SampleResult JSON
 	Error  bool   `msgpack:"error,omitempty"`
 }
+
+// ResultBatch is several results of one job from one worker in one
+// message (adk.result.<job>): at high task rates the JetStream message
+// rate, not the sample rate, is what costs. At most MaxBatchResults
+// results and MaxResultBytes of samples.
+type ResultBatch struct {
+	Results []Result `msgpack:"results"`
+}
+
+// MaxBatchResults bounds a ResultBatch.
+const MaxBatchResults = 128
 
 // Heartbeat is a worker's liveness report (request on adk.hb.<worker>).
 // Running lists the tasks it runs (the leader answers which to kill);
