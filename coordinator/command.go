@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/store/evalstore"
@@ -9,7 +10,8 @@ import (
 )
 
 // cmdType is the first byte of every Raft log entry; the msgpack body
-// follows (nomad style). New types are only ever appended.
+// follows (nomad style). New types are only ever appended, below 0x80
+// (the high bit flags a compressed body).
 type cmdType byte
 
 const (
@@ -108,10 +110,41 @@ type applyResult struct {
 	Index     uint64                 `msgpack:"index,omitempty"` // set by applyLocal
 }
 
+// A command whose body is at least compressAbove bytes is stored
+// S2-compressed, flagged by cmdCompressed in its type byte: a finish of a
+// thousand samples is mostly repeated JSON keys, and every byte of an
+// entry is encoded, copied into bolt and sent to each follower.
+const (
+	compressAbove        = 4 << 10
+	cmdCompressed   byte = 0x80
+	maxCommandBytes      = 64 << 20 // a decompressed body; far above any command we write
+)
+
 func encodeCmd(t cmdType, body any) ([]byte, error) {
 	b, err := msgpack.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", t, err)
 	}
+	if len(b) >= compressAbove {
+		dst := make([]byte, 1+s2.MaxEncodedLen(len(b)))
+		dst[0] = byte(t) | cmdCompressed
+		enc := s2.Encode(dst[1:], b)
+		// Trimmed: the log cache holds entries.
+		return append([]byte(nil), dst[:1+len(enc)]...), nil
+	}
 	return append([]byte{byte(t)}, b...), nil
+}
+
+// decodeCmd splits a log entry into its type and plain body.
+func decodeCmd(data []byte) (cmdType, []byte, error) {
+	t := data[0]
+	if t&cmdCompressed == 0 {
+		return cmdType(t), data[1:], nil
+	}
+	n, err := s2.DecodedLen(data[1:])
+	if err != nil || n > maxCommandBytes {
+		return 0, nil, fmt.Errorf("compressed command: length %d: %v", n, err)
+	}
+	b, err := s2.Decode(make([]byte, n), data[1:])
+	return cmdType(t &^ cmdCompressed), b, err
 }

@@ -35,7 +35,11 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
 	}
-	res, err := f.apply(l.Index, cmdType(l.Data[0]), l.Data[1:])
+	t, body, err := decodeCmd(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("coordinator fsm: index %d: %v", l.Index, err))
+	}
+	res, err := f.apply(l.Index, t, body)
 	var se *evalstore.StorageError
 	if errors.As(err, &se) {
 		panic(fmt.Sprintf("coordinator fsm: index %d: %v", l.Index, err))

@@ -9,6 +9,7 @@ import (
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
@@ -105,3 +106,37 @@ type memSink struct{ bytes.Buffer }
 func (m *memSink) ID() string    { return "mem" }
 func (m *memSink) Cancel() error { return nil }
 func (m *memSink) Close() error  { return nil }
+
+func TestCommand_LargeBodiesAreCompressed(t *testing.T) {
+	sample := []byte(`{"case_id":"c1","sample_index":0,"status":"passed","turns":[{"turn_id":"t","input":"q","actual":"echo: q","passed":true}],"criteria":[{"metric_id":"response","score":1,"threshold":1,"passed":true}]}`)
+	var outs []evalstore.Outcome
+	for i := range 1000 {
+		outs = append(outs, evalstore.Outcome{JobID: "eval-a", Index: i, Worker: "w0", State: evalstore.TaskDone, Sample: sample})
+	}
+	big := &finishCmd{Outs: outs, Now: 7}
+	plain, err := msgpack.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := encodeCmd(cmdFinish, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0]&cmdCompressed == 0 || len(data) > len(plain)/4 {
+		t.Fatalf("a %d-byte finish was stored in %d bytes (flag %#x)", len(plain), len(data), data[0])
+	}
+	ct, body, err := decodeCmd(data)
+	if err != nil || ct != cmdFinish || !bytes.Equal(body, plain) {
+		t.Fatalf("round trip: %v %v equal=%v", ct, err, bytes.Equal(body, plain))
+	}
+	// Small commands, and every entry written before compression, stay plain.
+	small, _ := encodeCmd(cmdLease, &leaseCmd{})
+	if ct, _, err := decodeCmd(small); err != nil || ct != cmdLease || small[0]&cmdCompressed != 0 {
+		t.Fatalf("small command: %v %v", ct, err)
+	}
+	// A corrupt compressed entry is an error, not a panic or a huge allocation.
+	bad := append([]byte{byte(cmdFinish) | cmdCompressed}, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3)
+	if _, _, err := decodeCmd(bad); err == nil {
+		t.Fatal("corrupt compressed command decoded")
+	}
+}
