@@ -267,6 +267,14 @@ func TestClusterEval_NonAllowlistedWorkerGetsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "rejected result counted", func() bool { return c.Leader().RejectedResults() > before })
+	// So is each result of a forged batch.
+	before = c.Leader().RejectedResults()
+	b, _ = wire.Encode(api.KindResults, &api.ResultBatch{Results: []api.Result{
+		{JobID: id, Index: 1, Worker: "rogue", Sample: []byte(`{}`)}, {JobID: id, Index: 2, Worker: "rogue", Sample: []byte(`{}`)}}})
+	if err := c.WorkerConn(rogue).Publish(subj, b); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "both batch results rejected", func() bool { return c.Leader().RejectedResults() >= before+2 })
 	// NATS itself refuses the rogue another worker's task subject.
 	sub, err := c.WorkerConn(rogue).SubscribeSync("adk.task.w0")
 	if err == nil {
