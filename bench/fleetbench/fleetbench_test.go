@@ -57,6 +57,11 @@ func TestClusterFleetbench_SmallFleet(t *testing.T) {
 		if r.workers != 1 || r.leader != "c1" || r.errors != 0 || r.wall <= 0 || r.peakRSS <= 0 || r.rssAfter <= 0 {
 			t.Errorf("row %+v", r)
 		}
+		// One model call per task, over pooled connections: at most one
+		// per run slot.
+		if r.modelCalls != r.tasks || r.newConns > cfg.fleet.capacity {
+			t.Errorf("%s: %d model calls for %d tasks over %d new connections", r.name, r.modelCalls, r.tasks, r.newConns)
+		}
 		roles := map[string]bool{}
 		for _, c := range r.cpu {
 			roles[c.role] = true

@@ -27,12 +27,15 @@ type jobRun struct {
 	inFlight float64       // mean model calls held by the fake between 10% and 90% done
 	assigned float64       // mean tasks dispatched and not done between 10% and 90% done
 	held     float64       // mean tasks the workers held (heartbeats) over the same window
-	errors   int
-	leader   string
-	peakRSS  int64 // leader's VmHWM over the job (reset at submit), bytes
-	rssAfter int64 // leader's VmRSS at the end, bytes
-	cpu      []procCPU
-	benchCPU time.Duration // this process: NATS server and the driver
+	// Model calls the fake answered and connections it accepted during
+	// the job.
+	modelCalls, newConns int
+	errors               int
+	leader               string
+	peakRSS              int64 // leader's VmHWM over the job (reset at submit), bytes
+	rssAfter             int64 // leader's VmRSS at the end, bytes
+	cpu                  []procCPU
+	benchCPU             time.Duration // this process: NATS server and the driver
 }
 
 // procCPU is the CPU a process spent during a job.
@@ -76,6 +79,10 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 		return r, fmt.Errorf("reset the leader's peak RSS: %w", err)
 	}
 	before := f.cpuSnapshot()
+	fakeBefore, err := f.fakeStats(ctx)
+	if err != nil {
+		return r, err
+	}
 
 	start := time.Now()
 	j, err := f.cl.Submit(ctx, scope, api.SubmitRequest{Set: evalSet(fmt.Sprintf("%s-%d", name, r.workers), cases), Agent: "bench", Options: optsDoc})
@@ -107,17 +114,22 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 			t90, d90 = now, done
 		}
 		if !t10.IsZero() && t90.IsZero() {
-			n, err := f.fakeInFlight(ctx)
+			st, err := f.fakeStats(ctx)
 			if err != nil {
 				return r, err
 			}
-			inFlightSum, inFlightN = inFlightSum+n, inFlightN+1
+			inFlightSum, inFlightN = inFlightSum+st.InFlight, inFlightN+1
 			assignedSum += j.Progress.Dispatched - done
 			heldSum += f.heldTasks()
 		}
 	}
 	r.wall = time.Since(start)
 	after := f.cpuSnapshot()
+	fakeAfter, err := f.fakeStats(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.modelCalls, r.newConns = fakeAfter.Served-fakeBefore.Served, fakeAfter.Conns-fakeBefore.Conns
 	if !t90.IsZero() && t90.After(t10) && d90 > d10 {
 		r.steady = float64(d90-d10) / t90.Sub(t10).Seconds()
 	}
@@ -170,22 +182,27 @@ func pids(ps []*proc) []int {
 	return out
 }
 
-// fakeInFlight asks openaifake how many model calls it is holding.
-func (f *fleet) fakeInFlight(ctx context.Context) (int, error) {
+// fakeStats is openaifake's GET /stats.
+type fakeStats struct {
+	Served   int `json:"served"`
+	InFlight int `json:"in_flight"`
+	Conns    int `json:"conns"`
+}
+
+// fakeStats asks openaifake for its counters.
+func (f *fleet) fakeStats(ctx context.Context) (fakeStats, error) {
+	var st fakeStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+f.fakeURL+"/stats", nil)
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("openaifake stats: %w", err)
+		return st, fmt.Errorf("openaifake stats: %w", err)
 	}
 	defer resp.Body.Close()
-	var st struct {
-		InFlight int `json:"in_flight"`
-	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("openaifake stats: %w", err)
+		return st, fmt.Errorf("openaifake stats: %w", err)
 	}
-	return st.InFlight, nil
+	return st, nil
 }

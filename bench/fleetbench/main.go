@@ -28,7 +28,8 @@
 //
 // Every row also gives each process's CPU seconds over the job, from
 // /proc/PID/stat: leader, followers, workers, the fake, and this process
-// (the NATS server and the driver). Workers join between rows and stay, so
+// (the NATS server and the driver), and the model calls and new TCP
+// connections the fake saw (one call per task; connections reused). Workers join between rows and stay, so
 // the 4-worker rows run on a fleet that has already run the earlier jobs.
 //
 //	go build -o bin/adk ./cmd/adk && go build -o bin/openaifake ./bench/openaifake
@@ -204,8 +205,8 @@ func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
 		if r.tasks > 0 {
 			per = fmt.Sprintf("%.0f", float64(workers.Microseconds())/float64(r.tasks))
 		}
-		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs: %s; driver %.2f; worker µs/task %s\n",
-			r.name, r.workers, r.tasks, r.wall.Seconds(), strings.Join(parts, ", "), r.benchCPU.Seconds(), per)
+		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs: %s; driver %.2f; worker µs/task %s; %d model calls over %d new connections\n",
+			r.name, r.workers, r.tasks, r.wall.Seconds(), strings.Join(parts, ", "), r.benchCPU.Seconds(), per, r.modelCalls, r.newConns)
 	}
 }
 

@@ -4,9 +4,11 @@
 // -answer. It prints its address ("127.0.0.1:PORT") as the first line on
 // stdout once it is listening, and stops on SIGINT/SIGTERM.
 //
-// GET /stats answers {"served": N, "in_flight": K}: completions answered so
-// far and requests being held right now, so a driver can tell idle callers
-// from a slow server (Little's law: throughput = in_flight / delay).
+// GET /stats answers {"served": N, "in_flight": K, "conns": C}: completions
+// answered so far, requests being held right now (so a driver can tell idle
+// callers from a slow server: throughput = in_flight / delay) and TCP
+// connections accepted so far (callers that reuse connections open about as
+// many as they have calls in flight, not one per call).
 //
 //	go run ./bench/openaifake -addr 127.0.0.1:0 -delay 200ms
 package main
@@ -46,7 +48,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var served, inFlight atomic.Int64
+	var served, inFlight, conns atomic.Int64
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
@@ -71,7 +73,7 @@ func main() {
 	mux.HandleFunc("/chat/completions", handler)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d}`, served.Load(), inFlight.Load())
+		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d}`, served.Load(), inFlight.Load(), conns.Load())
 	})
 
 	ln, err := net.Listen("tcp", *addr)
@@ -79,7 +81,12 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Println(ln.Addr().String())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
