@@ -33,6 +33,7 @@ type fleetConfig struct {
 	coordinators int           // 1 or 3
 	maxWorkers   int           // allowlisted worker ids w1..wN
 	capacity     int           // --capacity of every worker
+	workerArgs   []string      // more flags for every worker (experiments)
 }
 
 // fleet is a running eval cluster of separate processes around a NATS
@@ -287,8 +288,9 @@ func (f *fleet) addWorker(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = hb.Unsubscribe() }()
-	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.adk, "worker", "--id", id, "--nats", f.srv.ClientURL(),
-		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", "bench="+filepath.Join(f.cfg.dir, "agent.json"))
+	args := append([]string{"worker", "--id", id, "--nats", f.srv.ClientURL(),
+		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", "bench=" + filepath.Join(f.cfg.dir, "agent.json")}, f.cfg.workerArgs...)
+	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.adk, args...)
 	if err != nil {
 		return err
 	}

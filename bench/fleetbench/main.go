@@ -65,7 +65,7 @@ type benchConfig struct {
 
 func main() {
 	var cfg benchConfig
-	var counts string
+	var counts, workerArgs string
 	flag.StringVar(&cfg.fleet.adk, "adk", "bin/adk", "the adk binary")
 	flag.StringVar(&cfg.fleet.fake, "openaifake", "bin/openaifake", "the openaifake binary")
 	flag.DurationVar(&cfg.fleet.delay, "delay", 200*time.Millisecond, "model latency of the fake server")
@@ -74,6 +74,7 @@ func main() {
 	flag.StringVar(&counts, "workers", "1,2,4", "worker counts of the scaling rows")
 	flag.IntVar(&cfg.rounds, "rounds", 10, "tasks per worker slot in a scaling job (tasks = workers × capacity × rounds)")
 	flag.IntVar(&cfg.rssTasks, "rss-tasks", 10_000, "tasks of the leader-RSS job on the largest fleet (0: skip)")
+	flag.StringVar(&workerArgs, "worker-args", "", "more flags for every adk worker, space separated (for experiments)")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -85,6 +86,7 @@ func main() {
 		}
 		cfg.counts = append(cfg.counts, n)
 	}
+	cfg.fleet.workerArgs = strings.Fields(workerArgs)
 	for _, p := range []*string{&cfg.fleet.adk, &cfg.fleet.fake} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
@@ -164,8 +166,12 @@ func run(ctx context.Context, cfg benchConfig) (rows []jobRun, err error) {
 
 func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
 	fc := cfg.fleet
-	fmt.Fprintf(w, "eval cluster fleet: %d coordinator process(es), workers of capacity %d, openai provider against openaifake (%v per call), NATS embedded in the driver\n\n",
-		fc.coordinators, fc.capacity, fc.delay)
+	extra := ""
+	if len(fc.workerArgs) > 0 {
+		extra = " (worker flags " + strings.Join(fc.workerArgs, " ") + ")"
+	}
+	fmt.Fprintf(w, "eval cluster fleet: %d coordinator process(es), workers of capacity %d%s, openai provider against openaifake (%v per call), NATS embedded in the driver\n\n",
+		fc.coordinators, fc.capacity, extra, fc.delay)
 	fmt.Fprintf(w, "| %-10s | %7s | %6s | %8s | %8s | %14s | %8s | %8s | %9s | %6s | %13s | %12s | %10s | %8s | %6s |\n",
 		"job", "workers", "tasks", "wall", "tasks/s", "steady tasks/s", "ideal/s", "of ideal", "steady of", "errors", "leader peak", "leader after", "slots busy", "assigned", "held")
 	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", dashes(12), dashes(9), dashes(8), dashes(10), dashes(10), dashes(16), dashes(10), dashes(10), dashes(11), dashes(8), dashes(15), dashes(14), dashes(12), dashes(10), dashes(8))
