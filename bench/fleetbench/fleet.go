@@ -157,8 +157,8 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		return f, fmt.Errorf("jetstream: %w", err)
 	}
 	f.cl = client.New(f.nc, 30*time.Second)
-	// Heartbeats list the tasks a worker holds (acked: prefetched, running,
-	// or publishing their result). The subscription ends with the
+	// Heartbeats list the tasks a worker holds (fetched: being acked,
+	// prefetched, running, or publishing their result). The subscription ends with the
 	// connection.
 	if _, err := f.nc.Subscribe(bus.HeartbeatSubjectPrefix+"*", f.recordHeartbeat); err != nil {
 		return f, err

@@ -20,11 +20,12 @@
 // yet seen done over the same window; a worker accepts capacity × 2 (its
 // run slots and as many prefetched), so well below workers × capacity × 2
 // the workers wait for the leader. "held" is what the workers' heartbeats
-// list as theirs (acked: prefetched, running or publishing the result),
-// sampled once a second: assigned − held is in transit (published to or
-// fetched from JetStream, results on their way through Raft), and held
-// − the fake's in-flight calls is the workers' own overhead (tasks waiting
-// for a run slot, the sample around its model call, the result publish).
+// list as theirs (fetched: being acked, prefetched, running or publishing
+// the result), sampled once a second: assigned − held is in transit (in
+// JetStream before the fetch, results on their way through Raft), and held
+// − the fake's in-flight calls is the workers' own overhead (the double
+// ack, tasks waiting for a run slot, the sample around its model call, the
+// result publish).
 //
 // Every row also gives each process's CPU seconds over the job, from
 // /proc/PID/stat: leader, followers, workers, the fake, and this process
