@@ -143,8 +143,11 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 		return r, err
 	}
 	r.peakRSS, r.rssAfter = m.hwm, m.rss
-	if now, err := f.leader(ctx); err != nil || now != leader {
-		return r, fmt.Errorf("leadership moved during the job (was %s): %v", leader.id, err)
+	if now, err := f.leader(ctx); err != nil {
+		return r, err
+	} else if now != leader {
+		// The RSS and CPU split would belong to two leaders.
+		return r, fmt.Errorf("job %s (%s, %d/%d done): leadership moved from %s to %s during the job", j.JobID, j.Phase, j.Progress.Done, r.tasks, leader.id, now.id)
 	}
 	for _, p := range f.procs() {
 		role := p.role

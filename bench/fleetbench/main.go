@@ -145,22 +145,18 @@ func run(ctx context.Context, cfg benchConfig) (rows []jobRun, err error) {
 		}
 		// One case per worker slot, one sample per round (at most 100).
 		r, err := f.runJob(ctx, "scaling", n*cfg.fleet.capacity, cfg.rounds)
-		if r.wall > 0 {
-			rows = append(rows, r)
-		}
 		if err != nil {
-			return rows, err
+			return rows, err // a partial row would mislead
 		}
+		rows = append(rows, r)
 	}
 	if cfg.rssTasks > 0 {
 		samples := min(100, cfg.rssTasks)
 		r, err := f.runJob(ctx, "leader-rss", (cfg.rssTasks+samples-1)/samples, samples)
-		if r.wall > 0 {
-			rows = append(rows, r)
-		}
 		if err != nil {
 			return rows, err
 		}
+		rows = append(rows, r)
 	}
 	return rows, nil
 }
