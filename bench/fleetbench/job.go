@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,7 +163,8 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	r.benchCPU = after[os.Getpid()] - before[os.Getpid()]
 	r.errors = j.Progress.Errors
 	if j.Phase != evalstore.PhaseCompleted || j.Progress.Done != r.tasks || j.Progress.Errors != 0 {
-		return r, fmt.Errorf("job %s ended %s (%s): %d/%d done, %d errors", j.JobID, j.Phase, j.Reason, j.Progress.Done, r.tasks, j.Progress.Errors)
+		return r, fmt.Errorf("job %s ended %s (%s): %d/%d done, %d errors%s", j.JobID, j.Phase, j.Reason, j.Progress.Done, r.tasks, j.Progress.Errors,
+			f.sampleErrors(ctx, j))
 	}
 	return r, nil
 }
@@ -208,4 +210,34 @@ func (f *fleet) fakeStats(ctx context.Context) (fakeStats, error) {
 		return st, fmt.Errorf("openaifake stats: %w", err)
 	}
 	return st, nil
+}
+
+// sampleErrors summarises a completed job's error samples by error tag,
+// or returns "" when there is no result to read.
+func (f *fleet) sampleErrors(ctx context.Context, j *evalstore.Job) string {
+	if j.Phase != evalstore.PhaseCompleted {
+		return ""
+	}
+	data, err := f.cl.Result(ctx, scope, j.JobID)
+	if err != nil {
+		return ""
+	}
+	var res evalengine.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return ""
+	}
+	tags := map[string]int{}
+	for _, c := range res.Cases {
+		for _, smp := range c.Samples {
+			if smp.Status == evalengine.SampleStatusError {
+				tags[smp.Error]++
+			}
+		}
+	}
+	var parts []string
+	for tag, n := range tags {
+		parts = append(parts, fmt.Sprintf("%s ×%d", tag, n))
+	}
+	slices.Sort(parts)
+	return " (" + strings.Join(parts, ", ") + ")"
 }
