@@ -4,6 +4,12 @@
 // -answer. It prints its address ("127.0.0.1:PORT") as the first line on
 // stdout once it is listening, and stops on SIGINT/SIGTERM.
 //
+// GET /stats answers {"served": N, "in_flight": K, "conns": C}: completions
+// answered so far, requests being held right now (so a driver can tell idle
+// callers from a slow server: throughput = in_flight / delay) and TCP
+// connections accepted so far (callers that reuse connections open about as
+// many as they have calls in flight, not one per call).
+//
 //	go run ./bench/openaifake -addr 127.0.0.1:0 -delay 200ms
 package main
 
@@ -42,12 +48,14 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var served atomic.Int64
+	var served, inFlight, conns atomic.Int64
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
 		_, _ = io.Copy(io.Discard, r.Body)
 		t := time.NewTimer(*delay)
 		defer t.Stop()
@@ -63,13 +71,22 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", handler)
 	mux.HandleFunc("/chat/completions", handler)
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d}`, served.Load(), inFlight.Load(), conns.Load())
+	})
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(ln.Addr().String())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

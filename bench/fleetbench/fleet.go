@@ -1,0 +1,388 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
+)
+
+// fleetConfig sizes a fleet.
+type fleetConfig struct {
+	adk, fake    string        // binaries
+	dir          string        // scratch directory (data dirs, logs, agent file)
+	delay        time.Duration // model latency of the fake
+	coordinators int           // 1 or 3
+	maxWorkers   int           // allowlisted worker ids w1..wN
+	capacity     int           // --capacity of every worker
+	workerArgs   []string      // more flags for every worker (experiments)
+}
+
+// fleet is a running eval cluster of separate processes around a NATS
+// server embedded in this process: openaifake, coordinators, workers.
+type fleet struct {
+	cfg     fleetConfig
+	srv     *bus.Server
+	nc      *nats.Conn
+	cl      *client.Client
+	fake    *proc
+	fakeURL string
+	http    *http.Client // to the fake's /stats
+
+	hbMu    sync.Mutex
+	held    map[string]int // tasks each worker holds, from its last heartbeat
+	coords  []*proc
+	workers []*proc
+}
+
+// proc is one child process with its log file.
+type proc struct {
+	role, id string
+	cmd      *exec.Cmd
+	log      string
+	done     chan struct{} // closed when Wait returned
+	err      error         // Wait's error, read after done
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// startProc starts bin with args, stdout and stderr going to DIR/ID.log.
+func startProc(dir, role, id, bin string, args ...string) (*proc, error) {
+	logPath := filepath.Join(dir, id+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the child holds its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", role, id, err)
+	}
+	p := &proc{role: role, id: id, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and waits up to grace, then kills. It returns an
+// error when the process had to be killed or exited non-zero.
+func (p *proc) stop(grace time.Duration) error {
+	if p.exited() {
+		return fmt.Errorf("%s %s had exited: %v (log %s)", p.role, p.id, p.err, p.log)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return fmt.Errorf("%s %s: %v (log %s)", p.role, p.id, p.err, p.log)
+		}
+		return nil
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s %s did not stop within %v; killed (log %s)", p.role, p.id, grace, p.log)
+	}
+}
+
+// logTail returns the last n lines of the process's log.
+func (p *proc) logTail(n int) string {
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startFleet starts NATS, the fake and the coordinators, and waits until
+// the coordinator service answers with a leader. Workers are added with
+// addWorker. On error everything started is stopped.
+func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
+	f = &fleet{cfg: cfg, http: &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}, held: map[string]int{}}
+	defer func() {
+		if err != nil {
+			_ = f.stop()
+			f = nil
+		}
+	}()
+	f.srv, err = bus.StartServer(bus.ServerConfig{Name: "fleetbench", StoreDir: filepath.Join(cfg.dir, "nats"),
+		Host: "127.0.0.1", Port: -1, MaxStore: 4 << 30})
+	if err != nil {
+		return f, fmt.Errorf("nats: %w", err)
+	}
+	if f.nc, err = f.srv.Connect(); err != nil {
+		return f, fmt.Errorf("nats connect: %w", err)
+	}
+	js, err := jetstream.New(f.nc)
+	if err != nil {
+		return f, err
+	}
+	if err := bus.WaitJetStreamReady(ctx, js); err != nil {
+		return f, fmt.Errorf("jetstream: %w", err)
+	}
+	f.cl = client.New(f.nc, 30*time.Second)
+	// Heartbeats list the tasks a worker holds (fetched: being acked,
+	// prefetched, running, or publishing their result). The subscription ends with the
+	// connection.
+	if _, err := f.nc.Subscribe(bus.HeartbeatSubjectPrefix+"*", f.recordHeartbeat); err != nil {
+		return f, err
+	}
+
+	if err := f.startFake(); err != nil {
+		return f, err
+	}
+	agent := filepath.Join(cfg.dir, "agent.json")
+	if err := os.WriteFile(agent, []byte(openAIAgent(f.fakeURL)), 0o644); err != nil {
+		return f, err
+	}
+
+	workers := make([]string, cfg.maxWorkers)
+	for i := range workers {
+		workers[i] = workerID(i)
+	}
+	ids := make([]string, cfg.coordinators)
+	addrs := make([]string, cfg.coordinators)
+	var peers []string
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i+1)
+		if addrs[i], err = freeAddr(); err != nil {
+			return f, err
+		}
+		peers = append(peers, ids[i]+"="+addrs[i])
+	}
+	for i, id := range ids {
+		args := []string{"coordinator", "--id", id, "--data-dir", filepath.Join(cfg.dir, id), "--raft-addr", addrs[i],
+			"--nats", f.srv.ClientURL(), "--bootstrap", "--workers", strings.Join(workers, ",")}
+		if cfg.coordinators > 1 {
+			args = append(args, "--peers", strings.Join(peers, ","))
+		}
+		p, err := startProc(cfg.dir, "coordinator", id, cfg.adk, args...)
+		if err != nil {
+			return f, err
+		}
+		f.coords = append(f.coords, p)
+	}
+	if _, err := f.leader(ctx); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+func workerID(i int) string { return fmt.Sprintf("w%d", i+1) }
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago (Raft peers must be named before they listen).
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startFake starts openaifake and reads its address from its first line.
+func (f *fleet) startFake() error {
+	cmd := exec.Command(f.cfg.fake, "-addr", "127.0.0.1:0", "-delay", f.cfg.delay.String())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(f.cfg.dir, "openaifake.log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	cmd.Stderr = lf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start openaifake: %w", err)
+	}
+	p := &proc{role: "fake", id: "openaifake", cmd: cmd, log: logPath, done: make(chan struct{})}
+	line, rerr := bufio.NewReader(stdout).ReadString('\n')
+	// Wait closes the pipe; the fake writes nothing after its address.
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	f.fake = p
+	if rerr != nil {
+		return fmt.Errorf("openaifake: no address: %w", rerr)
+	}
+	f.fakeURL = strings.TrimSpace(line)
+	return nil
+}
+
+// leader polls capabilities until a coordinator names a leader, and
+// returns its process.
+func (f *fleet) leader(ctx context.Context) (*proc, error) {
+	var last error
+	for {
+		for _, p := range f.coords {
+			if p.exited() {
+				return nil, fmt.Errorf("coordinator %s exited: %v\n%s", p.id, p.err, p.logTail(20))
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		caps, err := f.cl.Capabilities(cctx)
+		cancel()
+		if err == nil && caps.Leader != "" {
+			for _, p := range f.coords {
+				if p.id == caps.Leader {
+					return p, nil
+				}
+			}
+			return nil, fmt.Errorf("leader %q is none of the coordinators", caps.Leader)
+		}
+		if err != nil {
+			last = err
+		}
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("no leader: %v (%w)", last, err)
+		}
+	}
+}
+
+// addWorker starts the next worker and waits for its first heartbeat, so
+// the coordinators know it before a job is submitted.
+func (f *fleet) addWorker(ctx context.Context) error {
+	id := workerID(len(f.workers))
+	hb, err := f.nc.SubscribeSync(bus.HeartbeatSubjectPrefix + id)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = hb.Unsubscribe() }()
+	args := append([]string{"worker", "--id", id, "--nats", f.srv.ClientURL(),
+		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", "bench=" + filepath.Join(f.cfg.dir, "agent.json")}, f.cfg.workerArgs...)
+	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.adk, args...)
+	if err != nil {
+		return err
+	}
+	f.workers = append(f.workers, p)
+	for {
+		if p.exited() {
+			return fmt.Errorf("worker %s exited: %v\n%s", id, p.err, p.logTail(20))
+		}
+		_, err := hb.NextMsg(100 * time.Millisecond)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("worker %s heartbeat: %w", id, err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("worker %s sent no heartbeat: %w", id, ctx.Err())
+		}
+	}
+}
+
+func (f *fleet) recordHeartbeat(m *nats.Msg) {
+	var hb api.Heartbeat
+	if wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb) != nil {
+		return
+	}
+	f.hbMu.Lock()
+	f.held[hb.Worker] = len(hb.Running)
+	f.hbMu.Unlock()
+}
+
+// heldTasks is the sum of the tasks the workers held at their last
+// heartbeats.
+func (f *fleet) heldTasks() int {
+	f.hbMu.Lock()
+	defer f.hbMu.Unlock()
+	n := 0
+	for _, h := range f.held {
+		n += h
+	}
+	return n
+}
+
+// procs lists every child process.
+func (f *fleet) procs() []*proc {
+	var ps []*proc
+	if f.fake != nil {
+		ps = append(ps, f.fake)
+	}
+	ps = append(ps, f.coords...)
+	return append(ps, f.workers...)
+}
+
+// stop stops workers, then coordinators, then the fake, then NATS, and
+// returns the first error.
+func (f *fleet) stop() error {
+	var errs []error
+	for _, group := range [][]*proc{f.workers, f.coords} {
+		for _, p := range group {
+			if err := p.stop(20 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if f.fake != nil {
+		if err := f.fake.stop(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	f.http.CloseIdleConnections()
+	if f.nc != nil {
+		f.nc.Close()
+	}
+	if f.srv != nil {
+		f.srv.Shutdown()
+	}
+	return errors.Join(errs...)
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func openAIAgent(addr string) string {
+	return `{"schema_version":1,"name":"bench","instruction":"Answer briefly.",
+ "model":{"provider":"openai","model":"fake","base_url":"http://` + addr + `/v1","max_attempts":1,"timeout_ms":30000}}`
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+// buildBinaries builds adk and openaifake into dir with the go command
+// running this test.
+func buildBinaries(t *testing.T, dir string) (adk, fake string) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the binaries with")
+	}
+	adk, fake = filepath.Join(dir, "adk"), filepath.Join(dir, "openaifake")
+	for _, b := range [][2]string{{adk, "../../cmd/adk"}, {fake, "../openaifake"}} {
+		out, err := exec.Command(goBin, "build", "-o", b[0], b[1]).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	return adk, fake
+}
+
+// TestClusterFleetbench_SmallFleet runs the harness end to end on the
+// smallest fleet (one coordinator, one worker of capacity 4, a 10 ms
+// fake): both kinds of job complete and every figure is filled in.
+func TestClusterFleetbench_SmallFleet(t *testing.T) {
+	adk, fake := buildBinaries(t, t.TempDir())
+	cfg := benchConfig{
+		fleet:    fleetConfig{adk: adk, fake: fake, dir: t.TempDir(), delay: 10 * time.Millisecond, coordinators: 1, capacity: 4},
+		counts:   []int{1},
+		rounds:   2,
+		rssTasks: 40,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rows, err := run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].tasks != 8 || rows[1].tasks != 40 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		if r.workers != 1 || r.leader != "c1" || r.errors != 0 || r.wall <= 0 || r.peakRSS <= 0 || r.rssAfter <= 0 {
+			t.Errorf("row %+v", r)
+		}
+		// One model call per task, over pooled connections: at most one
+		// per run slot.
+		if r.modelCalls != r.tasks || r.newConns > cfg.fleet.capacity {
+			t.Errorf("%s: %d model calls for %d tasks over %d new connections", r.name, r.modelCalls, r.tasks, r.newConns)
+		}
+		roles := map[string]bool{}
+		for _, c := range r.cpu {
+			roles[c.role] = true
+		}
+		if !roles["leader"] || !roles["worker"] || !roles["fake"] || len(r.cpu) != 3 {
+			t.Errorf("cpu of %s: %+v", r.name, r.cpu)
+		}
+	}
+	var out bytes.Buffer
+	printTables(&out, cfg, rows)
+	for _, want := range []string{"| scaling    |       1 |      8 |", "| leader-rss |       1 |     40 |", "worker w1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestProcStat_ReadsThisProcess(t *testing.T) {
+	// Spend a little CPU so utime is at least one tick.
+	deadline := time.Now().Add(30 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	cpu, err := cpuTime(os.Getpid())
+	if err != nil || cpu <= 0 {
+		t.Fatalf("cpu %v, err %v", cpu, err)
+	}
+	m, err := readMemory(os.Getpid())
+	if err != nil || m.rss <= 0 || m.hwm < m.rss {
+		t.Fatalf("memory %+v, err %v", m, err)
+	}
+	if err := resetPeakRSS(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpuTime(1 << 30); err == nil {
+		t.Fatal("a pid that does not exist has a CPU time")
+	}
+}

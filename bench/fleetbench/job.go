@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalstore"
+)
+
+// scope is the app scope of the benchmark's jobs.
+const scope = "fleetbench"
+
+// jobRun is one measured job.
+type jobRun struct {
+	name     string
+	workers  int
+	tasks    int
+	wall     time.Duration // submit to terminal
+	steady   float64       // tasks/s between 10% and 90% done (0 if too few polls)
+	inFlight float64       // mean model calls held by the fake between 10% and 90% done
+	assigned float64       // mean tasks dispatched and not done between 10% and 90% done
+	held     float64       // mean tasks the workers held (heartbeats) over the same window
+	// Model calls the fake answered and connections it accepted during
+	// the job.
+	modelCalls, newConns int
+	errors               int
+	leader               string
+	peakRSS              int64 // leader's VmHWM over the job (reset at submit), bytes
+	rssAfter             int64 // leader's VmRSS at the end, bytes
+	cpu                  []procCPU
+	benchCPU             time.Duration // this process: NATS server and the driver
+}
+
+// procCPU is the CPU a process spent during a job.
+type procCPU struct {
+	role, id string
+	cpu      time.Duration
+}
+
+// evalSet returns a set of cases single-turn cases answered "ok".
+func evalSet(id string, cases int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"schema_version":2,"id":%q,"version":"1","cases":[`, id)
+	for i := range cases {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"c%05d","turns":[{"id":"t","input":"hello","expected_response":"ok"}]}`, i)
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+// runJob submits cases × samples tasks, polls progress until the job is
+// terminal, and measures it. The job must complete without task errors.
+func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jobRun, error) {
+	r := jobRun{name: name, workers: len(f.workers), tasks: cases * samples}
+	opts := evalengine.DefaultOptions()
+	opts.Samples = samples
+	opts.CaptureEvents = false
+	opts.TimeoutMS = int((30 * time.Minute).Milliseconds())
+	optsDoc, err := api.EncodeOptions(opts)
+	if err != nil {
+		return r, err
+	}
+	leader, err := f.leader(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.leader = leader.id
+	if err := resetPeakRSS(leader.pid()); err != nil {
+		return r, fmt.Errorf("reset the leader's peak RSS: %w", err)
+	}
+	before := f.cpuSnapshot()
+	fakeBefore, err := f.fakeStats(ctx)
+	if err != nil {
+		return r, err
+	}
+
+	start := time.Now()
+	j, err := f.cl.Submit(ctx, scope, api.SubmitRequest{Set: evalSet(fmt.Sprintf("%s-%d", name, r.workers), cases), Agent: "bench", Options: optsDoc})
+	if err != nil {
+		return r, fmt.Errorf("submit: %w", err)
+	}
+	var t10, t90 time.Time
+	var d10, d90 int
+	var inFlightSum, assignedSum, heldSum, inFlightN int
+	for !j.Phase.Terminal() {
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return r, fmt.Errorf("job %s: %w", j.JobID, err)
+		}
+		for _, p := range f.procs() {
+			if p.exited() {
+				return r, fmt.Errorf("%s %s exited during the job: %v\n%s", p.role, p.id, p.err, p.logTail(20))
+			}
+		}
+		next, err := f.cl.Status(ctx, scope, j.JobID)
+		if err != nil {
+			return r, fmt.Errorf("status: %w", err)
+		}
+		j = next
+		now, done := time.Now(), j.Progress.Done
+		if t10.IsZero() && done*10 >= r.tasks {
+			t10, d10 = now, done
+		}
+		if t90.IsZero() && done*10 >= r.tasks*9 {
+			t90, d90 = now, done
+		}
+		if !t10.IsZero() && t90.IsZero() {
+			st, err := f.fakeStats(ctx)
+			if err != nil {
+				return r, err
+			}
+			inFlightSum, inFlightN = inFlightSum+st.InFlight, inFlightN+1
+			assignedSum += j.Progress.Dispatched - done
+			heldSum += f.heldTasks()
+		}
+	}
+	r.wall = time.Since(start)
+	after := f.cpuSnapshot()
+	fakeAfter, err := f.fakeStats(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.modelCalls, r.newConns = fakeAfter.Served-fakeBefore.Served, fakeAfter.Conns-fakeBefore.Conns
+	if !t90.IsZero() && t90.After(t10) && d90 > d10 {
+		r.steady = float64(d90-d10) / t90.Sub(t10).Seconds()
+	}
+	if inFlightN > 0 {
+		r.inFlight = float64(inFlightSum) / float64(inFlightN)
+		r.assigned = float64(assignedSum) / float64(inFlightN)
+		r.held = float64(heldSum) / float64(inFlightN)
+	}
+	m, err := readMemory(leader.pid())
+	if err != nil {
+		return r, err
+	}
+	r.peakRSS, r.rssAfter = m.hwm, m.rss
+	if now, err := f.leader(ctx); err != nil {
+		return r, err
+	} else if now != leader {
+		// The RSS and CPU split would belong to two leaders.
+		return r, fmt.Errorf("job %s (%s, %d/%d done): leadership moved from %s to %s during the job", j.JobID, j.Phase, j.Progress.Done, r.tasks, leader.id, now.id)
+	}
+	for _, p := range f.procs() {
+		role := p.role
+		if role == "coordinator" {
+			role = "follower"
+			if p == leader {
+				role = "leader"
+			}
+		}
+		r.cpu = append(r.cpu, procCPU{role: role, id: p.id, cpu: after[p.pid()] - before[p.pid()]})
+	}
+	r.benchCPU = after[os.Getpid()] - before[os.Getpid()]
+	r.errors = j.Progress.Errors
+	if j.Phase != evalstore.PhaseCompleted || j.Progress.Done != r.tasks || j.Progress.Errors != 0 {
+		return r, fmt.Errorf("job %s ended %s (%s): %d/%d done, %d errors%s", j.JobID, j.Phase, j.Reason, j.Progress.Done, r.tasks, j.Progress.Errors,
+			f.sampleErrors(ctx, j))
+	}
+	return r, nil
+}
+
+// cpuSnapshot reads the CPU of every child and of this process, by pid.
+// A process that cannot be read counts zero.
+func (f *fleet) cpuSnapshot() map[int]time.Duration {
+	s := map[int]time.Duration{}
+	for _, pid := range append(pids(f.procs()), os.Getpid()) {
+		s[pid], _ = cpuTime(pid)
+	}
+	return s
+}
+
+func pids(ps []*proc) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.pid()
+	}
+	return out
+}
+
+// fakeStats is openaifake's GET /stats.
+type fakeStats struct {
+	Served   int `json:"served"`
+	InFlight int `json:"in_flight"`
+	Conns    int `json:"conns"`
+}
+
+// fakeStats asks openaifake for its counters.
+func (f *fleet) fakeStats(ctx context.Context) (fakeStats, error) {
+	var st fakeStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+f.fakeURL+"/stats", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("openaifake stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("openaifake stats: %w", err)
+	}
+	return st, nil
+}
+
+// sampleErrors summarises a completed job's error samples by error tag,
+// or returns "" when there is no result to read.
+func (f *fleet) sampleErrors(ctx context.Context, j *evalstore.Job) string {
+	if j.Phase != evalstore.PhaseCompleted {
+		return ""
+	}
+	data, err := f.cl.Result(ctx, scope, j.JobID)
+	if err != nil {
+		return ""
+	}
+	var res evalengine.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return ""
+	}
+	tags := map[string]int{}
+	for _, c := range res.Cases {
+		for _, smp := range c.Samples {
+			if smp.Status == evalengine.SampleStatusError {
+				tags[smp.Error]++
+			}
+		}
+	}
+	var parts []string
+	for tag, n := range tags {
+		parts = append(parts, fmt.Sprintf("%s ×%d", tag, n))
+	}
+	slices.Sort(parts)
+	return " (" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,241 @@
+// Command fleetbench measures fleet scaling of the eval cluster, as issue 8
+// asks: separate `adk coordinator` and `adk worker` processes around a NATS
+// server (JetStream) embedded in this process, the workers' agent calling
+// a local OpenAI-compatible server (openaifake) that answers after -delay.
+//
+//  1. Scaling: with 1, 2 and 4 workers of capacity 64, one job of
+//     workers × 64 × -rounds single-turn samples each. Throughput is
+//     tasks/s from submit to completion, and steady-state (10% to 90%
+//     done, excluding ramp-up and tail); the ideal is workers × 64 /
+//     delay. Goal: within 10% of it.
+//  2. Memory: one -rss-tasks job (default 10,000) on the largest fleet;
+//     the coordinator leader's peak RSS over the job (VmHWM, reset at
+//     submit through /proc/PID/clear_refs) and its RSS after.
+//
+// "slots busy" is the mean number of calls the fake held between 10% and
+// 90% done over workers × capacity: below 100%, worker slots waited for
+// tasks (dispatch) or spent time outside the model call; near 100% with a
+// low rate, calls took longer than -delay (an overloaded machine).
+// "assigned" is the mean number of tasks the leader had dispatched and not
+// yet seen done over the same window; a worker accepts capacity × 2 (its
+// run slots and as many prefetched), so well below workers × capacity × 2
+// the workers wait for the leader. "held" is what the workers' heartbeats
+// list as theirs (fetched: being acked, prefetched, running or publishing
+// the result), sampled once a second: assigned − held is in transit (in
+// JetStream before the fetch, results on their way through Raft), and held
+// − the fake's in-flight calls is the workers' own overhead (the double
+// ack, tasks waiting for a run slot, the sample around its model call, the
+// result publish).
+//
+// Every row also gives each process's CPU seconds over the job, from
+// /proc/PID/stat: leader, followers, workers, the fake, and this process
+// (the NATS server and the driver), and the model calls and new TCP
+// connections the fake saw (one call per task; connections reused). Workers join between rows and stay, so
+// the 4-worker rows run on a fleet that has already run the earlier jobs.
+//
+//	go build -o bin/adk ./cmd/adk && go build -o bin/openaifake ./bench/openaifake
+//	go run ./bench/fleetbench -adk bin/adk -openaifake bin/openaifake
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchConfig is what one run measures.
+type benchConfig struct {
+	fleet    fleetConfig
+	counts   []int // worker counts of the scaling rows, ascending
+	rounds   int   // tasks per worker slot in a scaling job
+	rssTasks int   // tasks of the memory job (0: none)
+	keepDir  bool
+}
+
+func main() {
+	var cfg benchConfig
+	var counts, workerArgs string
+	flag.StringVar(&cfg.fleet.adk, "adk", "bin/adk", "the adk binary")
+	flag.StringVar(&cfg.fleet.fake, "openaifake", "bin/openaifake", "the openaifake binary")
+	flag.DurationVar(&cfg.fleet.delay, "delay", 200*time.Millisecond, "model latency of the fake server")
+	flag.IntVar(&cfg.fleet.coordinators, "coordinators", 3, "coordinator processes (Raft voters): 1 or 3")
+	flag.IntVar(&cfg.fleet.capacity, "capacity", 64, "--capacity of every worker")
+	flag.StringVar(&counts, "workers", "1,2,4", "worker counts of the scaling rows")
+	flag.IntVar(&cfg.rounds, "rounds", 10, "tasks per worker slot in a scaling job (tasks = workers × capacity × rounds)")
+	flag.IntVar(&cfg.rssTasks, "rss-tasks", 10_000, "tasks of the leader-RSS job on the largest fleet (0: skip)")
+	flag.StringVar(&workerArgs, "worker-args", "", "more flags for every adk worker, space separated (for experiments)")
+	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("fleetbench: ")
+	for _, s := range strings.Split(counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			log.Fatalf("-workers %q: not a list of positive counts", counts)
+		}
+		cfg.counts = append(cfg.counts, n)
+	}
+	cfg.fleet.workerArgs = strings.Fields(workerArgs)
+	for _, p := range []*string{&cfg.fleet.adk, &cfg.fleet.fake} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		*p = abs
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	loadBefore := loadAverage()
+	rows, err := run(ctx, cfg)
+	printTables(os.Stdout, cfg, rows)
+	// The figures are only as good as the machine was idle.
+	fmt.Printf("\nload average (1, 5, 15 min) before: %s, after: %s, on %d CPUs\n", loadBefore, loadAverage(), runtime.NumCPU())
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run starts a fleet, runs the scaling jobs and the memory job, and stops
+// the fleet. It returns the rows measured so far with any error.
+func run(ctx context.Context, cfg benchConfig) (rows []jobRun, err error) {
+	if cfg.fleet.coordinators != 1 && cfg.fleet.coordinators != 3 {
+		return nil, fmt.Errorf("coordinators must be 1 or 3, not %d", cfg.fleet.coordinators)
+	}
+	if len(cfg.counts) == 0 || !slices.IsSorted(cfg.counts) || cfg.rounds < 1 || cfg.rounds > 100 || cfg.fleet.capacity < 1 || cfg.rssTasks < 0 {
+		return nil, errors.New("worker counts must be ascending, rounds 1..100 and capacity positive")
+	}
+	if cfg.fleet.dir == "" {
+		if cfg.fleet.dir, err = os.MkdirTemp("", "adk-fleetbench-"); err != nil {
+			return nil, err
+		}
+		if cfg.keepDir {
+			log.Printf("scratch directory %s", cfg.fleet.dir)
+		} else {
+			defer os.RemoveAll(cfg.fleet.dir)
+		}
+	}
+	cfg.fleet.maxWorkers = cfg.counts[len(cfg.counts)-1]
+	f, err := startFleet(ctx, cfg.fleet)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := f.stop(); serr != nil && err == nil {
+			err = fmt.Errorf("stop: %w", serr)
+		}
+	}()
+
+	for _, n := range cfg.counts {
+		for len(f.workers) < n {
+			if err := f.addWorker(ctx); err != nil {
+				return rows, err
+			}
+		}
+		// One case per worker slot, one sample per round (at most 100).
+		r, err := f.runJob(ctx, "scaling", n*cfg.fleet.capacity, cfg.rounds)
+		if err != nil {
+			return rows, err // a partial row would mislead
+		}
+		rows = append(rows, r)
+	}
+	if cfg.rssTasks > 0 {
+		samples := min(100, cfg.rssTasks)
+		r, err := f.runJob(ctx, "leader-rss", (cfg.rssTasks+samples-1)/samples, samples)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
+	fc := cfg.fleet
+	extra := ""
+	if len(fc.workerArgs) > 0 {
+		extra = " (worker flags " + strings.Join(fc.workerArgs, " ") + ")"
+	}
+	fmt.Fprintf(w, "eval cluster fleet: %d coordinator process(es), workers of capacity %d%s, openai provider against openaifake (%v per call), NATS embedded in the driver\n\n",
+		fc.coordinators, fc.capacity, extra, fc.delay)
+	fmt.Fprintf(w, "| %-10s | %7s | %6s | %8s | %8s | %14s | %8s | %8s | %9s | %6s | %13s | %12s | %10s | %8s | %6s |\n",
+		"job", "workers", "tasks", "wall", "tasks/s", "steady tasks/s", "ideal/s", "of ideal", "steady of", "errors", "leader peak", "leader after", "slots busy", "assigned", "held")
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", dashes(12), dashes(9), dashes(8), dashes(10), dashes(10), dashes(16), dashes(10), dashes(10), dashes(11), dashes(8), dashes(15), dashes(14), dashes(12), dashes(10), dashes(8))
+	for _, r := range rows {
+		ideal := float64(r.workers*fc.capacity) / fc.delay.Seconds()
+		rate := float64(r.tasks) / r.wall.Seconds()
+		steady, steadyOf := "-", "-"
+		if r.steady > 0 {
+			steady, steadyOf = fmt.Sprintf("%.0f", r.steady), fmt.Sprintf("%.1f%%", 100*r.steady/ideal)
+		}
+		busy, assigned, held := "-", "-", "-"
+		if r.inFlight > 0 {
+			busy = fmt.Sprintf("%.1f%%", 100*r.inFlight/float64(r.workers*fc.capacity))
+			assigned, held = fmt.Sprintf("%.0f", r.assigned), fmt.Sprintf("%.0f", r.held)
+		}
+		fmt.Fprintf(w, "| %-10s | %7d | %6d | %7.2fs | %8.0f | %14s | %8.0f | %7.1f%% | %9s | %6d | %9.1f MiB | %8.1f MiB | %10s | %8s | %6s |\n",
+			r.name, r.workers, r.tasks, r.wall.Seconds(), rate, steady, ideal, 100*rate/ideal, steadyOf, r.errors,
+			mib(r.peakRSS), mib(r.rssAfter), busy, assigned, held)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CPU seconds per process over each job (leader is "+leaders(rows)+"; driver = this process: embedded NATS server + polling)")
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		var parts []string
+		var workers time.Duration
+		for _, c := range r.cpu {
+			label := c.role
+			if c.role != "fake" {
+				label += " " + c.id
+			}
+			if c.role == "worker" {
+				workers += c.cpu
+			}
+			parts = append(parts, fmt.Sprintf("%s %.2f", label, c.cpu.Seconds()))
+		}
+		per := "-"
+		if r.tasks > 0 {
+			per = fmt.Sprintf("%.0f", float64(workers.Microseconds())/float64(r.tasks))
+		}
+		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs: %s; driver %.2f; worker µs/task %s; %d model calls over %d new connections\n",
+			r.name, r.workers, r.tasks, r.wall.Seconds(), strings.Join(parts, ", "), r.benchCPU.Seconds(), per, r.modelCalls, r.newConns)
+	}
+}
+
+func leaders(rows []jobRun) string {
+	var ids []string
+	for _, r := range rows {
+		if !slices.Contains(ids, r.leader) {
+			ids = append(ids, r.leader)
+		}
+	}
+	return strings.Join(ids, ", ")
+}
+
+// loadAverage returns the first three fields of /proc/loadavg.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func dashes(n int) string { return strings.Repeat("-", n) }
