@@ -34,13 +34,18 @@ fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s)
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-smoke.sh
 
 .PHONY: bench
-bench: bench-eval ## Run the benchmarks and print the figures the issues ask for
+bench: bench-eval bench-fleet ## Run the benchmarks and print the figures the issues ask for
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench-eval
 bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/evalbench -adk $(BIN) -openaifake bin/openaifake
+
+.PHONY: bench-fleet
+bench-fleet: build ## Fleet scaling (1, 2, 4 adk worker processes × 64 slots vs a 200 ms OpenAI fake, 3 coordinator processes) and the leader's peak RSS over a 10,000-task job
+	$(GO) build -o bin/openaifake ./bench/openaifake
+	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake
 
 .PHONY: demo
 demo: build ## The README's main job: a local eval of the bundled example agent
