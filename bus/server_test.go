@@ -53,7 +53,7 @@ func publishRoundTrip(t *testing.T, nc *nats.Conn) {
 	if err != nil {
 		t.Fatalf("CreateStream: %v", err)
 	}
-	subj, _ := bus.ResultSubject("job-1")
+	subj, _ := bus.ResultSubject("job-1", "w1")
 	for i := range 5 {
 		data, _ := wire.Encode("k", i)
 		ack, err := js.Publish(ctx, subj, data)
@@ -251,8 +251,16 @@ func TestSubjects(t *testing.T) {
 	if s, err := bus.TaskSubject("worker-1"); err != nil || s != "adk.task.worker-1" {
 		t.Fatalf("TaskSubject = %q, %v", s, err)
 	}
-	if s, _ := bus.ResultSubject("job_9"); s != "adk.result.job_9" {
+	if s, _ := bus.ResultSubject("job_9", "w-1"); s != "adk.result.job_9.w-1" {
 		t.Fatal(s)
+	}
+	if _, err := bus.ResultSubject("job_9", "w.*"); err == nil {
+		t.Fatal("a worker id with separators made a result subject")
+	}
+	for subj, want := range map[string]string{"adk.result.job_9.w-1": "w-1", "adk.result.job_9": "", "adk.result.j.w.x": "", "adk.task.j.w": ""} {
+		if got := bus.ResultSender(subj); got != want {
+			t.Fatalf("ResultSender(%q) = %q, want %q", subj, got, want)
+		}
 	}
 	if s, _ := bus.SignalSubject("span"); s != "adk.signal.span" {
 		t.Fatal(s)

@@ -1,6 +1,9 @@
 package bus
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Subjects. Every subject starts with "adk."; request/reply APIs carry a
 // version token so a v2 can run beside v1. Ids are single tokens: see
@@ -8,7 +11,7 @@ import "fmt"
 const (
 	// TaskSubjectPrefix prefixes per-worker task subjects: adk.task.<worker>.
 	TaskSubjectPrefix = "adk.task."
-	// ResultSubjectPrefix prefixes per-job result subjects: adk.result.<job>.
+	// ResultSubjectPrefix prefixes result subjects: adk.result.<job>.<worker>.
 	ResultSubjectPrefix = "adk.result."
 	// SignalSubjectPrefix prefixes signal subjects: adk.signal.<kind>.
 	SignalSubjectPrefix = "adk.signal."
@@ -20,7 +23,7 @@ const (
 	// AllTasksSubject matches every task subject (stream filter).
 	AllTasksSubject = TaskSubjectPrefix + "*"
 	// AllResultsSubject matches every result subject.
-	AllResultsSubject = ResultSubjectPrefix + "*"
+	AllResultsSubject = ResultSubjectPrefix + "*.*"
 	// AllSignalsSubject matches every signal subject.
 	AllSignalsSubject = SignalSubjectPrefix + "*"
 	// AllCoordSubject matches every coordinator API subject.
@@ -60,8 +63,33 @@ func subject(prefix, token string) (string, error) {
 // TaskSubject returns adk.task.<workerID>.
 func TaskSubject(workerID string) (string, error) { return subject(TaskSubjectPrefix, workerID) }
 
-// ResultSubject returns adk.result.<jobID>.
-func ResultSubject(jobID string) (string, error) { return subject(ResultSubjectPrefix, jobID) }
+// ResultSubject returns adk.result.<jobID>.<workerID>. The worker token
+// is what NATS permissions bind to a worker's credentials (see
+// WorkerPermissions), so a result names its sender unforgeably.
+func ResultSubject(jobID, workerID string) (string, error) {
+	if err := ValidToken(workerID); err != nil {
+		return "", fmt.Errorf("result subject worker: %w", err)
+	}
+	s, err := subject(ResultSubjectPrefix, jobID)
+	if err != nil {
+		return "", err
+	}
+	return s + "." + workerID, nil
+}
+
+// ResultSender returns the worker token of a result subject, "" when subj
+// is not one.
+func ResultSender(subj string) string {
+	rest, ok := strings.CutPrefix(subj, ResultSubjectPrefix)
+	if !ok {
+		return ""
+	}
+	job, worker, ok := strings.Cut(rest, ".")
+	if !ok || ValidToken(job) != nil || ValidToken(worker) != nil {
+		return ""
+	}
+	return worker
+}
 
 // SignalSubject returns adk.signal.<kind>.
 func SignalSubject(kind string) (string, error) { return subject(SignalSubjectPrefix, kind) }

@@ -135,7 +135,7 @@ func WorkerPermissions(workerID, password string) User {
 			"$JS.API.CONSUMER.INFO." + TasksStream + "." + c,
 			"$JS.API.CONSUMER.MSG.NEXT." + TasksStream + "." + c,
 			"$JS.ACK." + TasksStream + "." + c + ".>",
-			AllResultsSubject,
+			ResultSubjectPrefix + "*." + workerID,
 			HeartbeatSubjectPrefix + workerID,
 			CoordSubjectPrefix + "job_spec",
 		},

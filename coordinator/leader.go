@@ -675,7 +675,7 @@ const resultAppliers = 4
 func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	outs := make([]evalstore.Outcome, 0, len(msgs))
 	for _, m := range msgs {
-		for _, r := range n.decodeResults(m.Data()) {
+		for _, r := range n.decodeResults(m.Subject(), m.Data()) {
 			outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
 				State: evalstore.TaskDone, Sample: r.Sample, Error: r.Error})
 		}
@@ -693,8 +693,11 @@ func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 }
 
 // decodeResults reads a result message, one result or a batch, keeping
-// the results of allowlisted workers and counting the rest as rejected.
-func (n *Node) decodeResults(data []byte) []api.Result {
+// the results of allowlisted workers that the subject names as their
+// sender (NATS permissions bind that token to the worker's credentials)
+// and counting the rest as rejected.
+func (n *Node) decodeResults(subj string, data []byte) []api.Result {
+	sender := bus.ResultSender(subj)
 	env, err := wire.Peek(data, api.ResultLimits)
 	if err != nil {
 		n.rejected.Add(1)
@@ -719,7 +722,7 @@ func (n *Node) decodeResults(data []byte) []api.Result {
 	}
 	out := rs[:0]
 	for _, r := range rs {
-		if !n.allow[r.Worker] {
+		if !n.allow[r.Worker] || r.Worker != sender {
 			n.rejected.Add(1)
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/nats-io/nats.go/jetstream"
 	"testing"
 	"time"
 
@@ -262,19 +263,32 @@ func TestClusterEval_NonAllowlistedWorkerGetsNothing(t *testing.T) {
 	// A forged result from the rogue is refused and counted.
 	before := c.Leader().RejectedResults()
 	b, _ := wire.Encode(api.KindResult, &api.Result{JobID: id, Index: 0, Worker: "rogue", Sample: []byte(`{}`)})
-	subj, _ := bus.ResultSubject(id)
+	subj, _ := bus.ResultSubject(id, "rogue")
 	if err := c.WorkerConn(rogue).Publish(subj, b); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "rejected result counted", func() bool { return c.Leader().RejectedResults() > before })
-	// So is each result of a forged batch.
+	// So is each result of a forged batch, including one that claims an
+	// allowlisted worker: the subject names the sender.
 	before = c.Leader().RejectedResults()
 	b, _ = wire.Encode(api.KindResults, &api.ResultBatch{Results: []api.Result{
-		{JobID: id, Index: 1, Worker: "rogue", Sample: []byte(`{}`)}, {JobID: id, Index: 2, Worker: "rogue", Sample: []byte(`{}`)}}})
+		{JobID: id, Index: 1, Worker: "rogue", Sample: []byte(`{}`)}, {JobID: id, Index: 2, Worker: "w0", Sample: []byte(`{}`)}}})
 	if err := c.WorkerConn(rogue).Publish(subj, b); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "both batch results rejected", func() bool { return c.Leader().RejectedResults() >= before+2 })
+	// NATS refuses the rogue w0's result subject.
+	rjs, err := jetstream.New(c.WorkerConn(rogue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0subj, _ := bus.ResultSubject(id, "w0")
+	pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_, err = rjs.Publish(pctx, w0subj, b)
+	cancel()
+	if err == nil {
+		t.Fatal("the rogue published on w0's result subject")
+	}
 	// NATS itself refuses the rogue another worker's task subject.
 	sub, err := c.WorkerConn(rogue).SubscribeSync("adk.task.w0")
 	if err == nil {

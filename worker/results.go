@@ -111,7 +111,7 @@ func (b *resultBatcher) send(jobID, id string, results []api.Result) error {
 	if err != nil {
 		return err
 	}
-	subj, err := bus.ResultSubject(jobID)
+	subj, err := bus.ResultSubject(jobID, b.w.cfg.ID)
 	if err != nil {
 		return err
 	}
