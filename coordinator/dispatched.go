@@ -9,6 +9,7 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -59,11 +60,22 @@ func (d *dispatched) isPublishing(ref api.TaskRef) bool {
 	return d.publishing[ref]
 }
 
-// forgetExcept drops what it holds of tasks no longer in flight.
-func (d *dispatched) forgetExcept(inflight map[api.TaskRef]bool, workers map[string]bool) {
-	for ref := range d.handedAt {
-		if !inflight[ref] {
-			delete(d.handedAt, ref)
+// forgetExcept drops what it holds of tasks no longer in flight and of
+// workers not live.
+func (d *dispatched) forgetExcept(inflight map[string][]*evalstore.Task, workers map[string]bool) {
+	if len(d.handedAt) > 0 {
+		still := make(map[api.TaskRef]bool, len(d.handedAt))
+		for _, tasks := range inflight {
+			for _, tk := range tasks {
+				if ref := (api.TaskRef{JobID: tk.JobID, Index: tk.Index}); !d.handedAt[ref].IsZero() {
+					still[ref] = true
+				}
+			}
+		}
+		for ref := range d.handedAt {
+			if !still[ref] {
+				delete(d.handedAt, ref)
+			}
 		}
 	}
 	for w := range d.scans {

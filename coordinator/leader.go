@@ -262,12 +262,8 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 	var lostWorkers []string
 	var drop []uint64
 	workers := make([]string, 0, len(v.inflight))
-	inflight := map[api.TaskRef]bool{}
-	for w, tasks := range v.inflight {
+	for w := range v.inflight {
 		workers = append(workers, w)
-		for _, tk := range tasks {
-			inflight[api.TaskRef{JobID: tk.JobID, Index: tk.Index}] = true
-		}
 	}
 	sort.Strings(workers)
 	live := map[string]bool{}
@@ -283,13 +279,6 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			continue
 		}
 		live[w] = true
-		reported := map[api.TaskRef]bool{}
-		for _, r := range seen.hb.Running {
-			reported[r] = true
-		}
-		for _, r := range seen.hb.Recent {
-			reported[r] = true
-		}
 		var suspects, timedOut []api.TaskRef
 		for _, tk := range tasks {
 			ref := api.TaskRef{JobID: tk.JobID, Index: tk.Index}
@@ -298,10 +287,27 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
 					State: evalstore.TaskFailed, Tag: evalengine.TagTimeout})
 				timedOut = append(timedOut, ref)
-			case reported[ref] || d.isPublishing(ref):
 			case ok && seen.at.After(gainedAt) && seen.at.Sub(time.UnixMilli(tk.AssignedAt)) > t.DispatchGrace:
-				suspects = append(suspects, ref)
+				suspects = append(suspects, ref) // unless reported, below
 			}
+		}
+		if len(suspects) > 0 {
+			// Built only when some task is old enough to matter: on most
+			// ticks none is, and a heartbeat lists thousands of tasks.
+			reported := make(map[api.TaskRef]bool, len(seen.hb.Running)+len(seen.hb.Recent))
+			for _, r := range seen.hb.Running {
+				reported[r] = true
+			}
+			for _, r := range seen.hb.Recent {
+				reported[r] = true
+			}
+			keep := suspects[:0]
+			for _, ref := range suspects {
+				if !reported[ref] && !d.isPublishing(ref) {
+					keep = append(keep, ref)
+				}
+			}
+			suspects = keep
 		}
 		if len(suspects)+len(timedOut) == 0 {
 			continue
@@ -337,7 +343,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			}
 		}
 	}
-	d.forgetExcept(inflight, live)
+	d.forgetExcept(v.inflight, live)
 	if err := n.finishOutcomes(ctx, outs, now); err != nil {
 		return err
 	}
