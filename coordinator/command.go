@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/klauspost/compress/s2"
 
@@ -121,18 +122,42 @@ const (
 )
 
 func encodeCmd(t cmdType, body any) ([]byte, error) {
-	b, err := msgpack.Marshal(body)
-	if err != nil {
+	// Sized up front: a finish carries a thousand samples, a completing
+	// transition the whole result, and growing the buffer copied them
+	// several times.
+	buf := bytes.NewBuffer(make([]byte, 0, 1+sizeHint(body)))
+	buf.WriteByte(byte(t))
+	enc := msgpack.NewEncoder(buf)
+	if err := enc.Encode(body); err != nil {
 		return nil, fmt.Errorf("encode %s: %w", t, err)
 	}
-	if len(b) >= compressAbove {
+	entry := buf.Bytes()
+	if b := entry[1:]; len(b) >= compressAbove {
 		dst := make([]byte, 1+s2.MaxEncodedLen(len(b)))
 		dst[0] = byte(t) | cmdCompressed
 		enc := s2.Encode(dst[1:], b)
 		// Trimmed: the log cache holds entries.
 		return append([]byte(nil), dst[:1+len(enc)]...), nil
 	}
-	return append([]byte{byte(t)}, b...), nil
+	return entry, nil
+}
+
+// sizeHint estimates a command's encoded size.
+func sizeHint(body any) int {
+	n := 256
+	switch c := body.(type) {
+	case *finishCmd:
+		for _, o := range c.Outs {
+			n += len(o.Sample) + len(o.JobID) + len(o.Worker) + len(o.Tag) + 48
+		}
+	case *transitionCmd:
+		n += len(c.Patch.Result) + len(c.Patch.Reason)
+	case *assignCmd:
+		for _, a := range c.As {
+			n += len(a.JobID) + len(a.Worker) + 24
+		}
+	}
+	return n
 }
 
 // decodeCmd splits a log entry into its type and plain body.
