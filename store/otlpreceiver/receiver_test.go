@@ -240,7 +240,7 @@ var forbiddenInStore = []string{"PROMPT-CONTENT", "ARGS-CONTENT", "sk-CREDENTIAL
 	"gen_ai.prompt", "arguments", "api_key", "boom", "service.name", "http.route"}
 
 func TestReceiver_SpansBecomeQueryableUnderTheTokensPrincipal(t *testing.T) {
-	h := newHarness(t, bus.PublisherConfig{})
+	h := newHarness(t, otlpreceiver.PublisherConfig(nil))
 	for i, enc := range []struct {
 		name   string
 		ct     string
