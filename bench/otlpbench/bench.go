@@ -39,16 +39,26 @@ const benchPrincipal = "bench"
 // (100 on every Linux this runs on).
 const clockTicks = 100
 
+// Load generators.
+const (
+	LoadTelemetrygen = "telemetrygen"
+	LoadReplay       = "replay"
+)
+
 // Config is one benchmark run.
 type Config struct {
-	ADK          string  // the adk binary
-	Telemetrygen string  // the telemetrygen binary
-	Procs        int     // telemetrygen processes run at once
-	Workers      int     // --workers of each
-	Rate         float64 // --rate of each worker (0: unthrottled)
-	BatchSize    int     // --batch-size (spans per OTLP request)
-	ChildSpans   int     // --child-spans (spans per trace = 1 + this)
-	Duration     time.Duration
+	ADK          string // the adk binary
+	Telemetrygen string // the telemetrygen binary
+	// Load is LoadTelemetrygen (default) or LoadReplay (runReplay: the
+	// benchmark posts telemetrygen-shaped requests itself, Procs × Workers
+	// connections).
+	Load       string
+	Procs      int     // telemetrygen processes run at once
+	Workers    int     // --workers of each
+	Rate       float64 // --rate of each worker (0: unthrottled)
+	BatchSize  int     // --batch-size (spans per OTLP request)
+	ChildSpans int     // --child-spans (spans per trace = 1 + this)
+	Duration   time.Duration
 	// Idle is how long the adk process's idle CPU is measured before the
 	// load starts (0: not measured).
 	Idle time.Duration
@@ -61,6 +71,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.Load == "" {
+		c.Load = LoadTelemetrygen
+	}
 	if c.Procs <= 0 {
 		c.Procs = 1
 	}
@@ -85,9 +98,9 @@ func (c *Config) defaults() {
 type Result struct {
 	Config Config
 
-	// GeneratedSpans is what telemetrygen's workers created; the batch span
-	// processor drops what its bounded queue cannot hold, so only
-	// ReceivedSpans reached the receiver.
+	// GeneratedSpans is what telemetrygen's workers created (its batch
+	// span processor drops what its bounded queue cannot hold, so only
+	// part reaches the receiver), or the spans the replay load sent.
 	GeneratedSpans uint64
 	Receiver       map[string]uint64 // adk_otlp_receiver_events_total by outcome
 	Bus            map[string]uint64 // adk_observability_bus_events_total by counter
@@ -103,7 +116,9 @@ type Result struct {
 	IngestWall time.Duration // telemetrygen start → last message applied
 	ADKCPU     time.Duration // adk serve's CPU over IngestWall
 	IdleCPU    time.Duration // adk serve's CPU over Config.Idle, before the load
-	TGCPU      time.Duration // telemetrygen's CPU, all processes
+	TGCPU      time.Duration // the load generator's CPU (telemetrygen's, all processes; or this process's)
+
+	LoadAvg [2]float64 // the machine's 1-minute load average at start and end
 
 	TracesDisk, NATSDisk int64 // allocated bytes after a clean shutdown
 
@@ -148,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := waitQueryable(ctx, nc, token); err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 30 * time.Second}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Procs*cfg.Workers + 2}, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	metricsURL := "http://" + adk.otlpAddr + "/metrics"
 
@@ -165,8 +180,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.IdleCPU = c1 - c0
 	}
 
-	fmt.Fprintf(cfg.Log, "otlpbench: %d× telemetrygen --workers %d --rate %g --batch-size %d for %v against %s\n",
-		cfg.Procs, cfg.Workers, cfg.Rate, cfg.BatchSize, cfg.Duration, adk.otlpAddr)
+	fmt.Fprintf(cfg.Log, "otlpbench: %s load, %d × %d workers, --rate %g, --batch-size %d, for %v against %s\n",
+		cfg.Load, cfg.Procs, cfg.Workers, cfg.Rate, cfg.BatchSize, cfg.Duration, adk.otlpAddr)
+	res.LoadAvg[0] = loadAvg()
 	cpu0, err := procCPU(adk.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
@@ -180,7 +196,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		pwg.Add(1)
 		go func() { defer pwg.Done(); probes.run(pctx) }()
 	}
-	gen, tgCPU, genErr := runTelemetrygen(ctx, cfg, adk.otlpAddr, token)
+	var gen uint64
+	var tgCPU time.Duration
+	var genErr error
+	if cfg.Load == LoadReplay {
+		gen, tgCPU, genErr = runReplay(ctx, cfg, hc, "http://"+adk.otlpAddr+"/v1/traces", token)
+	} else {
+		gen, tgCPU, genErr = runTelemetrygen(ctx, cfg, adk.otlpAddr, token)
+	}
 	res.GenWall = time.Since(start)
 	stopProbes()
 	pwg.Wait()
@@ -227,6 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.ADKCPU = cpu1 - cpu0
+	res.LoadAvg[1] = loadAvg()
 	res.StreamMsgs, res.StreamBytes = info.State.Msgs, info.State.Bytes
 	m, err := scrapeMetrics(wctx, hc, metricsURL)
 	if err != nil {
@@ -423,6 +447,20 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("process CPU: %w", err)
 	}
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// loadAvg is the 1-minute load average, or 0 where /proc has none.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // diskUsage is the allocated size of the files under dir (what du counts,

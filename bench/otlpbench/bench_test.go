@@ -3,17 +3,59 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fadcedab/adk/internal/testutil"
+	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(binaryM{m}, testutil.LeakOptions()...) }
+
+// binaryM owns the directory adk is built into (once, by the first test
+// that needs it) and removes it after the tests.
+type binaryM struct{ m *testing.M }
+
+var built struct {
+	dir  string
+	once sync.Once
+	path string
+	err  error
+}
+
+func (b binaryM) Run() int {
+	dir, err := os.MkdirTemp("", "otlpbench-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	built.dir = dir
+	return b.m.Run()
+}
+
+// adkBinary builds cmd/adk once per test process.
+func adkBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		path := filepath.Join(built.dir, "adk")
+		if out, err := exec.Command("go", "build", "-o", path, "../../cmd/adk").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.path = path
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
 
 // telemetrygenForTest finds a telemetrygen binary without downloading one:
 // $ADK_TELEMETRYGEN, the repository's bin/telemetrygen (where the
@@ -41,10 +83,7 @@ func telemetrygenForTest(t *testing.T) string {
 // queryable, and the CPU and disk figures are there.
 func TestRun_ShortLoadIsStoredAndAccountedFor(t *testing.T) {
 	tg := telemetrygenForTest(t)
-	adk := filepath.Join(t.TempDir(), "adk")
-	if out, err := exec.Command("go", "build", "-o", adk, "../../cmd/adk").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	adk := adkBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, Config{ADK: adk, Telemetrygen: tg, Procs: 1, Workers: 1, Rate: 2000, BatchSize: 100,
@@ -104,5 +143,20 @@ func TestLabelledAndQuantile(t *testing.T) {
 	}
 	if q := quantile(l, 0.99); q != 10 {
 		t.Errorf("p99 %v", q)
+	}
+}
+
+// TestRun_ReplayLoad: every span the replay generator posts is received,
+// and every accepted one is stored.
+func TestRun_ReplayLoad(t *testing.T) {
+	adk := adkBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Config{ADK: adk, Load: LoadReplay, Procs: 1, Workers: 2, BatchSize: 64, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GeneratedSpans == 0 || r.Receiver["spans_received"] != r.GeneratedSpans || r.StoredSpans() != r.Receiver["spans_accepted"] {
+		t.Fatalf("generated %d, received %d, accepted %d, stored %d", r.GeneratedSpans, r.Receiver["spans_received"], r.Receiver["spans_accepted"], r.StoredSpans())
 	}
 }

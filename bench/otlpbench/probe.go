@@ -22,10 +22,10 @@ const probeTimeout = 30 * time.Second
 
 // prober measures visibility lag while the load runs: every interval it
 // sends one span with a fresh run_id through the receiver, under the
-// benchmark's principal (so it queues behind telemetrygen's spans), and
-// polls adk.trace.v1.query for that run_id until the span is there. One
-// probe is outstanding at a time. The lag is request sent → first query
-// that returns the span; the poll interval bounds its resolution.
+// benchmark's principal (so it queues behind the load's spans), and polls
+// adk.trace.v1.query for that run_id until the span is there. One probe
+// is outstanding at a time. The lag is request sent → first query that
+// returns the span, polled at a tenth of the lag so far.
 type prober struct {
 	hc    *http.Client
 	nc    *nats.Conn
@@ -38,8 +38,6 @@ type prober struct {
 	failed int
 	sent   int
 }
-
-const probePoll = 2 * time.Millisecond
 
 func (p *prober) run(ctx context.Context) {
 	t := time.NewTicker(p.every)
@@ -86,17 +84,26 @@ func (p *prober) probe(ctx context.Context, runID string) (time.Duration, error)
 	p.sent++
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	err = poll(ctx, probePoll, func() (bool, error) {
+	for {
 		r, err := tracenode.Query(ctx, p.nc, tracenode.QueryRequest{Token: p.token, Selector: map[string]string{"run_id": runID}, Limit: 1})
 		if err != nil {
-			return false, err
+			return 0, err
 		}
-		return len(r.Page.Events) > 0, nil
-	})
-	if err != nil {
-		return 0, err
+		lag := time.Since(start)
+		if len(r.Page.Events) > 0 {
+			return lag, nil
+		}
+		// Poll every tenth of the lag so far (1..20 ms): a resolution of
+		// about 10%, without flooding the query service while the store
+		// catches up.
+		t := time.NewTimer(min(max(lag/10, time.Millisecond), 20*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		case <-t.C:
+		}
 	}
-	return time.Since(start), nil
 }
 
 // probeRequest is an ExportTraceServiceRequest of one span whose resource
