@@ -124,6 +124,12 @@ type Result struct {
 
 	Lags         []time.Duration // per probe: sent → queryable
 	ProbesFailed int             // probes refused or never seen
+
+	// Where the lag accrues, sampled every 100 ms during the load: the
+	// receiver's publisher queue (spans) and the stream messages the
+	// store node has not applied.
+	MaxQueuedSpans   uint64
+	MaxStreamBacklog uint64
 }
 
 // StoredSpans is the spans the store accepted.
@@ -196,6 +202,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		pwg.Add(1)
 		go func() { defer pwg.Done(); probes.run(pctx) }()
 	}
+	backlog := &backlogSampler{hc: hc, metricsURL: metricsURL, js: js, consumer: tracenode.ConsumerName("local")}
+	pwg.Add(1)
+	go func() { defer pwg.Done(); backlog.run(pctx) }()
 	var gen uint64
 	var tgCPU time.Duration
 	var genErr error
@@ -207,6 +216,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.GenWall = time.Since(start)
 	stopProbes()
 	pwg.Wait()
+	res.MaxQueuedSpans, res.MaxStreamBacklog = backlog.maxQueued, backlog.maxPending
 	if genErr != nil {
 		return nil, genErr
 	}
@@ -222,7 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	if err := poll(wctx, 5*time.Millisecond, func() (bool, error) {
 		m, err := scrapeMetrics(wctx, hc, metricsURL)
-		return err == nil && m["adk_observability_bus_queue_events"] == 0, err
+		return err == nil && queuedSpans(m) == 0, err
 	}); err != nil {
 		return nil, fmt.Errorf("wait for the publisher queue to drain: %w", err)
 	}
@@ -277,6 +287,38 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// backlogSampler records the largest publisher queue and store node
+// backlog while the load runs. The store node of adk serve is named
+// "local".
+type backlogSampler struct {
+	hc         *http.Client
+	metricsURL string
+	js         jetstream.JetStream
+	consumer   string
+
+	maxQueued, maxPending uint64 // owned by run; read after it returned
+}
+
+func (b *backlogSampler) run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if m, err := scrapeMetrics(ctx, b.hc, b.metricsURL); err == nil {
+			b.maxQueued = max(b.maxQueued, queuedSpans(m))
+		}
+		if c, err := b.js.Consumer(ctx, bus.SignalStreamName, b.consumer); err == nil {
+			if info, err := c.Info(ctx); err == nil {
+				b.maxPending = max(b.maxPending, info.NumPending+uint64(info.NumAckPending))
+			}
+		}
+	}
 }
 
 // adkProcess is a running `adk serve`.
@@ -513,6 +555,19 @@ func scrapeMetrics(ctx context.Context, hc *http.Client, url string) (map[string
 		}
 	}
 	return out, sc.Err()
+}
+
+// queuedSpans is what the OTLP publisher pool holds (queued, in flight,
+// retrying), from the bus invariant accepted = exported + export_failed +
+// permanent_failures + dropped_oldest + queued. (The
+// adk_observability_bus_queue_events gauge is never set by the bus.)
+func queuedSpans(m map[string]float64) uint64 {
+	c := labelled(m, "adk_observability_bus_events_total", "counter")
+	done := c["exported"] + c["export_failed"] + c["permanent_failures"] + c["dropped_oldest"]
+	if done >= c["accepted"] {
+		return 0
+	}
+	return c["accepted"] - done
 }
 
 // labelled returns name{label="x"} samples as x → value.

@@ -222,6 +222,9 @@ func printReport(w io.Writer, rs []*Result) {
 		slices.Sort(l)
 		return fmt.Sprintf("%s / %s / %s (%d, %d failed)", ms(quantile(l, 0.5)), ms(quantile(l, 0.99)), ms(l[len(l)-1]), len(l), r.ProbesFailed)
 	})
+	add("max publisher queue (spans) / store backlog (msgs)", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.MaxQueuedSpans, r.MaxStreamBacklog)
+	})
 	printTable(w, rows)
 
 	fmt.Fprintln(w)
