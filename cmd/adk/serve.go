@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -59,6 +60,11 @@ adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
 			if o.otlpAddr != "" && o.tokensFile == "" {
 				return usageError{errors.New("--otlp-addr needs --tokens")}
 			}
+			stopProfile, err := startServeCPUProfile()
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, o, cmd.OutOrStdout())
@@ -71,6 +77,32 @@ adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
 	o.eval.register(cmd.Flags())
 	cmd.Flags().StringVar(&o.otlpAddr, "otlp-addr", "", "OTLP/HTTP listen address for POST /v1/traces and GET /metrics, e.g. 127.0.0.1:4318 (off by default; needs --tokens)")
 	return cmd
+}
+
+// envServeCPUProfile names the file `adk serve` writes a CPU profile of
+// its whole run to, for the benchmark driver (go run ./bench/otlpbench
+// -cpuprofile FILE). It is for developers and is not in the help.
+const envServeCPUProfile = "ADK_SERVE_CPUPROFILE"
+
+// startServeCPUProfile starts the CPU profile the environment asks for
+// and returns the function that writes and closes it.
+func startServeCPUProfile() (stop func(), err error) {
+	path := os.Getenv(envServeCPUProfile)
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, &cliError{Code: codeProfileFailed, Reason: envServeCPUProfile, Err: err}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, &cliError{Code: codeProfileFailed, Reason: envServeCPUProfile, Err: err}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // runServe runs until ctx ends, then shuts everything down in reverse

@@ -35,7 +35,7 @@ func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string) (*ot
 	if err != nil {
 		return nil, err
 	}
-	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{Metrics: metrics}, 0)
+	pool := bus.NewPublisherPool(nc, otlpreceiver.PublisherConfig(metrics), 0)
 	recv, err := otlpreceiver.New(otlpreceiver.Config{Auth: auth, Publisher: pool})
 	if err != nil {
 		pool.Close()

@@ -15,9 +15,10 @@ import (
 )
 
 // BenchmarkOTLPReceiver: protobuf requests of 512 spans through the
-// handler (decode, map, enqueue) into a PublisherPool publishing to
-// ADK_SIGNALS on an embedded JetStream, drained at the end. No store node:
-// it measures the receiver and the bus, not Badger.
+// handler (decode, map, enqueue) into a PublisherPool with the receiver's
+// PublisherConfig (what adk serve runs), publishing to ADK_SIGNALS on an
+// embedded JetStream, drained at the end. No store node: it measures the
+// receiver and the bus, not Badger.
 func BenchmarkOTLPReceiver(b *testing.B) {
 	const spansPerRequest = 512
 	srv, err := bus.StartServer(bus.ServerConfig{Name: "bench", StoreDir: b.TempDir(), DontListen: true})
@@ -36,7 +37,7 @@ func BenchmarkOTLPReceiver(b *testing.B) {
 	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{MaxBytes: 1 << 30, MaxMsgs: 10_000_000}); err != nil {
 		b.Fatal(err)
 	}
-	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{MaxQueueEvents: 64 << 10, MaxQueueBytes: 256 << 20, BatchSize: 256, MaxInflightBatches: 8}, 0)
+	pool := bus.NewPublisherPool(nc, otlpreceiver.PublisherConfig(nil), 0)
 	defer pool.Close()
 	recv, err := otlpreceiver.New(otlpreceiver.Config{Auth: tracenode.NewTokens(map[string]string{tokAlice: "alice"}), Publisher: pool})
 	if err != nil {

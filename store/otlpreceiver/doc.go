@@ -10,8 +10,8 @@
 //
 // method → bearer token (401, counted; the token is never logged) →
 // Content-Type (415) and Content-Encoding (415) → compressed body limit
-// (413) → bounded gzip inflation (413) → pdata decode (400) → mapping →
-// PublishSpans. Responses follow the OTLP/HTTP spec: 200 with an
+// (413) → bounded gzip inflation (413) → pdata decode (400) → mapping and
+// encoding → one PublishRecord per span. Responses follow the OTLP/HTTP spec: 200 with an
 // ExportTraceServiceResponse (partial_success with rejected_spans and a
 // message when spans were rejected), a google.rpc.Status body on errors,
 // each encoded in the request's content type, and 503 with Retry-After
@@ -45,8 +45,20 @@
 // run identity on its resource once.
 //
 // A span that cannot be mapped (zero or malformed ids, bad name, end
-// before start, time beyond int64) is rejected and counted; the others of
-// the request are still published.
+// before start, time beyond int64, attributes over 64 KiB encoded) is
+// rejected and counted; the others of the request are still published.
+//
+// # Cost
+//
+// The mapping enforces what observability.SpanSignal.Validate checks by
+// construction (FuzzOTLPDecode holds every published record to Validate)
+// and encodes each span with a reflection-free encoder that writes what
+// json.Marshal writes, into one buffer per request. PublisherConfig is the
+// publisher template adk serve runs the receiver with: batches of up to
+// 512 spans per ADK_SIGNALS message and a queue that absorbs bursts of
+// exporter requests. BenchmarkDecodeMapEncode measures the per-span CPU
+// without HTTP and the bus; BenchmarkOTLPReceiver the handler into
+// JetStream; bench/otlpbench the whole of adk serve under telemetrygen.
 //
 // It may import bus, observability and internal; it must not import the
 // store's implementation packages (tokens come in through Authenticator,

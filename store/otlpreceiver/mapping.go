@@ -58,14 +58,24 @@ var allowed = map[string]attrKind{
 
 var identityKeys = [...]string{attrRunID, attrInvocationID, attrWorkflowID}
 
-// mapped is one decoded request: the spans to publish and the counts.
+// mapped is one decoded request: the encoded spans to publish and the
+// counts.
 type mapped struct {
-	spans          []*observability.SpanSignal
+	// records are the accepted spans, each one v2 span JSON record,
+	// slices of one buffer.
+	records        [][]byte
 	received       int
 	rejected       int
 	contentDropped int
 	firstReason    string
+	// forbidden memoises observability.IsForbiddenAttributeKey for the
+	// request's dropped keys: an exporter repeats the same keys on every
+	// span. Bounded by maxForbiddenMemo.
+	forbidden map[string]bool
 }
+
+// maxForbiddenMemo bounds the keys a request memoises.
+const maxForbiddenMemo = 256
 
 // decode decodes an ExportTraceServiceRequest and maps its spans. It never
 // panics on any input (FuzzOTLPDecode).
@@ -83,12 +93,18 @@ func decode(body []byte, isJSON bool) (*mapped, error) {
 	return mapTraces(req.Traces()), nil
 }
 
-// mapTraces maps every span of td; unmappable spans are counted.
+// mapTraces maps every span of td and encodes the mappable ones;
+// unmappable spans are counted.
 func mapTraces(td ptrace.Traces) *mapped {
 	m := &mapped{}
 	n := td.SpanCount()
 	m.received = n
-	m.spans = make([]*observability.SpanSignal, 0, n)
+	// One span signal and attribute map, reset per span: each span is
+	// encoded before the next is mapped.
+	var s observability.SpanSignal
+	attrs := observability.Attributes{}
+	buf := make([]byte, 0, n*spanJSONEstimate)
+	ends := make([]int, 0, n)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -103,7 +119,20 @@ func mapTraces(td ptrace.Traces) *mapped {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				s, reason := m.mapSpan(spans.At(k), &resIdentity)
+				clear(attrs)
+				reason := m.mapSpan(&s, attrs, spans.At(k), &resIdentity)
+				if reason == "" {
+					start := len(buf)
+					var attrBytes int
+					var err error
+					buf, attrBytes, err = appendSpanJSON(buf, &s)
+					switch {
+					case err != nil:
+						buf, reason = buf[:start], "invalid"
+					case attrBytes > observability.MaxSpanAttributesBytes:
+						buf, reason = buf[:start], "attributes_too_large"
+					}
+				}
 				if reason != "" {
 					m.rejected++
 					if m.firstReason == "" {
@@ -111,33 +140,48 @@ func mapTraces(td ptrace.Traces) *mapped {
 					}
 					continue
 				}
-				m.spans = append(m.spans, s)
+				ends = append(ends, len(buf))
 			}
 		}
+	}
+	m.records = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		m.records[i] = buf[start:end:end]
+		start = end
 	}
 	return m
 }
 
-// mapSpan maps one span to a v2 end-phase span signal, or returns why it
-// cannot be.
-func (m *mapped) mapSpan(sp ptrace.Span, resIdentity *[len(identityKeys)]string) (*observability.SpanSignal, string) {
+// spanJSONEstimate is the encoded size of a typical mapped span, to size
+// a request's buffer once.
+const spanJSONEstimate = 384
+
+// mapSpan maps one span into s, a v2 end-phase span signal whose
+// attributes are attrs, or returns why it cannot be. The checks are the
+// ones SpanSignal.Validate makes, by construction: ids are hex of the
+// OTLP bytes, name and attribute values are bounded UTF-8, kind and
+// status come from enums, attributes are allowlisted metadata (usage
+// counters non-negative integers). The caller checks the encoded size of
+// the attributes. FuzzOTLPDecode holds every published record to Validate.
+func (m *mapped) mapSpan(s *observability.SpanSignal, attrs observability.Attributes, sp ptrace.Span, resIdentity *[len(identityKeys)]string) string {
 	tid, sid := sp.TraceID(), sp.SpanID()
 	if tid.IsEmpty() {
-		return nil, "trace_id"
+		return "trace_id"
 	}
 	if sid.IsEmpty() {
-		return nil, "span_id"
+		return "span_id"
 	}
 	name := sp.Name()
 	if !validText(name, observability.MaxSpanNameBytes) {
-		return nil, "name"
+		return "name"
 	}
 	start, end := sp.StartTimestamp(), sp.EndTimestamp()
 	if start == 0 || uint64(start) > math.MaxInt64 || uint64(end) > math.MaxInt64 || end < start {
-		return nil, "timing"
+		return "timing"
 	}
 	dur := int64(end - start)
-	s := &observability.SpanSignal{
+	*s = observability.SpanSignal{
 		Schema:            observability.SpanSchemaVersion,
 		Signal:            "span",
 		Phase:             observability.PhaseEnd,
@@ -150,6 +194,7 @@ func (m *mapped) mapSpan(sp ptrace.Span, resIdentity *[len(identityKeys)]string)
 		EndTimeUnixNano:   int64(end),
 		DurationNano:      &dur,
 		Status:            spanStatus(sp.Status().Code()),
+		Attributes:        attrs,
 	}
 	if pid := sp.ParentSpanID(); !pid.IsEmpty() {
 		s.ParentSpanID = hex.EncodeToString(pid[:])
@@ -159,24 +204,20 @@ func (m *mapped) mapSpan(sp ptrace.Span, resIdentity *[len(identityKeys)]string)
 			s.TraceState = v // an invalid tracestate is dropped, not the span
 		}
 	}
-	s.Attributes = m.mapAttributes(sp.Attributes(), resIdentity)
-	if err := s.Validate(); err != nil {
-		return nil, "invalid"
-	}
-	return s, ""
+	m.mapAttributes(attrs, sp.Attributes(), resIdentity)
+	return ""
 }
 
-// mapAttributes keeps the allowlisted metadata attributes and counts the
-// content and credential keys it drops.
-func (m *mapped) mapAttributes(in pcommon.Map, resIdentity *[len(identityKeys)]string) observability.Attributes {
-	a := observability.Attributes{}
+// mapAttributes keeps the allowlisted metadata attributes of in, into a,
+// and counts the content and credential keys it drops.
+func (m *mapped) mapAttributes(a observability.Attributes, in pcommon.Map, resIdentity *[len(identityKeys)]string) {
 	var legacyProvider string
 	in.Range(func(k string, v pcommon.Value) bool {
 		kind, ok := allowed[k]
 		if !ok {
 			if k == attrLegacySystem && v.Type() == pcommon.ValueTypeStr {
 				legacyProvider = v.Str()
-			} else if observability.IsForbiddenAttributeKey(k) {
+			} else if m.isForbidden(k) {
 				m.contentDropped++
 			}
 			return true
@@ -209,7 +250,22 @@ func (m *mapped) mapAttributes(in pcommon.Map, resIdentity *[len(identityKeys)]s
 			a[k] = resIdentity[j]
 		}
 	}
-	return a
+}
+
+// isForbidden is observability.IsForbiddenAttributeKey, memoised for the
+// request.
+func (m *mapped) isForbidden(k string) bool {
+	if f, ok := m.forbidden[k]; ok {
+		return f
+	}
+	f := observability.IsForbiddenAttributeKey(k)
+	if m.forbidden == nil {
+		m.forbidden = make(map[string]bool, 8)
+	}
+	if len(m.forbidden) < maxForbiddenMemo {
+		m.forbidden[k] = f
+	}
+	return f
 }
 
 func textList(v pcommon.Value) ([]string, bool) {

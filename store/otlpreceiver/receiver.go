@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	"github.com/fadcedab/adk/bus"
-	"github.com/fadcedab/adk/observability"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
@@ -52,10 +51,12 @@ type Authenticator interface {
 	Principal(token string) (string, bool)
 }
 
-// SpanPublisher publishes mapped spans for a principal and returns how
-// many it accepted (bus.PublisherPool implements it).
+// SpanPublisher publishes encoded records for a principal
+// (bus.PublisherPool implements it). The receiver publishes each mapped
+// span as one bus.RecordObservability record (v2 span JSON), in order,
+// and stops at the first refusal.
 type SpanPublisher interface {
-	PublishSpans(principal string, spans []*observability.SpanSignal) (int, error)
+	PublishRecord(principal, kind string, data []byte) error
 }
 
 // Config configures a Receiver.
@@ -195,11 +196,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.c.rejected.Add(uint64(batch.rejected))
 	r.c.contentDropped.Add(uint64(batch.contentDropped))
 	rejected, msg := batch.rejected, batch.firstReason
-	if len(batch.spans) > 0 {
-		n, err := r.cfg.Publisher.PublishSpans(principal, batch.spans)
+	if len(batch.records) > 0 {
+		n, err := r.publish(principal, batch.records)
 		r.c.accepted.Add(uint64(n))
 		if err != nil {
-			left := len(batch.spans) - n
+			left := len(batch.records) - n
 			r.c.backpressured.Add(uint64(left))
 			if n == 0 {
 				r.c.unavailable.Add(1)
@@ -213,6 +214,17 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	writeResponse(w, ct, rejected, msg)
+}
+
+// publish publishes records in order and returns how many were accepted
+// before the first refusal.
+func (r *Receiver) publish(principal string, records [][]byte) (int, error) {
+	for i, rec := range records {
+		if err := r.cfg.Publisher.PublishRecord(principal, bus.RecordObservability, rec); err != nil {
+			return i, err
+		}
+	}
+	return len(records), nil
 }
 
 func (r *Receiver) putBuf(b *bytes.Buffer) {

@@ -240,7 +240,7 @@ var forbiddenInStore = []string{"PROMPT-CONTENT", "ARGS-CONTENT", "sk-CREDENTIAL
 	"gen_ai.prompt", "arguments", "api_key", "boom", "service.name", "http.route"}
 
 func TestReceiver_SpansBecomeQueryableUnderTheTokensPrincipal(t *testing.T) {
-	h := newHarness(t, bus.PublisherConfig{})
+	h := newHarness(t, otlpreceiver.PublisherConfig(nil))
 	for i, enc := range []struct {
 		name   string
 		ct     string
@@ -417,15 +417,16 @@ func TestReceiver_PartialSuccess(t *testing.T) {
 	}
 }
 
-// fullPublisher refuses everything after the first n spans, like a full
-// publisher queue.
+// fullPublisher refuses everything after the first n records, like a
+// full publisher queue.
 type fullPublisher struct{ n int }
 
-func (f *fullPublisher) PublishSpans(_ string, spans []*observability.SpanSignal) (int, error) {
-	if len(spans) <= f.n {
-		return len(spans), nil
+func (f *fullPublisher) PublishRecord(_, _ string, _ []byte) error {
+	if f.n == 0 {
+		return bus.ErrQueueFull
 	}
-	return f.n, bus.ErrQueueFull
+	f.n--
+	return nil
 }
 
 func TestReceiver_BackPressure(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/store/otlpreceiver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -15,7 +15,7 @@ import (
 )
 
 func TestReceiver_OpenTelemetrySDKExporterSpansAreQueryable(t *testing.T) {
-	h := newHarness(t, bus.PublisherConfig{})
+	h := newHarness(t, otlpreceiver.PublisherConfig(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	exp, err := otlptracehttp.New(ctx,
