@@ -34,7 +34,7 @@ fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s)
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-smoke.sh
 
 .PHONY: bench
-bench: bench-eval bench-fleet ## Run the benchmarks and print the figures the issues ask for
+bench: bench-eval bench-fleet bench-otlp ## Run the benchmarks and print the figures the issues ask for
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench-eval
@@ -46,6 +46,10 @@ bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5
 bench-fleet: build ## Fleet scaling (1, 2, 4 adk worker processes × 64 slots vs a 200 ms OpenAI fake, 3 coordinator processes) and the leader's peak RSS over a 10,000-task job
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake
+
+.PHONY: bench-otlp
+bench-otlp: build ## OTLP/HTTP ingestion through adk serve driven by telemetrygen (installs the pinned telemetrygen into bin/)
+	$(GO) run ./bench/otlpbench -adk $(BIN)
 
 .PHONY: demo
 demo: build ## The README's main job: a local eval of the bundled example agent
