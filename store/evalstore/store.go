@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -63,6 +64,18 @@ func orDefault[T int | int64](v *T, d T) {
 	}
 }
 
+// CodeAlreadyOwned is Open's error when another process (or another Store
+// in this one) holds the directory: CONTRACTS §6 "Single owner".
+const CodeAlreadyOwned = "eval_store_already_owned"
+
+// ErrAlreadyOwned matches CodeAlreadyOwned with errors.Is.
+var ErrAlreadyOwned = &Error{Code: CodeAlreadyOwned}
+
+// badgerLockMessage is how Badger reports a held directory lock (flock
+// LOCK_EX|LOCK_NB). Badger formats the cause with %+v instead of wrapping
+// it, so the message is the only thing to match.
+const badgerLockMessage = "Cannot acquire directory lock"
+
 // Options configure Open.
 type Options struct {
 	// Dir is the Badger directory; empty means in memory (tests).
@@ -106,6 +119,9 @@ func Open(opts Options) (*Store, error) {
 		WithLogger(badgerLogger{opts.Logger})
 	db, err := badger.Open(bo)
 	if err != nil {
+		if strings.Contains(err.Error(), badgerLockMessage) {
+			return nil, errf(CodeAlreadyOwned, "%s is held by another coordinator or adk serve; one owner per data directory", opts.Dir)
+		}
 		return nil, fmt.Errorf("open eval store: %w", err)
 	}
 	s := &Store{db: db, lim: opts.Limits.withDefaults()}
