@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/hashicorp/go-hclog"
@@ -117,6 +121,14 @@ type Config struct {
 	// alone when empty). Ignored when DataDir already has Raft state.
 	Bootstrap bool
 	Peers     []Peer
+	// Join makes a node without Raft state ask the running cluster (over
+	// NATS, adk.coord.v1.join) to add it as a voter, retrying with backoff
+	// until it is a member and has caught up to its own addition; only
+	// then does it serve the API. Ignored when DataDir has Raft state.
+	Join bool
+	// Coordinators is the allowlist of coordinator ids this node, while it
+	// leads, lets join. The node itself and Peers are always on it.
+	Coordinators []string
 	// NATS is the node's connection; the node does not close it.
 	NATS *nats.Conn
 	// Workers is the allowlist of worker ids tasks may go to.
@@ -144,13 +156,16 @@ type Node struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 
-	allow map[string]bool
-	live  *liveness
-	svc   *service
+	allow  map[string]bool
+	peers  map[string]bool // coordinator ids allowed to join
+	joinMu sync.Mutex      // one membership change at a time
+	live   *liveness
+	svc    *service
 
 	rejected atomic.Int64  // results refused: not allowlisted, undecodable
 	leading  atomic.Bool   // leader loop established (barrier, recovery done)
 	kick     chan struct{} // results applied: schedule now (cap 1)
+	existing bool          // DataDir had Raft state at start
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,7 +175,11 @@ type Node struct {
 
 // Start opens the store and Raft, bootstraps if asked, creates the task
 // streams, and serves the API. Stop undoes it.
-func Start(cfg Config) (n *Node, err error) {
+func Start(cfg Config) (*Node, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start; with cfg.Join it also joins the running cluster
+// first, which lasts until the node is a member or ctx ends.
+func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := bus.ValidToken(cfg.ID); err != nil {
 		return nil, fmt.Errorf("coordinator id: %w", err)
 	}
@@ -184,10 +203,21 @@ func Start(cfg Config) (n *Node, err error) {
 		}
 		n.allow[w] = true
 	}
+	n.peers = map[string]bool{cfg.ID: true}
+	for _, id := range cfg.Coordinators {
+		if err := bus.ValidToken(id); err != nil {
+			return nil, fmt.Errorf("coordinator id %q: %w", id, err)
+		}
+		n.peers[id] = true
+	}
+	for _, p := range cfg.Peers {
+		n.peers[p.ID] = true
+	}
 	n.live = newLiveness()
+	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
-			n.Stop()
+			started.Stop()
 		}
 	}()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -208,6 +238,11 @@ func Start(cfg Config) (n *Node, err error) {
 	}
 	if err := n.subscribe(); err != nil {
 		return nil, err
+	}
+	if cfg.Join && !n.existing {
+		if err := n.joinCluster(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if n.svc, err = startService(n); err != nil {
 		return nil, err
@@ -257,6 +292,7 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
+	n.existing = existing
 	if n.cfg.Bootstrap && !existing {
 		conf := raft.Configuration{}
 		peers := n.cfg.Peers
@@ -327,9 +363,12 @@ func (n *Node) Leader() string {
 // Store exposes the eval store for reads (tests, the CLI's status).
 func (n *Node) Store() *evalstore.Store { return n.store }
 
-// Join adds a voter; it must run on the leader.
+// Join adds a voter; it must run on the leader. Unlike a join request it
+// skips the coordinator allowlist (the caller is in-process and trusted);
+// it is idempotent and refuses conflicting addresses like one.
 func (n *Node) Join(id, addr string) error {
-	return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+	_, _, err := n.addVoter(id, addr)
+	return err
 }
 
 // Snapshot forces a Raft snapshot (tests, operators).
@@ -452,6 +491,233 @@ func (n *Node) subscribe() error {
 	if err != nil {
 		return err
 	}
-	n.subs = append(n.subs, hb, owner)
+	join, err := n.nc.Subscribe(joinForwardSubject(n.cfg.ID), n.onJoinForward)
+	if err != nil {
+		return err
+	}
+	n.subs = append(n.subs, hb, owner, join)
+	return nil
+}
+
+// joinForwardSubject is where a leader takes joins forwarded by the other
+// nodes ("fwdjoin-" never collides with a forward subject "fwd-"+id).
+func joinForwardSubject(id string) string { return bus.CoordSubjectPrefix + "fwdjoin-" + id }
+
+// joinRequestTimeout bounds one join call: a forward plus AddVoter (10 s).
+const joinRequestTimeout = 15 * time.Second
+
+// validJoin checks a join request's shape; the allowlist is the leader's.
+func validJoin(j *api.JoinRequest) error {
+	if j == nil {
+		return api.Errorf(api.CodeInvalidRequest, "join is required")
+	}
+	if err := bus.ValidToken(j.ID); err != nil {
+		return api.Errorf(api.CodeInvalidRequest, "join id: %v", err)
+	}
+	if len(j.RaftAddr) > api.MaxRaftAddrLen {
+		return api.Errorf(api.CodeInvalidRequest, "raft_addr longer than %d bytes", api.MaxRaftAddrLen)
+	}
+	host, port, err := net.SplitHostPort(j.RaftAddr)
+	if err != nil || host == "" {
+		return api.Errorf(api.CodeInvalidRequest, "raft_addr is not host:port")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return api.Errorf(api.CodeInvalidRequest, "raft_addr port")
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return api.Errorf(api.CodeInvalidRequest, "raft_addr %s is not advertisable", host)
+	}
+	return nil
+}
+
+// members lists a Raft configuration.
+func members(conf raft.Configuration) []api.Member {
+	out := make([]api.Member, 0, len(conf.Servers))
+	for _, s := range conf.Servers {
+		out = append(out, api.Member{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out
+}
+
+// Members returns the latest Raft configuration this node knows.
+func (n *Node) Members() ([]api.Member, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	return members(f.Configuration()), nil
+}
+
+// admitJoin is the leader's half of a join: the allowlist, then addVoter.
+func (n *Node) admitJoin(j *api.JoinRequest) ([]api.Member, uint64, error) {
+	if err := validJoin(j); err != nil {
+		return nil, 0, err
+	}
+	if !n.peers[j.ID] {
+		return nil, 0, api.Errorf(api.CodeJoinNotAllowed, "%s is not an allowlisted coordinator", j.ID)
+	}
+	return n.addVoter(j.ID, j.RaftAddr)
+}
+
+// addVoter makes id a voter at addr, on the leader. It is a no-op when id
+// already votes at addr, and coordinator_member_conflict when id is a
+// member at another address or addr is another member's (raft.AddVoter
+// would silently move the member).
+func (n *Node) addVoter(id, addr string) ([]api.Member, uint64, error) {
+	n.joinMu.Lock()
+	defer n.joinMu.Unlock()
+	if n.raft.State() != raft.Leader {
+		return nil, 0, api.Errorf(api.CodeNotLeader, "")
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, 0, api.Errorf(api.CodeServiceUnavailable, "configuration: %v", err)
+	}
+	conf := cf.Configuration()
+	for _, s := range conf.Servers {
+		sameID, sameAddr := string(s.ID) == id, string(s.Address) == addr
+		switch {
+		case sameID && sameAddr && s.Suffrage == raft.Voter:
+			return members(conf), cf.Index(), nil
+		case sameID && !sameAddr:
+			return nil, 0, api.Errorf(api.CodeMemberConflict, "%s is already a member at another address", id)
+		case !sameID && sameAddr:
+			return nil, 0, api.Errorf(api.CodeMemberConflict, "%s is the address of member %s", addr, s.ID)
+		}
+	}
+	f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), cf.Index(), 10*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, 0, api.Errorf(api.CodeNotLeader, "%v", err)
+		}
+		return nil, 0, api.Errorf(api.CodeServiceUnavailable, "add voter: %v", err)
+	}
+	n.log.Info("coordinator joined", "member", id, "addr", addr, "index", f.Index())
+	ms, err := n.Members()
+	if err != nil {
+		return nil, 0, api.Errorf(api.CodeServiceUnavailable, "configuration: %v", err)
+	}
+	return ms, f.Index(), nil
+}
+
+// joinViaLeader admits a join on the leader: locally when this node
+// leads, else forwarded to the leader; not_leader answers are retried
+// until ctx ends, like propose.
+func (n *Node) joinViaLeader(ctx context.Context, j *api.JoinRequest) ([]api.Member, uint64, error) {
+	for {
+		var err error
+		if n.raft.State() == raft.Leader {
+			var ms []api.Member
+			var idx uint64
+			if ms, idx, err = n.admitJoin(j); err == nil {
+				return ms, idx, nil
+			}
+		} else if leader := n.Leader(); leader != "" && leader != n.cfg.ID {
+			var rep *api.Reply
+			if rep, err = n.requestJoin(ctx, joinForwardSubject(leader), j); err == nil {
+				return rep.Members, rep.Index, nil
+			}
+		}
+		if err != nil && api.AsError(err).Code != api.CodeNotLeader {
+			return nil, 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, api.Errorf(api.CodeServiceUnavailable, "no leader")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// requestJoin sends one join request to subject and decodes the answer.
+func (n *Node) requestJoin(ctx context.Context, subject string, j *api.JoinRequest) (*api.Reply, error) {
+	b, err := wire.Encode(api.KindRequest, &api.Request{Scope: "_", Join: j})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, joinRequestTimeout)
+	defer cancel()
+	msg, err := n.nc.RequestWithContext(rctx, subject, b)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, api.Errorf(api.CodeServiceUnavailable, "no coordinator answers %s", subject)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return nil, api.Errorf(api.CodeTimeout, "%s", subject)
+	case err != nil:
+		return nil, api.Errorf(api.CodeServiceUnavailable, "%v", err)
+	}
+	var rep api.Reply
+	if err := wire.Decode(msg.Data, api.SmallLimits, api.KindReply, &rep); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "join reply: %v", err)
+	}
+	if rep.Err != nil {
+		return nil, rep.Err
+	}
+	return &rep, nil
+}
+
+// onJoinForward serves joinForwardSubject: only the leader admits; any
+// other node answers not_leader and the forwarding node retries.
+func (n *Node) onJoinForward(m *nats.Msg) {
+	rep := &api.Reply{}
+	req, err := decodeRequest(m.Data, api.SmallLimits)
+	if err == nil {
+		rep.Members, rep.Index, err = n.admitJoin(req.Join)
+	}
+	if err != nil {
+		rep = fail(err)
+	}
+	b, err := wire.Encode(api.KindReply, rep)
+	if err == nil {
+		_ = m.Respond(b)
+	}
+}
+
+// joinCluster asks the running cluster to add this node as a voter,
+// retrying retryable answers (no coordinator yet, no leader, timeouts) with
+// capped exponential backoff; an answer like coordinator_join_not_allowed
+// or coordinator_member_conflict ends it. Then it waits until this node has
+// applied its own addition, so it serves reads no older than its join.
+func (n *Node) joinCluster(ctx context.Context) error {
+	subj, err := bus.CoordSubject(api.OpJoin)
+	if err != nil {
+		return err
+	}
+	j := &api.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr()}
+	if err := validJoin(j); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		rep, err := n.requestJoin(ctx, subj, j)
+		if err == nil {
+			n.log.Info("joined the cluster", "index", rep.Index, "members", len(rep.Members))
+			return n.awaitApplied(ctx, rep.Index)
+		}
+		if ae := api.AsError(err); !ae.Retryable() {
+			return fmt.Errorf("join: %w", err)
+		}
+		n.log.Info("join: retrying", "attempt", attempt, "err", err)
+		wait := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join: %w (last answer: %v)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// awaitApplied waits until Raft on this node has applied index.
+func (n *Node) awaitApplied(ctx context.Context, index uint64) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for n.raft.AppliedIndex() < index {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join: waiting to apply index %d: %w", index, ctx.Err())
+		case <-t.C:
+		}
+	}
 	return nil
 }

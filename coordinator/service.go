@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,10 +36,13 @@ type service struct {
 	slots   chan struct{}
 	pending atomic.Int64
 	wg      sync.WaitGroup // submit goroutines
+
+	digestMu sync.Mutex
+	digests  map[string]string // job id -> SHA-256 hex of its (immutable) result
 }
 
 func startService(n *Node) (*service, error) {
-	s := &service{n: n, slots: make(chan struct{}, n.cfg.Limits.MaxPendingSubmits)}
+	s := &service{n: n, slots: make(chan struct{}, n.cfg.Limits.MaxPendingSubmits), digests: map[string]string{}}
 	svc, err := micro.AddService(n.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     "1.0.0",
@@ -55,7 +59,7 @@ func startService(n *Node) (*service, error) {
 		api.OpStatus: s.status, api.OpResult: s.result, api.OpCancel: s.cancel,
 		api.OpListJobs: s.listJobs, api.OpGetSet: s.getSet, api.OpListSets: s.listSets,
 		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpPrune: s.prune,
-		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec,
+		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec, api.OpJoin: s.join,
 	}
 	for op, h := range ops {
 		h := h
@@ -298,13 +302,88 @@ func (s *service) result(req *api.Request) *api.Reply {
 		switch {
 		case j.Phase == evalstore.PhaseCompleted:
 			res, err := tx.Result(j.JobID)
-			return &api.Reply{Job: j, Result: res}, err
+			if err != nil {
+				return nil, err
+			}
+			return s.resultPage(req, j.JobID, res)
 		case !j.Phase.Terminal():
 			return nil, api.Errorf(api.CodeResultNotReady, "")
 		default:
 			return nil, &api.Error{Code: api.CodeJobTerminal, Phase: string(j.Phase), Reason: j.Reason}
 		}
 	})
+}
+
+// Result pages. A reply must fit the NATS server's max_payload (1 MiB by
+// default) while a 10,000-sample result is several MiB, so a result
+// answers one page of at most resultPageBytes (and the connection's
+// max_payload less resultPageHeadroom for the reply's other fields).
+const (
+	resultPageBytes    = 1 << 20
+	resultPageHeadroom = 16 << 10
+	minResultPageBytes = 4 << 10
+	maxCachedDigests   = 256
+)
+
+// pageLimit is the page size for a request asking for maxBytes (0: the
+// largest that fits).
+func (s *service) pageLimit(maxBytes int) int {
+	limit := resultPageBytes
+	if mp := int(s.n.nc.MaxPayload()); mp > 0 {
+		limit = min(limit, max(mp-resultPageHeadroom, minResultPageBytes))
+	}
+	if maxBytes > 0 {
+		limit = min(limit, maxBytes)
+	}
+	return limit
+}
+
+// resultPage answers bytes [req.Offset, req.Offset+page) of a job's result
+// with its total size and SHA-256, which the client checks once it has
+// reassembled every page (pages may come from different nodes).
+func (s *service) resultPage(req *api.Request, jobID string, res []byte) (*api.Reply, error) {
+	if req.Offset < 0 || req.Offset > int64(len(res)) || req.MaxBytes < 0 {
+		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d / max_bytes %d outside a %d-byte result", req.Offset, req.MaxBytes, len(res))
+	}
+	end := min(int64(len(res)), req.Offset+int64(s.pageLimit(req.MaxBytes)))
+	return &api.Reply{Result: res[req.Offset:end], NextOffset: end, ResultSize: int64(len(res)),
+		ResultDigest: s.resultDigest(jobID, res)}, nil
+}
+
+// resultDigest hashes a result once: a completed job's result never
+// changes, and a job id is never reused.
+func (s *service) resultDigest(jobID string, res []byte) string {
+	s.digestMu.Lock()
+	d, ok := s.digests[jobID]
+	s.digestMu.Unlock()
+	if ok {
+		return d
+	}
+	sum := sha256.Sum256(res)
+	d = hex.EncodeToString(sum[:])
+	s.digestMu.Lock()
+	if len(s.digests) >= maxCachedDigests {
+		clear(s.digests)
+	}
+	s.digests[jobID] = d
+	s.digestMu.Unlock()
+	return d
+}
+
+// join adds a coordinator to the Raft configuration through the leader.
+// Who may publish here is a NATS permission (coordinators only); the
+// leader also checks the id against its coordinator allowlist.
+func (s *service) join(req *api.Request) *api.Reply {
+	if err := validJoin(req.Join); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(s.n.ctx, joinRequestTimeout)
+	defer cancel()
+	ms, idx, err := s.n.joinViaLeader(ctx, req.Join)
+	if err != nil {
+		return fail(err)
+	}
+	return &api.Reply{Members: ms, Index: idx}
 }
 
 func (s *service) cancel(req *api.Request) *api.Reply {
@@ -395,6 +474,9 @@ func (s *service) capabilities(*api.Request) *api.Reply {
 		PendingSubmissions: int(s.pending.Load()), Workers: append([]string{}, s.n.cfg.Workers...),
 		RejectedResults: s.n.rejected.Load(), Transport: "nats",
 		Cancellation: "owner_bound_remote_kill", Replay: "never"}
+	if ms, err := s.n.Members(); err == nil {
+		c.Members = ms
+	}
 	err := s.n.store.View(func(tx *evalstore.Tx) error {
 		counts, err := tx.Counts()
 		c.ActiveJobs, c.QueuedJobs, c.QueuedBytes, c.RecoveredJobs = counts.Active, counts.Queued, counts.QueuedBytes, counts.Recovered

@@ -24,6 +24,7 @@ const (
 	OpPrune        = "prune"
 	OpCapabilities = "capabilities"
 	OpJobSpec      = "job_spec" // workers: what a job's tasks need
+	OpJoin         = "join"     // coordinators: add me as a Raft voter
 )
 
 // Envelope kinds.
@@ -43,7 +44,11 @@ const (
 	MaxRequestBytes  = 2 << 20 // serialized submit request
 	MaxMetadataBytes = 1 << 20
 	MaxResultBytes   = 768 << 10 // one sample result message
-	ContractVersion  = 1
+	// MaxResultDocumentBytes bounds a job's result document a client
+	// reassembles from pages (the store's max_record_bytes is 16 MiB by
+	// default).
+	MaxResultDocumentBytes = 64 << 20
+	ContractVersion        = 1
 )
 
 // Error codes of the service (CONTRACTS §6) beyond the store's.
@@ -63,6 +68,15 @@ const (
 	CodeAlreadyTerminal       = "already_terminal"
 	CodeTimeout               = "timeout"
 	CodeInternal              = "internal_error"
+	// CodeJoinNotAllowed: a join names a coordinator id that is not on the
+	// answering leader's coordinator allowlist.
+	CodeJoinNotAllowed = "coordinator_join_not_allowed"
+	// CodeMemberConflict: a join names an id that is already a member at
+	// another address, or an address another member uses.
+	CodeMemberConflict = "coordinator_member_conflict"
+	// CodeResultDigestMismatch: a paged result did not reassemble to the
+	// digest the coordinator announced.
+	CodeResultDigestMismatch = "eval_result_digest_mismatch"
 )
 
 // Error is a typed service error: a stable Code, a bounded Detail and, for
@@ -157,6 +171,28 @@ type Request struct {
 	Name string `msgpack:"name,omitempty"`
 	// Prune.
 	Prune *evalstore.PruneOptions `msgpack:"prune,omitempty"`
+	// result: the page starts at byte Offset of the result document and
+	// holds at most MaxBytes (0: the server's page size, which also caps it).
+	Offset   int64 `msgpack:"offset,omitempty"`
+	MaxBytes int   `msgpack:"max_bytes,omitempty"`
+	// join.
+	Join *JoinRequest `msgpack:"join,omitempty"`
+}
+
+// JoinRequest asks the leader to add a coordinator as a Raft voter.
+type JoinRequest struct {
+	ID       string `msgpack:"id"`        // Raft server id, a subject token on the allowlist
+	RaftAddr string `msgpack:"raft_addr"` // host:port its Raft transport listens on
+}
+
+// MaxRaftAddrLen bounds JoinRequest.RaftAddr.
+const MaxRaftAddrLen = 255
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	ID    string `msgpack:"id" json:"id"`
+	Addr  string `msgpack:"addr" json:"addr"`
+	Voter bool   `msgpack:"voter" json:"voter"`
 }
 
 // SubmitRequest asks for a job. Set is the eval set document (JSON, any
@@ -192,6 +228,14 @@ type Reply struct {
 	Prune    *evalstore.PruneResult               `msgpack:"prune,omitempty"`
 	Caps     *Capabilities                        `msgpack:"caps,omitempty"`
 	Spec     *JobSpec                             `msgpack:"spec,omitempty"`
+	// result paging: Result holds bytes [offset, NextOffset) of a document
+	// of ResultSize bytes whose SHA-256 (hex) is ResultDigest; the last
+	// page has NextOffset == ResultSize.
+	NextOffset   int64  `msgpack:"next_offset,omitempty"`
+	ResultSize   int64  `msgpack:"result_size,omitempty"`
+	ResultDigest string `msgpack:"result_digest,omitempty"`
+	// join: the configuration after the change.
+	Members []Member `msgpack:"members,omitempty"`
 }
 
 // Capabilities describes a coordinator (CONTRACTS §6 capabilities).
@@ -208,6 +252,7 @@ type Capabilities struct {
 	RecoveredJobs      int      `msgpack:"recovered_jobs" json:"recovered_jobs"`
 	Workers            []string `msgpack:"workers" json:"workers"`
 	RejectedResults    int64    `msgpack:"rejected_results" json:"rejected_results"`
+	Members            []Member `msgpack:"members,omitempty" json:"members,omitempty"`
 	Transport          string   `msgpack:"transport" json:"transport"`
 	Cancellation       string   `msgpack:"cancellation" json:"cancellation"`
 	Replay             string   `msgpack:"replay" json:"replay"`

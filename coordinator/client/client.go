@@ -8,6 +8,8 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -99,13 +101,53 @@ func (c *Client) Status(ctx context.Context, scope, jobID string) (*evalstore.Jo
 }
 
 // Result returns a completed job's result JSON; result_not_ready while it
-// runs, evaluation_job_terminal (with phase and reason) otherwise.
+// runs, evaluation_job_terminal (with phase and reason) otherwise. The
+// document comes in pages that each fit a NATS message; Result reassembles
+// them (at most api.MaxResultDocumentBytes) and checks the SHA-256 the
+// coordinator announced, eval_result_digest_mismatch if it differs.
 func (c *Client) Result(ctx context.Context, scope, jobID string) ([]byte, error) {
-	rep, err := c.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID})
-	if err != nil {
-		return nil, err
+	return c.ResultPaged(ctx, scope, jobID, 0)
+}
+
+// ResultPaged is Result with pages of at most pageBytes (0: the
+// coordinator's page size).
+func (c *Client) ResultPaged(ctx context.Context, scope, jobID string, pageBytes int) ([]byte, error) {
+	var (
+		doc    []byte
+		size   int64
+		digest string
+	)
+	for offset := int64(0); ; {
+		rep, err := c.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID, Offset: offset, MaxBytes: pageBytes})
+		if err != nil {
+			return nil, err
+		}
+		if offset == 0 {
+			size, digest = rep.ResultSize, rep.ResultDigest
+			if size < 0 || size > api.MaxResultDocumentBytes {
+				return nil, api.Errorf(api.CodeRequestLimit, "result of %d bytes", size)
+			}
+			doc = make([]byte, 0, size)
+		}
+		switch {
+		case rep.ResultSize != size || rep.ResultDigest != digest:
+			return nil, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
+		case rep.NextOffset != offset+int64(len(rep.Result)) || rep.NextOffset > size:
+			return nil, api.Errorf(api.CodeResultDigestMismatch, "page at %d ends at %d with %d bytes", offset, rep.NextOffset, len(rep.Result))
+		case len(rep.Result) == 0 && offset < size:
+			return nil, api.Errorf(api.CodeResultDigestMismatch, "empty page at %d of %d", offset, size)
+		}
+		doc = append(doc, rep.Result...)
+		offset = rep.NextOffset
+		if offset == size {
+			break
+		}
 	}
-	return rep.Result, nil
+	sum := sha256.Sum256(doc)
+	if hex.EncodeToString(sum[:]) != digest {
+		return nil, api.Errorf(api.CodeResultDigestMismatch, "sha-256 of %d bytes", len(doc))
+	}
+	return doc, nil
 }
 
 // Cancel cancels a queued or running job; already_terminal otherwise.
