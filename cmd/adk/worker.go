@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +19,7 @@ import (
 )
 
 // workerFile is the optional JSON config of `adk worker` (at most 1 MiB,
-// unknown keys refused). Flags override it; agent paths are relative to
+// internal/jsonlimit, unknown keys refused). Flags override it; agent paths are relative to
 // the file. Credentials never go in it: use --nats-creds and friends.
 type workerFile struct {
 	ID       string            `json:"id"`
@@ -87,14 +85,8 @@ func parseAgentFlags(flags []string, into map[string]string) error {
 func (o *workerOptions) resolve(cmd *cobra.Command) (workerFile, error) {
 	var wf workerFile
 	if o.config != "" {
-		data, err := readCapped("config", o.config, maxConfigFileBytes)
-		if err != nil {
+		if err := readConfigFile("config", codeInvalidWorkerConfig, o.config, &wf); err != nil {
 			return wf, err
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&wf); err != nil {
-			return wf, usageError{fmt.Errorf("worker config: %v", err)}
 		}
 		dir := filepath.Dir(o.config)
 		for name, p := range wf.Agents {
