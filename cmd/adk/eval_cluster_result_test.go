@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// bigTravelSet writes the travel set with its cases repeated copies times
+// (new ids), so that many samples give a result of over 1 MiB.
+func bigTravelSet(t *testing.T, copies int) string {
+	t.Helper()
+	data, err := os.ReadFile(travelSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cases := doc["cases"].([]any)
+	var all []any
+	for i := range copies {
+		for _, c := range cases {
+			b, _ := json.Marshal(c)
+			var cp map[string]any
+			_ = json.Unmarshal(b, &cp)
+			cp["id"] = cp["id"].(string) + "-" + string(rune('a'+i))
+			all = append(all, cp)
+		}
+	}
+	doc["cases"] = all
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, t.TempDir(), "big.json", string(out))
+}
+
+// TestClusterEvalLargeResult: a job whose result is larger than the NATS
+// server's max_payload (1 MiB) is fetched in pages by `adk eval run
+// --cluster` (same report as the local run) and `adk eval result`, and the
+// client reassembles the same bytes whatever the page size.
+func TestClusterEvalLargeResult(t *testing.T) {
+	url := startEvalCluster(t)
+	set := bigTravelSet(t, 2)
+	args := []string{"--eval-set", set, "--criteria", travelCriteria, "--samples", "60", "--capture-tool-content", "true",
+		"--timeout", "600000", "--format", "markdown"}
+	local := runCLI(t, exitOK, append([]string{"eval", "run", "--config", travelAgent}, args...)...)
+	remote := runCLI(t, exitOK, append([]string{"eval", "run", "--cluster", url, "--agent", "travel"}, args...)...)
+	if remote != local {
+		t.Fatalf("cluster report differs from the local one:\n--- cluster\n%.2000s\n--- local\n%.2000s", remote, local)
+	}
+
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if mp := nc.MaxPayload(); mp > 1<<20 {
+		t.Fatalf("server max_payload %d: the test needs the 1 MiB default", mp)
+	}
+	cl := client.New(nc, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	jobs, err := cl.ListJobs(ctx, "default", 10, "")
+	if err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("jobs: %+v %v", jobs, err)
+	}
+	id := jobs.Items[0].JobID
+	whole, err := cl.Result(ctx, "default", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) <= int(nc.MaxPayload()) {
+		t.Fatalf("result of %d bytes: not larger than max_payload %d", len(whole), nc.MaxPayload())
+	}
+	r, err := evalengine.DecodeResult(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cases) != 8 || r.SampleCount != 60 {
+		t.Errorf("result holds %d cases of %d samples, want 8 of 60", len(r.Cases), r.SampleCount)
+	}
+	small, err := cl.ResultPaged(ctx, "default", id, 64<<10)
+	if err != nil || string(small) != string(whole) {
+		t.Fatalf("64 KiB pages: %d bytes, %v; want the %d bytes of one default paging", len(small), err, len(whole))
+	}
+	if out := runCLI(t, exitOK, "eval", "result", id, "--cluster", url); out != string(whole) {
+		t.Fatalf("adk eval result printed %d bytes, want %d", len(out), len(whole))
+	}
+	t.Logf("result: %d bytes", len(whole))
+}
+
+// TestClusterEvalResultPagingRefusesBadOffsets: an offset outside the
+// document or a negative page size is a typed error.
+func TestClusterEvalResultPagingRefusesBadOffsets(t *testing.T) {
+	url := startEvalCluster(t)
+	runCLI(t, exitOK, "eval", "run", "--cluster", url, "--agent", "travel", "--eval-set", travelSet, "--criteria", travelCriteria, "--format", "markdown")
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	jobs, err := cl.ListJobs(ctx, "default", 10, "")
+	if err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("jobs: %+v %v", jobs, err)
+	}
+	id := jobs.Items[0].JobID
+	for _, req := range []struct {
+		offset int64
+		max    int
+	}{{-1, 0}, {1 << 40, 0}, {0, -5}} {
+		_, err := cl.Call(ctx, api.OpResult, &api.Request{Scope: "default", JobID: id, Offset: req.offset, MaxBytes: req.max})
+		if e := api.AsError(err); e == nil || e.Code != api.CodeInvalidRequest {
+			t.Errorf("offset %d max_bytes %d: %v, want invalid_eval_request", req.offset, req.max, err)
+		}
+	}
+}
