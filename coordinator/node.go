@@ -578,14 +578,17 @@ func (n *Node) addVoter(id, addr string) ([]api.Member, uint64, error) {
 		sameID, sameAddr := string(s.ID) == id, string(s.Address) == addr
 		switch {
 		case sameID && sameAddr && s.Suffrage == raft.Voter:
-			return members(conf), cf.Index(), nil
+			// Already a member: the joiner catches up to the leader's log.
+			return members(conf), n.raft.LastIndex(), nil
 		case sameID && !sameAddr:
 			return nil, 0, api.Errorf(api.CodeMemberConflict, "%s is already a member at another address", id)
 		case !sameID && sameAddr:
 			return nil, 0, api.Errorf(api.CodeMemberConflict, "%s is the address of member %s", addr, s.ID)
 		}
 	}
-	f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), cf.Index(), 10*time.Second)
+	// prevIndex 0: joinMu already orders this node's changes, and
+	// GetConfiguration's future carries no index to compare with.
+	f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
 			return nil, 0, api.Errorf(api.CodeNotLeader, "%v", err)
