@@ -72,7 +72,7 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout 
 		RaftAddr: o.raftAddr, Bootstrap: true, NATS: nc, Workers: []string{serveWorkerID},
 		Streams: bus.TaskStreamConfig{Replicas: 1}, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("start coordinator: %w", err)
+		return nil, coordinatorStartError(err)
 	}
 	if len(agents) > 0 {
 		wnc, err := srv.Connect(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(serveWorkerID)))

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/store/evalstore"
+)
+
+// TestServeSecondOwnerOfDataDirFails: a second `adk serve` on a data dir a
+// running one holds fails with eval_store_already_owned, leading its one
+// error line, and the first keeps running.
+func TestServeSecondOwnerOfDataDirFails(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, serveOptions{dataDir: dir, host: "127.0.0.1", port: -1,
+			eval: serveEvalOptions{raftAddr: "127.0.0.1:0"}, ready: func(u string) { ready <- u }}, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("first serve: %v", err)
+		}
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("first serve exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("first serve not ready")
+	}
+	err := runServe(context.Background(), serveOptions{dataDir: dir, host: "127.0.0.1", port: -1,
+		eval: serveEvalOptions{raftAddr: "127.0.0.1:0"}}, io.Discard)
+	if !errors.Is(err, evalstore.ErrAlreadyOwned) || !strings.HasPrefix(err.Error(), "eval_store_already_owned (") {
+		t.Fatalf("second serve: %v, want eval_store_already_owned first", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the first serve stopped: %v", err)
+	default:
+	}
+}
