@@ -88,6 +88,9 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 		return page, nil // unknown stream: empty, latest 0
 	}
 	v := p.view.Load()
+	if v.events == 0 && v.latest == 0 {
+		return page, nil // no event yet, or an expired tombstone: unknown too
+	}
 	page.LatestCursor = v.latest
 	if v.events > 0 {
 		o := v.oldest

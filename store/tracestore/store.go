@@ -88,6 +88,10 @@ type principalRec struct {
 	Digest         []byte `msgpack:"digest"`
 	EvictedThrough uint64 `msgpack:"evicted_through"`
 	Latest         uint64 `msgpack:"latest"`
+	// Tombstone: the principal's events are all evicted and its watermark
+	// expires at TombstoneMS + retention (stream time).
+	Tombstone   bool  `msgpack:"tombstone,omitempty"`
+	TombstoneMS int64 `msgpack:"tombstone_ms,omitempty"`
 }
 
 type liveRef struct {
@@ -116,6 +120,11 @@ type principal struct {
 	q                      []liveRef
 	qh                     int
 	bytes                  int64
+	// tomb is set while the principal has no live events and still keeps
+	// its watermark (evictedThrough, latest): the contract's expiring
+	// tombstone, created at stream time tombMS.
+	tomb   bool
+	tombMS int64
 	// shared
 	view atomic.Pointer[pview]
 }
@@ -144,6 +153,7 @@ type Store struct {
 	byPID   []*principal
 	global  []liveEvent
 	gh      int
+	tombs   tombHeap
 	events  int
 	bytes   int64
 
@@ -251,7 +261,7 @@ func (s *Store) load() error {
 				return err
 			}
 			pid := binary.BigEndian.Uint32(k[1:])
-			p := &principal{pid: pid, evictedThrough: r.EvictedThrough, latest: r.Latest}
+			p := &principal{pid: pid, evictedThrough: r.EvictedThrough, latest: r.Latest, tomb: r.Tombstone, tombMS: r.TombstoneMS}
 			copy(p.digest[:], r.Digest)
 			if int(pid) >= len(s.byPID) {
 				it.Close()
@@ -293,6 +303,9 @@ func (s *Store) load() error {
 	}
 	for _, p := range s.byPID {
 		if p != nil {
+			if p.tomb && p.live() == 0 {
+				s.tombs.push(tombEntry{ms: p.tombMS, pid: p.pid})
+			}
 			p.publish()
 		}
 	}
@@ -505,6 +518,7 @@ func (a *applier) run() []Result {
 		}
 		res[i].Cursor = c
 		s.m.Counters.Accepted++
+		p.tomb = false // live again: its heap entry goes stale
 		binary.BigEndian.PutUint32(pr.val, p.pid)
 		a.set(eventKey(c), pr.val)
 		for j, sel := range pr.sels {
@@ -547,6 +561,7 @@ func (a *applier) run() []Result {
 		a.evictGlobal()
 		s.m.Counters.RetentionEvictions++
 	}
+	a.expireTombstones(cutoff)
 	if p != nil && len(a.groups) > 0 {
 		var man []byte
 		for _, h := range a.order {
@@ -562,7 +577,8 @@ func (a *applier) run() []Result {
 		}
 	}
 	for q := range a.touched {
-		rec, _ := msgpack.Marshal(&principalRec{Digest: q.digest[:], EvictedThrough: q.evictedThrough, Latest: q.latest})
+		rec, _ := msgpack.Marshal(&principalRec{Digest: q.digest[:], EvictedThrough: q.evictedThrough, Latest: q.latest,
+			Tombstone: q.tomb, TombstoneMS: q.tombMS})
 		a.set(principalKey(q.pid), rec)
 	}
 	for _, q := range a.created {
@@ -615,6 +631,10 @@ func (a *applier) evictOldest(p *principal) {
 	p.evictedThrough = r.cursor
 	s.m.EvictedThrough = max(s.m.EvictedThrough, r.cursor)
 	a.touched[p] = true
+	if p.live() == 0 {
+		p.tomb, p.tombMS = true, a.b.TimeMS
+		s.tombs.push(tombEntry{ms: p.tombMS, pid: p.pid})
+	}
 	seq := CursorSeq(r.cursor)
 	if seq != a.b.Seq && (p.live() == 0 || CursorSeq(p.q[p.qh].cursor) != seq) {
 		a.dropGroups(p.pid, seq)
@@ -677,5 +697,81 @@ func (s *Store) compactGlobal() {
 	if s.gh > 4096 && s.gh*2 > len(s.global) {
 		s.global = append([]liveEvent(nil), s.global[s.gh:]...)
 		s.gh = 0
+	}
+}
+
+// expireTombstones drops the watermarks of principals whose events have
+// all been evicted for longer than the retention (tombstone created before
+// cutoff, in stream time), at most MaxPruneBatch per applied message. The
+// principal then reads as an unknown stream: empty page, latest 0, no
+// replay_gap. Its id and digest stay (principals are never evicted).
+// Stale heap entries (the principal got events again) are skipped without
+// counting, so a restarted node, whose heap holds only live tombstones,
+// expires the same ones.
+func (a *applier) expireTombstones(cutoff int64) {
+	s := a.s
+	for n := 0; n < s.opts.MaxPruneBatch && len(s.tombs) > 0; {
+		e := s.tombs[0]
+		p := s.byPID[e.pid]
+		if !p.tomb || p.tombMS != e.ms || p.live() > 0 {
+			s.tombs.pop()
+			continue
+		}
+		if e.ms >= cutoff {
+			return
+		}
+		s.tombs.pop()
+		p.tomb, p.tombMS, p.evictedThrough, p.latest = false, 0, 0, 0
+		a.touched[p] = true
+		s.m.Counters.TombstonesPruned++
+		n++
+	}
+}
+
+// tombEntry is a tombstone in the expiry index.
+type tombEntry struct {
+	ms  int64
+	pid uint32
+}
+
+// tombHeap is the tombstone expiry index: a min-heap by (stream time,
+// principal id), an order that does not depend on when entries were
+// pushed, so a node that rebuilt it at open expires in the same order.
+type tombHeap []tombEntry
+
+func (h tombHeap) less(i, j int) bool {
+	return h[i].ms < h[j].ms || h[i].ms == h[j].ms && h[i].pid < h[j].pid
+}
+
+func (h *tombHeap) push(e tombEntry) {
+	*h = append(*h, e)
+	for i := len(*h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		(*h)[i], (*h)[parent] = (*h)[parent], (*h)[i]
+		i = parent
+	}
+}
+
+func (h *tombHeap) pop() {
+	old := *h
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		(*h)[i], (*h)[m] = (*h)[m], (*h)[i]
+		i = m
 	}
 }

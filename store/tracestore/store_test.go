@@ -423,3 +423,103 @@ func TestAppendJSON_MatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("%s\n%s", got, wb)
 	}
 }
+
+func TestStore_TombstonesExpireAfterRetentionInStreamTime(t *testing.T) {
+	o := Options{Retention: time.Second, LifecycleReceiverTTL: time.Hour}
+	dir := t.TempDir()
+	s := openStoreAt(t, dir, o)
+	c1 := appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 1_000)
+	// bob's event at 2 100 expires alice's only event: alice keeps a tombstone.
+	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 2_100)
+	_, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Gap.EvictedThrough != c1 || e.Gap.LatestCursor != c1 || e.Gap.OldestAvailableCursor != nil {
+		t.Fatalf("tombstone gap: %v", err)
+	}
+	// Not yet: the tombstone was made at 2 100 and lives for 1 s of stream time.
+	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 3_100)
+	if st := s.Status(); st.Counters.TombstonesPruned != 0 {
+		t.Fatalf("expired early: %+v", st.Counters)
+	}
+	_ = s.Close()
+	s = openStoreAt(t, dir, o) // the tombstone and its time survive a restart
+	if _, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)}); ErrorCode(err) != CodeReplayGap {
+		t.Fatalf("tombstone lost at restart: %v", err)
+	}
+	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 3_101)
+	if st := s.Status(); st.Counters.TombstonesPruned != 1 || st.Counters.RetentionEvictions != 2 {
+		t.Fatalf("counters %+v", st.Counters)
+	}
+	// Expired: alice reads as an unknown stream, with or without a cursor.
+	for _, after := range []*uint64{nil, ptr(0), ptr(c1 + 99)} {
+		p, err := s.Query("alice", nil, QueryOptions{AfterCursor: after})
+		if err != nil || len(p.Events) != 0 || p.LatestCursor != 0 || p.OldestAvailableCursor != nil {
+			t.Fatalf("after expiry: %+v %v", p, err)
+		}
+	}
+	// alice's stream starts again; its old watermark is gone.
+	c := appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 3_200)
+	p, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)})
+	if err != nil || fmt.Sprint(cursors(t, p)) != fmt.Sprint([]uint64{c}) {
+		t.Fatalf("new events: %v %v", p, err)
+	}
+}
+
+func TestStore_TombstoneExpiryIsBoundedAndTheSameAfterRestart(t *testing.T) {
+	o := Options{Retention: time.Second, LifecycleReceiverTTL: time.Hour, MaxPruneBatch: 2}
+	batches := []Batch{}
+	seq := uint64(0)
+	add := func(p string, ts int64) {
+		seq++
+		batches = append(batches, Batch{Seq: seq, TimeMS: ts, Principal: p, Records: []Record{{KindObservability, envelope("r", "t", nil)}}})
+	}
+	for i := range 5 {
+		add(fmt.Sprintf("p%d", i), 1_000)
+	}
+	add("keeper", 2_500) // evicts p0..p1 (prune batch 2) ...
+	add("keeper", 2_600) // ... p2..p3
+	add("keeper", 2_700) // ... p4
+	for ts := int64(3_600); ts <= 4_000; ts += 100 {
+		add("keeper", ts) // tombstones expire two per message
+	}
+	apply := func(s *Store, bs []Batch) {
+		for _, b := range bs {
+			if _, err := s.Apply(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a := openStore(t, o)
+	apply(a, batches)
+	dir := t.TempDir()
+	b := openStoreAt(t, dir, o)
+	half := len(batches) - 3
+	apply(b, batches[:half])
+	_ = b.Close()
+	b = openStoreAt(t, dir, o)
+	apply(b, batches[half:])
+	sa, sb := a.Status(), b.Status()
+	if sa.Counters != sb.Counters || sa.Counters.TombstonesPruned != 5 {
+		t.Fatalf("counters differ or not all pruned:\n%+v\n%+v", sa.Counters, sb.Counters)
+	}
+	// Replay the expiry step by step: never more than MaxPruneBatch per message.
+	c := openStore(t, o)
+	var last uint64
+	for _, bt := range batches {
+		apply(c, []Batch{bt})
+		n := c.Status().Counters.TombstonesPruned
+		if n-last > 2 {
+			t.Fatalf("%d tombstones pruned by one message", n-last)
+		}
+		last = n
+	}
+	for i := range 5 {
+		pa, erra := a.Query(fmt.Sprintf("p%d", i), nil, QueryOptions{AfterCursor: ptr(0)})
+		pb, errb := b.Query(fmt.Sprintf("p%d", i), nil, QueryOptions{AfterCursor: ptr(0)})
+		ja, _ := json.Marshal(pa)
+		jb, _ := json.Marshal(pb)
+		if erra != nil || errb != nil || string(ja) != string(jb) {
+			t.Fatalf("p%d: %s %v / %s %v", i, ja, erra, jb, errb)
+		}
+	}
+}
