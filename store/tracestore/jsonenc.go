@@ -19,9 +19,9 @@ func appendRecord(b []byte, cursor uint64, kind string, tsMS int64, pj *projecte
 	b = pj.event.appendJSON(b)
 	b = append(b, `,"identity":{`...)
 	first := true
-	for _, k := range identityKeys { // sorted
-		v, ok := pj.identity[k]
-		if !ok {
+	for i, k := range identityKeys { // sorted
+		v := pj.identity[i]
+		if v == "" {
 			continue
 		}
 		if !first {

@@ -73,14 +73,15 @@ func manifestKey(pid uint32, seq uint64) []byte {
 
 // selectorString is the canonical form of a selector: its pairs in key
 // order, "k=v" joined by NUL. The empty selector ("all") is "".
-func selectorString(id map[string]string, mask int) string {
+func selectorString(id *identity, mask int) string {
 	var b strings.Builder
+	b.Grow(64)
 	for i, k := range identityKeys {
 		if mask&(1<<i) == 0 {
 			continue
 		}
-		v, ok := id[k]
-		if !ok {
+		v := id[i]
+		if v == "" {
 			return "" // not a subset of this identity
 		}
 		if b.Len() > 0 {
@@ -100,14 +101,15 @@ func selectorHash(s string) uint64 {
 
 // subsets returns the canonical selector strings of every subset of the
 // identity's pairs, the empty selector included.
-func subsets(id map[string]string) []string {
-	var present int
-	for i, k := range identityKeys {
-		if _, ok := id[k]; ok {
+func subsets(id *identity) []string {
+	var present, n int
+	for i := range identityKeys {
+		if id[i] != "" {
 			present |= 1 << i
+			n++
 		}
 	}
-	out := make([]string, 0, 1<<len(id))
+	out := make([]string, 0, 1<<n)
 	for m := 0; m < 1<<len(identityKeys); m++ {
 		if m&^present == 0 {
 			out = append(out, selectorString(id, m))

@@ -19,6 +19,19 @@ const (
 // Identity keys, in their canonical (sorted) order.
 var identityKeys = [...]string{"invocation_id", "run_id", "trace_id", "workflow_id"}
 
+// identity holds a record's identity values by identityKeys index; ""
+// is absent (an identity value is never empty).
+type identity [len(identityKeys)]string
+
+const (
+	idInvocation = iota
+	idRun
+	idTrace
+	idWorkflow
+)
+
+func (id *identity) empty() bool { return *id == identity{} }
+
 const (
 	maxTextBytes  = 512
 	maxListItems  = 16
@@ -55,6 +68,7 @@ var (
 	workflowFields     = fields(keys(wfRequired, append(append(keys(wfOptText), keys(wfOptCounts)...), "schema_version", "sequence", "timestamp")...))
 	wfRequiredInOrder  = [...]string{"type", "workflow_id", "workflow_kind", "invocation_id"}
 	spanIdentityFields = [...]string{"run_id", "workflow_id", "invocation_id"}
+	spanIdentitySlots  = [...]int{idRun, idWorkflow, idInvocation}
 )
 
 func set(ks ...string) map[string]bool {
@@ -182,7 +196,22 @@ type object struct {
 	count int
 }
 
-func newObject(fs *fieldSet) *object { return &object{fs: fs, slots: make([]slot, len(fs.names))} }
+// newObject takes the object and its slots from the projector's slabs,
+// which reset() reuses for the next record of a batch.
+func (p *projector) newObject(fs *fieldSet) *object {
+	n := len(fs.names)
+	if cap(p.slots)-len(p.slots) < n {
+		p.slots = make([]slot, 0, max(512, n)) // earlier objects keep the old slab
+	}
+	p.slots = p.slots[:len(p.slots)+n]
+	sl := p.slots[len(p.slots)-n:]
+	clear(sl)
+	if len(p.objs) == cap(p.objs) {
+		p.objs = make([]object, 0, 64)
+	}
+	p.objs = append(p.objs, object{fs: fs, slots: sl})
+	return &p.objs[len(p.objs)-1]
+}
 
 func (o *object) put(name string, s slot) {
 	i := o.fs.index[name]
@@ -241,17 +270,28 @@ func (o *object) appendJSON(b []byte) []byte {
 // projected is the result of projecting one input event.
 type projected struct {
 	event    *object
-	identity map[string]string
+	identity identity
 	tsMS     int64
 	pruned   bool
 }
 
-// projector applies one content policy to one scanned document.
+// projector applies one content policy to one scanned document. A
+// projector is reused record after record (Prepare): what one projection
+// returns is valid until the next.
 type projector struct {
 	sc    *scanner
 	prune bool
 	// dropped records that the projection left something out.
 	dropped bool
+	slots   []slot
+	objs    []object
+}
+
+var projectors = sync.Pool{New: func() any { return &projector{sc: new(scanner)} }}
+
+func (p *projector) reset(prune bool) {
+	p.prune, p.dropped = prune, false
+	p.slots, p.objs = p.slots[:0], p.objs[:0]
 }
 
 // outside handles a field outside the projection: an error under reject,
@@ -263,8 +303,6 @@ func (p *projector) outside() error {
 	p.dropped = true
 	return nil
 }
-
-var scanners = sync.Pool{New: func() any { return new(scanner) }}
 
 // decodeLimits are jsonlimit's defaults with depth 16 and the size bound.
 func decodeLimits(o Options) jsonlimit.Limits {
@@ -282,8 +320,14 @@ func decodeLimits(o Options) jsonlimit.Limits {
 // reference implementation's phases (projection_ref_test.go), with fields
 // of one phase checked in document order.
 func project(kind string, data []byte, o Options) (*projected, error) {
-	sc := scanners.Get().(*scanner)
-	defer scanners.Put(sc) // slots keep slices of data and of fresh unescape buffers only
+	return (&projector{sc: new(scanner)}).project(kind, data, o)
+}
+
+// project is project with this projector's scanner and slabs; the result
+// is valid until the projector's next use.
+func (p *projector) project(kind string, data []byte, o Options) (*projected, error) {
+	p.reset(o.ContentPolicy == ContentPrune)
+	sc := p.sc
 	if err := sc.scan(data, decodeLimits(o)); err != nil {
 		if err.bound {
 			return nil, errCode(CodeInputTooLarge, "input exceeds decode bounds")
@@ -293,7 +337,6 @@ func project(kind string, data []byte, o Options) (*projected, error) {
 	if sc.tape[0].kind != tObj {
 		return nil, errCode(invalidCode(kind), "not an object")
 	}
-	p := &projector{sc: sc, prune: o.ContentPolicy == ContentPrune}
 	var out *projected
 	var err error
 	switch kind {
@@ -315,7 +358,7 @@ func project(kind string, data []byte, o Options) (*projected, error) {
 		return nil, err
 	}
 	out.pruned = p.dropped
-	if len(out.identity) == 0 {
+	if out.identity.empty() {
 		return nil, errCode(CodeIdentityRequired, "no run_id, trace_id, workflow_id or invocation_id")
 	}
 	return out, nil
@@ -441,7 +484,7 @@ func (p *projector) envelope() (*projected, error) {
 	if err := p.contentCheck(allowed); err != nil {
 		return nil, err
 	}
-	ev := newObject(envelopeFields)
+	ev := p.newObject(envelopeFields)
 	ev.put("schema_version", slot{kind: sInt, n: 1})
 	ev.put("content_captured", slot{kind: sBool})
 	meta := -1
@@ -472,7 +515,7 @@ func (p *projector) envelope() (*projected, error) {
 				err = errCode(CodeInvalidObservability, "measurements")
 				return false
 			}
-			mm := newObject(measurementFields)
+			mm := p.newObject(measurementFields)
 			p.pairs(v, func(mk []byte, mv int) bool {
 				if p.kind(mv) == tNum && v1Measurements[string(mk)] {
 					t := &p.sc.tape[mv]
@@ -495,8 +538,8 @@ func (p *projector) envelope() (*projected, error) {
 		return nil, errCode(CodeInvalidObservability, "event")
 	}
 	ts := ev.get("timestamp_ms").n
-	om := newObject(metadataFields)
-	id := map[string]string{}
+	om := p.newObject(metadataFields)
+	var id identity
 	if p.kind(meta) == tObj {
 		p.pairs(meta, func(k []byte, v int) bool {
 			switch {
@@ -508,8 +551,13 @@ func (p *projector) envelope() (*projected, error) {
 				}
 				if len(s) > 0 {
 					om.put(string(k), slot{kind: sStr, b: s})
-					if ks := string(k); ks == "run_id" || ks == "trace_id" || ks == "invocation_id" {
-						id[ks] = string(s)
+					switch string(k) {
+					case "run_id":
+						id[idRun] = string(s)
+					case "trace_id":
+						id[idTrace] = string(s)
+					case "invocation_id":
+						id[idInvocation] = string(s)
 					}
 				}
 			case string(k) == "trace_flags":
@@ -556,7 +604,7 @@ func (p *projector) span() (*projected, error) {
 	if err := p.contentCheck(allowed); err != nil {
 		return nil, err
 	}
-	ev := newObject(spanFields)
+	ev := p.newObject(spanFields)
 	var err error
 	p.pairs(0, func(k []byte, v int) bool {
 		switch {
@@ -579,7 +627,7 @@ func (p *projector) span() (*projected, error) {
 		case string(k) == "attributes":
 			switch p.kind(v) {
 			case tNull:
-				ev.put("attributes", slot{kind: sObj, obj: newObject(attributeFields)})
+				ev.put("attributes", slot{kind: sObj, obj: p.newObject(attributeFields)})
 			case tObj:
 				ev.put("attributes", slot{kind: sObj, obj: p.filterAttributes(v)})
 			default:
@@ -601,11 +649,11 @@ func (p *projector) span() (*projected, error) {
 	if tid.kind == sNone {
 		return nil, errCode(CodeInvalidObservability, "trace_id")
 	}
-	id := map[string]string{"trace_id": string(tid.b)}
+	id := identity{idTrace: string(tid.b)}
 	if a := ev.get("attributes"); a.kind == sObj {
-		for _, k := range spanIdentityFields {
+		for i, k := range spanIdentityFields {
 			if s := a.obj.get(k); s.kind == sStr && len(s.b) > 0 {
-				id[k] = string(s.b)
+				id[spanIdentitySlots[i]] = string(s.b)
 			}
 		}
 	}
@@ -623,7 +671,7 @@ func (p *projector) workflow() (*projected, error) {
 	if p.intOf(p.lookup(0, "schema_version")) != 1 {
 		return bad("schema_version")
 	}
-	ev := newObject(workflowFields)
+	ev := p.newObject(workflowFields)
 	ev.put("schema_version", slot{kind: sInt, n: 1})
 	for _, k := range wfRequiredInOrder {
 		s, ok := p.text(p.lookup(0, k))
@@ -669,7 +717,7 @@ func (p *projector) workflow() (*projected, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := map[string]string{"workflow_id": string(ev.get("workflow_id").b), "invocation_id": string(ev.get("invocation_id").b)}
+	id := identity{idWorkflow: string(ev.get("workflow_id").b), idInvocation: string(ev.get("invocation_id").b)}
 	return &projected{event: ev, identity: id, tsMS: ts}, nil
 }
 
@@ -678,7 +726,7 @@ func (p *projector) workflow() (*projected, error) {
 // strings (≤512 B), booleans, integers or lists of at most 16 such strings.
 // Anything else is dropped silently.
 func (p *projector) filterAttributes(obj int) *object {
-	out := newObject(attributeFields)
+	out := p.newObject(attributeFields)
 	t := p.sc.tape
 	p.pairs(obj, func(k []byte, v int) bool {
 		switch {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -58,24 +59,17 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	if q.Limit < 1 || q.Limit > o.MaxQueryEvents || q.MaxBytes < o.MaxEventBytes || q.MaxBytes > o.MaxQueryBytes {
 		return nil, errCode(CodeInvalidQueryOptions, "limit or max_bytes out of range")
 	}
-	id := map[string]string{}
+	var id identity
+	mask := 0
 	for k, v := range sel {
-		ok := false
-		for _, ik := range identityKeys {
-			ok = ok || ik == k
-		}
-		if !ok || v == "" || len(v) > maxTextBytes {
+		i := slices.Index(identityKeys[:], k)
+		if i < 0 || v == "" || len(v) > maxTextBytes {
 			return nil, errCode(CodeInvalidSelector, "selector keys are run_id, trace_id, workflow_id, invocation_id")
 		}
-		id[k] = v
+		id[i] = v
+		mask |= 1 << i
 	}
-	mask := 0
-	for i, k := range identityKeys {
-		if _, ok := id[k]; ok {
-			mask |= 1 << i
-		}
-	}
-	selStr := selectorString(id, mask)
+	selStr := selectorString(&id, mask)
 	var after uint64
 	if q.AfterCursor != nil {
 		after = *q.AfterCursor

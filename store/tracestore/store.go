@@ -459,6 +459,8 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	o := s.opts
 	p := &Prepared{b: b, recs: make([]preparedRecord, len(b.Records))}
 	hashes := map[string]uint64{}
+	pr := projectors.Get().(*projector)
+	defer projectors.Put(pr)
 	for i, rec := range b.Records {
 		r := &p.recs[i]
 		if i > MaxBatchRecords {
@@ -469,17 +471,17 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = errCode(CodeInputTooLarge, "input exceeds decode bounds")
 			continue
 		}
-		pj, err := project(rec.Kind, rec.Data, o)
+		pj, err := pr.project(rec.Kind, rec.Data, o)
 		if err != nil {
 			r.err = err
 			continue
 		}
-		r.val = appendRecord(encodeEvent(0, b.TimeMS, make([]byte, 0, eventHeader+len(rec.Data)+128)), Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
+		r.val = appendRecord(encodeEvent(0, b.TimeMS, make([]byte, 0, eventHeader+len(rec.Data)+256)), Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
 		if len(r.val)-eventHeader > o.MaxEventBytes {
 			r.val, r.err = nil, errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
-		r.sels = subsets(pj.identity)
+		r.sels = subsets(&pj.identity)
 		r.hashes = make([]uint64, len(r.sels))
 		for j, sel := range r.sels {
 			h, ok := hashes[sel]
