@@ -106,6 +106,12 @@ func BenchmarkPageQuery(b *testing.B) {
 		fill := time.Since(start)
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
+			if path := os.Getenv("ADK_BENCH_CPUPROFILE"); path != "" { // the queries only, not the fill
+				if f, err := os.Create(fmt.Sprintf("%s.%d", path, n)); err == nil {
+					_ = pprof.StartCPUProfile(f)
+					defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+				}
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()

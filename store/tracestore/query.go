@@ -101,57 +101,73 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	}
 	start := max(after, v.evictedThrough)
 	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := groupPrefix(p.pid, selectorHash(selStr))
+		sh := selectorHash(selStr)
+		prefix := groupPrefix(p.pid, sh.key)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Seek(binary.BigEndian.AppendUint64(prefix, CursorSeq(start))); it.Valid(); it.Next() {
 			page.Scanned++
 			key := it.Item().Key()
 			seq := binary.BigEndian.Uint64(key[len(prefix):])
-			var gs string
+			var check uint64
 			var idx []uint16
 			var ok bool
 			if err := it.Item().Value(func(b []byte) error {
-				gs, idx, ok = decodeGroup(b)
+				check, idx, ok = decodeGroup(b)
 				return nil
 			}); err != nil {
 				return err
 			}
-			if !ok || gs != selStr { // corrupt, or a 64-bit hash collision
+			if !ok || check != sh.check { // corrupt, or a 64-bit hash collision
 				continue
 			}
+			want := idx[:0:0]
 			for _, i := range idx {
-				c := Cursor(seq, int(i))
-				if c <= start || c > v.latest {
-					continue
+				if c := Cursor(seq, int(i)); c > start && c <= v.latest {
+					want = append(want, i)
 				}
-				page.Scanned++
-				item, err := txn.Get(eventKey(c))
-				if errors.Is(err, badger.ErrKeyNotFound) {
-					continue // evicted since the view was taken
-				}
-				if err != nil {
-					return err
-				}
-				var ev []byte
-				if err := item.Value(func(b []byte) error {
-					if pid, _, ok := decodeEventHeader(b); ok && pid == p.pid {
-						ev = append([]byte(nil), b[eventHeader:]...)
+			}
+			if len(want) == 0 {
+				continue
+			}
+			page.Scanned++
+			item, err := txn.Get(messageKey(p.pid, seq))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue // evicted since the view was taken
+			}
+			if err != nil {
+				return err
+			}
+			// Decompress straight from Badger's buffer: the message is
+			// read once for all of this group's records.
+			if err := item.Value(func(msg []byte) error {
+				for _, i := range want {
+					blob, ok := messageRecord(msg, i)
+					if !ok {
+						continue // evicted before its message was written
 					}
-					return nil
-				}); err != nil {
-					return err
+					size, ok := recordSize(blob)
+					if !ok {
+						continue
+					}
+					if len(page.Events) >= q.Limit || page.EncodedBytes+size > q.MaxBytes {
+						page.Truncated = true
+						return nil
+					}
+					ev, err := decompressRecord(blob)
+					if err != nil {
+						return err
+					}
+					page.Events = append(page.Events, ev)
+					page.EncodedBytes += len(ev)
+					page.NextCursor = Cursor(seq, int(i))
 				}
-				if ev == nil {
-					continue
-				}
-				if len(page.Events) >= q.Limit || page.EncodedBytes+len(ev) > q.MaxBytes {
-					page.Truncated = true
-					return nil
-				}
-				page.Events = append(page.Events, ev)
-				page.EncodedBytes += len(ev)
-				page.NextCursor = c
+				return nil
+			}); err != nil {
+				return err
+			}
+			if page.Truncated {
+				return nil
 			}
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
@@ -521,5 +522,27 @@ func TestStore_TombstoneExpiryIsBoundedAndTheSameAfterRestart(t *testing.T) {
 		if erra != nil || errb != nil || string(ja) != string(jb) {
 			t.Fatalf("p%d: %s %v / %s %v", i, ja, erra, jb, errb)
 		}
+	}
+}
+
+func TestStore_OpenRefusesAnotherKeyLayout(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dir: dir, Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 1)
+	s.m.Layout = 1 // as a data directory written by the layout before messages
+	mb, _ := msgpack.Marshal(&s.m)
+	wb := s.db.NewWriteBatch()
+	if err := wb.Set(metaKey, mb); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if _, err := Open(Config{Dir: dir, Small: true}); err == nil || !strings.Contains(err.Error(), "layout 1") {
+		t.Fatalf("opened another layout: %v", err)
 	}
 }
