@@ -60,12 +60,13 @@ var (
 // The projections' output objects: their keys, sorted as the stored JSON
 // lists them.
 var (
-	envelopeFields     = fields(keys(nil, "schema_version", "content_captured", "event", "timestamp_ms", "measurements", "metadata"))
-	measurementFields  = fields(keys(v1Measurements))
-	metadataFields     = fields(keys(v1MetaText, "trace_flags", "attributes"))
-	attributeFields    = fields(keys(attrText, keys(usageInts)...))
-	spanFields         = fields(keys(v2Text, append(keys(v2Ints), "attributes")...))
-	workflowFields     = fields(keys(wfRequired, append(append(keys(wfOptText), keys(wfOptCounts)...), "schema_version", "sequence", "timestamp")...))
+	envelopeFields    = fields(keys(nil, "schema_version", "content_captured", "event", "timestamp_ms", "measurements", "metadata"))
+	measurementFields = fields(keys(v1Measurements))
+	metadataFields    = fields(keys(v1MetaText, "trace_flags", "attributes")).classify(cText, v1MetaText)
+	attributeFields   = fields(keys(attrText, keys(usageInts)...)).classify(cText, attrText).classify(cUsage, usageInts)
+	spanFields        = fields(keys(v2Text, append(keys(v2Ints), "attributes")...)).classify(cText, v2Text).classify(cInt, v2Ints).classify(cObj, nil, "attributes")
+	workflowFields    = fields(keys(wfRequired, append(append(keys(wfOptText), keys(wfOptCounts)...), "schema_version", "sequence", "timestamp")...)).
+				classify(cText, wfOptText).classify(cInt, wfOptCounts)
 	wfRequiredInOrder  = [...]string{"type", "workflow_id", "workflow_kind", "invocation_id"}
 	spanIdentityFields = [...]string{"run_id", "workflow_id", "invocation_id"}
 	spanIdentitySlots  = [...]int{idRun, idWorkflow, idInvocation}
@@ -157,11 +158,40 @@ type fieldSet struct {
 	names  []string
 	quoted []string // `"name":`
 	index  map[string]int
+	class  []byte // what the projection does with each key (c* below)
+}
+
+// Key classes: how a projection treats a key of its set.
+const (
+	cOther byte = iota
+	cText       // a string (≤512 B)
+	cInt        // a non-negative integer
+	cUsage      // attributes: a usage count (non-negative integer)
+	cObj        // a nested object
+)
+
+// find returns the index of key k in the set, or -1.
+func (fs *fieldSet) find(k []byte) int {
+	if i, ok := fs.index[string(k)]; ok {
+		return i
+	}
+	return -1
+}
+
+// classify sets the class of the set's keys that are in m.
+func (fs *fieldSet) classify(c byte, m map[string]bool, more ...string) *fieldSet {
+	for k := range m {
+		fs.class[fs.index[k]] = c
+	}
+	for _, k := range more {
+		fs.class[fs.index[k]] = c
+	}
+	return fs
 }
 
 func fields(names []string) *fieldSet {
 	sort.Strings(names)
-	fs := &fieldSet{names: names, index: make(map[string]int, len(names))}
+	fs := &fieldSet{names: names, index: make(map[string]int, len(names)), class: make([]byte, len(names))}
 	for i, n := range names {
 		fs.quoted = append(fs.quoted, string(appendJSONString(nil, n))+":")
 		fs.index[n] = i
@@ -222,6 +252,13 @@ func (o *object) put(name string, s slot) {
 }
 
 func (o *object) get(name string) *slot { return &o.slots[o.fs.index[name]] }
+
+func (o *object) putAt(i int, s slot) {
+	if o.slots[i].kind == sNone {
+		o.count++
+	}
+	o.slots[i] = s
+}
 
 // appendJSON encodes the object with sorted keys: deterministic, and what
 // encoding/json gives for the same map (projection_ref_test.go checks).
@@ -607,29 +644,30 @@ func (p *projector) span() (*projected, error) {
 	ev := p.newObject(spanFields)
 	var err error
 	p.pairs(0, func(k []byte, v int) bool {
+		i := spanFields.find(k)
 		switch {
-		case v2Text[string(k)]:
+		case i >= 0 && spanFields.class[i] == cText:
 			s, ok := p.text(v)
 			if !ok {
 				err = errCode(CodeInvalidObservability, string(k))
 				return false
 			}
 			if len(s) > 0 {
-				ev.put(string(k), slot{kind: sStr, b: s})
+				ev.putAt(i, slot{kind: sStr, b: s})
 			}
-		case v2Ints[string(k)]:
+		case i >= 0 && spanFields.class[i] == cInt:
 			n, ok := p.nonNegInt(v)
 			if !ok {
 				err = errCode(CodeInvalidObservability, string(k))
 				return false
 			}
-			ev.put(string(k), slot{kind: sInt, n: n})
-		case string(k) == "attributes":
+			ev.putAt(i, slot{kind: sInt, n: n})
+		case i >= 0 && spanFields.class[i] == cObj: // attributes
 			switch p.kind(v) {
 			case tNull:
-				ev.put("attributes", slot{kind: sObj, obj: p.newObject(attributeFields)})
+				ev.putAt(i, slot{kind: sObj, obj: p.newObject(attributeFields)})
 			case tObj:
-				ev.put("attributes", slot{kind: sObj, obj: p.filterAttributes(v)})
+				ev.putAt(i, slot{kind: sObj, obj: p.filterAttributes(v)})
 			default:
 				err = errCode(CodeInvalidObservability, "attributes")
 				return false
@@ -729,22 +767,26 @@ func (p *projector) filterAttributes(obj int) *object {
 	out := p.newObject(attributeFields)
 	t := p.sc.tape
 	p.pairs(obj, func(k []byte, v int) bool {
-		switch {
-		case usageInts[string(k)]:
+		a := attributeFields.find(k)
+		if a < 0 {
+			return true
+		}
+		switch attributeFields.class[a] {
+		case cUsage:
 			if n, ok := p.nonNegInt(v); ok {
-				out.put(string(k), slot{kind: sInt, n: n})
+				out.putAt(a, slot{kind: sInt, n: n})
 			}
-		case attrText[string(k)]:
+		case cText:
 			switch t[v].kind {
 			case tStr:
 				if s := p.sc.bytesOf(&t[v]); len(s) <= maxTextBytes {
-					out.put(string(k), slot{kind: sStr, b: s})
+					out.putAt(a, slot{kind: sStr, b: s})
 				}
 			case tTrue, tFalse:
-				out.put(string(k), slot{kind: sBool, t: t[v].kind == tTrue})
+				out.putAt(a, slot{kind: sBool, t: t[v].kind == tTrue})
 			case tNum:
 				if n, ok := p.number(v); ok {
-					out.put(string(k), slot{kind: sInt, n: n})
+					out.putAt(a, slot{kind: sInt, n: n})
 				}
 			case tArr:
 				if t[v].n > maxListItems {
@@ -761,7 +803,7 @@ func (p *projector) filterAttributes(obj int) *object {
 					}
 					l = append(l, s)
 				}
-				out.put(string(k), slot{kind: sList, list: l})
+				out.putAt(a, slot{kind: sList, list: l})
 			}
 		}
 		return true

@@ -42,9 +42,19 @@ const recordDictText = `{"cursor":1,"event":{"schema_version":1,"type":"node_com
 
 var recordDict = s2.MakeDict([]byte(recordDictText), []byte(`{"cursor":`))
 
-// compressRecord returns the stored form of a record's JSON.
-func compressRecord(js []byte) []byte {
-	return recordDict.Encode(make([]byte, s2.MaxEncodedLen(len(js))), js)
+// compressRecord returns the stored form of a record's JSON, carved from
+// *arena (a batch's records share a few chunks instead of one allocation
+// each, sized for the worst case). scratch is reused between calls.
+func compressRecord(arena, scratch *[]byte, js []byte) []byte {
+	if n := s2.MaxEncodedLen(len(js)); cap(*scratch) < n {
+		*scratch = make([]byte, n)
+	}
+	enc := recordDict.Encode((*scratch)[:cap(*scratch)], js)
+	if cap(*arena)-len(*arena) < len(enc) {
+		*arena = make([]byte, 0, max(64<<10, len(enc))) // earlier blobs keep the old chunk
+	}
+	*arena = append(*arena, enc...)
+	return (*arena)[len(*arena)-len(enc) : len(*arena) : len(*arena)]
 }
 
 // recordSize is the JSON size of a stored record, from its block header.

@@ -481,7 +481,7 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	hashes := map[string]selHash{}
 	pr := projectors.Get().(*projector)
 	defer projectors.Put(pr)
-	var js []byte
+	var js, arena, scratch []byte
 	for i, rec := range b.Records {
 		r := &p.recs[i]
 		if i > MaxBatchRecords {
@@ -502,7 +502,7 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
-		r.blob, r.size = compressRecord(js), uint32(len(js))
+		r.blob, r.size = compressRecord(&arena, &scratch, js), uint32(len(js))
 		sels := subsets(&pj.identity)
 		r.sels = make([]selHash, len(sels))
 		for j, sel := range sels {
