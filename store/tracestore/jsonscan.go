@@ -65,6 +65,8 @@ func (s *scanner) syntax() *scanError   { return &scanError{} }
 func (s *scanner) scan(data []byte, lim jsonlimit.Limits) *scanError {
 	s.data, s.pos, s.lim = data, 0, lim
 	s.depth, s.nodes, s.strTotal = 0, 0, 0
+	clear(s.unesc) // drop the previous document's strings
+	clear(s.keys)
 	s.tape, s.unesc, s.keys = s.tape[:0], s.unesc[:0], s.keys[:0]
 	if len(data) > lim.MaxBytes {
 		return s.limitErr()

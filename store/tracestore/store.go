@@ -255,6 +255,9 @@ func (s *Store) load() error {
 			if err := it.Value(func(v []byte) error { return msgpack.Unmarshal(v, &s.m) }); err != nil {
 				return err
 			}
+			if s.m.Layout == 0 {
+				s.m.Layout = 1 // layout 1 did not record its layout
+			}
 			if s.m.Layout != storeLayout {
 				return fmt.Errorf("data directory has key layout %d, this build reads layout %d", s.m.Layout, storeLayout)
 			}

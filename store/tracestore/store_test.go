@@ -532,7 +532,7 @@ func TestStore_OpenRefusesAnotherKeyLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 1)
-	s.m.Layout = 1 // as a data directory written by the layout before messages
+	s.m.Layout = 0 // as a data directory written by layout 1, which did not record it
 	mb, _ := msgpack.Marshal(&s.m)
 	wb := s.db.NewWriteBatch()
 	if err := wb.Set(metaKey, mb); err != nil {
