@@ -235,7 +235,9 @@ func rawCeiling(b *testing.B, env *benchEnv, n int) float64 {
 	pjs, _ := jetstream.New(env.nc, jetstream.WithPublishAsyncMaxPending(8))
 	start := time.Now()
 	for _, m := range msgs {
-		if _, err := pjs.PublishAsync("raw.x", m); err != nil {
+		// A long stall wait: on a loaded machine the 200 ms default made
+		// the ceiling run fail instead of measure.
+		if _, err := pjs.PublishAsync("raw.x", m, jetstream.WithStallWait(time.Minute)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -104,8 +104,21 @@ func BenchmarkPageQuery(b *testing.B) {
 		start := time.Now()
 		fillStore(b, s, n, runs)
 		fill := time.Since(start)
+		var lsm []string
+		for _, l := range s.db.Levels() {
+			if l.NumTables > 0 {
+				lsm = append(lsm, fmt.Sprintf("L%d:%d", l.Level, l.NumTables))
+			}
+		}
+		b.Logf("events=%d: LSM tables after fill %v", n, lsm)
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
+			if path := os.Getenv("ADK_BENCH_CPUPROFILE"); path != "" { // the queries only, not the fill
+				if f, err := os.Create(fmt.Sprintf("%s.%d", path, n)); err == nil {
+					_ = pprof.StartCPUProfile(f)
+					defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+				}
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()

@@ -27,7 +27,7 @@ func FuzzProject(f *testing.F) {
 			}
 			return
 		}
-		js := appendJSON(nil, pj.event)
+		js := pj.event.appendJSON(nil)
 		var back map[string]any
 		if err := json.Unmarshal(js, &back); err != nil {
 			t.Fatalf("stored event is not JSON: %v", err)
@@ -49,5 +49,19 @@ func FuzzProject(f *testing.F) {
 			}
 		}
 		walk(back, true)
+	})
+}
+
+// FuzzProjectMatchesReference holds the tape projection to the map-based
+// reference (projection_ref_test.go): the same verdict, the same stored
+// bytes when accepted, and an error code the reference can give (its map
+// iteration order makes the code of a record with several faults vary, so
+// the reference runs several times).
+func FuzzProjectMatchesReference(f *testing.F) {
+	for _, s := range projectionSeeds() {
+		f.Add(s.kind, s.data, s.prune)
+	}
+	f.Fuzz(func(t *testing.T, kind string, data []byte, prune bool) {
+		checkAgainstReference(t, kind, data, prune)
 	})
 }

@@ -1,88 +1,13 @@
 package tracestore
 
 import (
-	"encoding/json"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
-// appendJSON encodes the projected values (string, bool, int64, uint64,
-// json.Number, []string, map[string]any, map[string]string) with sorted
-// keys: deterministic, and several times cheaper than reflection-based
-// encoding/json on the apply path. Strings are already valid UTF-8 (the
-// bounded decoder rejects anything else).
-func appendJSON(b []byte, v any) []byte {
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...)
-	case string:
-		return appendJSONString(b, x)
-	case bool:
-		return strconv.AppendBool(b, x)
-	case int64:
-		return strconv.AppendInt(b, x, 10)
-	case uint64:
-		return strconv.AppendUint(b, x, 10)
-	case int:
-		return strconv.AppendInt(b, int64(x), 10)
-	case json.Number:
-		return append(b, x...)
-	case []string:
-		b = append(b, '[')
-		for i, s := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, s)
-		}
-		return append(b, ']')
-	case map[string]string:
-		var arr [16]string
-		keys := arr[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, x[k])
-		}
-		return append(b, '}')
-	case map[string]any:
-		var arr [24]string
-		keys := arr[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSON(b, x[k])
-		}
-		return append(b, '}')
-	}
-	// Unreachable for projected values; encode defensively.
-	j, err := json.Marshal(v)
-	if err != nil {
-		return append(b, "null"...)
-	}
-	return append(b, j...)
-}
-
 // appendRecord encodes the stored record {content_pruned?, cursor, event,
-// identity, kind, timestamp_ms}: the bytes appendJSON gives for that map
-// (keys in the same sorted order), without building the map.
+// identity, kind, timestamp_ms} with sorted keys, as encoding/json would
+// encode the same map (TestAppendRecord_MatchesTheMapEncoding).
 func appendRecord(b []byte, cursor uint64, kind string, tsMS int64, pj *projected) []byte {
 	b = append(b, '{')
 	if pj.pruned {
@@ -91,19 +16,36 @@ func appendRecord(b []byte, cursor uint64, kind string, tsMS int64, pj *projecte
 	b = append(b, `"cursor":`...)
 	b = strconv.AppendUint(b, cursor, 10)
 	b = append(b, `,"event":`...)
-	b = appendJSON(b, pj.event)
-	b = append(b, `,"identity":`...)
-	b = appendJSON(b, pj.identity)
-	b = append(b, `,"kind":`...)
+	b = pj.event.appendJSON(b)
+	b = append(b, `,"identity":{`...)
+	first := true
+	for i, k := range identityKeys { // sorted
+		v := pj.identity[i]
+		if v == "" {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, v)
+	}
+	b = append(b, `},"kind":`...)
 	b = appendJSONString(b, kind)
 	b = append(b, `,"timestamp_ms":`...)
 	b = strconv.AppendInt(b, tsMS, 10)
 	return append(b, '}')
 }
 
+func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
+
 const hexDigits = "0123456789abcdef"
 
-func appendJSONString(b []byte, s string) []byte {
+// appendJSONString quotes s as encoding/json does (HTML characters are not
+// escaped; U+2028, U+2029 and invalid bytes are).
+func appendJSONString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -113,7 +55,7 @@ func appendJSONString(b []byte, s string) []byte {
 			continue
 		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
+			r, size := decodeRune(s[i:])
 			if r == '\u2028' || r == '\u2029' || r == utf8.RuneError && size == 1 {
 				b = append(b, s[start:i]...)
 				if r == utf8.RuneError {
@@ -147,4 +89,10 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+func decodeRune[T string | []byte](s T) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	n := copy(buf[:], s)
+	return utf8.DecodeRune(buf[:n])
 }

@@ -12,9 +12,9 @@ const (
 	prefixMeta      byte = 0x01 // 0x01 'a'                          → meta (msgpack)
 	prefixPrincipal byte = 0x02 // 0x02 pid:u32                      → principalRec (msgpack)
 	prefixDigest    byte = 0x03 // 0x03 digest:[32]                  → pid:u32
-	prefixEvent     byte = 0x04 // 0x04 cursor:u64                   → pid:u32 ts:i64 json
+	prefixMessage   byte = 0x04 // 0x04 pid:u32 seq:u64              → the message's records (records.go)
 	prefixGroup     byte = 0x05 // 0x05 pid:u32 sel:u64 seq:u64      → selector, idx:u16...
-	prefixManifest  byte = 0x06 // 0x06 pid:u32 seq:u64              → sel:u64...
+	prefixManifest  byte = 0x06 // 0x06 pid:u32 seq:u64              → ts, (idx, size)..., sel:u64...
 )
 
 // CursorIndexBits is how many low bits of a cursor hold the record's index
@@ -44,10 +44,10 @@ func digestKey(d [32]byte) []byte {
 	return append([]byte{prefixDigest}, d[:]...)
 }
 
-func eventKey(c uint64) []byte {
-	k := make([]byte, 9)
-	k[0] = prefixEvent
-	binary.BigEndian.PutUint64(k[1:], c)
+// messageKey is the key of a principal's records of one stream message.
+func messageKey(pid uint32, seq uint64) []byte {
+	k := manifestKey(pid, seq)
+	k[0] = prefixMessage
 	return k
 }
 
@@ -73,14 +73,15 @@ func manifestKey(pid uint32, seq uint64) []byte {
 
 // selectorString is the canonical form of a selector: its pairs in key
 // order, "k=v" joined by NUL. The empty selector ("all") is "".
-func selectorString(id map[string]string, mask int) string {
+func selectorString(id *identity, mask int) string {
 	var b strings.Builder
+	b.Grow(64)
 	for i, k := range identityKeys {
 		if mask&(1<<i) == 0 {
 			continue
 		}
-		v, ok := id[k]
-		if !ok {
+		v := id[i]
+		if v == "" {
 			return "" // not a subset of this identity
 		}
 		if b.Len() > 0 {
@@ -93,21 +94,27 @@ func selectorString(id map[string]string, mask int) string {
 	return b.String()
 }
 
-func selectorHash(s string) uint64 {
+// selHash is a selector's SHA-256 cut in two: key (the first 8 bytes) is in
+// the group key, check (the next 8) in the group value, so a 64-bit key
+// collision is detected on read without storing the selector.
+type selHash struct{ key, check uint64 }
+
+func selectorHash(s string) selHash {
 	h := sha256.Sum256([]byte(s))
-	return binary.BigEndian.Uint64(h[:8])
+	return selHash{key: binary.BigEndian.Uint64(h[:8]), check: binary.BigEndian.Uint64(h[8:16])}
 }
 
 // subsets returns the canonical selector strings of every subset of the
 // identity's pairs, the empty selector included.
-func subsets(id map[string]string) []string {
-	var present int
-	for i, k := range identityKeys {
-		if _, ok := id[k]; ok {
+func subsets(id *identity) []string {
+	var present, n int
+	for i := range identityKeys {
+		if id[i] != "" {
 			present |= 1 << i
+			n++
 		}
 	}
-	out := make([]string, 0, 1<<len(id))
+	out := make([]string, 0, 1<<n)
 	for m := 0; m < 1<<len(identityKeys); m++ {
 		if m&^present == 0 {
 			out = append(out, selectorString(id, m))
@@ -116,43 +123,23 @@ func subsets(id map[string]string) []string {
 	return out
 }
 
-// encodeGroup: u16 selector length, selector, then u16 indexes.
-func encodeGroup(sel string, idx []uint16) []byte {
-	b := make([]byte, 0, 2+len(sel)+2*len(idx))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(sel)))
-	b = append(b, sel...)
+// encodeGroup: the selector's check hash u64, then u16 indexes.
+func encodeGroup(check uint64, idx []uint16) []byte {
+	b := make([]byte, 0, 8+2*len(idx))
+	b = binary.BigEndian.AppendUint64(b, check)
 	for _, i := range idx {
 		b = binary.BigEndian.AppendUint16(b, i)
 	}
 	return b
 }
 
-func decodeGroup(b []byte) (sel string, idx []uint16, ok bool) {
-	if len(b) < 2 {
-		return "", nil, false
+func decodeGroup(b []byte) (check uint64, idx []uint16, ok bool) {
+	if len(b) < 8 || (len(b)-8)%2 != 0 {
+		return 0, nil, false
 	}
-	n := int(binary.BigEndian.Uint16(b))
-	if len(b) < 2+n || (len(b)-2-n)%2 != 0 {
-		return "", nil, false
-	}
-	sel = string(b[2 : 2+n])
-	for p := 2 + n; p < len(b); p += 2 {
+	check = binary.BigEndian.Uint64(b)
+	for p := 8; p < len(b); p += 2 {
 		idx = append(idx, binary.BigEndian.Uint16(b[p:]))
 	}
-	return sel, idx, true
-}
-
-const eventHeader = 12 // pid:u32 ts:i64
-
-// encodeEvent appends an event value header to b (the JSON follows).
-func encodeEvent(pid uint32, ts int64, b []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, pid)
-	return binary.BigEndian.AppendUint64(b, uint64(ts))
-}
-
-func decodeEventHeader(b []byte) (pid uint32, ts int64, ok bool) {
-	if len(b) < eventHeader {
-		return 0, 0, false
-	}
-	return binary.BigEndian.Uint32(b), int64(binary.BigEndian.Uint64(b[4:])), true
+	return check, idx, true
 }

@@ -1,8 +1,9 @@
 package tracestore
 
 import (
-	"encoding/json"
+	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/internal/jsonlimit"
@@ -17,6 +18,19 @@ const (
 
 // Identity keys, in their canonical (sorted) order.
 var identityKeys = [...]string{"invocation_id", "run_id", "trace_id", "workflow_id"}
+
+// identity holds a record's identity values by identityKeys index; ""
+// is absent (an identity value is never empty).
+type identity [len(identityKeys)]string
+
+const (
+	idInvocation = iota
+	idRun
+	idTrace
+	idWorkflow
+)
+
+func (id *identity) empty() bool { return *id == identity{} }
 
 const (
 	maxTextBytes  = 512
@@ -43,12 +57,35 @@ var (
 	wfOptCounts = set("iteration", "branch_count", "completed_count", "attempt")
 )
 
+// The projections' output objects: their keys, sorted as the stored JSON
+// lists them.
+var (
+	envelopeFields    = fields(keys(nil, "schema_version", "content_captured", "event", "timestamp_ms", "measurements", "metadata"))
+	measurementFields = fields(keys(v1Measurements))
+	metadataFields    = fields(keys(v1MetaText, "trace_flags", "attributes")).classify(cText, v1MetaText)
+	attributeFields   = fields(keys(attrText, keys(usageInts)...)).classify(cText, attrText).classify(cUsage, usageInts)
+	spanFields        = fields(keys(v2Text, append(keys(v2Ints), "attributes")...)).classify(cText, v2Text).classify(cInt, v2Ints).classify(cObj, nil, "attributes")
+	workflowFields    = fields(keys(wfRequired, append(append(keys(wfOptText), keys(wfOptCounts)...), "schema_version", "sequence", "timestamp")...)).
+				classify(cText, wfOptText).classify(cInt, wfOptCounts)
+	wfRequiredInOrder  = [...]string{"type", "workflow_id", "workflow_kind", "invocation_id"}
+	spanIdentityFields = [...]string{"run_id", "workflow_id", "invocation_id"}
+	spanIdentitySlots  = [...]int{idRun, idWorkflow, idInvocation}
+)
+
 func set(ks ...string) map[string]bool {
 	m := make(map[string]bool, len(ks))
 	for _, k := range ks {
 		m[k] = true
 	}
 	return m
+}
+
+func keys(m map[string]bool, more ...string) []string {
+	out := append([]string(nil), more...)
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // contentExact and contentStems recognise content under any casing or
@@ -65,13 +102,13 @@ var (
 
 // isContentKey reports whether a key (outside the projection's own keys)
 // names content.
-func isContentKey(k string) bool {
+func isContentKey[T string | []byte](k T) bool {
 	var buf [64]byte
 	n, ok := normalizeASCIIKey(buf[:0], k)
 	if !ok { // non-ASCII (Unicode case folding) or long: the general path
 		var b strings.Builder
 		b.Grow(len(k))
-		for _, r := range strings.ToLower(k) {
+		for _, r := range strings.ToLower(string(k)) {
 			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 				b.WriteRune(r)
 			}
@@ -98,7 +135,7 @@ func isContentKey(k string) bool {
 // lowercased with everything but letters and digits removed. ok is false
 // when the key is not ASCII (strings.ToLower may map it to ASCII letters,
 // as with the Kelvin sign) or does not fit b.
-func normalizeASCIIKey(b []byte, k string) ([]byte, bool) {
+func normalizeASCIIKey[T string | []byte](b []byte, k T) ([]byte, bool) {
 	if len(k) > cap(b) {
 		return nil, false
 	}
@@ -116,42 +153,182 @@ func normalizeASCIIKey(b []byte, k string) ([]byte, bool) {
 	return b, true
 }
 
-// containsContent walks v for a content key anywhere. allowed names keys
-// of the top-level object that belong to the projection.
-func containsContent(v any, allowed func(path []string, k string) bool, path []string) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, c := range x {
-			if !allowed(path, k) && isContentKey(k) {
-				return true
-			}
-			if containsContent(c, allowed, append(path, k)) {
-				return true
-			}
+// fieldSet is the closed key set of one output object, sorted.
+type fieldSet struct {
+	names  []string
+	quoted []string // `"name":`
+	index  map[string]int
+	class  []byte // what the projection does with each key (c* below)
+}
+
+// Key classes: how a projection treats a key of its set.
+const (
+	cOther byte = iota
+	cText       // a string (≤512 B)
+	cInt        // a non-negative integer
+	cUsage      // attributes: a usage count (non-negative integer)
+	cObj        // a nested object
+)
+
+// find returns the index of key k in the set, or -1.
+func (fs *fieldSet) find(k []byte) int {
+	if i, ok := fs.index[string(k)]; ok {
+		return i
+	}
+	return -1
+}
+
+// classify sets the class of the set's keys that are in m.
+func (fs *fieldSet) classify(c byte, m map[string]bool, more ...string) *fieldSet {
+	for k := range m {
+		fs.class[fs.index[k]] = c
+	}
+	for _, k := range more {
+		fs.class[fs.index[k]] = c
+	}
+	return fs
+}
+
+func fields(names []string) *fieldSet {
+	sort.Strings(names)
+	fs := &fieldSet{names: names, index: make(map[string]int, len(names)), class: make([]byte, len(names))}
+	for i, n := range names {
+		fs.quoted = append(fs.quoted, string(appendJSONString(nil, n))+":")
+		fs.index[n] = i
+	}
+	return fs
+}
+
+// Slot kinds.
+const (
+	sNone byte = iota
+	sStr
+	sInt
+	sRaw // a JSON number kept as written
+	sBool
+	sList
+	sObj
+)
+
+type slot struct {
+	kind byte
+	b    []byte // sStr: decoded (valid UTF-8); sRaw: the number's text
+	n    int64
+	t    bool
+	list [][]byte
+	obj  *object
+}
+
+// object is one closed projection object: a value slot per key of its set.
+type object struct {
+	fs    *fieldSet
+	slots []slot
+	count int
+}
+
+// newObject takes the object and its slots from the projector's slabs,
+// which reset() reuses for the next record of a batch.
+func (p *projector) newObject(fs *fieldSet) *object {
+	n := len(fs.names)
+	if cap(p.slots)-len(p.slots) < n {
+		p.slots = make([]slot, 0, max(512, n)) // earlier objects keep the old slab
+	}
+	p.slots = p.slots[:len(p.slots)+n]
+	sl := p.slots[len(p.slots)-n:]
+	clear(sl)
+	if len(p.objs) == cap(p.objs) {
+		p.objs = make([]object, 0, 64)
+	}
+	p.objs = append(p.objs, object{fs: fs, slots: sl})
+	return &p.objs[len(p.objs)-1]
+}
+
+func (o *object) put(name string, s slot) {
+	i := o.fs.index[name]
+	if o.slots[i].kind == sNone {
+		o.count++
+	}
+	o.slots[i] = s
+}
+
+func (o *object) get(name string) *slot { return &o.slots[o.fs.index[name]] }
+
+func (o *object) putAt(i int, s slot) {
+	if o.slots[i].kind == sNone {
+		o.count++
+	}
+	o.slots[i] = s
+}
+
+// appendJSON encodes the object with sorted keys: deterministic, and what
+// encoding/json gives for the same map (projection_ref_test.go checks).
+func (o *object) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	first := true
+	for i := range o.slots {
+		s := &o.slots[i]
+		if s.kind == sNone {
+			continue
 		}
-	case []any:
-		for _, c := range x {
-			if containsContent(c, allowed, path) {
-				return true
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, o.fs.quoted[i]...)
+		switch s.kind {
+		case sStr:
+			b = appendJSONString(b, s.b)
+		case sInt:
+			b = appendInt(b, s.n)
+		case sRaw:
+			b = append(b, s.b...)
+		case sBool:
+			if s.t {
+				b = append(b, "true"...)
+			} else {
+				b = append(b, "false"...)
 			}
+		case sList:
+			b = append(b, '[')
+			for j, e := range s.list {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, e)
+			}
+			b = append(b, ']')
+		case sObj:
+			b = s.obj.appendJSON(b)
 		}
 	}
-	return false
+	return append(b, '}')
 }
 
 // projected is the result of projecting one input event.
 type projected struct {
-	event    map[string]any
-	identity map[string]string
+	event    *object
+	identity identity
 	tsMS     int64
 	pruned   bool
 }
 
-// projector applies one content policy.
+// projector applies one content policy to one scanned document. A
+// projector is reused record after record (Prepare): what one projection
+// returns is valid until the next.
 type projector struct {
+	sc    *scanner
 	prune bool
 	// dropped records that the projection left something out.
 	dropped bool
+	slots   []slot
+	objs    []object
+}
+
+var projectors = sync.Pool{New: func() any { return &projector{sc: new(scanner)} }}
+
+func (p *projector) reset(prune bool) {
+	p.prune, p.dropped = prune, false
+	p.slots, p.objs = p.slots[:0], p.objs[:0]
 }
 
 // outside handles a field outside the projection: an error under reject,
@@ -164,31 +341,50 @@ func (p *projector) outside() error {
 	return nil
 }
 
-// project decodes (bounded) and projects one record.
+// decodeLimits are jsonlimit's defaults with depth 16 and the size bound.
+func decodeLimits(o Options) jsonlimit.Limits {
+	return jsonlimit.Limits{MaxDepth: maxInputDepth, MaxNodes: jsonlimit.DefaultMaxNodes, MaxString: jsonlimit.DefaultMaxString,
+		MaxStringTotal: jsonlimit.DefaultMaxStringTotal, MaxList: jsonlimit.DefaultMaxList, MaxObjectKeys: jsonlimit.DefaultMaxObjectKeys,
+		MaxBytes: min(4*o.MaxEventBytes, jsonlimit.DefaultMaxBytes)}
+}
+
+// project validates (bounded, as jsonlimit.Decode) and projects one record
+// straight from its bytes into the closed projection.
+//
+// Errors, first match wins: the decode bounds (input too large) or invalid
+// JSON; not an object or a bad kind or schema_version; content anywhere
+// (reject); then, per kind, the field checks in the order of the
+// reference implementation's phases (projection_ref_test.go), with fields
+// of one phase checked in document order.
 func project(kind string, data []byte, o Options) (*projected, error) {
-	raw, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxDepth: maxInputDepth, MaxBytes: min(4*o.MaxEventBytes, jsonlimit.DefaultMaxBytes)})
-	if err != nil {
-		code := jsonlimit.ErrorCode(err)
-		if strings.HasPrefix(code, "eval_") { // a size or depth bound
+	return (&projector{sc: new(scanner)}).project(kind, data, o)
+}
+
+// project is project with this projector's scanner and slabs; the result
+// is valid until the projector's next use.
+func (p *projector) project(kind string, data []byte, o Options) (*projected, error) {
+	p.reset(o.ContentPolicy == ContentPrune)
+	sc := p.sc
+	if err := sc.scan(data, decodeLimits(o)); err != nil {
+		if err.bound {
 			return nil, errCode(CodeInputTooLarge, "input exceeds decode bounds")
 		}
 		return nil, errCode(invalidCode(kind), "not valid JSON")
 	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
+	if sc.tape[0].kind != tObj {
 		return nil, errCode(invalidCode(kind), "not an object")
 	}
-	p := &projector{prune: o.ContentPolicy == ContentPrune}
 	var out *projected
+	var err error
 	switch kind {
 	case KindWorkflowLifecycle:
-		out, err = p.workflow(obj)
+		out, err = p.workflow()
 	case KindObservability:
-		switch intOf(obj["schema_version"]) {
+		switch p.intOf(p.lookup(0, "schema_version")) {
 		case 1:
-			out, err = p.envelope(obj)
+			out, err = p.envelope()
 		case 2:
-			out, err = p.span(obj)
+			out, err = p.span()
 		default:
 			err = errCode(CodeInvalidObservability, "schema_version")
 		}
@@ -199,7 +395,7 @@ func project(kind string, data []byte, o Options) (*projected, error) {
 		return nil, err
 	}
 	out.pruned = p.dropped
-	if len(out.identity) == 0 {
+	if out.identity.empty() {
 		return nil, errCode(CodeIdentityRequired, "no run_id, trace_id, workflow_id or invocation_id")
 	}
 	return out, nil
@@ -212,11 +408,73 @@ func invalidCode(kind string) string {
 	return CodeInvalidObservability
 }
 
-// contentCheck rejects (or notes) content anywhere in obj, given which keys
-// at which depth belong to the projection.
-func (p *projector) contentCheck(obj map[string]any, allowed func(path []string, k string) bool) error {
-	var path [maxInputDepth + 1]string
-	if containsContent(obj, allowed, path[:0]) {
+// pairs calls fn for each key and value token of the object at obj, in
+// document order, until fn returns false.
+func (p *projector) pairs(obj int, fn func(k []byte, v int) bool) {
+	t := p.sc.tape
+	i := obj + 1
+	for j := int32(0); j < t[obj].n; j++ {
+		v := i + 1
+		if !fn(p.sc.bytesOf(&t[i]), v) {
+			return
+		}
+		i = int(t[v].next)
+	}
+}
+
+// lookup returns the value token of key name in the object at obj, or -1.
+func (p *projector) lookup(obj int, name string) int {
+	at := -1
+	p.pairs(obj, func(k []byte, v int) bool {
+		if string(k) == name {
+			at = v
+			return false
+		}
+		return true
+	})
+	return at
+}
+
+func (p *projector) kind(v int) byte {
+	if v < 0 {
+		return 0
+	}
+	return p.sc.tape[v].kind
+}
+
+// text is a string of at most 512 bytes (the scanner checked UTF-8).
+func (p *projector) text(v int) ([]byte, bool) {
+	if p.kind(v) != tStr {
+		return nil, false
+	}
+	s := p.sc.bytesOf(&p.sc.tape[v])
+	return s, len(s) <= maxTextBytes
+}
+
+func (p *projector) number(v int) (int64, bool) {
+	if p.kind(v) != tNum {
+		return 0, false
+	}
+	t := &p.sc.tape[v]
+	return parseInt64(p.sc.data[t.start:t.end])
+}
+
+func (p *projector) nonNegInt(v int) (int64, bool) {
+	n, ok := p.number(v)
+	return n, ok && n >= 0
+}
+
+func (p *projector) intOf(v int) int64 {
+	n, _ := p.nonNegInt(v)
+	return n
+}
+
+// contentCheck rejects (or notes) content anywhere in the document, given
+// which keys at which path (object keys only; arrays add nothing) belong
+// to the projection.
+func (p *projector) contentCheck(allowed func(path [][]byte, k []byte) bool) error {
+	var path [maxInputDepth + 1][]byte
+	if p.containsContent(0, allowed, path[:0]) {
 		if !p.prune {
 			return errCode(CodeContentRejected, "content field")
 		}
@@ -225,276 +483,335 @@ func (p *projector) contentCheck(obj map[string]any, allowed func(path []string,
 	return nil
 }
 
-func (p *projector) envelope(in map[string]any) (*projected, error) {
-	allowed := func(path []string, k string) bool {
+func (p *projector) containsContent(at int, allowed func(path [][]byte, k []byte) bool, path [][]byte) bool {
+	t := p.sc.tape
+	switch t[at].kind {
+	case tObj:
+		found := false
+		p.pairs(at, func(k []byte, v int) bool {
+			found = !allowed(path, k) && isContentKey(k) || p.containsContent(v, allowed, append(path, k))
+			return !found
+		})
+		return found
+	case tArr:
+		i := at + 1
+		for j := int32(0); j < t[at].n; j++ {
+			if p.containsContent(i, allowed, path) {
+				return true
+			}
+			i = int(t[i].next)
+		}
+	}
+	return false
+}
+
+func (p *projector) envelope() (*projected, error) {
+	allowed := func(path [][]byte, k []byte) bool {
 		switch len(path) {
 		case 0:
-			return k == "content_captured" || k == "measurements" || k == "metadata" || k == "event" ||
-				k == "schema_version" || k == "timestamp_ms"
+			return envelopeFields.has(k)
 		case 1:
-			return path[0] == "metadata" && (v1MetaText[k] || k == "attributes" || k == "trace_flags") ||
-				path[0] == "measurements" && v1Measurements[k]
+			return string(path[0]) == "metadata" && metadataFields.has(k) ||
+				string(path[0]) == "measurements" && v1Measurements[string(k)]
 		case 2:
-			return path[1] == "attributes" && (attrText[k] || usageInts[k])
+			return string(path[1]) == "attributes" && attributeFields.has(k)
 		}
 		return false
 	}
-	if err := p.contentCheck(in, allowed); err != nil {
+	if err := p.contentCheck(allowed); err != nil {
 		return nil, err
 	}
-	out := map[string]any{"schema_version": int64(1), "content_captured": false}
-	for k, v := range in {
-		switch k {
+	ev := p.newObject(envelopeFields)
+	ev.put("schema_version", slot{kind: sInt, n: 1})
+	ev.put("content_captured", slot{kind: sBool})
+	meta := -1
+	var err error
+	p.pairs(0, func(k []byte, v int) bool {
+		switch string(k) {
 		case "schema_version":
 		case "event":
-			s, ok := text(v)
-			if !ok || s == "" || len(s) > 256 {
-				return nil, errCode(CodeInvalidObservability, "event")
+			s, ok := p.text(v)
+			if !ok || len(s) == 0 || len(s) > 256 {
+				err = errCode(CodeInvalidObservability, "event")
+				return false
 			}
-			out[k] = s
+			ev.put("event", slot{kind: sStr, b: s})
 		case "timestamp_ms":
-			n, ok := nonNegInt(v)
+			n, ok := p.nonNegInt(v)
 			if !ok {
-				return nil, errCode(CodeInvalidObservability, "timestamp_ms")
+				err = errCode(CodeInvalidObservability, "timestamp_ms")
+				return false
 			}
-			out[k] = n
+			ev.put("timestamp_ms", slot{kind: sInt, n: n})
 		case "content_captured":
-			if b, ok := v.(bool); !ok || b {
-				if err := p.outside(); err != nil {
-					return nil, err
-				}
+			if p.kind(v) != tFalse {
+				err = p.outside()
 			}
 		case "measurements":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, errCode(CodeInvalidObservability, "measurements")
+			if p.kind(v) != tObj {
+				err = errCode(CodeInvalidObservability, "measurements")
+				return false
 			}
-			mm := map[string]any{}
-			for mk, mv := range m {
-				if n, ok := mv.(json.Number); ok && v1Measurements[mk] {
-					mm[mk] = n
+			mm := p.newObject(measurementFields)
+			p.pairs(v, func(mk []byte, mv int) bool {
+				if p.kind(mv) == tNum && v1Measurements[string(mk)] {
+					t := &p.sc.tape[mv]
+					mm.put(string(mk), slot{kind: sRaw, b: p.sc.data[t.start:t.end]})
 				}
-			}
-			out[k] = mm
+				return true
+			})
+			ev.put("measurements", slot{kind: sObj, obj: mm})
 		case "metadata":
+			meta = v
 		default:
-			if err := p.outside(); err != nil {
-				return nil, err
-			}
+			err = p.outside()
 		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := out["event"]; !ok {
+	if ev.get("event").kind == sNone {
 		return nil, errCode(CodeInvalidObservability, "event")
 	}
-	ts, _ := out["timestamp_ms"].(int64)
-	meta, _ := in["metadata"].(map[string]any)
-	om := map[string]any{}
-	id := map[string]string{}
-	for k, v := range meta {
-		switch {
-		case v1MetaText[k]:
-			s, ok := text(v)
-			if !ok {
-				return nil, errCode(CodeInvalidObservability, "metadata."+k)
-			}
-			if s != "" {
-				om[k] = s
-				if k == "run_id" || k == "trace_id" || k == "invocation_id" {
-					id[k] = s
+	ts := ev.get("timestamp_ms").n
+	om := p.newObject(metadataFields)
+	var id identity
+	if p.kind(meta) == tObj {
+		p.pairs(meta, func(k []byte, v int) bool {
+			switch {
+			case v1MetaText[string(k)]:
+				s, ok := p.text(v)
+				if !ok {
+					err = errCode(CodeInvalidObservability, "metadata."+string(k))
+					return false
 				}
+				if len(s) > 0 {
+					om.put(string(k), slot{kind: sStr, b: s})
+					switch string(k) {
+					case "run_id":
+						id[idRun] = string(s)
+					case "trace_id":
+						id[idTrace] = string(s)
+					case "invocation_id":
+						id[idInvocation] = string(s)
+					}
+				}
+			case string(k) == "trace_flags":
+				n, ok := p.nonNegInt(v)
+				if !ok || n > 255 {
+					err = errCode(CodeInvalidObservability, "trace_flags")
+					return false
+				}
+				om.put("trace_flags", slot{kind: sInt, n: n})
+			case string(k) == "attributes":
+				switch p.kind(v) {
+				case tNull:
+				case tObj:
+					if fa := p.filterAttributes(v); fa.count > 0 {
+						om.put("attributes", slot{kind: sObj, obj: fa})
+					}
+				default:
+					err = errCode(CodeInvalidObservability, "attributes")
+					return false
+				}
+			default:
+				err = p.outside()
 			}
-		case k == "trace_flags":
-			n, ok := nonNegInt(v)
-			if !ok || n > 255 {
-				return nil, errCode(CodeInvalidObservability, "trace_flags")
-			}
-			om[k] = n
-		case k == "attributes":
-			a, ok := v.(map[string]any)
-			if !ok && v != nil {
-				return nil, errCode(CodeInvalidObservability, "attributes")
-			}
-			if fa := filterAttributes(a); len(fa) > 0 {
-				om[k] = fa
-			}
-		default:
-			if err := p.outside(); err != nil {
-				return nil, err
-			}
+			return err == nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	out["metadata"] = om
-	return &projected{event: out, identity: id, tsMS: ts}, nil
+	ev.put("metadata", slot{kind: sObj, obj: om})
+	return &projected{event: ev, identity: id, tsMS: ts}, nil
 }
 
-func (p *projector) span(in map[string]any) (*projected, error) {
-	allowed := func(path []string, k string) bool {
+func (p *projector) span() (*projected, error) {
+	allowed := func(path [][]byte, k []byte) bool {
 		switch len(path) {
 		case 0:
-			return v2Text[k] || v2Ints[k] || k == "attributes"
+			return spanFields.has(k)
 		case 1:
-			return path[0] == "attributes" && (attrText[k] || usageInts[k])
+			return string(path[0]) == "attributes" && attributeFields.has(k)
 		}
 		return false
 	}
-	if err := p.contentCheck(in, allowed); err != nil {
+	if err := p.contentCheck(allowed); err != nil {
 		return nil, err
 	}
-	out := make(map[string]any, len(in))
-	for k, v := range in {
+	ev := p.newObject(spanFields)
+	var err error
+	p.pairs(0, func(k []byte, v int) bool {
+		i := spanFields.find(k)
 		switch {
-		case v2Text[k]:
-			s, ok := text(v)
+		case i >= 0 && spanFields.class[i] == cText:
+			s, ok := p.text(v)
 			if !ok {
-				return nil, errCode(CodeInvalidObservability, k)
+				err = errCode(CodeInvalidObservability, string(k))
+				return false
 			}
-			if s != "" {
-				out[k] = v // the decoded string, already boxed
+			if len(s) > 0 {
+				ev.putAt(i, slot{kind: sStr, b: s})
 			}
-		case v2Ints[k]:
-			n, ok := nonNegInt(v)
+		case i >= 0 && spanFields.class[i] == cInt:
+			n, ok := p.nonNegInt(v)
 			if !ok {
-				return nil, errCode(CodeInvalidObservability, k)
+				err = errCode(CodeInvalidObservability, string(k))
+				return false
 			}
-			out[k] = n
-		case k == "attributes":
-			a, ok := v.(map[string]any)
-			if !ok && v != nil {
-				return nil, errCode(CodeInvalidObservability, "attributes")
+			ev.putAt(i, slot{kind: sInt, n: n})
+		case i >= 0 && spanFields.class[i] == cObj: // attributes
+			switch p.kind(v) {
+			case tNull:
+				ev.putAt(i, slot{kind: sObj, obj: p.newObject(attributeFields)})
+			case tObj:
+				ev.putAt(i, slot{kind: sObj, obj: p.filterAttributes(v)})
+			default:
+				err = errCode(CodeInvalidObservability, "attributes")
+				return false
 			}
-			out[k] = filterAttributes(a)
 		default:
-			if err := p.outside(); err != nil {
-				return nil, err
-			}
+			err = p.outside()
 		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if out["signal"] != "span" || out["name"] == nil || out["phase"] == nil {
+	if sig := ev.get("signal"); sig.kind != sStr || string(sig.b) != "span" || ev.get("name").kind == sNone || ev.get("phase").kind == sNone {
 		return nil, errCode(CodeInvalidObservability, "span shape")
 	}
-	tid, _ := out["trace_id"].(string)
-	if tid == "" {
+	tid := ev.get("trace_id")
+	if tid.kind == sNone {
 		return nil, errCode(CodeInvalidObservability, "trace_id")
 	}
-	id := map[string]string{"trace_id": tid}
-	if a, ok := out["attributes"].(map[string]any); ok {
-		for _, k := range []string{"run_id", "workflow_id", "invocation_id"} {
-			if s, ok := a[k].(string); ok && s != "" {
-				id[k] = s
+	id := identity{idTrace: string(tid.b)}
+	if a := ev.get("attributes"); a.kind == sObj {
+		for i, k := range spanIdentityFields {
+			if s := a.obj.get(k); s.kind == sStr && len(s.b) > 0 {
+				id[spanIdentitySlots[i]] = string(s.b)
 			}
 		}
 	}
-	start, _ := out["start_time_unix_nano"].(int64)
-	return &projected{event: out, identity: id, tsMS: start / 1_000_000}, nil
+	return &projected{event: ev, identity: id, tsMS: ev.get("start_time_unix_nano").n / 1_000_000}, nil
 }
 
-func (p *projector) workflow(in map[string]any) (*projected, error) {
-	allowed := func(path []string, k string) bool {
-		return len(path) == 0 && (wfRequired[k] || wfOptText[k] || wfOptCounts[k] || k == "schema_version" || k == "sequence" || k == "timestamp")
+func (p *projector) workflow() (*projected, error) {
+	allowed := func(path [][]byte, k []byte) bool {
+		return len(path) == 0 && workflowFields.has(k)
 	}
-	if err := p.contentCheck(in, allowed); err != nil {
+	if err := p.contentCheck(allowed); err != nil {
 		return nil, err
 	}
 	bad := func(f string) (*projected, error) { return nil, errCode(CodeInvalidLifecycle, f) }
-	if intOf(in["schema_version"]) != 1 {
+	if p.intOf(p.lookup(0, "schema_version")) != 1 {
 		return bad("schema_version")
 	}
-	out := map[string]any{"schema_version": int64(1)}
-	for k := range wfRequired {
-		s, ok := text(in[k])
-		if !ok || s == "" || k == "type" && len(s) > 128 {
+	ev := p.newObject(workflowFields)
+	ev.put("schema_version", slot{kind: sInt, n: 1})
+	for _, k := range wfRequiredInOrder {
+		s, ok := p.text(p.lookup(0, k))
+		if !ok || len(s) == 0 || k == "type" && len(s) > 128 {
 			return bad(k)
 		}
-		out[k] = s
+		ev.put(k, slot{kind: sStr, b: s})
 	}
-	seq, ok := nonNegInt(in["sequence"])
+	seq, ok := p.nonNegInt(p.lookup(0, "sequence"))
 	if !ok || seq <= 0 {
 		return bad("sequence")
 	}
-	ts, ok := nonNegInt(in["timestamp"])
+	ts, ok := p.nonNegInt(p.lookup(0, "timestamp"))
 	if !ok {
 		return bad("timestamp")
 	}
-	out["sequence"], out["timestamp"] = seq, ts
-	for k, v := range in {
+	ev.put("sequence", slot{kind: sInt, n: seq})
+	ev.put("timestamp", slot{kind: sInt, n: ts})
+	var err error
+	p.pairs(0, func(k []byte, v int) bool {
+		ks := string(k)
 		switch {
-		case wfRequired[k] || k == "schema_version" || k == "sequence" || k == "timestamp":
-		case wfOptText[k]:
-			s, ok := text(v)
+		case wfRequired[ks] || ks == "schema_version" || ks == "sequence" || ks == "timestamp":
+		case wfOptText[ks]:
+			s, ok := p.text(v)
 			if !ok {
-				return bad(k)
+				err = errCode(CodeInvalidLifecycle, ks)
+				return false
 			}
-			out[k] = s
-		case wfOptCounts[k]:
-			n, ok := nonNegInt(v)
+			ev.put(ks, slot{kind: sStr, b: s})
+		case wfOptCounts[ks]:
+			n, ok := p.nonNegInt(v)
 			if !ok {
-				return bad(k)
+				err = errCode(CodeInvalidLifecycle, ks)
+				return false
 			}
-			out[k] = n
+			ev.put(ks, slot{kind: sInt, n: n})
 		default:
-			if err := p.outside(); err != nil {
-				return nil, err
-			}
+			err = p.outside()
 		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	id := map[string]string{"workflow_id": out["workflow_id"].(string), "invocation_id": out["invocation_id"].(string)}
-	return &projected{event: out, identity: id, tsMS: ts}, nil
+	id := identity{idWorkflow: string(ev.get("workflow_id").b), idInvocation: string(ev.get("invocation_id").b)}
+	return &projected{event: ev, identity: id, tsMS: ts}, nil
 }
 
-// filterAttributes keeps the allowlisted attributes with allowed values.
-func filterAttributes(a map[string]any) map[string]any {
-	out := make(map[string]any, len(a))
-	for k, v := range a {
-		switch {
-		case usageInts[k]:
-			if n, ok := nonNegInt(v); ok {
-				out[k] = n
+// filterAttributes keeps the allowlisted attributes of the object at obj
+// with allowed values: usage counts as non-negative integers; text keys as
+// strings (≤512 B), booleans, integers or lists of at most 16 such strings.
+// Anything else is dropped silently.
+func (p *projector) filterAttributes(obj int) *object {
+	out := p.newObject(attributeFields)
+	t := p.sc.tape
+	p.pairs(obj, func(k []byte, v int) bool {
+		a := attributeFields.find(k)
+		if a < 0 {
+			return true
+		}
+		switch attributeFields.class[a] {
+		case cUsage:
+			if n, ok := p.nonNegInt(v); ok {
+				out.putAt(a, slot{kind: sInt, n: n})
 			}
-		case attrText[k]:
-			switch x := v.(type) {
-			case string:
-				if len(x) <= maxTextBytes && utf8.ValidString(x) {
-					out[k] = v
+		case cText:
+			switch t[v].kind {
+			case tStr:
+				if s := p.sc.bytesOf(&t[v]); len(s) <= maxTextBytes {
+					out.putAt(a, slot{kind: sStr, b: s})
 				}
-			case bool:
-				out[k] = x
-			case json.Number:
-				if n, err := x.Int64(); err == nil {
-					out[k] = n
+			case tTrue, tFalse:
+				out.putAt(a, slot{kind: sBool, t: t[v].kind == tTrue})
+			case tNum:
+				if n, ok := p.number(v); ok {
+					out.putAt(a, slot{kind: sInt, n: n})
 				}
-			case []any:
-				if len(x) <= maxListItems {
-					l := make([]string, 0, len(x))
-					for _, e := range x {
-						if s, ok := e.(string); ok && len(s) <= maxTextBytes {
-							l = append(l, s)
-						}
+			case tArr:
+				if t[v].n > maxListItems {
+					break
+				}
+				l := make([][]byte, 0, t[v].n)
+				for i, j := v+1, int32(0); j < t[v].n; i, j = int(t[i].next), j+1 {
+					if t[i].kind != tStr {
+						return true
 					}
-					if len(l) == len(x) {
-						out[k] = l
+					s := p.sc.bytesOf(&t[i])
+					if len(s) > maxTextBytes {
+						return true
 					}
+					l = append(l, s)
 				}
+				out.putAt(a, slot{kind: sList, list: l})
 			}
 		}
-	}
+		return true
+	})
 	return out
 }
 
-func text(v any) (string, bool) {
-	s, ok := v.(string)
-	return s, ok && len(s) <= maxTextBytes && utf8.ValidString(s)
-}
-
-func nonNegInt(v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	i, err := n.Int64()
-	return i, err == nil && i >= 0
-}
-
-func intOf(v any) int64 {
-	i, _ := nonNegInt(v)
-	return i
+func (fs *fieldSet) has(k []byte) bool {
+	_, ok := fs.index[string(k)]
+	return ok
 }

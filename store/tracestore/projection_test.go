@@ -43,15 +43,30 @@ func TestIsContentKey_MatchesUnicodeLowercasing(t *testing.T) {
 }
 
 func TestAppendRecord_MatchesTheMapEncoding(t *testing.T) {
-	for _, pruned := range []bool{false, true} {
-		pj := &projected{event: map[string]any{"name": "x\"y", "n": int64(3), "attributes": map[string]any{"run_id": "r"}},
-			identity: map[string]string{"trace_id": "t", "run_id": "r"}, tsMS: -5, pruned: pruned}
-		doc := map[string]any{"cursor": Cursor(7, 2), "kind": KindObservability, "timestamp_ms": pj.tsMS, "identity": pj.identity, "event": pj.event}
-		if pruned {
-			doc["content_pruned"] = true
-		}
-		if got, want := string(appendRecord(nil, Cursor(7, 2), KindObservability, pj.tsMS, pj)), string(appendJSON(nil, doc)); got != want {
-			t.Errorf("pruned=%v:\n got %s\nwant %s", pruned, got, want)
+	for _, kind := range []string{KindObservability, KindWorkflowLifecycle} {
+		for _, pruned := range []bool{false, true} {
+			in := envelope("r", "t\"x", map[string]any{"measurements": map[string]any{"duration_ms": 3.50}})
+			if kind == KindWorkflowLifecycle {
+				in = workflowJSON("w", "i", nil)
+			}
+			o := Options{ContentPolicy: ContentPrune}
+			o, _ = o.resolve()
+			pj, err := project(kind, in, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := projectRef(kind, in, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pj.pruned, ref.pruned = pruned, pruned
+			doc := map[string]any{"cursor": Cursor(7, 2), "kind": kind, "timestamp_ms": ref.tsMS, "identity": ref.identity, "event": ref.event}
+			if pruned {
+				doc["content_pruned"] = true
+			}
+			if got, want := string(appendRecord(nil, Cursor(7, 2), kind, pj.tsMS, pj)), string(appendJSON(nil, doc)); got != want {
+				t.Errorf("%s pruned=%v:\n got %s\nwant %s", kind, pruned, got, want)
+			}
 		}
 	}
 }

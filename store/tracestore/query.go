@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -58,24 +59,17 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	if q.Limit < 1 || q.Limit > o.MaxQueryEvents || q.MaxBytes < o.MaxEventBytes || q.MaxBytes > o.MaxQueryBytes {
 		return nil, errCode(CodeInvalidQueryOptions, "limit or max_bytes out of range")
 	}
-	id := map[string]string{}
+	var id identity
+	mask := 0
 	for k, v := range sel {
-		ok := false
-		for _, ik := range identityKeys {
-			ok = ok || ik == k
-		}
-		if !ok || v == "" || len(v) > maxTextBytes {
+		i := slices.Index(identityKeys[:], k)
+		if i < 0 || v == "" || len(v) > maxTextBytes {
 			return nil, errCode(CodeInvalidSelector, "selector keys are run_id, trace_id, workflow_id, invocation_id")
 		}
-		id[k] = v
+		id[i] = v
+		mask |= 1 << i
 	}
-	mask := 0
-	for i, k := range identityKeys {
-		if _, ok := id[k]; ok {
-			mask |= 1 << i
-		}
-	}
-	selStr := selectorString(id, mask)
+	selStr := selectorString(&id, mask)
 	var after uint64
 	if q.AfterCursor != nil {
 		after = *q.AfterCursor
@@ -88,6 +82,9 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 		return page, nil // unknown stream: empty, latest 0
 	}
 	v := p.view.Load()
+	if v.events == 0 && v.latest == 0 {
+		return page, nil // no event yet, or an expired tombstone: unknown too
+	}
 	page.LatestCursor = v.latest
 	if v.events > 0 {
 		o := v.oldest
@@ -104,57 +101,73 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	}
 	start := max(after, v.evictedThrough)
 	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := groupPrefix(p.pid, selectorHash(selStr))
+		sh := selectorHash(selStr)
+		prefix := groupPrefix(p.pid, sh.key)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Seek(binary.BigEndian.AppendUint64(prefix, CursorSeq(start))); it.Valid(); it.Next() {
 			page.Scanned++
 			key := it.Item().Key()
 			seq := binary.BigEndian.Uint64(key[len(prefix):])
-			var gs string
+			var check uint64
 			var idx []uint16
 			var ok bool
 			if err := it.Item().Value(func(b []byte) error {
-				gs, idx, ok = decodeGroup(b)
+				check, idx, ok = decodeGroup(b)
 				return nil
 			}); err != nil {
 				return err
 			}
-			if !ok || gs != selStr { // corrupt, or a 64-bit hash collision
+			if !ok || check != sh.check { // corrupt, or a 64-bit hash collision
 				continue
 			}
+			want := idx[:0:0]
 			for _, i := range idx {
-				c := Cursor(seq, int(i))
-				if c <= start || c > v.latest {
-					continue
+				if c := Cursor(seq, int(i)); c > start && c <= v.latest {
+					want = append(want, i)
 				}
-				page.Scanned++
-				item, err := txn.Get(eventKey(c))
-				if errors.Is(err, badger.ErrKeyNotFound) {
-					continue // evicted since the view was taken
-				}
-				if err != nil {
-					return err
-				}
-				var ev []byte
-				if err := item.Value(func(b []byte) error {
-					if pid, _, ok := decodeEventHeader(b); ok && pid == p.pid {
-						ev = append([]byte(nil), b[eventHeader:]...)
+			}
+			if len(want) == 0 {
+				continue
+			}
+			page.Scanned++
+			item, err := txn.Get(messageKey(p.pid, seq))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue // evicted since the view was taken
+			}
+			if err != nil {
+				return err
+			}
+			// Decompress straight from Badger's buffer: the message is
+			// read once for all of this group's records.
+			if err := item.Value(func(msg []byte) error {
+				for _, i := range want {
+					blob, ok := messageRecord(msg, i)
+					if !ok {
+						continue // evicted before its message was written
 					}
-					return nil
-				}); err != nil {
-					return err
+					size, ok := recordSize(blob)
+					if !ok {
+						continue
+					}
+					if len(page.Events) >= q.Limit || page.EncodedBytes+size > q.MaxBytes {
+						page.Truncated = true
+						return nil
+					}
+					ev, err := decompressRecord(blob)
+					if err != nil {
+						return err
+					}
+					page.Events = append(page.Events, ev)
+					page.EncodedBytes += len(ev)
+					page.NextCursor = Cursor(seq, int(i))
 				}
-				if ev == nil {
-					continue
-				}
-				if len(page.Events) >= q.Limit || page.EncodedBytes+len(ev) > q.MaxBytes {
-					page.Truncated = true
-					return nil
-				}
-				page.Events = append(page.Events, ev)
-				page.EncodedBytes += len(ev)
-				page.NextCursor = c
+				return nil
+			}); err != nil {
+				return err
+			}
+			if page.Truncated {
+				return nil
 			}
 		}
 		return nil

@@ -1,11 +1,13 @@
 package tracestore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +78,12 @@ type Counters struct {
 	LifecycleDeliveryDropped    uint64 `json:"lifecycle_delivery_dropped" msgpack:"-"`
 }
 
+// storeLayout is the key layout (store/DESIGN.md) this build reads and
+// writes; Open refuses a data directory of another layout.
+const storeLayout = 2
+
 type meta struct {
+	Layout         int      `msgpack:"layout"`
 	Applied        uint64   `msgpack:"applied"`
 	NextPID        uint32   `msgpack:"next_pid"`
 	EvictedThrough uint64   `msgpack:"evicted_through"`
@@ -88,6 +95,10 @@ type principalRec struct {
 	Digest         []byte `msgpack:"digest"`
 	EvictedThrough uint64 `msgpack:"evicted_through"`
 	Latest         uint64 `msgpack:"latest"`
+	// Tombstone: the principal's events are all evicted and its watermark
+	// expires at TombstoneMS + retention (stream time).
+	Tombstone   bool  `msgpack:"tombstone,omitempty"`
+	TombstoneMS int64 `msgpack:"tombstone_ms,omitempty"`
 }
 
 type liveRef struct {
@@ -116,6 +127,11 @@ type principal struct {
 	q                      []liveRef
 	qh                     int
 	bytes                  int64
+	// tomb is set while the principal has no live events and still keeps
+	// its watermark (evictedThrough, latest): the contract's expiring
+	// tombstone, created at stream time tombMS.
+	tomb   bool
+	tombMS int64
 	// shared
 	view atomic.Pointer[pview]
 }
@@ -144,6 +160,7 @@ type Store struct {
 	byPID   []*principal
 	global  []liveEvent
 	gh      int
+	tombs   tombHeap
 	events  int
 	bytes   int64
 
@@ -238,7 +255,15 @@ func (s *Store) load() error {
 			if err := it.Value(func(v []byte) error { return msgpack.Unmarshal(v, &s.m) }); err != nil {
 				return err
 			}
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			if s.m.Layout == 0 {
+				s.m.Layout = 1 // layout 1 did not record its layout
+			}
+			if s.m.Layout != storeLayout {
+				return fmt.Errorf("data directory has key layout %d, this build reads layout %d", s.m.Layout, storeLayout)
+			}
+		} else if errors.Is(err, badger.ErrKeyNotFound) {
+			s.m.Layout = storeLayout
+		} else {
 			return err
 		}
 		s.byPID = make([]*principal, s.m.NextPID)
@@ -251,7 +276,7 @@ func (s *Store) load() error {
 				return err
 			}
 			pid := binary.BigEndian.Uint32(k[1:])
-			p := &principal{pid: pid, evictedThrough: r.EvictedThrough, latest: r.Latest}
+			p := &principal{pid: pid, evictedThrough: r.EvictedThrough, latest: r.Latest, tomb: r.Tombstone, tombMS: r.TombstoneMS}
 			copy(p.digest[:], r.Digest)
 			if int(pid) >= len(s.byPID) {
 				it.Close()
@@ -261,31 +286,38 @@ func (s *Store) load() error {
 			s.byDigest[p.digest] = p
 		}
 		it.Close()
-		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{prefixEvent}})
+		// The order index comes from the manifests (small, in the LSM):
+		// per principal in stream order, then merged into cursor order.
+		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte{prefixManifest}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			c := binary.BigEndian.Uint64(it.Item().Key()[1:])
-			var pid uint32
-			var ts int64
+			k := it.Item().Key()
+			pid, seq := binary.BigEndian.Uint32(k[1:]), binary.BigEndian.Uint64(k[5:])
+			var m manifest
 			var ok bool
-			size := it.Item().ValueSize()
 			if err := it.Item().Value(func(v []byte) error {
-				pid, ts, ok = decodeEventHeader(v)
+				m, ok = decodeManifest(v)
 				return nil
 			}); err != nil {
 				return err
 			}
 			if !ok || int(pid) >= len(s.byPID) || s.byPID[pid] == nil {
-				return fmt.Errorf("tracestore: corrupt event record at cursor %d", c)
+				return fmt.Errorf("tracestore: corrupt manifest of message %d", seq)
 			}
 			p := s.byPID[pid]
-			sz := uint32(size - eventHeader)
-			p.q = append(p.q, liveRef{cursor: c, size: sz})
-			p.bytes += int64(sz)
-			s.global = append(s.global, liveEvent{cursor: c, ts: ts, pid: pid})
-			s.events++
-			s.bytes += int64(sz)
+			for _, r := range m.recs {
+				c := Cursor(seq, int(r.idx))
+				if c <= p.evictedThrough {
+					continue // evicted, its message not yet wholly
+				}
+				p.q = append(p.q, liveRef{cursor: c, size: r.size})
+				p.bytes += int64(r.size)
+				s.global = append(s.global, liveEvent{cursor: c, ts: m.ts, pid: pid})
+				s.events++
+				s.bytes += int64(r.size)
+			}
 		}
+		slices.SortFunc(s.global, func(x, y liveEvent) int { return cmp.Compare(x.cursor, y.cursor) })
 		return nil
 	})
 	if err != nil {
@@ -293,6 +325,9 @@ func (s *Store) load() error {
 	}
 	for _, p := range s.byPID {
 		if p != nil {
+			if p.tomb && p.live() == 0 {
+				s.tombs.push(tombEntry{ms: p.tombMS, pid: p.pid})
+			}
 			p.publish()
 		}
 	}
@@ -394,11 +429,12 @@ func (s *Store) ApplyPrepared(prep *Prepared) ([]Result, error) {
 }
 
 type group struct {
-	sel string
-	idx []uint16
+	check uint64
+	idx   []uint16
 }
 
 type applier struct {
+	recs    []msgRecord // accepted records of the message
 	s       *Store
 	wb      *badger.WriteBatch
 	b       Batch
@@ -431,10 +467,10 @@ type Prepared struct {
 }
 
 type preparedRecord struct {
-	val    []byte // event value: header (pid filled in at apply) + json
-	sels   []string
-	hashes []uint64
-	err    error
+	blob []byte // the stored (compressed) record
+	size uint32 // its JSON size
+	sels []selHash
+	err  error
 }
 
 // Seq is the stream sequence of the prepared batch.
@@ -445,7 +481,10 @@ func (p *Prepared) Seq() uint64 { return p.b.Seq }
 func (s *Store) Prepare(b Batch) *Prepared {
 	o := s.opts
 	p := &Prepared{b: b, recs: make([]preparedRecord, len(b.Records))}
-	hashes := map[string]uint64{}
+	hashes := map[string]selHash{}
+	pr := projectors.Get().(*projector)
+	defer projectors.Put(pr)
+	var js, arena, scratch []byte
 	for i, rec := range b.Records {
 		r := &p.recs[i]
 		if i > MaxBatchRecords {
@@ -456,25 +495,26 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = errCode(CodeInputTooLarge, "input exceeds decode bounds")
 			continue
 		}
-		pj, err := project(rec.Kind, rec.Data, o)
+		pj, err := pr.project(rec.Kind, rec.Data, o)
 		if err != nil {
 			r.err = err
 			continue
 		}
-		r.val = appendRecord(encodeEvent(0, b.TimeMS, make([]byte, 0, eventHeader+len(rec.Data)+128)), Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
-		if len(r.val)-eventHeader > o.MaxEventBytes {
-			r.val, r.err = nil, errCode(CodeEventTooLarge, "event larger than max_event_bytes")
+		js = appendRecord(js[:0], Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
+		if len(js) > o.MaxEventBytes {
+			r.err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
-		r.sels = subsets(pj.identity)
-		r.hashes = make([]uint64, len(r.sels))
-		for j, sel := range r.sels {
+		r.blob, r.size = compressRecord(&arena, &scratch, js), uint32(len(js))
+		sels := subsets(&pj.identity)
+		r.sels = make([]selHash, len(sels))
+		for j, sel := range sels {
 			h, ok := hashes[sel]
 			if !ok { // records of a batch share most selectors
 				h = selectorHash(sel)
 				hashes[sel] = h
 			}
-			r.hashes[j] = h
+			r.sels[j] = h
 		}
 	}
 	return p
@@ -505,19 +545,19 @@ func (a *applier) run() []Result {
 		}
 		res[i].Cursor = c
 		s.m.Counters.Accepted++
-		binary.BigEndian.PutUint32(pr.val, p.pid)
-		a.set(eventKey(c), pr.val)
-		for j, sel := range pr.sels {
-			h := pr.hashes[j]
+		p.tomb = false // live again: its heap entry goes stale
+		a.recs = append(a.recs, msgRecord{idx: uint16(i), size: pr.size, blob: pr.blob})
+		for _, sh := range pr.sels {
+			h := sh.key
 			g := a.groups[h]
 			if g == nil {
-				g = &group{sel: sel}
+				g = &group{check: sh.check}
 				a.groups[h] = g
 				a.order = append(a.order, h)
 			}
 			g.idx = append(g.idx, uint16(i))
 		}
-		sz := uint32(len(pr.val) - eventHeader)
+		sz := pr.size
 		p.q = append(p.q, liveRef{cursor: c, size: sz})
 		p.bytes += int64(sz)
 		p.latest = c
@@ -547,22 +587,13 @@ func (a *applier) run() []Result {
 		a.evictGlobal()
 		s.m.Counters.RetentionEvictions++
 	}
-	if p != nil && len(a.groups) > 0 {
-		var man []byte
-		for _, h := range a.order {
-			g := a.groups[h]
-			if Cursor(b.Seq, int(g.idx[len(g.idx)-1])) <= p.evictedThrough {
-				continue // the whole group is already gone
-			}
-			a.set(groupKey(p.pid, h, b.Seq), encodeGroup(g.sel, g.idx))
-			man = binary.BigEndian.AppendUint64(man, h)
-		}
-		if len(man) > 0 {
-			a.set(manifestKey(p.pid, b.Seq), man)
-		}
+	a.expireTombstones(cutoff)
+	if p != nil {
+		a.writeMessage(p)
 	}
 	for q := range a.touched {
-		rec, _ := msgpack.Marshal(&principalRec{Digest: q.digest[:], EvictedThrough: q.evictedThrough, Latest: q.latest})
+		rec, _ := msgpack.Marshal(&principalRec{Digest: q.digest[:], EvictedThrough: q.evictedThrough, Latest: q.latest,
+			Tombstone: q.tomb, TombstoneMS: q.tombMS})
 		a.set(principalKey(q.pid), rec)
 	}
 	for _, q := range a.created {
@@ -608,22 +639,25 @@ func (a *applier) evictOldest(p *principal) {
 		p.q = append([]liveRef(nil), p.q[p.qh:]...)
 		p.qh = 0
 	}
-	a.del(eventKey(r.cursor))
 	p.bytes -= int64(r.size)
 	s.events--
 	s.bytes -= int64(r.size)
 	p.evictedThrough = r.cursor
 	s.m.EvictedThrough = max(s.m.EvictedThrough, r.cursor)
 	a.touched[p] = true
+	if p.live() == 0 {
+		p.tomb, p.tombMS = true, a.b.TimeMS
+		s.tombs.push(tombEntry{ms: p.tombMS, pid: p.pid})
+	}
 	seq := CursorSeq(r.cursor)
 	if seq != a.b.Seq && (p.live() == 0 || CursorSeq(p.q[p.qh].cursor) != seq) {
-		a.dropGroups(p.pid, seq)
+		a.dropMessage(p.pid, seq)
 	}
 }
 
-// dropGroups deletes the index groups of a principal's fully evicted
-// stream message, found through its manifest.
-func (a *applier) dropGroups(pid uint32, seq uint64) {
+// dropMessage deletes a principal's fully evicted stream message: its
+// records, and its index groups and manifest, found through the manifest.
+func (a *applier) dropMessage(pid uint32, seq uint64) {
 	var man []byte
 	err := a.s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(manifestKey(pid, seq))
@@ -642,9 +676,17 @@ func (a *applier) dropGroups(pid uint32, seq uint64) {
 		}
 		return
 	}
-	for i := 0; i+8 <= len(man); i += 8 {
-		a.del(groupKey(pid, binary.BigEndian.Uint64(man[i:]), seq))
+	m, ok := decodeManifest(man)
+	if !ok {
+		if a.err == nil {
+			a.err = fmt.Errorf("tracestore: corrupt manifest of message %d", seq)
+		}
+		return
 	}
+	for _, h := range m.sels {
+		a.del(groupKey(pid, h, seq))
+	}
+	a.del(messageKey(pid, seq))
 	a.del(manifestKey(pid, seq))
 }
 
@@ -678,4 +720,106 @@ func (s *Store) compactGlobal() {
 		s.global = append([]liveEvent(nil), s.global[s.gh:]...)
 		s.gh = 0
 	}
+}
+
+// expireTombstones drops the watermarks of principals whose events have
+// all been evicted for longer than the retention (tombstone created before
+// cutoff, in stream time), at most MaxPruneBatch per applied message. The
+// principal then reads as an unknown stream: empty page, latest 0, no
+// replay_gap. Its id and digest stay (principals are never evicted).
+// Stale heap entries (the principal got events again) are skipped without
+// counting, so a restarted node, whose heap holds only live tombstones,
+// expires the same ones.
+func (a *applier) expireTombstones(cutoff int64) {
+	s := a.s
+	for n := 0; n < s.opts.MaxPruneBatch && len(s.tombs) > 0; {
+		e := s.tombs[0]
+		p := s.byPID[e.pid]
+		if !p.tomb || p.tombMS != e.ms || p.live() > 0 {
+			s.tombs.pop()
+			continue
+		}
+		if e.ms >= cutoff {
+			return
+		}
+		s.tombs.pop()
+		p.tomb, p.tombMS, p.evictedThrough, p.latest = false, 0, 0, 0
+		a.touched[p] = true
+		s.m.Counters.TombstonesPruned++
+		n++
+	}
+}
+
+// tombEntry is a tombstone in the expiry index.
+type tombEntry struct {
+	ms  int64
+	pid uint32
+}
+
+// tombHeap is the tombstone expiry index: a min-heap by (stream time,
+// principal id), an order that does not depend on when entries were
+// pushed, so a node that rebuilt it at open expires in the same order.
+type tombHeap []tombEntry
+
+func (h tombHeap) less(i, j int) bool {
+	return h[i].ms < h[j].ms || h[i].ms == h[j].ms && h[i].pid < h[j].pid
+}
+
+func (h *tombHeap) push(e tombEntry) {
+	*h = append(*h, e)
+	for i := len(*h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		(*h)[i], (*h)[parent] = (*h)[parent], (*h)[i]
+		i = parent
+	}
+}
+
+func (h *tombHeap) pop() {
+	old := *h
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		(*h)[i], (*h)[m] = (*h)[m], (*h)[i]
+		i = m
+	}
+}
+
+// writeMessage writes the batch principal's records of this message that
+// are still live (quotas may have evicted the oldest already), with the
+// index groups that still reach one and the manifest. A message whose
+// records are all gone writes nothing.
+func (a *applier) writeMessage(p *principal) {
+	b := a.b
+	live := a.recs
+	for len(live) > 0 && Cursor(b.Seq, int(live[0].idx)) <= p.evictedThrough {
+		live = live[1:]
+	}
+	if len(live) == 0 {
+		return
+	}
+	sels := make([]uint64, 0, len(a.order))
+	for _, h := range a.order {
+		g := a.groups[h]
+		if Cursor(b.Seq, int(g.idx[len(g.idx)-1])) <= p.evictedThrough {
+			continue // the whole group is already gone
+		}
+		a.set(groupKey(p.pid, h, b.Seq), encodeGroup(g.check, g.idx))
+		sels = append(sels, h)
+	}
+	a.set(messageKey(p.pid, b.Seq), encodeMessage(live))
+	a.set(manifestKey(p.pid, b.Seq), encodeManifest(b.TimeMS, live, sels))
 }

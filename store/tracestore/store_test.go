@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
@@ -421,5 +422,205 @@ func TestAppendJSON_MatchesEncodingJSON(t *testing.T) {
 	_ = json.Unmarshal(wb, &want)
 	if fmt.Sprint(back) != fmt.Sprint(want) {
 		t.Fatalf("%s\n%s", got, wb)
+	}
+}
+
+func TestStore_TombstonesExpireAfterRetentionInStreamTime(t *testing.T) {
+	o := Options{Retention: time.Second, LifecycleReceiverTTL: time.Hour}
+	dir := t.TempDir()
+	s := openStoreAt(t, dir, o)
+	c1 := appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 1_000)
+	// bob's event at 2 100 expires alice's only event: alice keeps a tombstone.
+	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 2_100)
+	_, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Gap.EvictedThrough != c1 || e.Gap.LatestCursor != c1 || e.Gap.OldestAvailableCursor != nil {
+		t.Fatalf("tombstone gap: %v", err)
+	}
+	// Not yet: the tombstone was made at 2 100 and lives for 1 s of stream time.
+	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 3_100)
+	if st := s.Status(); st.Counters.TombstonesPruned != 0 {
+		t.Fatalf("expired early: %+v", st.Counters)
+	}
+	_ = s.Close()
+	s = openStoreAt(t, dir, o) // the tombstone and its time survive a restart
+	if _, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)}); ErrorCode(err) != CodeReplayGap {
+		t.Fatalf("tombstone lost at restart: %v", err)
+	}
+	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 3_101)
+	if st := s.Status(); st.Counters.TombstonesPruned != 1 || st.Counters.RetentionEvictions != 2 {
+		t.Fatalf("counters %+v", st.Counters)
+	}
+	// Expired: alice reads as an unknown stream, with or without a cursor.
+	for _, after := range []*uint64{nil, ptr(0), ptr(c1 + 99)} {
+		p, err := s.Query("alice", nil, QueryOptions{AfterCursor: after})
+		if err != nil || len(p.Events) != 0 || p.LatestCursor != 0 || p.OldestAvailableCursor != nil {
+			t.Fatalf("after expiry: %+v %v", p, err)
+		}
+	}
+	// alice's stream starts again; its old watermark is gone.
+	c := appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 3_200)
+	p, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)})
+	if err != nil || fmt.Sprint(cursors(t, p)) != fmt.Sprint([]uint64{c}) {
+		t.Fatalf("new events: %v %v", p, err)
+	}
+}
+
+func TestStore_TombstoneExpiryIsBoundedAndTheSameAfterRestart(t *testing.T) {
+	o := Options{Retention: time.Second, LifecycleReceiverTTL: time.Hour, MaxPruneBatch: 2}
+	batches := []Batch{}
+	seq := uint64(0)
+	add := func(p string, ts int64) {
+		seq++
+		batches = append(batches, Batch{Seq: seq, TimeMS: ts, Principal: p, Records: []Record{{KindObservability, envelope("r", "t", nil)}}})
+	}
+	for i := range 5 {
+		add(fmt.Sprintf("p%d", i), 1_000)
+	}
+	add("keeper", 2_500) // evicts p0..p1 (prune batch 2) ...
+	add("keeper", 2_600) // ... p2..p3
+	add("keeper", 2_700) // ... p4
+	for ts := int64(3_600); ts <= 4_000; ts += 100 {
+		add("keeper", ts) // tombstones expire two per message
+	}
+	apply := func(s *Store, bs []Batch) {
+		for _, b := range bs {
+			if _, err := s.Apply(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a := openStore(t, o)
+	apply(a, batches)
+	dir := t.TempDir()
+	b := openStoreAt(t, dir, o)
+	half := len(batches) - 3
+	apply(b, batches[:half])
+	_ = b.Close()
+	b = openStoreAt(t, dir, o)
+	apply(b, batches[half:])
+	sa, sb := a.Status(), b.Status()
+	if sa.Counters != sb.Counters || sa.Counters.TombstonesPruned != 5 {
+		t.Fatalf("counters differ or not all pruned:\n%+v\n%+v", sa.Counters, sb.Counters)
+	}
+	// Replay the expiry step by step: never more than MaxPruneBatch per message.
+	c := openStore(t, o)
+	var last uint64
+	for _, bt := range batches {
+		apply(c, []Batch{bt})
+		n := c.Status().Counters.TombstonesPruned
+		if n-last > 2 {
+			t.Fatalf("%d tombstones pruned by one message", n-last)
+		}
+		last = n
+	}
+	for i := range 5 {
+		pa, erra := a.Query(fmt.Sprintf("p%d", i), nil, QueryOptions{AfterCursor: ptr(0)})
+		pb, errb := b.Query(fmt.Sprintf("p%d", i), nil, QueryOptions{AfterCursor: ptr(0)})
+		ja, _ := json.Marshal(pa)
+		jb, _ := json.Marshal(pb)
+		if erra != nil || errb != nil || string(ja) != string(jb) {
+			t.Fatalf("p%d: %s %v / %s %v", i, ja, erra, jb, errb)
+		}
+	}
+}
+
+func TestStore_OpenRefusesAnotherKeyLayout(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dir: dir, Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 1)
+	s.m.Layout = 0 // as a data directory written by layout 1, which did not record it
+	mb, _ := msgpack.Marshal(&s.m)
+	wb := s.db.NewWriteBatch()
+	if err := wb.Set(metaKey, mb); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if _, err := Open(Config{Dir: dir, Small: true}); err == nil || !strings.Contains(err.Error(), "layout 1") {
+		t.Fatalf("opened another layout: %v", err)
+	}
+}
+
+// TestStore_RestartedNodeAnswersByteIdentically applies one stream with
+// every kind of eviction (per-principal and global quotas, retention,
+// messages evicted in part and whole, tombstones) to a store that runs
+// through and to one restarted midway, and compares every page.
+func TestStore_RestartedNodeAnswersByteIdentically(t *testing.T) {
+	o := Options{MaxEvents: 60, MaxEventsPerPrincipal: 35, MaxBytes: 40 << 10, MaxBytesPerPrincipal: 24 << 10,
+		MaxEventBytes: 4 << 10, MaxQueryBytes: 16 << 10, MaxQueryEvents: 7, Retention: time.Second,
+		LifecycleReceiverTTL: time.Hour, MaxPruneBatch: 5}
+	var batches []Batch
+	ts := int64(1_000)
+	for seq := uint64(1); seq <= 120; seq++ {
+		p := fmt.Sprintf("p%d", seq%3)
+		if seq > 90 {
+			p = "p0" // p1 and p2 go quiet: retention empties them, tombstones expire
+		}
+		var recs []Record
+		for i := range int(seq*7) % 13 {
+			run := fmt.Sprintf("r%d", (int(seq)+i)%4)
+			if i%5 == 4 {
+				recs = append(recs, Record{KindWorkflowLifecycle, workflowJSON("w"+run, "i", nil)})
+				continue
+			}
+			recs = append(recs, Record{KindObservability, envelope(run, fmt.Sprintf("t%d", i%3), nil)})
+		}
+		ts += int64(seq%4) * 90
+		batches = append(batches, Batch{Seq: seq, TimeMS: ts, Principal: p, Records: recs})
+	}
+	apply := func(s *Store, bs []Batch) {
+		for _, b := range bs {
+			if _, err := s.Apply(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a := openStore(t, o)
+	apply(a, batches)
+	dir := t.TempDir()
+	b := openStoreAt(t, dir, o)
+	apply(b, batches[:67])
+	_ = b.Close()
+	b = openStoreAt(t, dir, o)
+	apply(b, batches[67:])
+	sa, sb := a.Status(), b.Status()
+	if sa.Counters != sb.Counters || sa.Events != sb.Events || sa.EncodedBytes != sb.EncodedBytes {
+		t.Fatalf("status differs:\n%+v\n%+v", sa, sb)
+	}
+	c := sa.Counters
+	if c.CapacityEvictions == 0 || c.RetentionEvictions == 0 || c.TombstonesPruned == 0 {
+		t.Fatalf("the stream did not exercise every eviction: %+v", c)
+	}
+	dump := func(s *Store, p string, sel Selector, after *uint64) string {
+		var out []string
+		for range 100 {
+			pg, err := s.Query(p, sel, QueryOptions{AfterCursor: after})
+			if err != nil {
+				j, _ := json.Marshal(err)
+				return strings.Join(append(out, ErrorCode(err), string(j)), "\n")
+			}
+			j, _ := json.Marshal(pg)
+			out = append(out, string(j))
+			if !pg.Truncated {
+				break
+			}
+			after = &pg.NextCursor
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, p := range []string{"p0", "p1", "p2"} {
+		for _, sel := range []Selector{nil, {"run_id": "r1"}, {"run_id": "r2", "trace_id": "t1"}, {"workflow_id": "wr3", "invocation_id": "i"}} {
+			for _, after := range []*uint64{nil, ptr(0), ptr(Cursor(100, 0))} {
+				if da, db := dump(a, p, sel, after), dump(b, p, sel, after); da != db {
+					t.Fatalf("%s %v: pages differ:\n%s\n---\n%s", p, sel, da, db)
+				}
+			}
+		}
 	}
 }
