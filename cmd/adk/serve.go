@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/store/otlpreceiver"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
@@ -105,6 +106,9 @@ func startServeCPUProfile() (stop func(), err error) {
 	}, nil
 }
 
+// errDataDirHeld is lockDataDir's error when another process holds dir.
+var errDataDirHeld = errors.New("data dir held by another process")
+
 // runServe runs until ctx ends, then shuts everything down in reverse
 // order: query service and store node, store, connection, server.
 func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
@@ -119,6 +123,15 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	unlock, err := lockDataDir(o.dataDir)
+	if errors.Is(err, errDataDirHeld) {
+		return coordinatorStartError(&evalstore.Error{Code: evalstore.CodeAlreadyOwned,
+			Detail: o.dataDir + " is held by another adk serve; one owner per data directory"})
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	srv, err := bus.StartServer(bus.ServerConfig{Name: "adk", StoreDir: filepath.Join(o.dataDir, "nats"), Host: o.host, Port: o.port})
 	if err != nil {
 		return err
