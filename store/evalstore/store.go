@@ -116,6 +116,9 @@ func Open(opts Options) (*Store, error) {
 		WithNumCompactors(2).
 		WithValueLogFileSize(64 << 20).
 		WithValueThreshold(64 << 10).
+		// Update holds s.mu: one write transaction at a time, so Badger's
+		// read-set tracking for conflict detection is pure cost.
+		WithDetectConflicts(false).
 		WithLogger(badgerLogger{opts.Logger})
 	db, err := badger.Open(bo)
 	if err != nil {
