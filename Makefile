@@ -35,7 +35,7 @@ fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s)
 
 .PHONY: bench
 bench: bench-eval bench-fleet bench-otlp ## Run the benchmarks and print the figures the issues ask for
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
+	ADK_BENCH_LARGE=1 ADK_BENCH_RATE=50000 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench-eval
 bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256
