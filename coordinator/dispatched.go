@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
-	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,7 +34,30 @@ type dispatched struct {
 // queueScan is one look at a worker's undelivered tasks.
 type queueScan struct {
 	at     time.Time
-	queued map[api.TaskRef]uint64 // task -> stream sequence
+	queued map[api.TaskRef]uint64    // task -> stream sequence of its message
+	msgs   map[uint64][]api.TaskRef // message -> its tasks
+}
+
+// droppable returns the messages all of whose tasks are in failed: a
+// message is deleted only when nothing in it may still run.
+func (s queueScan) droppable(failed map[api.TaskRef]bool) []uint64 {
+	seen := map[uint64]bool{}
+	var out []uint64
+	for ref := range failed {
+		seq, ok := s.queued[ref]
+		if !ok || seen[seq] {
+			continue
+		}
+		seen[seq] = true
+		all := true
+		for _, r := range s.msgs[seq] {
+			all = all && failed[r]
+		}
+		if all {
+			out = append(out, seq)
+		}
+	}
+	return out
 }
 
 func newDispatched() *dispatched {
@@ -131,7 +153,7 @@ func (n *Node) scanQueue(ctx context.Context, w string) (queueScan, error) {
 	if err != nil {
 		return queueScan{}, err
 	}
-	out := queueScan{queued: map[api.TaskRef]uint64{}}
+	out := queueScan{queued: map[api.TaskRef]uint64{}, msgs: map[uint64][]api.TaskRef{}}
 	for seq := info.Delivered.Stream + 1; len(out.queued) < maxQueueScan; seq++ {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -140,9 +162,12 @@ func (n *Node) scanQueue(ctx context.Context, w string) (queueScan, error) {
 		if err != nil {
 			return queueScan{}, err
 		}
-		var t api.Task
-		if wire.Decode(m.Data, api.SmallLimits, api.KindTask, &t) == nil {
-			out.queued[api.TaskRef{JobID: t.JobID, Index: t.Index}] = m.Sequence
+		if ts, err := api.DecodeTasks(m.Data, w); err == nil {
+			for _, t := range ts {
+				ref := api.TaskRef{JobID: t.JobID, Index: t.Index}
+				out.queued[ref] = m.Sequence
+				out.msgs[m.Sequence] = append(out.msgs[m.Sequence], ref)
+			}
 		}
 		seq = m.Sequence
 	}

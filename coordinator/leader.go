@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -332,16 +333,15 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			if seen.at.Sub(h) > t.DispatchGrace {
 				outs = append(outs, evalstore.Outcome{JobID: ref.JobID, Index: ref.Index, Worker: w,
 					State: evalstore.TaskFailed, Tag: evalengine.TagWorkerLost})
-				if seq, q := scan.queued[ref]; q {
-					drop = append(drop, seq)
-				}
 			}
 		}
+		// Failed tasks still queued (timed out while waiting) are deleted
+		// with their message when nothing else in it may run.
+		failed := make(map[api.TaskRef]bool, len(timedOut))
 		for _, ref := range timedOut {
-			if seq, q := scan.queued[ref]; q {
-				drop = append(drop, seq)
-			}
+			failed[ref] = true
 		}
+		drop = append(drop, scan.droppable(failed)...)
 	}
 	d.forgetExcept(v.inflight, live)
 	if err := n.finishOutcomes(ctx, outs, now); err != nil {
@@ -533,30 +533,34 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 	for _, j := range v.active {
 		cases[j.JobID] = j
 	}
-	var futures []pendingPub
+	// A worker's tasks of this dispatch go out in messages of up to
+	// api.MaxBatchTasks: one store, one delivery and one ack per message,
+	// not per task.
+	byWorker := map[string][]api.Task{}
+	var order []string
 	for i, a := range as {
 		if i >= len(res.Accepted) || !res.Accepted[i] {
 			continue
 		}
 		j := cases[a.JobID]
 		ci, si := api.TaskIndex(a.Index, j.Spec.Cases)
-		task := api.Task{JobID: a.JobID, Index: a.Index, CaseIndex: ci, Sample: si, Worker: a.Worker,
-			DeadlineAt: now.UnixMilli() + j.Spec.TaskTTLMS}
-		b, err := wire.Encode(api.KindTask, &task)
-		if err != nil {
-			continue
+		if _, ok := byWorker[a.Worker]; !ok {
+			order = append(order, a.Worker)
 		}
-		subj, _ := bus.TaskSubject(a.Worker)
-		ref := api.TaskRef{JobID: a.JobID, Index: a.Index}
-		d.startPublish(ref)
-		f, err := n.js.PublishAsync(subj, b, jetstream.WithMsgID(task.ID()))
-		if err != nil {
-			// Recorded but not sent: reconciliation fails it as lost.
-			d.endPublish(ref)
-			n.log.Warn("publish task", "task", task.ID(), "err", err)
-			continue
+		byWorker[a.Worker] = append(byWorker[a.Worker], api.Task{JobID: a.JobID, Index: a.Index, CaseIndex: ci,
+			Sample: si, Worker: a.Worker, DeadlineAt: now.UnixMilli() + j.Spec.TaskTTLMS})
+	}
+	var futures []pendingPub
+	for _, w := range order {
+		subj, _ := bus.TaskSubject(w)
+		tasks := byWorker[w]
+		for len(tasks) > 0 {
+			k := min(len(tasks), api.MaxBatchTasks)
+			if p, ok := n.publishTasks(d, subj, tasks[:k]); ok {
+				futures = append(futures, p)
+			}
+			tasks = tasks[k:]
 		}
-		futures = append(futures, pendingPub{ref: ref, f: f})
 	}
 	if len(futures) > 0 {
 		select {
@@ -567,10 +571,43 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 	return nil
 }
 
-// pendingPub is a task publish whose ack is awaited.
+// pendingPub is a task message whose ack is awaited.
 type pendingPub struct {
-	ref api.TaskRef
-	f   jetstream.PubAckFuture
+	refs []api.TaskRef
+	f    jetstream.PubAckFuture
+}
+
+// publishTasks publishes one message of tasks: a lone task as it always
+// was, several as a batch. The message id (the task id, or the first
+// task's id and the count) makes a republish a duplicate JetStream drops.
+func (n *Node) publishTasks(d *dispatched, subj string, tasks []api.Task) (pendingPub, bool) {
+	var b []byte
+	var err error
+	id := tasks[0].ID()
+	if len(tasks) == 1 {
+		b, err = wire.Encode(api.KindTask, &tasks[0])
+	} else {
+		b, err = wire.Encode(api.KindTasks, &api.TaskBatch{Tasks: tasks})
+		id += "+" + strconv.Itoa(len(tasks))
+	}
+	if err != nil {
+		return pendingPub{}, false // recorded, never sent: failed as lost
+	}
+	refs := make([]api.TaskRef, len(tasks))
+	for i, t := range tasks {
+		refs[i] = api.TaskRef{JobID: t.JobID, Index: t.Index}
+		d.startPublish(refs[i])
+	}
+	f, err := n.js.PublishAsync(subj, b, jetstream.WithMsgID(id))
+	if err != nil {
+		// Recorded but not sent: reconciliation fails them as lost.
+		for _, r := range refs {
+			d.endPublish(r)
+		}
+		n.log.Warn("publish tasks", "first", id, "err", err)
+		return pendingPub{}, false
+	}
+	return pendingPub{refs: refs, f: f}, true
 }
 
 // watchPublishAcks waits for the acks of published tasks, batch by batch,
@@ -587,7 +624,9 @@ func (n *Node) watchPublishAcks(ctx context.Context, d *dispatched, acks <-chan 
 				n.republishTask(ctx, p.f.Msg(), errors.New("ack timed out"))
 			case <-ctx.Done():
 			}
-			d.endPublish(p.ref)
+			for _, r := range p.refs {
+				d.endPublish(r)
+			}
 		}
 	}
 }

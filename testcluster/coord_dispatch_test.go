@@ -135,7 +135,11 @@ func TestClusterEval_QueuedTasksWaitHandedUnreportedAreLost(t *testing.T) {
 			}
 			for m := range b.Messages() {
 				_ = m.Ack()
-				got++
+				ts, err := api.DecodeTasks(m.Data(), "w0")
+				if err != nil {
+					t.Errorf("task message: %v", err)
+				}
+				got += len(ts)
 			}
 			return got == 2
 		})

@@ -343,48 +343,71 @@ func (w *Worker) releaseSlots(n int) {
 	}
 }
 
-// accept registers the task as running (so the next heartbeat reports
-// it: the leader counts a task its worker was handed and does not report
-// as lost) and starts its goroutine, owned by the worker, which acks the
-// message first (at most once: an unacked message is never run) and then
-// runs it; the slot is released when it ends.
+// accept registers the message's tasks as running (so the next heartbeat
+// reports them: the leader counts a task its worker was handed and does
+// not report as lost) and starts its goroutine, owned by the worker, which
+// acks the message first (at most once: an unacked message is never run)
+// and then runs each task as a run slot frees; the message's slot is
+// released when its last task ends.
 func (w *Worker) accept(m jetstream.Msg) {
-	var task api.Task
-	if wire.Decode(m.Data(), api.SmallLimits, api.KindTask, &task) != nil || task.Worker != w.cfg.ID {
+	tasks, err := api.DecodeTasks(m.Data(), w.cfg.ID)
+	if err != nil {
 		// Not ours to run: dropped from the queue, never run.
 		_ = m.Ack()
 		<-w.slots
 		return
 	}
-	ref := api.TaskRef{JobID: task.JobID, Index: task.Index}
-	tctx, tcancel := context.WithDeadline(w.ctx, time.UnixMilli(task.DeadlineAt))
+	type held struct {
+		task   api.Task
+		ref    api.TaskRef
+		ctx    context.Context
+		cancel context.CancelFunc
+	}
+	hs := make([]held, len(tasks))
 	w.mu.Lock()
-	w.running[ref] = tcancel
+	for i, t := range tasks {
+		ref := api.TaskRef{JobID: t.JobID, Index: t.Index}
+		ctx, cancel := context.WithDeadline(w.ctx, time.UnixMilli(t.DeadlineAt))
+		hs[i] = held{task: t, ref: ref, ctx: ctx, cancel: cancel}
+		w.running[ref] = cancel
+	}
 	w.mu.Unlock()
+	end := func(h held, acked bool) {
+		h.cancel()
+		w.mu.Lock()
+		delete(w.running, h.ref)
+		if acked {
+			// Not acked: never run and no result coming; unreported, the
+			// leader fails it as lost.
+			w.recent[h.ref] = time.Now()
+		}
+		w.mu.Unlock()
+	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.slots }()
-		acked := w.ack(m) == nil
-		if acked {
-			select {
-			case w.runs <- struct{}{}:
-				w.run(tctx, task)
-				<-w.runs
-			case <-tctx.Done():
-				// Killed or past its deadline while waiting for a run slot:
-				// never started, and the leader owns the outcome.
+		if w.ack(m) != nil {
+			for _, h := range hs {
+				end(h, false)
 			}
+			return
 		}
-		tcancel()
-		w.mu.Lock()
-		delete(w.running, ref)
-		if acked {
-			// Not acked: never run and no result coming; unreported, the
-			// leader fails it as lost.
-			w.recent[ref] = time.Now()
+		var each sync.WaitGroup
+		for _, h := range hs {
+			each.Go(func() {
+				select {
+				case w.runs <- struct{}{}:
+					w.run(h.ctx, h.task)
+					<-w.runs
+				case <-h.ctx.Done():
+					// Killed or past its deadline while waiting for a run
+					// slot: never started, and the leader owns the outcome.
+				}
+				end(h, true)
+			})
 		}
-		w.mu.Unlock()
+		each.Wait()
 	}()
 }
 

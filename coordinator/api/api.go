@@ -32,6 +32,7 @@ const (
 	KindRequest   = "coord_request"
 	KindReply     = "coord_reply"
 	KindTask      = "task"
+	KindTasks     = "tasks"
 	KindResult    = "sample_result"
 	KindResults   = "sample_results"
 	KindHeartbeat = "worker_heartbeat"
@@ -276,6 +277,58 @@ type Task struct {
 	Sample     int    `msgpack:"sample"`
 	Worker     string `msgpack:"worker"`
 	DeadlineAt int64  `msgpack:"deadline_at"` // epoch ms
+}
+
+// TaskBatch is several tasks for one worker in one message on
+// adk.task.<worker>: the worker acks the message once and holds every
+// task in it. At most MaxBatchTasks.
+type TaskBatch struct {
+	Tasks []Task `msgpack:"tasks"`
+}
+
+// MaxBatchTasks bounds a TaskBatch.
+const MaxBatchTasks = 64
+
+// DecodeTasks reads a task message: one task or a batch (at most
+// MaxBatchTasks, all for worker). Any other content is an error: nothing
+// in it may run.
+func DecodeTasks(data []byte, worker string) ([]Task, error) {
+	env, err := wire.Peek(data, SmallLimits)
+	if err != nil {
+		return nil, err
+	}
+	var ts []Task
+	switch env.Kind {
+	case KindTask:
+		var t Task
+		if err := wire.Decode(data, SmallLimits, KindTask, &t); err != nil {
+			return nil, err
+		}
+		ts = []Task{t}
+	case KindTasks:
+		var b TaskBatch
+		if err := wire.Decode(data, SmallLimits, KindTasks, &b); err != nil {
+			return nil, err
+		}
+		ts = b.Tasks
+	default:
+		return nil, fmt.Errorf("task message of kind %q", env.Kind)
+	}
+	if len(ts) == 0 || len(ts) > MaxBatchTasks {
+		return nil, fmt.Errorf("task message with %d tasks", len(ts))
+	}
+	seen := make(map[TaskRef]bool, len(ts))
+	for _, t := range ts {
+		if t.Worker != worker {
+			return nil, fmt.Errorf("task for worker %q in %q's message", t.Worker, worker)
+		}
+		ref := TaskRef{JobID: t.JobID, Index: t.Index}
+		if seen[ref] {
+			return nil, fmt.Errorf("task %s twice in one message", t.ID())
+		}
+		seen[ref] = true
+	}
+	return ts, nil
 }
 
 // ID is the task id: job id and index.
