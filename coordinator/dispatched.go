@@ -34,7 +34,7 @@ type dispatched struct {
 // queueScan is one look at a worker's undelivered tasks.
 type queueScan struct {
 	at     time.Time
-	queued map[api.TaskRef]uint64    // task -> stream sequence of its message
+	queued map[api.TaskRef]uint64   // task -> stream sequence of its message
 	msgs   map[uint64][]api.TaskRef // message -> its tasks
 }
 
