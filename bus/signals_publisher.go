@@ -302,6 +302,9 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 	}
 	p.total++
 	p.totalBytes += n
+	if p.cfg.Metrics != nil {
+		p.cfg.Metrics.AddBusQueue(1)
+	}
 	p.mu.Unlock()
 	p.count(&p.c.accepted, observability.BusAccepted, 1)
 	p.signal()
@@ -398,6 +401,9 @@ func (p *Publisher) signal() {
 func (p *Publisher) removeLocked(n int, bytes int64) {
 	p.total -= n
 	p.totalBytes -= bytes
+	if p.cfg.Metrics != nil && n != 0 {
+		p.cfg.Metrics.AddBusQueue(-n)
+	}
 	if p.total == 0 && p.idle != nil {
 		close(p.idle)
 		p.idle = nil

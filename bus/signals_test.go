@@ -212,11 +212,34 @@ func TestPublisher_DropPolicies(t *testing.T) {
 	}
 }
 
+// queueGauge reads adk_observability_bus_queue_events.
+func queueGauge(t *testing.T, m *observability.Metrics) float64 {
+	t.Helper()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == observability.MetricBusQueueEvents {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no queue gauge")
+	return 0
+}
+
 func TestPublisher_DrainIsBounded(t *testing.T) {
 	e := newSignalEnv(t)
-	p := e.publisher(t, bus.PublisherConfig{MaxDrainWaiters: 1, RetryBaseDelay: time.Minute})
+	m, err := observability.NewMetrics(observability.MetricsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.publisher(t, bus.PublisherConfig{MaxDrainWaiters: 1, RetryBaseDelay: time.Minute, Metrics: m})
 	if err := p.Enqueue(span(0)); err != nil {
 		t.Fatal(err)
+	}
+	if g := queueGauge(t, m); g != 1 {
+		t.Fatalf("queue gauge %v with one signal queued", g)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -232,6 +255,9 @@ func TestPublisher_DrainIsBounded(t *testing.T) {
 	p.Close()
 	if s := p.Stats(); s.ClosedDropped != 1 || s.QueueEvents != 0 {
 		t.Fatalf("close accounting %+v", s)
+	}
+	if g := queueGauge(t, m); g != 0 {
+		t.Fatalf("queue gauge %v after close", g)
 	}
 	if err := p.Enqueue(span(1)); !errors.Is(err, bus.ErrPublisherClosed) {
 		t.Fatalf("after close: %v", err)

@@ -236,6 +236,10 @@ func (m *Metrics) AddBus(c BusCounter, n uint64) error {
 // SetBusQueue sets the bus queue depth gauge.
 func (m *Metrics) SetBusQueue(events int) { m.busQueue.Set(float64(events)) }
 
+// AddBusQueue moves the bus queue depth gauge by delta: publishers that
+// share one Metrics report their queues' sum.
+func (m *Metrics) AddBusQueue(delta int) { m.busQueue.Add(float64(delta)) }
+
 // MetricsSnapshot is the bounded operational view of the registry.
 type MetricsSnapshot struct {
 	InstrumentCount        int            `json:"instrument_count"`

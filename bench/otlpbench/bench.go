@@ -559,8 +559,8 @@ func scrapeMetrics(ctx context.Context, hc *http.Client, url string) (map[string
 
 // queuedSpans is what the OTLP publisher pool holds (queued, in flight,
 // retrying), from the bus invariant accepted = exported + export_failed +
-// permanent_failures + dropped_oldest + queued. (The
-// adk_observability_bus_queue_events gauge is never set by the bus.)
+// permanent_failures + dropped_oldest + queued (the same figure as the
+// adk_observability_bus_queue_events gauge, which older builds never set).
 func queuedSpans(m map[string]float64) uint64 {
 	c := labelled(m, "adk_observability_bus_events_total", "counter")
 	done := c["exported"] + c["export_failed"] + c["permanent_failures"] + c["dropped_oldest"]
