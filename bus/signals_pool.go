@@ -28,11 +28,18 @@ type PublisherPool struct {
 }
 
 // NewPublisherPool makes a pool; tmpl.Principal is ignored. At most
-// maxPrincipals publishers exist at once (0 means 1024).
+// maxPrincipals publishers exist at once (0 means 1024), and together they
+// queue at most tmpl.PoolMaxQueueBytes (default 256 MiB); past that an
+// enqueue is refused (or dropped) by the publisher's DropPolicy.
 func NewPublisherPool(nc *nats.Conn, tmpl PublisherConfig, maxPrincipals int) *PublisherPool {
 	if maxPrincipals <= 0 {
 		maxPrincipals = 1024
 	}
+	max := tmpl.PoolMaxQueueBytes
+	if max == 0 {
+		max = 256 << 20
+	}
+	tmpl.shared = &queueBudget{max: max}
 	return &PublisherPool{nc: nc, tmpl: tmpl, max: maxPrincipals, pubs: map[string]*Publisher{}}
 }
 

@@ -70,6 +70,40 @@ type PublisherConfig struct {
 	DropPolicy DropPolicy
 	// Metrics, when set, mirrors the counters as bus counters.
 	Metrics *observability.Metrics
+	// PoolMaxQueueBytes bounds the queued bytes of all the publishers of
+	// one PublisherPool together (256 MiB, ≤4 GiB), so many principals
+	// cannot each fill MaxQueueBytes. A lone Publisher ignores it.
+	PoolMaxQueueBytes int64
+
+	// shared is the pool's byte budget (nil for a lone Publisher).
+	shared *queueBudget
+}
+
+// queueBudget is bytes shared by a pool's publishers.
+type queueBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+func (b *queueBudget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+func (b *queueBudget) give(n int64) {
+	if b != nil {
+		b.used.Add(-n)
+	}
 }
 
 func (c PublisherConfig) resolve() (PublisherConfig, error) {
@@ -102,6 +136,12 @@ func (c PublisherConfig) resolve() (PublisherConfig, error) {
 	}
 	if c.MaxQueueBytes < 0 || c.MaxQueueBytes > 1<<30 {
 		return bad("MaxQueueBytes", "out of range 1..1GiB")
+	}
+	if c.PoolMaxQueueBytes == 0 {
+		c.PoolMaxQueueBytes = 256 << 20
+	}
+	if c.PoolMaxQueueBytes < 0 || c.PoolMaxQueueBytes > 4<<30 {
+		return bad("PoolMaxQueueBytes", "out of range 1..4GiB")
 	}
 	if err := errors.Join(
 		def(&c.MaxQueueEvents, 4096, 1_000_000, "MaxQueueEvents"),
@@ -278,7 +318,7 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 		p.mu.Unlock()
 		return ErrPublisherClosed
 	}
-	for p.total+1 > p.cfg.MaxQueueEvents || p.totalBytes+n > p.cfg.MaxQueueBytes {
+	for p.total+1 > p.cfg.MaxQueueEvents || p.totalBytes+n > p.cfg.MaxQueueBytes || !p.cfg.shared.take(n) {
 		switch {
 		case p.cfg.DropPolicy == DropOldest && len(p.pending) > 0:
 			old := p.pending[0]
@@ -401,6 +441,7 @@ func (p *Publisher) signal() {
 func (p *Publisher) removeLocked(n int, bytes int64) {
 	p.total -= n
 	p.totalBytes -= bytes
+	p.cfg.shared.give(bytes)
 	if p.cfg.Metrics != nil && n != 0 {
 		p.cfg.Metrics.AddBusQueue(-n)
 	}

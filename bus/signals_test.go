@@ -354,3 +354,30 @@ func TestPublisherPool_PublishesPerPrincipalAndIsBounded(t *testing.T) {
 		t.Fatalf("want one subject per principal, got %d", info.State.NumSubjects)
 	}
 }
+
+func TestPublisherPool_QueuedBytesAreBoundedAcrossPrincipals(t *testing.T) {
+	// No stream: nothing is exported, so queued signals stay queued.
+	e := newSignalEnv(t)
+	pool := bus.NewPublisherPool(e.nc, bus.PublisherConfig{PoolMaxQueueBytes: 4 << 10, RetryBaseDelay: time.Minute}, 0)
+	t.Cleanup(pool.Close)
+	var full error
+	for i := 0; i < 1000 && full == nil; i++ {
+		_, full = pool.PublishSpans("alice", []*observability.SpanSignal{span(i)})
+	}
+	if !errors.Is(full, bus.ErrQueueFull) {
+		t.Fatalf("alice never hit the pool bound: %v", full)
+	}
+	// Bob's own queue is empty, but the pool's bytes are spent.
+	if _, err := pool.PublishSpans("bob", []*observability.SpanSignal{span(0)}); !errors.Is(err, bus.ErrQueueFull) {
+		t.Fatalf("bob past the pool bound: %v", err)
+	}
+	if s := pool.Stats(); s["bob"].Rejected != 1 || s["bob"].QueueEvents != 0 || s["alice"].QueueBytes > 4<<10 {
+		t.Fatalf("stats %+v", s)
+	}
+
+	bad := bus.NewPublisherPool(e.nc, bus.PublisherConfig{PoolMaxQueueBytes: 5 << 30}, 0)
+	t.Cleanup(bad.Close)
+	if _, err := bad.Publisher("alice"); !errors.Is(err, bus.ErrInvalidConfig) {
+		t.Fatalf("pool bound above 4 GiB: %v", err)
+	}
+}
