@@ -498,11 +498,47 @@ func (d *decoder) unescape(raw []byte, base int) ([]byte, error) {
 	if need := min(len(raw), d.lim.MaxString+utf8.UTFMax); cap(d.scratch) < need {
 		d.scratch = make([]byte, 0, need)
 	}
-	buf := d.scratch[:0]
-	defer func() { d.scratch = buf[:0] }()
+	buf, fault, at := Unescape(d.scratch[:0], raw, d.lim.MaxString)
+	d.scratch = buf[:0]
+	switch fault {
+	case UnescapeOK:
+		return buf, nil
+	case UnescapeTooLong:
+		return nil, d.limitErr(CodeString, d.lim.MaxString)
+	case UnescapeBadHex:
+		d.pos = base + at
+		return nil, d.syntax("invalid \\u escape")
+	case UnescapeBadSurrogate:
+		d.pos = base + at
+		return nil, &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: d.pos, Reason: "unpaired surrogate escape"}
+	default:
+		d.pos = base + at
+		return nil, d.syntax("invalid escape")
+	}
+}
+
+// UnescapeFault says why Unescape stopped.
+type UnescapeFault int
+
+// Unescape's faults.
+const (
+	UnescapeOK           UnescapeFault = iota
+	UnescapeTooLong                    // the result exceeds maxString
+	UnescapeBadEscape                  // a backslash not starting a JSON escape
+	UnescapeBadHex                     // \u not followed by four hex digits
+	UnescapeBadSurrogate               // a \u surrogate that is not a valid pair
+)
+
+// Unescape decodes raw, a JSON string body with escapes, appending to dst,
+// and gives up as soon as the result exceeds maxString (so dst stays
+// bounded). On a fault, at is raw's index of the offending escape. It is
+// the one escape decoder of every bounded JSON reader in the module, so
+// they agree on every verdict.
+func Unescape(dst, raw []byte, maxString int) (buf []byte, fault UnescapeFault, at int) {
+	buf = dst
 	for i := 0; i < len(raw); {
-		if len(buf) > d.lim.MaxString {
-			return nil, d.limitErr(CodeString, d.lim.MaxString)
+		if len(buf)-len(dst) > maxString {
+			return buf, UnescapeTooLong, i
 		}
 		c := raw[i]
 		if c != '\\' {
@@ -510,16 +546,15 @@ func (d *decoder) unescape(raw []byte, base int) ([]byte, error) {
 			if j < 0 {
 				j = len(raw) - i
 			}
-			if len(buf)+j > d.lim.MaxString {
-				return nil, d.limitErr(CodeString, d.lim.MaxString)
+			if len(buf)-len(dst)+j > maxString {
+				return buf, UnescapeTooLong, i
 			}
 			buf = append(buf, raw[i:i+j]...)
 			i += j
 			continue
 		}
 		if i+1 >= len(raw) {
-			d.pos = base + i
-			return nil, d.syntax("invalid escape")
+			return buf, UnescapeBadEscape, i
 		}
 		switch raw[i+1] {
 		case '"', '\\', '/':
@@ -537,9 +572,9 @@ func (d *decoder) unescape(raw []byte, base int) ([]byte, error) {
 		case 'u':
 			r, ok := hex4(raw[i+2:])
 			if !ok {
-				d.pos = base + i
-				return nil, d.syntax("invalid \\u escape")
+				return buf, UnescapeBadHex, i
 			}
+			first := i
 			i += 6
 			if utf16.IsSurrogate(r) {
 				r2, ok2 := rune(-1), false
@@ -547,8 +582,7 @@ func (d *decoder) unescape(raw []byte, base int) ([]byte, error) {
 					r2, ok2 = hex4(raw[i+2:])
 				}
 				if r >= 0xDC00 || !ok2 || r2 < 0xDC00 || r2 > 0xDFFF {
-					d.pos = base + i - 6
-					return nil, &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: d.pos, Reason: "unpaired surrogate escape"}
+					return buf, UnescapeBadSurrogate, first
 				}
 				r = utf16.DecodeRune(r, r2)
 				i += 6
@@ -556,15 +590,14 @@ func (d *decoder) unescape(raw []byte, base int) ([]byte, error) {
 			buf = utf8.AppendRune(buf, r)
 			continue
 		default:
-			d.pos = base + i
-			return nil, d.syntax("invalid escape")
+			return buf, UnescapeBadEscape, i
 		}
 		i += 2
 	}
-	if len(buf) > d.lim.MaxString {
-		return nil, d.limitErr(CodeString, d.lim.MaxString)
+	if len(buf)-len(dst) > maxString {
+		return buf, UnescapeTooLong, len(raw)
 	}
-	return buf, nil
+	return buf, UnescapeOK, 0
 }
 
 func hex4(b []byte) (rune, bool) {

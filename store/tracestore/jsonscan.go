@@ -2,7 +2,6 @@ package tracestore
 
 import (
 	"bytes"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/internal/jsonlimit"
@@ -347,92 +346,19 @@ func (s *scanner) countString(n int) *scanError {
 	return nil
 }
 
-// unescape decodes a string body with escapes into a new buffer, giving up
-// as soon as it exceeds MaxString (jsonlimit's order of checks).
+// unescape decodes a string body with escapes into a new buffer, giving
+// up as soon as it exceeds MaxString (jsonlimit's decoder, so the same
+// verdicts).
 func (s *scanner) unescape(raw []byte) ([]byte, *scanError) {
-	buf := make([]byte, 0, min(len(raw), s.lim.MaxString+utf8.UTFMax))
-	for i := 0; i < len(raw); {
-		if len(buf) > s.lim.MaxString {
-			return nil, s.limitErr()
-		}
-		c := raw[i]
-		if c != '\\' {
-			j := bytes.IndexByte(raw[i:], '\\')
-			if j < 0 {
-				j = len(raw) - i
-			}
-			if len(buf)+j > s.lim.MaxString {
-				return nil, s.limitErr()
-			}
-			buf = append(buf, raw[i:i+j]...)
-			i += j
-			continue
-		}
-		if i+1 >= len(raw) {
-			return nil, s.syntax()
-		}
-		switch raw[i+1] {
-		case '"', '\\', '/':
-			buf = append(buf, raw[i+1])
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := hex4(raw[i+2:])
-			if !ok {
-				return nil, s.syntax()
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2, ok2 := rune(-1), false
-				if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					r2, ok2 = hex4(raw[i+2:])
-				}
-				if r >= 0xDC00 || !ok2 || r2 < 0xDC00 || r2 > 0xDFFF {
-					return nil, s.syntax()
-				}
-				r = utf16.DecodeRune(r, r2)
-				i += 6
-			}
-			buf = utf8.AppendRune(buf, r)
-			continue
-		default:
-			return nil, s.syntax()
-		}
-		i += 2
-	}
-	if len(buf) > s.lim.MaxString {
+	buf, fault, _ := jsonlimit.Unescape(make([]byte, 0, min(len(raw), s.lim.MaxString+utf8.UTFMax)), raw, s.lim.MaxString)
+	switch fault {
+	case jsonlimit.UnescapeOK:
+		return buf, nil
+	case jsonlimit.UnescapeTooLong:
 		return nil, s.limitErr()
+	default:
+		return nil, s.syntax()
 	}
-	return buf, nil
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
 
 // number scans a JSON number per RFC 8259.
