@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,29 +14,20 @@ import (
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
-// buildBinaries builds adk and openaifake into dir with the go command
-// running this test.
-func buildBinaries(t *testing.T, dir string) (adk, fake string) {
+// buildBinaries builds adk and openaifake once per test process.
+func buildBinaries(t *testing.T) (adk, fake string) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build the binaries with")
 	}
-	adk, fake = filepath.Join(dir, "adk"), filepath.Join(dir, "openaifake")
-	for _, b := range [][2]string{{adk, "../../cmd/adk"}, {fake, "../openaifake"}} {
-		out, err := exec.Command(goBin, "build", "-o", b[0], b[1]).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
-	return adk, fake
+	return testutil.Binary(t, "../../cmd/adk"), testutil.Binary(t, "../openaifake")
 }
 
 // TestClusterFleetbench_SmallFleet runs the harness end to end on the
 // smallest fleet (one coordinator, one worker of capacity 4, a 10 ms
 // fake): both kinds of job complete and every figure is filled in.
 func TestClusterFleetbench_SmallFleet(t *testing.T) {
-	adk, fake := buildBinaries(t, t.TempDir())
+	adk, fake := buildBinaries(t)
 	cfg := benchConfig{
 		fleet:    fleetConfig{adk: adk, fake: fake, dir: t.TempDir(), delay: 10 * time.Millisecond, coordinators: 1, capacity: 4},
 		counts:   []int{1},

@@ -3,58 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fadcedab/adk/internal/testutil"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(binaryM{m}, testutil.LeakOptions()...) }
-
-// binaryM owns the directory adk is built into (once, by the first test
-// that needs it) and removes it after the tests.
-type binaryM struct{ m *testing.M }
-
-var built struct {
-	dir  string
-	once sync.Once
-	path string
-	err  error
-}
-
-func (b binaryM) Run() int {
-	dir, err := os.MkdirTemp("", "otlpbench-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	built.dir = dir
-	return b.m.Run()
-}
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
 // adkBinary builds cmd/adk once per test process.
 func adkBinary(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		path := filepath.Join(built.dir, "adk")
-		if out, err := exec.Command("go", "build", "-o", path, "../../cmd/adk").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		built.path = path
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
+	return testutil.Binary(t, "../../cmd/adk")
 }
 
 // telemetrygenForTest finds a telemetrygen binary without downloading one:

@@ -3,57 +3,23 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/fadcedab/adk/internal/testutil"
 )
 
-// binaryM owns the directory the adk binary is built into (lazily, once,
-// by the first end-to-end test) and removes it after the tests.
-type binaryM struct{ m *testing.M }
-
-var builtBinary struct {
-	dir  string
-	once sync.Once
-	path string
-	err  error
-}
-
-func (b binaryM) Run() int {
-	dir, err := os.MkdirTemp("", "adk-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	builtBinary.dir = dir
-	return b.m.Run()
-}
-
-// adkBinary builds cmd/adk with `go build` once per test process.
+// adkBinary builds cmd/adk (with -race under the race detector) once per
+// test process.
 func adkBinary(t *testing.T) string {
 	t.Helper()
-	builtBinary.once.Do(func() {
-		path := filepath.Join(builtBinary.dir, "adk")
-		args := []string{"build", "-o", path}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-		if err != nil {
-			builtBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		builtBinary.path = path
-	})
-	if builtBinary.err != nil {
-		t.Fatal(builtBinary.err)
+	if raceEnabled {
+		return testutil.Binary(t, ".", "-race")
 	}
-	return builtBinary.path
+	return testutil.Binary(t, ".")
 }
 
 // execResult is what one run of the binary produced.

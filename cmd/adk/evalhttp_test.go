@@ -17,10 +17,7 @@ import (
 // reaped when the test ends.
 func startHTTPAgent(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "http-agent")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(repoRoot(t), "examples", "http-agent")).CombinedOutput(); err != nil {
-		t.Fatalf("build http-agent: %v\n%s", err, out)
-	}
+	bin := testutil.Binary(t, filepath.Join(repoRoot(t), "examples", "http-agent"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,12 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/fadcedab/adk/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(binaryM{m}, testutil.LeakOptions()...) }
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
 func TestVersion(t *testing.T) {
 	var out, errb bytes.Buffer

@@ -23,9 +23,10 @@ func LeakOptions() []goleak.Option {
 	}
 }
 
-// VerifyTestMain runs the package's tests and fails if goroutines leak.
+// VerifyTestMain runs the package's tests and fails if goroutines leak;
+// afterwards it removes the binaries Binary built.
 func VerifyTestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, LeakOptions()...)
+	goleak.VerifyTestMain(cleanupM{m}, LeakOptions()...)
 }
 
 // WaitFor polls cond until it returns true or the timeout passes, then fails
