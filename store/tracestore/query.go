@@ -1,6 +1,7 @@
 package tracestore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -105,6 +106,8 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 		prefix := groupPrefix(p.pid, sh.key)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
+		msgs := messageReader{txn: txn, pid: p.pid}
+		defer msgs.close()
 		for it.Seek(binary.BigEndian.AppendUint64(prefix, CursorSeq(start))); it.Valid(); it.Next() {
 			page.Scanned++
 			key := it.Item().Key()
@@ -131,7 +134,7 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 				continue
 			}
 			page.Scanned++
-			item, err := txn.Get(messageKey(p.pid, seq))
+			item, err := msgs.get(seq)
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				continue // evicted since the view was taken
 			}
@@ -246,4 +249,50 @@ func (s *Store) PrincipalStatus(principal string) PrincipalStatus {
 		ps.OldestCursor = &o
 	}
 	return ps
+}
+
+// messageReader reads a page's messages. A page's groups usually name
+// neighbouring messages of the principal (a run's events arrive together),
+// and one iterator stepping forward reads those much more cheaply than a
+// point Get each: a Get probes every level of the LSM, and at 1M events
+// that made the page 1.7× the 10k one, while a step is a merge of the
+// levels' current blocks. A message further than maxMessageSteps keys
+// ahead is sought instead, so a sparse page costs a seek per message, as
+// before.
+type messageReader struct {
+	txn *badger.Txn
+	pid uint32
+	it  *badger.Iterator
+	key []byte
+}
+
+// maxMessageSteps bounds the keys stepped over to reach the next message:
+// beyond it a seek is cheaper.
+const maxMessageSteps = 8
+
+func (r *messageReader) get(seq uint64) (*badger.Item, error) {
+	r.key = binary.BigEndian.AppendUint64(append(r.key[:0], prefixMessage, 0, 0, 0, 0), seq)
+	binary.BigEndian.PutUint32(r.key[1:], r.pid)
+	if r.it == nil {
+		r.it = r.txn.NewIterator(badger.IteratorOptions{Prefix: r.key[:5]})
+		r.it.Seek(r.key)
+	} else {
+		for i := 0; r.it.Valid() && bytes.Compare(r.it.Item().Key(), r.key) < 0; i++ {
+			if i == maxMessageSteps {
+				r.it.Seek(r.key)
+				break
+			}
+			r.it.Next()
+		}
+	}
+	if !r.it.Valid() || !bytes.Equal(r.it.Item().Key(), r.key) {
+		return nil, badger.ErrKeyNotFound
+	}
+	return r.it.Item(), nil
+}
+
+func (r *messageReader) close() {
+	if r.it != nil {
+		r.it.Close()
+	}
 }
