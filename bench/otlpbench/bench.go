@@ -130,6 +130,9 @@ type Result struct {
 	// store node has not applied.
 	MaxQueuedSpans   uint64
 	MaxStreamBacklog uint64
+
+	// Queries is the query latency on the store after the load.
+	Queries *QueryStats
 }
 
 // StoredSpans is the spans the store accepted.
@@ -268,6 +271,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Receiver = labelled(m, "adk_otlp_receiver_events_total", "outcome")
 	res.Bus = labelled(m, "adk_observability_bus_events_total", "counter")
+	if res.Queries, err = measureQueries(wctx, nc, token, last, res.ProbeSpans); err != nil {
+		return nil, fmt.Errorf("query latency: %w", err)
+	}
 
 	nc.Close()
 	if err := adk.stop(time.Minute); err != nil {

@@ -69,10 +69,13 @@ func TestRun_ShortLoadIsStoredAndAccountedFor(t *testing.T) {
 		t.Errorf("cpu adk %v tg %v, disk traces %d nats %d", r.ADKCPU, r.TGCPU, r.TracesDisk, r.NATSDisk)
 	case r.IngestWall < r.GenWall:
 		t.Errorf("ingestion wall %v shorter than generation wall %v", r.IngestWall, r.GenWall)
+	case r.Queries == nil || len(r.Queries.TraceByID) == 0 || r.Queries.TraceSpans < len(r.Queries.TraceByID)/queryRounds ||
+		len(r.Queries.ByRun) != queryRounds*r.ProbeSpans:
+		t.Errorf("query latency: %+v (%d probes)", r.Queries, r.ProbeSpans)
 	}
 	var out bytes.Buffer
 	printReport(&out, []*Result{r})
-	for _, want := range []string{"SUSTAINED STORED SPANS/S", "ADK CPU µs / STORED SPAN", "DISK B / STORED SPAN", "visibility lag", "reference"} {
+	for _, want := range []string{"SUSTAINED STORED SPANS/S", "ADK CPU µs / STORED SPAN", "DISK B / STORED SPAN", "visibility lag", "reference", "trace by id", "run_id search"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -122,5 +125,8 @@ func TestRun_ReplayLoad(t *testing.T) {
 	}
 	if r.GeneratedSpans == 0 || r.Receiver["spans_received"] != r.GeneratedSpans || r.StoredSpans() != r.Receiver["spans_accepted"] {
 		t.Fatalf("generated %d, received %d, accepted %d, stored %d", r.GeneratedSpans, r.Receiver["spans_received"], r.Receiver["spans_accepted"], r.StoredSpans())
+	}
+	if r.Queries == nil || len(r.Queries.TraceByID) == 0 || r.Queries.TraceSpans == 0 {
+		t.Fatalf("query latency: %+v", r.Queries)
 	}
 }

@@ -19,7 +19,13 @@
 //     stream (JetStream), allocated blocks after a clean shutdown;
 //   - visibility lag: a probe span with a fresh run_id every
 //     -probe-interval, under the same principal, from its HTTP request
-//     until adk.trace.v1.query returns it (polled every 2 ms).
+//     until adk.trace.v1.query returns it (polled every 2 ms);
+//   - query latency on the store holding the run's spans, through
+//     adk.trace.v1.query: whole traces by trace_id (sampled evenly over
+//     the stream) and the probes' runs by run_id, against the reference's
+//     trace-by-id and search-by-service times;
+//   - the machine bound: telemetrygen's and adk's CPU per span share the
+//     cores, so cores / (their sum) caps what this generator can show.
 //
 // telemetrygen's SDK batch span processor exports one batch at a time per
 // process and drops spans its bounded queue cannot hold, so unthrottled
@@ -138,6 +144,8 @@ const (
 	refSpansPerSecHigh = 18_000
 	refCPUPerSpan      = 65 * time.Microsecond
 	refDiskPerSpan     = 235
+	refTraceByID       = 2 * time.Millisecond   // one trace by id
+	refSearch          = 570 * time.Millisecond // a search by service
 	goalFactor         = 3
 )
 
@@ -225,6 +233,24 @@ func printReport(w io.Writer, rs []*Result) {
 	add("max publisher queue (spans) / store backlog (msgs)", func(r *Result) string {
 		return fmt.Sprintf("%d / %d", r.MaxQueuedSpans, r.MaxStreamBacklog)
 	})
+	add("trace by id via NATS p50 / p99 (traces, spans)", func(r *Result) string {
+		q := r.Queries
+		if q == nil || len(q.TraceByID) == 0 {
+			return "-"
+		}
+		l := slices.Clone(q.TraceByID)
+		slices.Sort(l)
+		return fmt.Sprintf("%s / %s (%d, %d)", us(quantile(l, 0.5)), us(quantile(l, 0.99)), len(l)/queryRounds, q.TraceSpans)
+	})
+	add("run_id search via NATS p50 / p99 (runs)", func(r *Result) string {
+		q := r.Queries
+		if q == nil || len(q.ByRun) == 0 {
+			return "-"
+		}
+		l := slices.Clone(q.ByRun)
+		slices.Sort(l)
+		return fmt.Sprintf("%s / %s (%d)", us(quantile(l, 0.5)), us(quantile(l, 0.99)), len(l)/queryRounds)
+	})
 	printTable(w, rows)
 
 	fmt.Fprintln(w)
@@ -244,6 +270,20 @@ func printReport(w io.Writer, rs []*Result) {
 		cpuPerSpan(r0), float64(refCPUPerSpan.Microseconds())/cpuPerSpan(r0), diskPerSpan(r0), refDiskPerSpan/diskPerSpan(r0))
 	if len(rs) > 1 {
 		fmt.Fprintf(w, "worst run: %.0f spans/s = %.1f× the reference's upper end\n", worst, worst/refSpansPerSecHigh)
+	}
+	if gen := div(float64(r0.TGCPU.Microseconds()), float64(r0.Receiver["spans_received"])); c.Load != LoadReplay && gen > 0 {
+		// Generator and adk share the cores: their CPU per span bounds
+		// what this machine can show, whatever adk does.
+		fmt.Fprintf(w, "machine bound (best run): telemetrygen %.1f µs + adk %.1f µs CPU per span on %d cores: at most %.0f spans/s through this generator here\n",
+			gen, cpuPerSpan(r0), runtime.NumCPU(), float64(runtime.NumCPU())*1e6/(gen+cpuPerSpan(r0)))
+	}
+	if q := r0.Queries; q != nil && len(q.TraceByID) > 0 && len(q.ByRun) > 0 {
+		t, b := slices.Clone(q.TraceByID), slices.Clone(q.ByRun)
+		slices.Sort(t)
+		slices.Sort(b)
+		fmt.Fprintf(w, "queries (best run, %d stored spans, through NATS): trace by id p50 %s = %.0f× faster than the reference's %v; run_id search p50 %s = %.0f× faster than its %v search by service\n",
+			r0.StoredSpans(), us(quantile(t, 0.5)), div(float64(refTraceByID), float64(quantile(t, 0.5))), refTraceByID,
+			us(quantile(b, 0.5)), div(float64(refSearch), float64(quantile(b, 0.5))), refSearch)
 	}
 }
 
@@ -268,6 +308,8 @@ func div(a, b float64) float64 {
 }
 
 func pct(a, b float64) string { return fmt.Sprintf("%.1f%%", 100*div(a, b)) }
+
+func us(d time.Duration) string { return fmt.Sprintf("%dµs", d.Microseconds()) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
 

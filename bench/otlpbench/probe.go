@@ -48,7 +48,7 @@ func (p *prober) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		lag, err := p.probe(ctx, "otlpbench-probe-"+strconv.Itoa(n))
+		lag, err := p.probe(ctx, probeRunID(n))
 		switch {
 		case ctx.Err() != nil:
 			return // stopped mid-probe: neither a sample nor a failure
@@ -59,6 +59,9 @@ func (p *prober) run(ctx context.Context) {
 		}
 	}
 }
+
+// probeRunID is the run_id of the n-th probe span.
+func probeRunID(n int) string { return "otlpbench-probe-" + strconv.Itoa(n) }
 
 func (p *prober) probe(ctx context.Context, runID string) (time.Duration, error) {
 	body, err := probeRequest(runID)
