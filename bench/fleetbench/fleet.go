@@ -34,6 +34,7 @@ type fleetConfig struct {
 	maxWorkers   int           // allowlisted worker ids w1..wN
 	capacity     int           // --capacity of every worker
 	workerArgs   []string      // more flags for every worker (experiments)
+	profileDir   string        // when set, every adk process writes a CPU profile DIR/ID.pprof
 }
 
 // fleet is a running eval cluster of separate processes around a NATS
@@ -64,8 +65,9 @@ type proc struct {
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// startProc starts bin with args, stdout and stderr going to DIR/ID.log.
-func startProc(dir, role, id, bin string, args ...string) (*proc, error) {
+// startProc starts bin with args, stdout and stderr going to DIR/ID.log,
+// with env added to this process's environment.
+func startProc(dir, role, id string, env []string, bin string, args ...string) (*proc, error) {
 	logPath := filepath.Join(dir, id+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -73,6 +75,7 @@ func startProc(dir, role, id, bin string, args ...string) (*proc, error) {
 	}
 	defer f.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", role, id, err)
@@ -192,7 +195,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		if cfg.coordinators > 1 {
 			args = append(args, "--peers", strings.Join(peers, ","))
 		}
-		p, err := startProc(cfg.dir, "coordinator", id, cfg.adk, args...)
+		p, err := startProc(cfg.dir, "coordinator", id, cfg.profileEnv("ADK_COORDINATOR_CPUPROFILE", id), cfg.adk, args...)
 		if err != nil {
 			return f, err
 		}
@@ -202,6 +205,15 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		return f, err
 	}
 	return f, nil
+}
+
+// profileEnv is the environment that makes the adk process id write its
+// CPU profile into profileDir (none without -profile).
+func (cfg fleetConfig) profileEnv(name, id string) []string {
+	if cfg.profileDir == "" {
+		return nil
+	}
+	return []string{name + "=" + filepath.Join(cfg.profileDir, id+".pprof")}
 }
 
 func workerID(i int) string { return fmt.Sprintf("w%d", i+1) }
@@ -290,7 +302,7 @@ func (f *fleet) addWorker(ctx context.Context) error {
 	defer func() { _ = hb.Unsubscribe() }()
 	args := append([]string{"worker", "--id", id, "--nats", f.srv.ClientURL(),
 		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", "bench=" + filepath.Join(f.cfg.dir, "agent.json")}, f.cfg.workerArgs...)
-	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.adk, args...)
+	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.profileEnv("ADK_WORKER_CPUPROFILE", id), f.cfg.adk, args...)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,7 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 10, "tasks per worker slot in a scaling job (tasks = workers × capacity × rounds)")
 	flag.IntVar(&cfg.rssTasks, "rss-tasks", 10_000, "tasks of the leader-RSS job on the largest fleet (0: skip)")
 	flag.StringVar(&workerArgs, "worker-args", "", "more flags for every adk worker, space separated (for experiments)")
+	flag.StringVar(&cfg.fleet.profileDir, "profile", "", "directory every adk process writes its CPU profile to (ID.pprof, written when it stops)")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -88,7 +89,10 @@ func main() {
 		cfg.counts = append(cfg.counts, n)
 	}
 	cfg.fleet.workerArgs = strings.Fields(workerArgs)
-	for _, p := range []*string{&cfg.fleet.adk, &cfg.fleet.fake} {
+	for _, p := range []*string{&cfg.fleet.adk, &cfg.fleet.fake, &cfg.fleet.profileDir} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			log.Fatal(err)

@@ -92,6 +92,11 @@ the file).`,
 			if err := o.resolve(cmd.Flags().Changed); err != nil {
 				return err
 			}
+			stopProfile, err := startCPUProfile(envCoordinatorCPUProfile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			return runCoordinator(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

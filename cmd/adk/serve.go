@@ -61,7 +61,7 @@ adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
 			if o.otlpAddr != "" && o.tokensFile == "" {
 				return usageError{errors.New("--otlp-addr needs --tokens")}
 			}
-			stopProfile, err := startServeCPUProfile()
+			stopProfile, err := startCPUProfile(envServeCPUProfile)
 			if err != nil {
 				return err
 			}
@@ -82,23 +82,29 @@ adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
 
 // envServeCPUProfile names the file `adk serve` writes a CPU profile of
 // its whole run to, for the benchmark driver (go run ./bench/otlpbench
-// -cpuprofile FILE). It is for developers and is not in the help.
-const envServeCPUProfile = "ADK_SERVE_CPUPROFILE"
+// -cpuprofile FILE); envCoordinatorCPUProfile and envWorkerCPUProfile do
+// the same for `adk coordinator` and `adk worker` (go run ./bench/fleetbench
+// -profile DIR). They are for developers and are not in the help.
+const (
+	envServeCPUProfile       = "ADK_SERVE_CPUPROFILE"
+	envCoordinatorCPUProfile = "ADK_COORDINATOR_CPUPROFILE"
+	envWorkerCPUProfile      = "ADK_WORKER_CPUPROFILE"
+)
 
-// startServeCPUProfile starts the CPU profile the environment asks for
-// and returns the function that writes and closes it.
-func startServeCPUProfile() (stop func(), err error) {
-	path := os.Getenv(envServeCPUProfile)
+// startCPUProfile starts the CPU profile the environment variable env
+// asks for and returns the function that writes and closes it.
+func startCPUProfile(env string) (stop func(), err error) {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, &cliError{Code: codeProfileFailed, Reason: envServeCPUProfile, Err: err}
+		return nil, &cliError{Code: codeProfileFailed, Reason: env, Err: err}
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		_ = f.Close()
-		return nil, &cliError{Code: codeProfileFailed, Reason: envServeCPUProfile, Err: err}
+		return nil, &cliError{Code: codeProfileFailed, Reason: env, Err: err}
 	}
 	return func() {
 		pprof.StopCPUProfile()

@@ -53,6 +53,11 @@ job only names the agent. --config FILE reads {"id", "nats", "capacity",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			stopProfile, err := startCPUProfile(envWorkerCPUProfile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			return runWorker(ctx, cmd, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
