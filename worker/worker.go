@@ -398,8 +398,15 @@ func (w *Worker) accept(m jetstream.Msg) {
 			each.Go(func() {
 				select {
 				case w.runs <- struct{}{}:
-					w.run(h.ctx, h.task)
+					res, ok := w.run(h.ctx, h.task)
+					// The run slot is the sample's; the result's group
+					// commit (resultWindow) and publish do not hold it.
 					<-w.runs
+					if ok {
+						if err := w.results.publish(res); err != nil {
+							w.log.Warn("publish result", "task", h.task.ID(), "err", err)
+						}
+					}
 				case <-h.ctx.Done():
 					// Killed or past its deadline while waiting for a run
 					// slot: never started, and the leader owns the outcome.
@@ -427,16 +434,19 @@ func (w *Worker) ack(m jetstream.Msg) error {
 	return err
 }
 
-func (w *Worker) run(ctx context.Context, task api.Task) {
+// run runs one sample and returns its result to publish; ok is false when
+// there is none (no job spec, a bad index, or the task was killed: the
+// leader owns the outcome).
+func (w *Worker) run(ctx context.Context, task api.Task) (res api.Result, ok bool) {
 	w.executed.Add(1)
 	spec, err := w.spec(ctx, task.JobID)
 	var sample evalengine.SampleResult
 	switch {
 	case err != nil:
 		w.log.Warn("job spec", "job", task.JobID, "err", err)
-		return // no result: the leader fails the task when it times out
+		return res, false // no result: the leader fails the task when it times out
 	case task.CaseIndex < 0 || task.CaseIndex >= len(spec.p.Set.Cases) || task.Sample < 0 || task.Sample >= spec.p.Options.Samples:
-		return
+		return res, false
 	default:
 		ta, ok := w.agents[spec.agent]
 		if !ok {
@@ -449,17 +459,14 @@ func (w *Worker) run(ctx context.Context, task api.Task) {
 		}
 	}
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) || w.ctx.Err() != nil {
-		return // killed: cancelled, lost or fenced; the leader owns the outcome
+		return res, false // killed: cancelled, lost or fenced; the leader owns the outcome
 	}
 	body, err := json.Marshal(sample)
 	if err != nil || len(body) > api.MaxResultBytes {
 		body, _ = json.Marshal(evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagInvalidAdapterResult))
 	}
-	res := api.Result{JobID: task.JobID, Index: task.Index, Worker: w.cfg.ID, Sample: body,
-		Error: sample.Status == evalengine.SampleStatusError}
-	if err := w.results.publish(res); err != nil {
-		w.log.Warn("publish result", "task", task.ID(), "err", err)
-	}
+	return api.Result{JobID: task.JobID, Index: task.Index, Worker: w.cfg.ID, Sample: body,
+		Error: sample.Status == evalengine.SampleStatusError}, true
 }
 
 // maxSpecs bounds the job-spec cache.
