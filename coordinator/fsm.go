@@ -35,19 +35,58 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
 	}
-	t, body, err := decodeCmd(l.Data)
-	if err != nil {
-		panic(fmt.Sprintf("coordinator fsm: index %d: %v", l.Index, err))
+	c := f.prepare(l)
+	applied, err := f.store.Update(l.Index, c.fn)
+	return f.finish(l.Index, c, applied, err)
+}
+
+// ApplyBatch implements raft.BatchingFSM: the batch's commands go through
+// one store transaction where they can (evalstore.UpdateBatch), with the
+// same outcome, entry by entry, as Apply would give.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	cmds := make([]*fsmCmd, len(logs))
+	ops := make([]evalstore.Op, 0, len(logs))
+	for i, l := range logs {
+		if l.Type != raft.LogCommand || len(l.Data) == 0 {
+			continue
+		}
+		cmds[i] = f.prepare(l)
+		ops = append(ops, evalstore.Op{Index: l.Index, Fn: cmds[i].fn})
 	}
-	res, err := f.apply(l.Index, t, body)
+	applied, errs, err := f.store.UpdateBatch(ops)
+	if err != nil {
+		panic(fmt.Sprintf("coordinator fsm: batch: %v", err))
+	}
+	k := 0
+	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
+		out[i] = f.finish(logs[i].Index, c, applied[k], errs[k])
+		k++
+	}
+	return out
+}
+
+// finish is the end of one command's apply: a storage failure panics, the
+// in-flight index follows a committed command, a domain error becomes the
+// answer.
+func (f *FSM) finish(index uint64, c *fsmCmd, applied bool, err error) any {
 	var se *evalstore.StorageError
 	if errors.As(err, &se) {
-		panic(fmt.Sprintf("coordinator fsm: index %d: %v", l.Index, err))
+		panic(fmt.Sprintf("coordinator fsm: index %d: %v", index, err))
+	}
+	if !applied && err == nil {
+		f.log.Debug("fsm: skipped applied entry", "index", index, "cmd", c.t)
+	}
+	if applied && err == nil && c.after != nil {
+		c.after()
 	}
 	if err != nil {
-		res.Err = api.AsError(err)
+		c.res.Err = api.AsError(err)
 	}
-	return res
+	return c.res
 }
 
 func decodeBody(t cmdType, b []byte, v any) {
@@ -56,7 +95,23 @@ func decodeBody(t cmdType, b []byte, v any) {
 	}
 }
 
-func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) {
+// fsmCmd is one decoded command: fn writes it to the store (it may run
+// more than once, see evalstore.UpdateBatch), after updates the in-flight
+// index once it committed, res is the answer.
+type fsmCmd struct {
+	t     cmdType
+	res   *applyResult
+	fn    func(tx *evalstore.Tx) error
+	after func()
+}
+
+// prepare decodes a command entry; a decode failure panics.
+func (f *FSM) prepare(l *raft.Log) *fsmCmd {
+	t, body, err := decodeCmd(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("coordinator fsm: index %d: %v", l.Index, err))
+	}
+	index := l.Index
 	res := &applyResult{}
 	var fn func(tx *evalstore.Tx) error
 	var after func() // updates the in-flight index once committed
@@ -132,14 +187,7 @@ func (f *FSM) apply(index uint64, t cmdType, body []byte) (*applyResult, error) 
 	default:
 		panic(fmt.Sprintf("coordinator fsm: unknown command type %d at index %d", t, index))
 	}
-	applied, err := f.store.Update(index, fn)
-	if !applied && err == nil {
-		f.log.Debug("fsm: skipped applied entry", "index", index, "cmd", t)
-	}
-	if applied && err == nil && after != nil {
-		after()
-	}
-	return res, err
+	return &fsmCmd{t: t, res: res, fn: fn, after: after}
 }
 
 // applyTransition moves one job and, when it became terminal, admits

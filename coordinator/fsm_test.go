@@ -140,3 +140,63 @@ func TestCommand_LargeBodiesAreCompressed(t *testing.T) {
 		t.Fatal("corrupt compressed command decoded")
 	}
 }
+
+// ApplyBatch reaches the state Apply reaches entry by entry, with the same
+// answers, a failing entry (a stale transition) in the middle included, and
+// a replayed batch changes nothing.
+func TestFSM_ApplyBatchEqualsApply(t *testing.T) {
+	log := []*raft.Log{
+		submitEntry(t, 1, "eval-a"),
+		entry(t, 2, cmdAssign, &assignCmd{As: []evalstore.Assignment{{JobID: "eval-a", Index: 0, Worker: "w1"}, {JobID: "eval-a", Index: 1, Worker: "w2"}}, Now: 2}),
+		{Index: 3, Type: raft.LogConfiguration},
+		entry(t, 4, cmdTransition, &transitionCmd{Scope: "app", JobID: "eval-a", Expected: []evalstore.Phase{evalstore.PhaseQueued},
+			To: evalstore.PhaseCancelled, Now: 4}),
+		entry(t, 5, cmdFinish, &finishCmd{Outs: []evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalstore.TaskDone, Sample: []byte(`{}`)},
+			{JobID: "eval-a", Index: 1, Worker: "w9", State: evalstore.TaskDone}}, Now: 5}),
+		entry(t, 6, cmdLease, &leaseCmd{Lease: evalstore.Lease{LeaderID: "c1", At: 6}}),
+	}
+	one, oneStore := newFSM(t)
+	var want []*applyResult
+	for _, l := range log {
+		r, _ := one.Apply(l).(*applyResult)
+		want = append(want, r)
+	}
+	if want[3] == nil || want[3].Err == nil || want[4].Err != nil || len(want[4].Accepted) != 2 || !want[4].Accepted[0] || want[4].Accepted[1] {
+		t.Fatalf("the log does not exercise what it should: %+v %+v", want[3], want[4])
+	}
+	batch, batchStore := newFSM(t)
+	if _, err := batch.inflight.byWorker(batchStore); err != nil { // valid: deltas apply
+		t.Fatal(err)
+	}
+	got := batch.ApplyBatch(log)
+	for i := range log {
+		g, _ := got[i].(*applyResult)
+		if (g == nil) != (want[i] == nil) || g != nil && (len(g.Accepted) != len(want[i].Accepted) || (g.Err == nil) != (want[i].Err == nil)) {
+			t.Fatalf("entry %d: batch %+v, one by one %+v", log[i].Index, g, want[i])
+		}
+		if g != nil && g.Err != nil && g.Err.Code != want[i].Err.Code {
+			t.Fatalf("entry %d: batch error %v, one by one %v", log[i].Index, g.Err, want[i].Err)
+		}
+	}
+	dump := func(s *evalstore.Store) []byte {
+		sn := s.Snapshot()
+		defer sn.Release()
+		var b bytes.Buffer
+		if _, err := sn.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	before := dump(batchStore)
+	if !bytes.Equal(before, dump(oneStore)) {
+		t.Fatal("ApplyBatch and Apply left different stores")
+	}
+	batch.ApplyBatch(log)
+	if !bytes.Equal(before, dump(batchStore)) || batchStore.AppliedIndex() != 6 {
+		t.Fatal("a replayed batch changed the store")
+	}
+	inflight, err := batch.inflight.byWorker(batchStore)
+	if err != nil || len(inflight["w1"]) != 0 || len(inflight["w2"]) != 1 {
+		t.Fatalf("in-flight index after the batch: %v %v", inflight, err)
+	}
+}

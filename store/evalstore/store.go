@@ -165,6 +165,10 @@ func (s *Store) AppliedIndex() uint64 {
 func (s *Store) Update(index uint64, fn func(tx *Tx) error) (applied bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.updateLocked(index, fn)
+}
+
+func (s *Store) updateLocked(index uint64, fn func(tx *Tx) error) (applied bool, err error) {
 	if index != 0 && index <= s.applied {
 		return false, nil
 	}
@@ -187,6 +191,77 @@ func (s *Store) Update(index uint64, fn func(tx *Tx) error) (applied bool, err e
 		s.applied = index
 	}
 	return true, fnErr
+}
+
+// Op is one command of UpdateBatch: Fn at Raft index Index (non-zero).
+type Op struct {
+	Index uint64
+	Fn    func(tx *Tx) error
+}
+
+// UpdateBatch applies ops in order with exactly the outcome of one Update
+// per op (applied[i], errs[i]), but commits the ops that succeed together:
+// one Badger transaction, one applied-index write and one commit for a
+// whole Raft batch instead of one per entry (the commit, not the writes,
+// was most of a follower's apply cost). When an op fails, the ones before
+// it are re-run in a fresh transaction (the failed op's partial writes are
+// in the old one) and committed, and the failed op then runs alone as
+// Update would run it, so an error that only a shared transaction could
+// cause (ErrTxnTooBig) is answered as it would be alone, and every node
+// reaches the same state whatever batches its Raft hands it. Fn must be
+// deterministic and may run more than once. err is a storage failure
+// (*StorageError), fatal for the FSM; the ops after it are not applied.
+func (s *Store) UpdateBatch(ops []Op) (applied []bool, errs []error, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	applied, errs = make([]bool, len(ops)), make([]error, len(ops))
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	var pending []int // ops whose writes txn holds
+	commit := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		last := ops[pending[len(pending)-1]].Index
+		if err := putUint(txn, metaKey("applied"), last); err != nil {
+			return &StorageError{Err: err}
+		}
+		if err := txn.Commit(); err != nil {
+			return &StorageError{Err: err}
+		}
+		for _, i := range pending {
+			applied[i] = true
+		}
+		s.applied, pending = last, pending[:0]
+		return nil
+	}
+	for i, op := range ops {
+		if op.Index <= s.applied || (len(pending) > 0 && op.Index <= ops[pending[len(pending)-1]].Index) {
+			continue
+		}
+		fnErr := op.Fn(&Tx{txn: txn, lim: s.lim})
+		if fnErr == nil {
+			pending = append(pending, i)
+			continue
+		}
+		txn.Discard()
+		txn = s.db.NewTransaction(true)
+		for _, j := range pending {
+			if err := ops[j].Fn(&Tx{txn: txn, lim: s.lim}); err != nil {
+				return applied, errs, &StorageError{Err: fmt.Errorf("re-run of index %d: %w", ops[j].Index, err)}
+			}
+		}
+		if err := commit(); err != nil {
+			return applied, errs, err
+		}
+		txn.Discard()
+		applied[i], errs[i] = s.updateLocked(op.Index, op.Fn)
+		if se := (*StorageError)(nil); errors.As(errs[i], &se) {
+			return applied, errs, errs[i]
+		}
+		txn = s.db.NewTransaction(true)
+	}
+	return applied, errs, commit()
 }
 
 // View runs fn in a read transaction.

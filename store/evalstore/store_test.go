@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/store/evalstore"
 )
@@ -344,5 +346,140 @@ func TestStore_SnapshotRestoreKeepsAppliedIndex(t *testing.T) {
 			}
 		}
 		return nil
+	})
+}
+
+// UpdateBatch gives every op the outcome Update would, in fewer commits:
+// a failed op's writes are dropped (the ops before it kept), an op that only
+// fails in a shared transaction (too big) succeeds alone, and a replayed
+// batch is skipped.
+func TestStore_UpdateBatchMatchesUpdate(t *testing.T) {
+	s := open(t, evalstore.Limits{})
+	boom := errors.New("boom")
+	sets := func(from, n int) func(tx *evalstore.Tx) error {
+		return func(tx *evalstore.Tx) error {
+			for i := from; i < from+n; i++ {
+				body := fmt.Sprintf(`{"x":%q}`, bytes.Repeat([]byte{'a'}, 60<<10))
+				if _, err := tx.PutSet(set("app", fmt.Sprintf("s%d", i), "v1", body)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	ops := []evalstore.Op{
+		{Index: 1, Fn: sets(0, 1)},
+		{Index: 2, Fn: func(tx *evalstore.Tx) error {
+			if err := tx.PutLease(evalstore.Lease{LeaderID: "x", At: 1}); err != nil {
+				return err
+			}
+			return boom
+		}},
+		// 15 × 60 KiB each: together past the transaction limit of an
+		// 8 MiB memtable (15%), each alone within it.
+		{Index: 3, Fn: sets(1, 15)},
+		{Index: 4, Fn: sets(16, 15)},
+	}
+	other := open(t, evalstore.Limits{})
+	if _, err := other.Update(1, func(tx *evalstore.Tx) error {
+		if err := ops[2].Fn(tx); err != nil {
+			return err
+		}
+		return ops[3].Fn(tx)
+	}); !errors.Is(err, badger.ErrTxnTooBig) {
+		t.Fatalf("ops 3 and 4 in one transaction: %v, want ErrTxnTooBig", err)
+	}
+	applied, errs, err := s.UpdateBatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, boom, nil, nil} {
+		if !applied[i] || !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Fatalf("op %d: applied %v err %v, want applied with %v", i, applied[i], errs[i], want)
+		}
+	}
+	if s.AppliedIndex() != 4 {
+		t.Fatalf("applied index %d", s.AppliedIndex())
+	}
+	check := func() {
+		t.Helper()
+		_ = s.View(func(tx *evalstore.Tx) error {
+			if l, err := tx.Lease(); err != nil || l.LeaderID != "" {
+				t.Fatalf("the failed op's write survived: %+v %v", l, err)
+			}
+			for i := range 31 {
+				if _, err := tx.GetSet("app", fmt.Sprintf("s%d", i), "v1"); err != nil {
+					t.Fatalf("set s%d: %v", i, err)
+				}
+			}
+			return nil
+		})
+	}
+	check()
+	// Replayed (a restart): nothing applies again.
+	applied, errs, err = s.UpdateBatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ops {
+		if applied[i] || errs[i] != nil {
+			t.Fatalf("replayed op %d: applied %v err %v", i, applied[i], errs[i])
+		}
+	}
+	check()
+}
+
+// A job that ends with tasks in flight cancels exactly those (found by the
+// in-flight keys), leaves finished ones and other jobs' alone, and fences
+// their late results.
+func TestStore_TerminalJobCancelsInFlightTasks(t *testing.T) {
+	s := open(t, evalstore.Limits{})
+	sr := set("app", "s", "v1", `{"a":1}`)
+	two := evalstore.Admission{MaxConcurrency: 2, MaxQueue: 1, MaxQueueBytes: 1 << 20}
+	idx := uint64(0)
+	do := func(fn func(tx *evalstore.Tx) error) {
+		t.Helper()
+		idx++
+		if err := update(t, s, idx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"eval-a", "eval-b"} {
+		do(func(tx *evalstore.Tx) error {
+			_, err := tx.CreateEvaluation(sr, job("app", id, sr), two, 1)
+			return err
+		})
+	}
+	do(func(tx *evalstore.Tx) error {
+		_, err := tx.Assign([]evalstore.Assignment{{JobID: "eval-a", Index: 0, Worker: "w1"}, {JobID: "eval-a", Index: 1, Worker: "w2"},
+			{JobID: "eval-b", Index: 0, Worker: "w1"}}, 2)
+		return err
+	})
+	do(func(tx *evalstore.Tx) error {
+		_, err := tx.Finish([]evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalstore.TaskDone, Sample: []byte(`{}`)}}, 3)
+		return err
+	})
+	do(func(tx *evalstore.Tx) error {
+		_, err := tx.Transition("app", "eval-a", []evalstore.Phase{evalstore.PhaseRunning}, evalstore.PhaseCancelled,
+			evalstore.Patch{FinishedAt: 4, Reason: evalstore.ReasonUserCancelled}, 4)
+		return err
+	})
+	_ = s.View(func(tx *evalstore.Tx) error {
+		tasks, err := tx.Tasks("eval-a")
+		if err != nil || len(tasks) != 2 || tasks[0].State != evalstore.TaskDone || tasks[1].State != evalstore.TaskCancelled {
+			t.Fatalf("eval-a tasks %+v %v", tasks, err)
+		}
+		inflight, err := tx.InFlight()
+		if err != nil || len(inflight) != 1 || len(inflight["w1"]) != 1 || inflight["w1"][0].JobID != "eval-b" {
+			t.Fatalf("in flight %+v %v", inflight, err)
+		}
+		return nil
+	})
+	do(func(tx *evalstore.Tx) error {
+		ok, err := tx.Finish([]evalstore.Outcome{{JobID: "eval-a", Index: 1, Worker: "w2", State: evalstore.TaskDone}}, 5)
+		if err == nil && ok[0] {
+			return errors.New("a late result of a cancelled task was accepted")
+		}
+		return err
 	})
 }
