@@ -478,7 +478,9 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	if err != nil {
 		return failed(api.AsError(err).Code), nil
 	}
-	b, err := json.Marshal(res)
+	// Its own MarshalJSON, not json.Marshal: the latter would validate and
+	// compact the several MiB that method returns, for the same bytes.
+	b, err := res.MarshalJSON()
 	if err != nil {
 		return failed("evaluation_result_encoding_failed"), nil
 	}
