@@ -48,6 +48,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.fleet.profileDir != "" {
+		// The driver's own profile is mostly the embedded NATS server's.
+		pf, err := os.Create(filepath.Join(cfg.fleet.profileDir, "driver.pprof"))
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			log.Fatal(err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = pf.Close()
+		}()
+	}
 	loadBefore := loadAverage()
 	rows, err := run(ctx, cfg)
 	printTables(os.Stdout, cfg, rows)
