@@ -702,7 +702,10 @@ func (n *Node) consumeResults(ctx context.Context) {
 			<-slots
 			continue
 		}
-		if more, err := cons.FetchNoWait(n.cfg.Limits.MaxTasksPerCommand - 1); err == nil {
+		// Linger: what arrives in the next resultLinger joins this batch,
+		// so a Raft entry (a log commit and an append to each follower)
+		// carries many messages' results instead of one or two.
+		if more, err := cons.Fetch(n.cfg.Limits.MaxTasksPerCommand-1, jetstream.FetchMaxWait(resultLinger)); err == nil {
 			for m := range more.Messages() {
 				msgs = append(msgs, m)
 			}
@@ -717,7 +720,11 @@ func (n *Node) consumeResults(ctx context.Context) {
 }
 
 // resultAppliers bounds the result batches in Raft at once.
-const resultAppliers = 4
+const resultAppliers = 2
+
+// resultLinger is how long a result batch waits for more messages after
+// its first.
+const resultLinger = 15 * time.Millisecond
 
 func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	outs := make([]evalstore.Outcome, 0, len(msgs))
