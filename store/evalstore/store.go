@@ -2,6 +2,7 @@ package evalstore
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -434,3 +435,18 @@ func getRecord(txn *badger.Txn, k []byte, v any) (bool, error) {
 }
 
 func encode(v any) ([]byte, error) { return msgpack.Marshal(v) }
+
+// encodeSized is encode into a buffer of hint bytes to start with: a
+// finished task carries its sample (KiBs), which msgpack.Marshal's
+// buffer reached by doubling from 64 bytes, zeroing each copy. The
+// bytes are encode's.
+func encodeSized(v any, hint int) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, hint))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -101,7 +101,7 @@ func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
 			jobs[o.JobID] = j
 		}
 		t.State, t.Tag, t.Sample, t.Error, t.FinishedAt = o.State, o.Tag, o.Sample, o.Error || o.State != TaskDone, now
-		v, err := encode(t)
+		v, err := encodeSized(t, len(t.Sample)+len(t.JobID)+len(t.Worker)+len(t.Tag)+128)
 		if err != nil {
 			return nil, err
 		}
