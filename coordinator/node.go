@@ -426,7 +426,20 @@ func (n *Node) applyLocal(data []byte) (*applyResult, error) {
 	if res.Err != nil {
 		return res, res.Err
 	}
+	if res.Job != nil {
+		// A job was admitted, started or ended (queued ones admitted):
+		// schedule now, not at the next tick.
+		n.kickLeader()
+	}
 	return res, nil
+}
+
+// kickLeader makes the leader loop run its tick now (it coalesces).
+func (n *Node) kickLeader() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (n *Node) forward(ctx context.Context, leader string, data []byte) (*applyResult, error) {
