@@ -20,14 +20,19 @@ const scope = "fleetbench"
 
 // jobRun is one measured job.
 type jobRun struct {
-	name     string
-	workers  int
-	tasks    int
-	wall     time.Duration // submit to terminal
-	steady   float64       // tasks/s between 10% and 90% done (0 if too few polls)
-	inFlight float64       // mean model calls held by the fake between 10% and 90% done
-	assigned float64       // mean tasks dispatched and not done between 10% and 90% done
-	held     float64       // mean tasks the workers held (heartbeats) over the same window
+	name    string
+	workers int
+	tasks   int
+	wall    time.Duration // submit to terminal
+	// first and all are when status first showed a task done and every
+	// task done (after submit; 0 if no poll saw it before the end).
+	first, all time.Duration
+	submitted  time.Duration // the submit call's answer
+	dispatched time.Duration // status first showed a task dispatched
+	steady     float64       // tasks/s between 10% and 90% done (0 if too few polls)
+	inFlight   float64       // mean model calls held by the fake between 10% and 90% done
+	assigned   float64       // mean tasks dispatched and not done between 10% and 90% done
+	held       float64       // mean tasks the workers held (heartbeats) over the same window
 	// Model calls the fake answered and connections it accepted during
 	// the job.
 	modelCalls, newConns int
@@ -90,6 +95,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	if err != nil {
 		return r, fmt.Errorf("submit: %w", err)
 	}
+	r.submitted = time.Since(start)
 	var t10, t90 time.Time
 	var d10, d90 int
 	var inFlightSum, assignedSum, heldSum, inFlightN int
@@ -108,6 +114,15 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 		}
 		j = next
 		now, done := time.Now(), j.Progress.Done
+		if r.dispatched == 0 && j.Progress.Dispatched > 0 {
+			r.dispatched = now.Sub(start)
+		}
+		if r.first == 0 && done > 0 {
+			r.first = now.Sub(start)
+		}
+		if r.all == 0 && done >= r.tasks {
+			r.all = now.Sub(start)
+		}
 		if t10.IsZero() && done*10 >= r.tasks {
 			t10, d10 = now, done
 		}
