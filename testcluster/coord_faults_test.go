@@ -244,10 +244,18 @@ func TestClusterEval_FullRestartFailsActiveJobs(t *testing.T) {
 	if j.Reason != evalstore.ReasonServiceRestarted {
 		t.Fatalf("reason %q", j.Reason)
 	}
-	caps, err := cl.Capabilities(context.Background())
-	if err != nil || caps.RecoveredJobs != 1 {
-		t.Fatalf("%+v %v", caps, err)
-	}
+	// Any coordinator answers capabilities: one that has not applied the
+	// recovery yet may answer first, so wait for all to count it.
+	var caps *api.Capabilities
+	testutil.WaitFor(t, 10*time.Second, "recovery counted on every coordinator", func() bool {
+		for range 6 {
+			var err error
+			if caps, err = cl.Capabilities(context.Background()); err != nil || caps.RecoveredJobs != 1 || caps.ActiveJobs != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	checkAtMostOnce(t, c.Agent)
 }
 
