@@ -190,13 +190,22 @@ func PrincipalFromSubject(subject string) (string, error) {
 	return p, nil
 }
 
-// EncodeSignalBatch wire-encodes a batch.
-func EncodeSignalBatch(b SignalBatch) ([]byte, error) { return wire.Encode(SignalBatchKind, b) }
+// EncodeSignalBatch wire-encodes a batch: the bytes of
+// wire.Encode(SignalBatchKind, b), written without reflection.
+func EncodeSignalBatch(b SignalBatch) ([]byte, error) {
+	return appendSignalBatch(make([]byte, 0, signalBatchSize(b.Records)), b.Records), nil
+}
 
-// DecodeSignalBatch decodes a batch within the given message size bound.
+// DecodeSignalBatch decodes a batch within the given message size bound,
+// accepting and rejecting exactly what wire.Decode does. The records' data
+// alias data.
 func DecodeSignalBatch(data []byte, maxBytes int) (SignalBatch, error) {
+	lim := wire.DecodeLimits{MaxBytes: maxBytes}
+	if b, ok := decodeCanonicalSignalBatch(data, lim.Resolved()); ok {
+		return b, nil
+	}
 	var b SignalBatch
-	err := wire.Decode(data, wire.DecodeLimits{MaxBytes: maxBytes}, SignalBatchKind, &b)
+	err := wire.Decode(data, lim, SignalBatchKind, &b)
 	return b, err
 }
 

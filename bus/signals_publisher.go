@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -295,7 +294,7 @@ func (p *Publisher) Principal() string { return p.cfg.Principal }
 
 // Enqueue implements observability.AsyncSink for v1 envelopes and v2 spans.
 func (p *Publisher) Enqueue(s observability.Signal) error {
-	data, err := json.Marshal(s)
+	data, err := encodeSignal(s)
 	if err != nil {
 		return fmt.Errorf("bus: encode signal: %w", err)
 	}

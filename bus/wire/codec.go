@@ -46,6 +46,10 @@ func DefaultDecodeLimits() DecodeLimits {
 	return DecodeLimits{}.resolve()
 }
 
+// Resolved returns l with every zero field replaced by its default: the
+// limits Decode enforces for l.
+func (l DecodeLimits) Resolved() DecodeLimits { return l.resolve() }
+
 func (l DecodeLimits) resolve() DecodeLimits {
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxBytes

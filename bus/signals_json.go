@@ -1,0 +1,262 @@
+package bus
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/fadcedab/adk/observability"
+)
+
+// Enqueue encodes every signal it publishes; for spans encoding/json's
+// reflection was the publisher's largest cost. appendSpanJSON writes the
+// same bytes as json.Marshal(*SpanSignal) without it, and gives up (ok
+// false) on anything whose encoding it does not reproduce exactly (an
+// attribute value of another type, NaN, very deep nesting): the caller then
+// uses json.Marshal, so the output, and every error, stay encoding/json's.
+
+// maxAppendDepth bounds attribute nesting the appender follows; deeper
+// values go through json.Marshal.
+const maxAppendDepth = 32
+
+var spanBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// encodeSignal returns json.Marshal(s), through the appender for spans.
+func encodeSignal(s observability.Signal) ([]byte, error) {
+	if sp, ok := s.(*observability.SpanSignal); ok && sp != nil {
+		bp := spanBufPool.Get().(*[]byte)
+		b, ok := appendSpanJSON((*bp)[:0], sp)
+		var out []byte
+		if ok {
+			out = make([]byte, len(b)) // exact size: queued bytes are counted
+			copy(out, b)
+		}
+		if cap(b) <= 64<<10 {
+			*bp = b[:0]
+			spanBufPool.Put(bp)
+		}
+		if ok {
+			return out, nil
+		}
+	}
+	return json.Marshal(s)
+}
+
+// appendSpanJSON appends s as encoding/json encodes it (field order, the
+// omitempty fields, sorted attribute keys, HTML-escaped strings).
+func appendSpanJSON(b []byte, s *observability.SpanSignal) ([]byte, bool) {
+	b = append(b, `{"schema_version":`...)
+	b = strconv.AppendInt(b, int64(s.Schema), 10)
+	b = append(b, `,"signal":`...)
+	b = appendJSONString(b, s.Signal)
+	b = append(b, `,"phase":`...)
+	b = appendJSONString(b, s.Phase)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, s.Name)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, s.Kind)
+	b = append(b, `,"trace_id":`...)
+	b = appendJSONString(b, s.TraceID)
+	b = append(b, `,"span_id":`...)
+	b = appendJSONString(b, s.SpanID)
+	if s.ParentSpanID != "" {
+		b = append(b, `,"parent_span_id":`...)
+		b = appendJSONString(b, s.ParentSpanID)
+	}
+	b = append(b, `,"trace_flags":`...)
+	b = strconv.AppendInt(b, int64(s.TraceFlags), 10)
+	if s.TraceState != "" {
+		b = append(b, `,"tracestate":`...)
+		b = appendJSONString(b, s.TraceState)
+	}
+	b = append(b, `,"start_time_unix_nano":`...)
+	b = strconv.AppendInt(b, s.StartTimeUnixNano, 10)
+	if s.EndTimeUnixNano != 0 {
+		b = append(b, `,"end_time_unix_nano":`...)
+		b = strconv.AppendInt(b, s.EndTimeUnixNano, 10)
+	}
+	if s.DurationNano != nil {
+		b = append(b, `,"duration_nano":`...)
+		b = strconv.AppendInt(b, *s.DurationNano, 10)
+	}
+	if s.Status != "" {
+		b = append(b, `,"status":`...)
+		b = appendJSONString(b, s.Status)
+	}
+	b = append(b, `,"attributes":`...)
+	var ok bool
+	if b, ok = appendJSONMap(b, s.Attributes, 0); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// mapKeysPool holds the key slices appendJSONMap sorts.
+var mapKeysPool = sync.Pool{New: func() any { k := make([]string, 0, 16); return &k }}
+
+func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
+	if m == nil {
+		return append(b, "null"...), true
+	}
+	kp := mapKeysPool.Get().(*[]string)
+	keys := (*kp)[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	ok := true
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
+			break
+		}
+	}
+	clear(keys)
+	*kp = keys[:0]
+	mapKeysPool.Put(kp)
+	return append(b, '}'), ok
+}
+
+// appendJSONValue appends the attribute value types Attributes documents
+// (and the other integer types); anything else reports false.
+func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxAppendDepth {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return appendJSONString(b, x), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case uint64:
+		return strconv.AppendUint(b, x, 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case float64:
+		return appendJSONFloat(b, x)
+	case []string:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, s := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, s)
+		}
+		return append(b, ']'), true
+	case []any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSONValue(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		return appendJSONMap(b, x, depth)
+	}
+	return b, false
+}
+
+// appendJSONFloat is encoding/json's float64 encoding (ES6 number
+// formatting); NaN and ±Inf are errors there, so they report false.
+func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 → e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does by default: <, > and &
+// are escaped (HTML-safe), as are U+2028, U+2029 and invalid UTF-8.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
