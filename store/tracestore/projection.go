@@ -159,6 +159,33 @@ type fieldSet struct {
 	quoted []string // `"name":`
 	index  map[string]int
 	class  []byte // what the projection does with each key (c* below)
+	// table finds a key's index without hashing all of it (a map lookup
+	// per key and record was a tenth of Prepare): open addressing on
+	// fieldHash, -1 empty; a hit is confirmed by comparing the name.
+	table [fieldTableSize]int8
+}
+
+// fieldTableSize is a power of two well above the largest set (~30 keys).
+const fieldTableSize = 128
+
+// fieldHash mixes a key's length and three of its bytes.
+func fieldHash[T string | []byte](k T) uint32 {
+	n := len(k)
+	if n == 0 {
+		return 0
+	}
+	h := uint32(n)*0x9e3779b1 ^ uint32(k[n-1])*0x85ebca6b ^ uint32(k[n/2])*0xc2b2ae35 ^ uint32(k[n/3])*0x27d4eb2f
+	return h ^ h>>15
+}
+
+// fieldIndex returns the index of key k in fs, or -1.
+func fieldIndex[T string | []byte](fs *fieldSet, k T) int {
+	for h := fieldHash(k); ; h++ {
+		i := fs.table[h&(fieldTableSize-1)]
+		if i < 0 || fs.names[i] == string(k) {
+			return int(i)
+		}
+	}
 }
 
 // Key classes: how a projection treats a key of its set.
@@ -171,12 +198,7 @@ const (
 )
 
 // find returns the index of key k in the set, or -1.
-func (fs *fieldSet) find(k []byte) int {
-	if i, ok := fs.index[string(k)]; ok {
-		return i
-	}
-	return -1
-}
+func (fs *fieldSet) find(k []byte) int { return fieldIndex(fs, k) }
 
 // classify sets the class of the set's keys that are in m.
 func (fs *fieldSet) classify(c byte, m map[string]bool, more ...string) *fieldSet {
@@ -191,10 +213,21 @@ func (fs *fieldSet) classify(c byte, m map[string]bool, more ...string) *fieldSe
 
 func fields(names []string) *fieldSet {
 	sort.Strings(names)
+	if len(names) > fieldTableSize/2 {
+		panic("tracestore: field set too large for its table")
+	}
 	fs := &fieldSet{names: names, index: make(map[string]int, len(names)), class: make([]byte, len(names))}
+	for i := range fs.table {
+		fs.table[i] = -1
+	}
 	for i, n := range names {
 		fs.quoted = append(fs.quoted, string(appendJSONString(nil, n))+":")
 		fs.index[n] = i
+		h := fieldHash(n)
+		for fs.table[h&(fieldTableSize-1)] >= 0 {
+			h++
+		}
+		fs.table[h&(fieldTableSize-1)] = int8(i)
 	}
 	return fs
 }
@@ -244,14 +277,14 @@ func (p *projector) newObject(fs *fieldSet) *object {
 }
 
 func (o *object) put(name string, s slot) {
-	i := o.fs.index[name]
+	i := fieldIndex(o.fs, name)
 	if o.slots[i].kind == sNone {
 		o.count++
 	}
 	o.slots[i] = s
 }
 
-func (o *object) get(name string) *slot { return &o.slots[o.fs.index[name]] }
+func (o *object) get(name string) *slot { return &o.slots[fieldIndex(o.fs, name)] }
 
 func (o *object) putAt(i int, s slot) {
 	if o.slots[i].kind == sNone {
@@ -811,7 +844,4 @@ func (p *projector) filterAttributes(obj int) *object {
 	return out
 }
 
-func (fs *fieldSet) has(k []byte) bool {
-	_, ok := fs.index[string(k)]
-	return ok
-}
+func (fs *fieldSet) has(k []byte) bool { return fieldIndex(fs, k) >= 0 }

@@ -485,6 +485,9 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	pr := projectors.Get().(*projector)
 	defer projectors.Put(pr)
 	var js, arena, scratch []byte
+	// Records of a batch share few identities (the spans of a trace or a
+	// run): records of one identity share its selector hashes, read-only.
+	byID := map[identity][]selHash{}
 	for i, rec := range b.Records {
 		r := &p.recs[i]
 		if i > MaxBatchRecords {
@@ -506,8 +509,13 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			continue
 		}
 		r.blob, r.size = compressRecord(&arena, &scratch, js), uint32(len(js))
+		if sh, ok := byID[pj.identity]; ok {
+			r.sels = sh
+			continue
+		}
 		sels := subsets(&pj.identity)
 		r.sels = make([]selHash, len(sels))
+		byID[pj.identity] = r.sels
 		for j, sel := range sels {
 			h, ok := hashes[sel]
 			if !ok { // records of a batch share most selectors
