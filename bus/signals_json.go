@@ -24,14 +24,19 @@ const maxAppendDepth = 32
 
 var spanBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// encodeSignal returns json.Marshal(s), through the appender for spans.
-func encodeSignal(s observability.Signal) ([]byte, error) {
+// encodeSignal returns json.Marshal(s), through the appender for spans,
+// whose bytes it copies into alloc(n) (nil: make).
+func encodeSignal(s observability.Signal, alloc func(n int) []byte) ([]byte, error) {
 	if sp, ok := s.(*observability.SpanSignal); ok && sp != nil {
 		bp := spanBufPool.Get().(*[]byte)
 		b, ok := appendSpanJSON((*bp)[:0], sp)
 		var out []byte
 		if ok {
-			out = make([]byte, len(b)) // exact size: queued bytes are counted
+			if alloc == nil {
+				out = make([]byte, len(b))
+			} else {
+				out = alloc(len(b))
+			}
 			copy(out, b)
 		}
 		if cap(b) <= 64<<10 {

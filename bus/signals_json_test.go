@@ -121,7 +121,7 @@ func randSpan(r *rand.Rand) *observability.SpanSignal {
 func checkSameAsMarshal(t *testing.T, s observability.Signal) {
 	t.Helper()
 	want, werr := json.Marshal(s)
-	got, gerr := encodeSignal(s)
+	got, gerr := encodeSignal(s, nil)
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("errors differ: json %v, appender %v", werr, gerr)
 	}
@@ -217,7 +217,7 @@ func BenchmarkEncodeSignal(b *testing.B) {
 	b.Run("appender", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := encodeSignal(s); err != nil {
+			if _, err := encodeSignal(s, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -237,7 +237,8 @@ type Publisher struct {
 	idPrefix string
 
 	mu           sync.Mutex
-	pending      []pubItem // not yet in a batch, oldest first
+	pending      []pubItem // not yet in a batch, oldest first, from ph on
+	ph           int       // head of pending: taken items before it are cleared
 	retries      []*pubBatch
 	total        int   // pending + in flight + retrying
 	totalBytes   int64 // their bytes
@@ -245,6 +246,12 @@ type Publisher struct {
 	drainWaiters int
 	closed       bool
 	seq          uint64
+
+	// arena is the chunk encoded spans are carved from: one allocation
+	// per ~100 spans instead of one each (the queue is FIFO, so a chunk is
+	// freed soon after its last span is sent).
+	arenaMu sync.Mutex
+	arena   []byte
 
 	wake  chan struct{}
 	slots chan struct{}
@@ -294,11 +301,30 @@ func (p *Publisher) Principal() string { return p.cfg.Principal }
 
 // Enqueue implements observability.AsyncSink for v1 envelopes and v2 spans.
 func (p *Publisher) Enqueue(s observability.Signal) error {
-	data, err := encodeSignal(s)
+	data, err := encodeSignal(s, p.carve)
 	if err != nil {
 		return fmt.Errorf("bus: encode signal: %w", err)
 	}
 	return p.EnqueueRecord(RecordObservability, data)
+}
+
+// arenaChunk is the size of the arena's chunks; larger signals get their
+// own allocation.
+const arenaChunk = 64 << 10
+
+// carve returns n bytes of the arena.
+func (p *Publisher) carve(n int) []byte {
+	if n > arenaChunk/8 {
+		return make([]byte, n)
+	}
+	p.arenaMu.Lock()
+	defer p.arenaMu.Unlock()
+	if cap(p.arena)-len(p.arena) < n {
+		p.arena = make([]byte, 0, arenaChunk)
+	}
+	l := len(p.arena)
+	p.arena = p.arena[:l+n]
+	return p.arena[l : l+n : l+n]
 }
 
 // EnqueueRecord admits one JSON signal of the given record kind
@@ -319,10 +345,10 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 	}
 	for p.total+1 > p.cfg.MaxQueueEvents || p.totalBytes+n > p.cfg.MaxQueueBytes || !p.cfg.shared.take(n) {
 		switch {
-		case p.cfg.DropPolicy == DropOldest && len(p.pending) > 0:
-			old := p.pending[0]
-			p.pending[0] = pubItem{}
-			p.pending = p.pending[1:]
+		case p.cfg.DropPolicy == DropOldest && len(p.pending) > p.ph:
+			old := p.pending[p.ph]
+			p.pending[p.ph] = pubItem{}
+			p.ph++
 			p.removeLocked(1, int64(len(old.data)))
 			p.count(&p.c.droppedOldest, observability.BusDroppedOldest, 1)
 			continue
@@ -334,6 +360,13 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 		p.mu.Unlock()
 		p.count(&p.c.rejected, observability.BusRejected, 1)
 		return ErrQueueFull
+	}
+	if len(p.pending) == cap(p.pending) && p.ph > 0 && 2*p.ph >= len(p.pending) {
+		// Reuse the taken front instead of growing: the queue is a FIFO
+		// and a full queue is long, so regrowing copied it again and again.
+		n := copy(p.pending, p.pending[p.ph:])
+		clear(p.pending[n:])
+		p.pending, p.ph = p.pending[:n], 0
 	}
 	p.pending = append(p.pending, pubItem{kind: kind, data: data})
 	if p.total == 0 {
@@ -392,7 +425,7 @@ func (p *Publisher) Close() {
 	p.wg.Wait()
 	p.mu.Lock()
 	n := p.total
-	p.pending, p.retries = nil, nil
+	p.pending, p.ph, p.retries = nil, 0, nil
 	p.removeLocked(n, p.totalBytes)
 	p.mu.Unlock()
 	if n > 0 {
@@ -466,12 +499,13 @@ func (p *Publisher) takeBatch(now time.Time) (*pubBatch, time.Duration) {
 			wait = d
 		}
 	}
-	if len(p.pending) == 0 {
+	live := p.pending[p.ph:]
+	if len(live) == 0 {
 		return nil, wait
 	}
 	n, bytes := 0, int64(0)
-	for n < len(p.pending) && n < p.cfg.BatchSize {
-		sz := int64(len(p.pending[n].data))
+	for n < len(live) && n < p.cfg.BatchSize {
+		sz := int64(len(live[n].data))
 		if n > 0 && bytes+sz > int64(p.cfg.MaxBatchBytes) {
 			break
 		}
@@ -479,11 +513,14 @@ func (p *Publisher) takeBatch(now time.Time) (*pubBatch, time.Duration) {
 		n++
 	}
 	items := make([]pubItem, n)
-	copy(items, p.pending)
-	clear(p.pending[:n])
-	p.pending = p.pending[n:]
-	if len(p.pending) == 0 {
-		p.pending = nil // let the backing array go
+	copy(items, live)
+	clear(live[:n])
+	p.ph += n
+	if p.ph == len(p.pending) {
+		p.pending, p.ph = p.pending[:0], 0
+		if cap(p.pending) > 1<<16 {
+			p.pending = nil // let a burst's backing array go
+		}
 	}
 	p.seq++
 	return &pubBatch{id: p.idPrefix + strconv.FormatUint(p.seq, 10), items: items, bytes: bytes}, 0
