@@ -355,6 +355,14 @@ type projector struct {
 	dropped bool
 	slots   []slot
 	objs    []object
+	// out and path are reused record after record (no allocation each).
+	out  projected
+	path [maxInputDepth + 1][]byte
+}
+
+func (p *projector) result(ev *object, id identity, tsMS int64) *projected {
+	p.out = projected{event: ev, identity: id, tsMS: tsMS}
+	return &p.out
 }
 
 var projectors = sync.Pool{New: func() any { return &projector{sc: new(scanner)} }}
@@ -506,8 +514,7 @@ func (p *projector) intOf(v int) int64 {
 // which keys at which path (object keys only; arrays add nothing) belong
 // to the projection.
 func (p *projector) contentCheck(allowed func(path [][]byte, k []byte) bool) error {
-	var path [maxInputDepth + 1][]byte
-	if p.containsContent(0, allowed, path[:0]) {
+	if p.containsContent(0, allowed, p.path[:0]) {
 		if !p.prune {
 			return errCode(CodeContentRejected, "content field")
 		}
@@ -658,7 +665,7 @@ func (p *projector) envelope() (*projected, error) {
 		}
 	}
 	ev.put("metadata", slot{kind: sObj, obj: om})
-	return &projected{event: ev, identity: id, tsMS: ts}, nil
+	return p.result(ev, id, ts), nil
 }
 
 func (p *projector) span() (*projected, error) {
@@ -728,7 +735,7 @@ func (p *projector) span() (*projected, error) {
 			}
 		}
 	}
-	return &projected{event: ev, identity: id, tsMS: ev.get("start_time_unix_nano").n / 1_000_000}, nil
+	return p.result(ev, id, ev.get("start_time_unix_nano").n/1_000_000), nil
 }
 
 func (p *projector) workflow() (*projected, error) {
@@ -789,7 +796,7 @@ func (p *projector) workflow() (*projected, error) {
 		return nil, err
 	}
 	id := identity{idWorkflow: string(ev.get("workflow_id").b), idInvocation: string(ev.get("invocation_id").b)}
-	return &projected{event: ev, identity: id, tsMS: ts}, nil
+	return p.result(ev, id, ts), nil
 }
 
 // filterAttributes keeps the allowlisted attributes of the object at obj
