@@ -237,8 +237,7 @@ type Publisher struct {
 	idPrefix string
 
 	mu           sync.Mutex
-	pending      []pubItem // not yet in a batch, oldest first, from ph on
-	ph           int       // head of pending: taken items before it are cleared
+	pending      signalQueue // not yet in a batch, oldest first
 	retries      []*pubBatch
 	total        int   // pending + in flight + retrying
 	totalBytes   int64 // their bytes
@@ -345,10 +344,10 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 	}
 	for p.total+1 > p.cfg.MaxQueueEvents || p.totalBytes+n > p.cfg.MaxQueueBytes || !p.cfg.shared.take(n) {
 		switch {
-		case p.cfg.DropPolicy == DropOldest && len(p.pending) > p.ph:
-			old := p.pending[p.ph]
-			p.pending[p.ph] = pubItem{}
-			p.ph++
+		case p.cfg.DropPolicy == DropOldest && p.pending.len() > 0:
+			var one [1]pubItem
+			p.pending.popInto(one[:])
+			old := one[0]
 			p.removeLocked(1, int64(len(old.data)))
 			p.count(&p.c.droppedOldest, observability.BusDroppedOldest, 1)
 			continue
@@ -361,14 +360,7 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 		p.count(&p.c.rejected, observability.BusRejected, 1)
 		return ErrQueueFull
 	}
-	if len(p.pending) == cap(p.pending) && p.ph > 0 && 2*p.ph >= len(p.pending) {
-		// Reuse the taken front instead of growing: the queue is a FIFO
-		// and a full queue is long, so regrowing copied it again and again.
-		n := copy(p.pending, p.pending[p.ph:])
-		clear(p.pending[n:])
-		p.pending, p.ph = p.pending[:n], 0
-	}
-	p.pending = append(p.pending, pubItem{kind: kind, data: data})
+	p.pending.push(pubItem{kind: kind, data: data})
 	if p.total == 0 {
 		p.idle = make(chan struct{})
 	}
@@ -425,7 +417,8 @@ func (p *Publisher) Close() {
 	p.wg.Wait()
 	p.mu.Lock()
 	n := p.total
-	p.pending, p.ph, p.retries = nil, 0, nil
+	p.pending.reset()
+	p.retries = nil
 	p.removeLocked(n, p.totalBytes)
 	p.mu.Unlock()
 	if n > 0 {
@@ -499,13 +492,12 @@ func (p *Publisher) takeBatch(now time.Time) (*pubBatch, time.Duration) {
 			wait = d
 		}
 	}
-	live := p.pending[p.ph:]
-	if len(live) == 0 {
+	if p.pending.len() == 0 {
 		return nil, wait
 	}
 	n, bytes := 0, int64(0)
-	for n < len(live) && n < p.cfg.BatchSize {
-		sz := int64(len(live[n].data))
+	for n < p.pending.len() && n < p.cfg.BatchSize {
+		sz := int64(len(p.pending.at(n).data))
 		if n > 0 && bytes+sz > int64(p.cfg.MaxBatchBytes) {
 			break
 		}
@@ -513,15 +505,7 @@ func (p *Publisher) takeBatch(now time.Time) (*pubBatch, time.Duration) {
 		n++
 	}
 	items := make([]pubItem, n)
-	copy(items, live)
-	clear(live[:n])
-	p.ph += n
-	if p.ph == len(p.pending) {
-		p.pending, p.ph = p.pending[:0], 0
-		if cap(p.pending) > 1<<16 {
-			p.pending = nil // let a burst's backing array go
-		}
-	}
+	p.pending.popInto(items)
 	p.seq++
 	return &pubBatch{id: p.idPrefix + strconv.FormatUint(p.seq, 10), items: items, bytes: bytes}, 0
 }
