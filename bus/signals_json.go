@@ -22,27 +22,36 @@ import (
 // values go through json.Marshal.
 const maxAppendDepth = 32
 
-var spanBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// Encoded spans are appended straight into 64 KiB chunks shared through a
+// pool (per P, so concurrent Enqueues rarely meet): one allocation per
+// ~100 spans and no copy. An output slice's capacity ends with it, so no
+// later append can reach into it; a chunk is freed once its spans are.
+const (
+	spanArenaChunk = 64 << 10
+	spanArenaMin   = 2 << 10 // start a new chunk below this much room
+)
 
-// encodeSignal returns json.Marshal(s), through the appender for spans,
-// whose bytes it copies into alloc(n) (nil: make).
-func encodeSignal(s observability.Signal, alloc func(n int) []byte) ([]byte, error) {
+var spanArenas = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodeSignal returns json.Marshal(s), through the appender for spans.
+func encodeSignal(s observability.Signal) ([]byte, error) {
 	if sp, ok := s.(*observability.SpanSignal); ok && sp != nil {
-		bp := spanBufPool.Get().(*[]byte)
-		b, ok := appendSpanJSON((*bp)[:0], sp)
+		ap := spanArenas.Get().(*[]byte)
+		a := *ap
+		if cap(a)-len(a) < spanArenaMin {
+			a = make([]byte, 0, spanArenaChunk)
+		}
+		b, ok := appendSpanJSON(a, sp)
 		var out []byte
-		if ok {
-			if alloc == nil {
-				out = make([]byte, len(b))
-			} else {
-				out = alloc(len(b))
-			}
-			copy(out, b)
+		switch {
+		case !ok:
+		case cap(b) == cap(a): // in the chunk
+			out, a = b[len(a):len(b):len(b)], b
+		default: // outgrew the chunk: b is a new array, keep only the span
+			out = append([]byte(nil), b[len(a):]...)
 		}
-		if cap(b) <= 64<<10 {
-			*bp = b[:0]
-			spanBufPool.Put(bp)
-		}
+		*ap = a
+		spanArenas.Put(ap)
 		if ok {
 			return out, nil
 		}

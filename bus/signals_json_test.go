@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fadcedab/adk/observability"
@@ -121,7 +122,7 @@ func randSpan(r *rand.Rand) *observability.SpanSignal {
 func checkSameAsMarshal(t *testing.T, s observability.Signal) {
 	t.Helper()
 	want, werr := json.Marshal(s)
-	got, gerr := encodeSignal(s, nil)
+	got, gerr := encodeSignal(s)
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("errors differ: json %v, appender %v", werr, gerr)
 	}
@@ -217,7 +218,7 @@ func BenchmarkEncodeSignal(b *testing.B) {
 	b.Run("appender", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := encodeSignal(s, nil); err != nil {
+			if _, err := encodeSignal(s); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -230,4 +231,29 @@ func BenchmarkEncodeSignal(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestEncodeSignal_OutputsStayIntact keeps every output while later spans,
+// some larger than a chunk's room, are encoded into the shared chunks.
+func TestEncodeSignal_OutputsStayIntact(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var spans []*observability.SpanSignal
+	var outs [][]byte
+	for i := range 3000 {
+		s := randSpan(r)
+		if i%97 == 0 {
+			s.Attributes = observability.Attributes{"big": strings.Repeat("x", 1000*(1+r.IntN(80)))}
+		}
+		out, err := encodeSignal(s)
+		if err != nil {
+			continue
+		}
+		spans, outs = append(spans, s), append(outs, out)
+	}
+	for i, s := range spans {
+		want, _ := json.Marshal(s)
+		if !bytes.Equal(outs[i], want) {
+			t.Fatalf("output %d changed after later encodes", i)
+		}
+	}
 }

@@ -246,12 +246,6 @@ type Publisher struct {
 	closed       bool
 	seq          uint64
 
-	// arena is the chunk encoded spans are carved from: one allocation
-	// per ~100 spans instead of one each (the queue is FIFO, so a chunk is
-	// freed soon after its last span is sent).
-	arenaMu sync.Mutex
-	arena   []byte
-
 	wake  chan struct{}
 	slots chan struct{}
 	acks  chan inflight
@@ -300,30 +294,11 @@ func (p *Publisher) Principal() string { return p.cfg.Principal }
 
 // Enqueue implements observability.AsyncSink for v1 envelopes and v2 spans.
 func (p *Publisher) Enqueue(s observability.Signal) error {
-	data, err := encodeSignal(s, p.carve)
+	data, err := encodeSignal(s)
 	if err != nil {
 		return fmt.Errorf("bus: encode signal: %w", err)
 	}
 	return p.EnqueueRecord(RecordObservability, data)
-}
-
-// arenaChunk is the size of the arena's chunks; larger signals get their
-// own allocation.
-const arenaChunk = 64 << 10
-
-// carve returns n bytes of the arena.
-func (p *Publisher) carve(n int) []byte {
-	if n > arenaChunk/8 {
-		return make([]byte, n)
-	}
-	p.arenaMu.Lock()
-	defer p.arenaMu.Unlock()
-	if cap(p.arena)-len(p.arena) < n {
-		p.arena = make([]byte, 0, arenaChunk)
-	}
-	l := len(p.arena)
-	p.arena = p.arena[:l+n]
-	return p.arena[l : l+n : l+n]
 }
 
 // EnqueueRecord admits one JSON signal of the given record kind
