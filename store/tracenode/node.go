@@ -18,7 +18,11 @@ import (
 
 // Defaults.
 const (
-	DefaultFetchBatch   = 256
+	DefaultFetchBatch = 256
+	// DefaultPrepareWorkers is the number of prepare workers.
+	DefaultPrepareWorkers = 2
+	// MaxPrepareWorkers bounds PrepareWorkers.
+	MaxPrepareWorkers   = 16
 	DefaultMaxQueryWait = 2 * time.Second
 	// MaxQueryWaitLimit bounds how long a min_sequence query may wait.
 	MaxQueryWaitLimit = 10 * time.Second
@@ -42,6 +46,9 @@ type Config struct {
 	MaxMsgBytes int
 	// FetchBatch bounds messages buffered from the consumer (256).
 	FetchBatch int
+	// PrepareWorkers decode and project messages in parallel (2, ≤16);
+	// they are applied in stream order all the same.
+	PrepareWorkers int
 	// MaxQueryWait bounds a min_sequence wait (2 s, ≤10 s).
 	MaxQueryWait time.Duration
 	Logger       *slog.Logger
@@ -57,7 +64,8 @@ type Stats struct {
 	AuthRejected     uint64 `json:"auth_rejected"`
 	BadRequests      uint64 `json:"bad_requests"`
 	// PrepareTime and ApplyTime are the wall time spent decoding and
-	// projecting, and applying to Badger.
+	// projecting (summed over the prepare workers), and applying to
+	// Badger.
 	PrepareTime time.Duration `json:"prepare_ns"`
 	ApplyTime   time.Duration `json:"apply_ns"`
 }
@@ -71,7 +79,8 @@ type Node struct {
 	cons  jetstream.Consumer
 	mu    sync.Mutex // guards iter
 	iter  jetstream.MessagesContext
-	items chan item // prepareLoop → applyLoop, bounded
+	items chan *item // prepareLoop → applyLoop in stream order, bounded
+	work  chan *item // prepareLoop → prepare workers, bounded
 	svc   micro.Service
 	wg    sync.WaitGroup
 
@@ -101,6 +110,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.FetchBatch <= 0 {
 		cfg.FetchBatch = DefaultFetchBatch
 	}
+	if cfg.PrepareWorkers <= 0 {
+		cfg.PrepareWorkers = DefaultPrepareWorkers
+	}
+	cfg.PrepareWorkers = min(cfg.PrepareWorkers, MaxPrepareWorkers)
 	if cfg.MaxQueryWait <= 0 {
 		cfg.MaxQueryWait = DefaultMaxQueryWait
 	}
@@ -126,10 +139,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.items = make(chan item, 4)
-	n.wg.Add(2)
+	n.items = make(chan *item, 4+2*cfg.PrepareWorkers)
+	n.work = make(chan *item, 2*cfg.PrepareWorkers)
+	n.wg.Add(2 + cfg.PrepareWorkers)
 	go n.prepareLoop()
 	go n.applyLoop()
+	for range cfg.PrepareWorkers {
+		go n.prepareWorker()
+	}
 	return n, nil
 }
 
@@ -169,20 +186,24 @@ func (n *Node) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.
 }
 
 // item is one message on its way from the prepare loop to the apply loop,
-// or a resync marker.
+// or a resync marker. A worker sets prep and closes ready.
 type item struct {
 	msg    jetstream.Msg
 	seq    uint64
+	timeMS int64 // the message's stream timestamp
 	prep   *tracestore.Prepared
+	ready  chan struct{}
 	marker chan struct{}
 }
 
-// prepareLoop pulls messages and decodes and projects them (the CPU-heavy,
-// state-free half of an apply) one step ahead of applyLoop, so the two
-// overlap on separate cores. It owns the iterator and the resync.
+// prepareLoop pulls messages and hands each to the prepare workers, which
+// decode and project it (the CPU-heavy, state-free half of an apply) ahead
+// of applyLoop, and, in stream order, to applyLoop, which waits until its
+// message is prepared. It owns the iterator and the resync.
 func (n *Node) prepareLoop() {
 	defer n.wg.Done()
 	defer close(n.items)
+	defer close(n.work)
 	for {
 		msg, err := n.iterator().Next()
 		if err != nil {
@@ -199,7 +220,7 @@ func (n *Node) prepareLoop() {
 			// consumer at applied+1.
 			marker := make(chan struct{})
 			select {
-			case n.items <- item{marker: marker}:
+			case n.items <- &item{marker: marker}:
 			case <-n.stopping:
 				return
 			}
@@ -213,36 +234,51 @@ func (n *Node) prepareLoop() {
 			}
 			continue
 		}
-		it := item{msg: msg}
 		md, err := msg.Metadata()
 		if err != nil {
 			_ = msg.Term()
 			continue
 		}
-		it.seq = md.Sequence.Stream
-		b := tracestore.Batch{Seq: it.seq, TimeMS: md.Timestamp.UnixMilli()}
-		principal, perr := bus.PrincipalFromSubject(msg.Subject())
-		batch, derr := bus.DecodeSignalBatch(msg.Data(), n.cfg.MaxMsgBytes)
-		if perr != nil || derr != nil {
-			// Still applied (as an empty batch) so the sequence advances
-			// identically on every node.
-			n.malformed.Add(1)
-		} else {
-			b.Principal = principal
-			b.Records = make([]tracestore.Record, len(batch.Records))
-			for i, r := range batch.Records {
-				b.Records[i] = tracestore.Record{Kind: r.Kind, Data: r.Data}
+		it := &item{msg: msg, seq: md.Sequence.Stream, timeMS: md.Timestamp.UnixMilli(), ready: make(chan struct{})}
+		for _, ch := range [...]chan *item{n.work, n.items} {
+			select {
+			case ch <- it:
+			case <-n.stopping:
+				return
 			}
 		}
+	}
+}
+
+// prepareWorker prepares the messages of n.work until prepareLoop closes
+// it.
+func (n *Node) prepareWorker() {
+	defer n.wg.Done()
+	for it := range n.work {
 		t0 := time.Now()
-		it.prep = n.cfg.Store.Prepare(b)
+		it.prep = n.prepare(it)
 		n.prepareNS.Add(int64(time.Since(t0)))
-		select {
-		case n.items <- it:
-		case <-n.stopping:
-			return
+		close(it.ready)
+	}
+}
+
+func (n *Node) prepare(it *item) *tracestore.Prepared {
+	msg := it.msg
+	b := tracestore.Batch{Seq: it.seq, TimeMS: it.timeMS}
+	principal, perr := bus.PrincipalFromSubject(msg.Subject())
+	batch, derr := bus.DecodeSignalBatch(msg.Data(), n.cfg.MaxMsgBytes)
+	if perr != nil || derr != nil {
+		// Still applied (as an empty batch) so the sequence advances
+		// identically on every node.
+		n.malformed.Add(1)
+	} else {
+		b.Principal = principal
+		b.Records = make([]tracestore.Record, len(batch.Records))
+		for i, r := range batch.Records {
+			b.Records[i] = tracestore.Record{Kind: r.Kind, Data: r.Data}
 		}
 	}
+	return n.cfg.Store.Prepare(b)
 }
 
 // applyLoop applies prepared messages in stream order and acks each after
@@ -262,6 +298,7 @@ func (n *Node) applyLoop() {
 			n.redelivered.Add(1)
 			_ = it.msg.Ack()
 		default:
+			<-it.ready // a worker always finishes what it was given
 			t0 := time.Now()
 			_, err := n.cfg.Store.ApplyPrepared(it.prep)
 			n.applyNS.Add(int64(time.Since(t0)))
