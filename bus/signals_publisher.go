@@ -196,12 +196,15 @@ type PublisherStats struct {
 	DeliveryGuarantee string `json:"delivery_guarantee"`
 }
 
-type pubItem struct {
-	kind string
-	data []byte
-}
+// pubItem is a queued signal: already the record a batch carries.
+type pubItem = SignalRecord
+
+// batchBufs holds encoded batch messages for reuse once they are settled
+// (the connection copies a message when it is published).
+var batchBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 type pubBatch struct {
+	buf       *[]byte // msg's buffer, from batchBufs
 	id        string
 	items     []pubItem
 	bytes     int64
@@ -323,7 +326,7 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 			var one [1]pubItem
 			p.pending.popInto(one[:])
 			old := one[0]
-			p.removeLocked(1, int64(len(old.data)))
+			p.removeLocked(1, int64(len(old.Data)))
 			p.count(&p.c.droppedOldest, observability.BusDroppedOldest, 1)
 			continue
 		case p.cfg.DropPolicy == DropNewest:
@@ -335,7 +338,7 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 		p.count(&p.c.rejected, observability.BusRejected, 1)
 		return ErrQueueFull
 	}
-	p.pending.push(pubItem{kind: kind, data: data})
+	p.pending.push(pubItem{Kind: kind, Data: data})
 	if p.total == 0 {
 		p.idle = make(chan struct{})
 	}
@@ -472,7 +475,7 @@ func (p *Publisher) takeBatch(now time.Time) (*pubBatch, time.Duration) {
 	}
 	n, bytes := 0, int64(0)
 	for n < p.pending.len() && n < p.cfg.BatchSize {
-		sz := int64(len(p.pending.at(n).data))
+		sz := int64(len(p.pending.at(n).Data))
 		if n > 0 && bytes+sz > int64(p.cfg.MaxBatchBytes) {
 			break
 		}
@@ -522,16 +525,11 @@ func (p *Publisher) dispatchLoop() {
 
 func (p *Publisher) send(b *pubBatch) {
 	if b.msg == nil {
-		recs := make([]SignalRecord, len(b.items))
-		for i, it := range b.items {
-			recs[i] = SignalRecord{Kind: it.kind, Data: it.data}
+		b.buf = batchBufs.Get().(*[]byte)
+		if n := signalBatchSize(b.items); cap(*b.buf) < n {
+			*b.buf = make([]byte, 0, n)
 		}
-		data, err := EncodeSignalBatch(SignalBatch{Records: recs})
-		if err != nil {
-			p.finish(b, err, false)
-			return
-		}
-		b.msg = data
+		b.msg = appendSignalBatch((*b.buf)[:0], b.items)
 	}
 	b.attempt++
 	msg := nats.NewMsg(p.subject)
@@ -573,11 +571,21 @@ func (p *Publisher) ackLoop() {
 	}
 }
 
+// release returns a settled batch's message buffer to the pool.
+func (b *pubBatch) release() {
+	if b.buf != nil && cap(b.msg) <= 8<<20 {
+		*b.buf = b.msg[:0]
+		batchBufs.Put(b.buf)
+	}
+	b.buf, b.msg = nil, nil
+}
+
 // finish settles one attempt of a batch and frees its in-flight slot.
 func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 	defer func() { <-p.slots }()
 	n := uint64(len(b.items))
 	if err == nil {
+		b.release()
 		p.mu.Lock()
 		p.removeLocked(len(b.items), b.bytes)
 		p.mu.Unlock()
@@ -598,6 +606,7 @@ func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 		p.signal()
 		return
 	}
+	b.release()
 	p.mu.Lock()
 	p.removeLocked(len(b.items), b.bytes)
 	p.mu.Unlock()

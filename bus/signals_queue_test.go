@@ -33,7 +33,7 @@ func TestPublisherQueue_StaysFIFOAcrossReuse(t *testing.T) {
 					continue
 				}
 				for _, it := range b.items {
-					got, _ := strconv.Atoi(string(it.data))
+					got, _ := strconv.Atoi(string(it.Data))
 					if policy == DropOldest && got > want {
 						want = got // the ones between were dropped, oldest first
 					}
@@ -58,18 +58,18 @@ func TestSignalQueue_DrainsAndRefills(t *testing.T) {
 	next, want := 0, 0
 	for _, step := range []struct{ push, pop int }{{1, 1}, {queueChunk, queueChunk}, {3 * queueChunk, 2*queueChunk + 5}, {7, queueChunk + 2}, {queueChunk + 1, 0}, {0, queueChunk + 1}} {
 		for range step.push {
-			q.push(pubItem{data: []byte(strconv.Itoa(next))})
+			q.push(pubItem{Data: []byte(strconv.Itoa(next))})
 			next++
 		}
 		for i := range q.len() {
-			if got, _ := strconv.Atoi(string(q.at(i).data)); got != want+i {
+			if got, _ := strconv.Atoi(string(q.at(i).Data)); got != want+i {
 				t.Fatalf("at(%d) = %d, want %d", i, got, want+i)
 			}
 		}
 		out := make([]pubItem, step.pop)
 		q.popInto(out)
 		for _, it := range out {
-			if got, _ := strconv.Atoi(string(it.data)); got != want {
+			if got, _ := strconv.Atoi(string(it.Data)); got != want {
 				t.Fatalf("popped %d, want %d", got, want)
 			}
 			want++
