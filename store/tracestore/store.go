@@ -535,6 +535,13 @@ func (a *applier) run() []Result {
 	o := s.opts
 	res := make([]Result, len(b.Records))
 	p, perr := a.principal(b.Principal)
+	if perr == nil {
+		// The order indexes grow by the whole batch, doubling: append's
+		// 1.25x steps for long slices copied them several times as often.
+		n := len(a.prep.recs)
+		p.q = growDoubling(p.q, n)
+		s.global = growDoubling(s.global, n)
+	}
 	for i := range a.prep.recs {
 		pr := &a.prep.recs[i]
 		err := pr.err
@@ -614,6 +621,15 @@ func (a *applier) run() []Result {
 	a.set(metaKey, mb)
 	s.compactGlobal()
 	return res
+}
+
+// growDoubling returns x with room for n more elements, at least doubling
+// its capacity when it must grow.
+func growDoubling[T any](x []T, n int) []T {
+	if cap(x)-len(x) >= n {
+		return x
+	}
+	return slices.Grow(x, max(n, len(x)))
 }
 
 // principal finds or creates the batch's principal. Capacity fails closed.
