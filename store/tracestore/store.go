@@ -392,40 +392,82 @@ func (s *Store) Apply(b Batch) ([]Result, error) {
 
 // ApplyPrepared is Apply for a batch already prepared.
 func (s *Store) ApplyPrepared(prep *Prepared) ([]Result, error) {
-	b := prep.b
+	res, err := s.ApplyPreparedGroup([]*Prepared{prep})
+	if err != nil || len(res) == 0 {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// MaxApplyGroup bounds the batches ApplyPreparedGroup writes at once.
+const MaxApplyGroup = 16
+
+// ApplyPreparedGroup applies consecutive prepared batches, in order, in
+// one Badger write that also records the last one's sequence as applied
+// (group commit: one write and one wait for several stream messages). The
+// state is the state the batches give applied one by one; a batch at or
+// below the applied sequence is skipped (nil results). At most
+// MaxApplyGroup batches.
+func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
+	if len(preps) > MaxApplyGroup {
+		return nil, fmt.Errorf("tracestore: %d batches in one apply group, at most %d", len(preps), MaxApplyGroup)
+	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if b.Seq <= s.m.Applied {
-		return nil, nil
+	for i, prep := range preps {
+		if seq := prep.b.Seq; seq >= 1<<(64-CursorIndexBits) || i > 0 && seq <= preps[i-1].b.Seq {
+			return nil, fmt.Errorf("tracestore: sequence %d out of range or order", seq)
+		}
 	}
-	if b.Seq >= 1<<(64-CursorIndexBits) {
-		return nil, fmt.Errorf("tracestore: sequence %d out of range", b.Seq)
+	g := &applyGroup{wb: s.db.NewWriteBatch(), touched: map[*principal]bool{}, manifests: map[string][]byte{}}
+	defer g.wb.Cancel()
+	results := make([][]Result, len(preps))
+	last := uint64(0)
+	for i, prep := range preps {
+		b := prep.b
+		if b.Seq <= s.m.Applied {
+			continue
+		}
+		a := &applier{s: s, g: g, b: b, prep: prep, groups: map[uint64]*group{}}
+		results[i] = a.run()
+		if a.err != nil {
+			return nil, a.err
+		}
+		last = b.Seq
 	}
-	a := &applier{s: s, wb: s.db.NewWriteBatch(), b: b, prep: prep, groups: map[uint64]*group{}, touched: map[*principal]bool{}}
-	defer a.wb.Cancel()
-	results := a.run()
-	if a.err != nil {
-		return nil, a.err
+	if last == 0 {
+		return results, nil
 	}
-	if err := a.wb.Flush(); err != nil {
-		return nil, fmt.Errorf("tracestore: write batch %d: %w", b.Seq, err)
+	if err := g.wb.Flush(); err != nil {
+		return nil, fmt.Errorf("tracestore: write batch %d: %w", last, err)
 	}
-	for p := range a.touched {
+	for p := range g.touched {
 		p.publish()
 	}
 	s.mu.Lock()
-	for _, p := range a.created {
+	for _, p := range g.created {
 		s.byDigest[p.digest] = p
 	}
 	close(s.appliedC)
 	s.appliedC = make(chan struct{})
 	s.mu.Unlock()
-	s.applied.Store(b.Seq)
+	s.applied.Store(last)
 	s.publishStatus()
 	return results, nil
+}
+
+// applyGroup is what the batches of one group commit share: the write,
+// the principals they touched or created, and the manifests they wrote
+// (an eviction in a later batch of the group finds them here: the write
+// is not in Badger yet).
+type applyGroup struct {
+	wb        *badger.WriteBatch
+	touched   map[*principal]bool
+	created   []*principal
+	manifests map[string][]byte
 }
 
 type group struct {
@@ -434,27 +476,25 @@ type group struct {
 }
 
 type applier struct {
-	recs    []msgRecord // accepted records of the message
-	s       *Store
-	wb      *badger.WriteBatch
-	b       Batch
-	prep    *Prepared
-	groups  map[uint64]*group
-	order   []uint64
-	touched map[*principal]bool
-	created []*principal
-	err     error
+	recs   []msgRecord // accepted records of the message
+	s      *Store
+	g      *applyGroup
+	b      Batch
+	prep   *Prepared
+	groups map[uint64]*group
+	order  []uint64
+	err    error
 }
 
 func (a *applier) set(k, v []byte) {
 	if a.err == nil {
-		a.err = a.wb.Set(k, v)
+		a.err = a.g.wb.Set(k, v)
 	}
 }
 
 func (a *applier) del(k []byte) {
 	if a.err == nil {
-		a.err = a.wb.Delete(k)
+		a.err = a.g.wb.Delete(k)
 	}
 }
 
@@ -582,7 +622,7 @@ func (a *applier) run() []Result {
 		s.global = append(s.global, liveEvent{cursor: c, ts: b.TimeMS, pid: p.pid})
 		s.events++
 		s.bytes += int64(sz)
-		a.touched[p] = true
+		a.g.touched[p] = true
 		for p.live() > o.MaxEventsPerPrincipal || p.bytes > o.MaxBytesPerPrincipal {
 			a.evictOldest(p)
 			s.m.Counters.CapacityEvictions++
@@ -608,12 +648,12 @@ func (a *applier) run() []Result {
 	if p != nil {
 		a.writeMessage(p)
 	}
-	for q := range a.touched {
+	for q := range a.g.touched {
 		rec, _ := msgpack.Marshal(&principalRec{Digest: q.digest[:], EvictedThrough: q.evictedThrough, Latest: q.latest,
 			Tombstone: q.tomb, TombstoneMS: q.tombMS})
 		a.set(principalKey(q.pid), rec)
 	}
-	for _, q := range a.created {
+	for _, q := range a.g.created {
 		a.set(digestKey(q.digest), binary.BigEndian.AppendUint32(nil, q.pid))
 	}
 	s.m.Applied = b.Seq
@@ -644,14 +684,19 @@ func (a *applier) principal(name string) (*principal, error) {
 	if p != nil {
 		return p, nil
 	}
+	for _, p := range a.g.created { // created earlier in this group
+		if p.digest == d {
+			return p, nil
+		}
+	}
 	if int(a.s.m.NextPID) >= a.s.opts.MaxPrincipals {
 		return nil, errCode(CodePrincipalCapacity, "max_principals reached")
 	}
 	p = &principal{pid: a.s.m.NextPID, digest: d}
 	a.s.m.NextPID++
 	a.s.byPID = append(a.s.byPID, p)
-	a.created = append(a.created, p)
-	a.touched[p] = true
+	a.g.created = append(a.g.created, p)
+	a.g.touched[p] = true
 	return p, nil
 }
 
@@ -670,7 +715,7 @@ func (a *applier) evictOldest(p *principal) {
 	s.bytes -= int64(r.size)
 	p.evictedThrough = r.cursor
 	s.m.EvictedThrough = max(s.m.EvictedThrough, r.cursor)
-	a.touched[p] = true
+	a.g.touched[p] = true
 	if p.live() == 0 {
 		p.tomb, p.tombMS = true, a.b.TimeMS
 		s.tombs.push(tombEntry{ms: p.tombMS, pid: p.pid})
@@ -684,15 +729,18 @@ func (a *applier) evictOldest(p *principal) {
 // dropMessage deletes a principal's fully evicted stream message: its
 // records, and its index groups and manifest, found through the manifest.
 func (a *applier) dropMessage(pid uint32, seq uint64) {
-	var man []byte
-	err := a.s.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(manifestKey(pid, seq))
-		if err != nil {
+	man, ok := a.g.manifests[string(manifestKey(pid, seq))]
+	var err error
+	if !ok {
+		err = a.s.db.View(func(txn *badger.Txn) error {
+			it, err := txn.Get(manifestKey(pid, seq))
+			if err != nil {
+				return err
+			}
+			man, err = it.ValueCopy(nil)
 			return err
-		}
-		man, err = it.ValueCopy(nil)
-		return err
-	})
+		})
+	}
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return
 	}
@@ -770,7 +818,7 @@ func (a *applier) expireTombstones(cutoff int64) {
 		}
 		s.tombs.pop()
 		p.tomb, p.tombMS, p.evictedThrough, p.latest = false, 0, 0, 0
-		a.touched[p] = true
+		a.g.touched[p] = true
 		s.m.Counters.TombstonesPruned++
 		n++
 	}
@@ -847,5 +895,7 @@ func (a *applier) writeMessage(p *principal) {
 		sels = append(sels, h)
 	}
 	a.set(messageKey(p.pid, b.Seq), encodeMessage(live))
-	a.set(manifestKey(p.pid, b.Seq), encodeManifest(b.TimeMS, live, sels))
+	mk, mv := manifestKey(p.pid, b.Seq), encodeManifest(b.TimeMS, live, sels)
+	a.g.manifests[string(mk)] = mv
+	a.set(mk, mv)
 }
