@@ -282,35 +282,73 @@ func (n *Node) prepare(it *item) *tracestore.Prepared {
 }
 
 // applyLoop applies prepared messages in stream order and acks each after
-// its Badger write. After a failed apply it discards everything up to the
-// prepare loop's resync marker: those messages are redelivered from
-// applied+1.
+// its Badger write. The messages already queued behind the next one (at
+// most tracestore.MaxApplyGroup) are applied with it in one write, so a
+// loop that falls behind catches up with fewer, larger writes. After a
+// failed apply it discards everything up to the prepare loop's resync
+// marker: those messages are redelivered from applied+1.
 func (n *Node) applyLoop() {
 	defer n.wg.Done()
 	failed := false
-	for it := range n.items {
+	var next *item // taken while gathering a group, handled first next round
+	group := make([]*item, 0, tracestore.MaxApplyGroup)
+	preps := make([]*tracestore.Prepared, 0, tracestore.MaxApplyGroup)
+	for {
+		it := next
+		next = nil
+		if it == nil {
+			var ok bool
+			if it, ok = <-n.items; !ok {
+				return
+			}
+		}
 		switch {
 		case it.marker != nil:
 			failed = false
 			close(it.marker)
+			continue
 		case failed:
+			continue
 		case it.seq <= n.cfg.Store.AppliedSeq():
 			n.redelivered.Add(1)
 			_ = it.msg.Ack()
-		default:
-			<-it.ready // a worker always finishes what it was given
-			t0 := time.Now()
-			_, err := n.cfg.Store.ApplyPrepared(it.prep)
-			n.applyNS.Add(int64(time.Since(t0)))
-			if err != nil {
-				n.applyFailures.Add(1)
-				n.log.Error("apply signal batch", "seq", it.seq, "err", err)
-				failed = true
-				n.iterator().Stop()
-				continue
+			continue
+		}
+		group = append(group[:0], it)
+	gather:
+		for len(group) < tracestore.MaxApplyGroup {
+			select {
+			case more, ok := <-n.items:
+				if !ok {
+					break gather
+				}
+				if more.marker != nil || more.seq <= n.cfg.Store.AppliedSeq() {
+					next = more
+					break gather
+				}
+				group = append(group, more)
+			default:
+				break gather
 			}
-			n.applied.Add(1)
-			_ = it.msg.Ack()
+		}
+		preps = preps[:0]
+		for _, g := range group {
+			<-g.ready // a worker always finishes what it was given
+			preps = append(preps, g.prep)
+		}
+		t0 := time.Now()
+		_, err := n.cfg.Store.ApplyPreparedGroup(preps)
+		n.applyNS.Add(int64(time.Since(t0)))
+		if err != nil {
+			n.applyFailures.Add(1)
+			n.log.Error("apply signal batches", "first_seq", group[0].seq, "last_seq", group[len(group)-1].seq, "err", err)
+			failed = true
+			n.iterator().Stop()
+			continue
+		}
+		n.applied.Add(uint64(len(group)))
+		for _, g := range group {
+			_ = g.msg.Ack()
 		}
 	}
 }
