@@ -423,13 +423,23 @@ func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
 		}
 	}
 	g := &applyGroup{wb: s.db.NewWriteBatch(), touched: map[*principal]bool{}, manifests: map[string][]byte{}}
-	defer g.wb.Cancel()
+	defer func() { g.wb.Cancel() }()
+	// A group stays one Badger transaction (WriteBatch splits a larger
+	// one, and the meta key must land with the data): it is committed in
+	// parts once it holds half of what one transaction may.
+	maxBytes, maxCount := s.db.MaxBatchSize()/2, s.db.MaxBatchCount()/2
 	results := make([][]Result, len(preps))
-	last := uint64(0)
+	var last, committed uint64
 	for i, prep := range preps {
 		b := prep.b
 		if b.Seq <= s.m.Applied {
 			continue
+		}
+		if last > committed && (g.bytes >= maxBytes || g.count >= maxCount) {
+			if err := s.commitGroup(g, last); err != nil {
+				return nil, err
+			}
+			committed = last
 		}
 		a := &applier{s: s, g: g, b: b, prep: prep, groups: map[uint64]*group{}}
 		results[i] = a.run()
@@ -438,11 +448,19 @@ func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
 		}
 		last = b.Seq
 	}
-	if last == 0 {
-		return results, nil
+	if last > committed {
+		if err := s.commitGroup(g, last); err != nil {
+			return nil, err
+		}
 	}
+	return results, nil
+}
+
+// commitGroup writes a group (whose last batch is seq) and publishes what
+// it changed; g is then ready for more batches.
+func (s *Store) commitGroup(g *applyGroup, seq uint64) error {
 	if err := g.wb.Flush(); err != nil {
-		return nil, fmt.Errorf("tracestore: write batch %d: %w", last, err)
+		return fmt.Errorf("tracestore: write batch %d: %w", seq, err)
 	}
 	for p := range g.touched {
 		p.publish()
@@ -454,9 +472,13 @@ func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
 	close(s.appliedC)
 	s.appliedC = make(chan struct{})
 	s.mu.Unlock()
-	s.applied.Store(last)
+	s.applied.Store(seq)
 	s.publishStatus()
-	return results, nil
+	g.wb = s.db.NewWriteBatch()
+	clear(g.touched)
+	clear(g.manifests)
+	g.created, g.bytes, g.count = nil, 0, 0
+	return nil
 }
 
 // applyGroup is what the batches of one group commit share: the write,
@@ -464,10 +486,11 @@ func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
 // (an eviction in a later batch of the group finds them here: the write
 // is not in Badger yet).
 type applyGroup struct {
-	wb        *badger.WriteBatch
-	touched   map[*principal]bool
-	created   []*principal
-	manifests map[string][]byte
+	wb           *badger.WriteBatch
+	bytes, count int64 // keys and values written to wb, an upper bound of its size
+	touched      map[*principal]bool
+	created      []*principal
+	manifests    map[string][]byte
 }
 
 type group struct {
@@ -488,12 +511,16 @@ type applier struct {
 
 func (a *applier) set(k, v []byte) {
 	if a.err == nil {
+		a.g.bytes += int64(len(k) + len(v))
+		a.g.count++
 		a.err = a.g.wb.Set(k, v)
 	}
 }
 
 func (a *applier) del(k []byte) {
 	if a.err == nil {
+		a.g.bytes += int64(len(k))
+		a.g.count++
 		a.err = a.g.wb.Delete(k)
 	}
 }

@@ -727,3 +727,53 @@ func dumpBadger(t *testing.T, s *Store) string {
 	}
 	return out.String()
 }
+
+// TestStore_LargeApplyGroupsCommitInParts: a group larger than half a
+// Badger transaction is committed in parts, each with its own applied
+// sequence, and still leaves what one-by-one applies leave.
+func TestStore_LargeApplyGroupsCommitInParts(t *testing.T) {
+	o := Options{MaxEvents: 300, MaxEventsPerPrincipal: 200, MaxEventBytes: 8 << 10}
+	open := func() *Store {
+		s, err := Open(Config{Dir: t.TempDir(), Small: true, Badger: BadgerTuning{MemTableSize: 1 << 20}, Options: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	var batches []Batch
+	for seq := uint64(1); seq <= 64; seq++ {
+		var recs []Record
+		for i := range 12 {
+			id := fmt.Sprintf("%x", sha256Sum(fmt.Sprint(seq, i)))
+			recs = append(recs, Record{KindObservability, envelope("r"+fmt.Sprint(i%3), "t"+fmt.Sprint(seq%5),
+				map[string]any{"metadata": map[string]any{"run_id": "r" + fmt.Sprint(i%3), "trace_id": id, "span_id": id[:16],
+					"attributes": map[string]any{"gen_ai.response.id": strings.Repeat(id, 6)}}})})
+		}
+		batches = append(batches, Batch{Seq: seq, TimeMS: int64(seq), Principal: fmt.Sprintf("p%d", seq%2), Records: recs})
+	}
+	one, grouped := open(), open()
+	for _, b := range batches {
+		if _, err := one.Apply(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < len(batches); i += MaxApplyGroup {
+		var preps []*Prepared
+		for _, b := range batches[i:min(len(batches), i+MaxApplyGroup)] {
+			preps = append(preps, grouped.Prepare(b))
+		}
+		if _, err := grouped.ApplyPreparedGroup(preps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	so, sg := one.Status(), grouped.Status()
+	if so.Counters != sg.Counters || so.Events != sg.Events || so.Counters.CapacityEvictions == 0 || grouped.AppliedSeq() != 64 {
+		t.Fatalf("status differs or nothing was evicted:\n%+v\n%+v", so, sg)
+	}
+	if do, dg := dumpBadger(t, one), dumpBadger(t, grouped); do != dg {
+		t.Fatalf("Badger contents differ (%d vs %d bytes of dump)", len(do), len(dg))
+	}
+}
+
+func sha256Sum(s string) [32]byte { return Digest(s) }
