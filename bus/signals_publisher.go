@@ -580,16 +580,18 @@ func (b *pubBatch) release() {
 	b.buf, b.msg = nil, nil
 }
 
-// finish settles one attempt of a batch and frees its in-flight slot.
+// finish settles one attempt of a batch and frees its in-flight slot. The
+// outcome is counted before the batch leaves the queue accounting, so a
+// Drain that sees the queue empty sees every counter final.
 func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 	defer func() { <-p.slots }()
 	n := uint64(len(b.items))
 	if err == nil {
 		b.release()
+		p.count(&p.c.exported, observability.BusExported, n)
 		p.mu.Lock()
 		p.removeLocked(len(b.items), b.bytes)
 		p.mu.Unlock()
-		p.count(&p.c.exported, observability.BusExported, n)
 		return
 	}
 	p.count(&p.c.failedAttempts, observability.BusFailedAttempts, 1)
@@ -607,9 +609,6 @@ func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 		return
 	}
 	b.release()
-	p.mu.Lock()
-	p.removeLocked(len(b.items), b.bytes)
-	p.mu.Unlock()
 	switch {
 	case IsStreamRejection(err):
 		p.c.streamRejected.Add(n)
@@ -619,6 +618,9 @@ func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 	default:
 		p.count(&p.c.permanent, observability.BusPermanentFailures, n)
 	}
+	p.mu.Lock()
+	p.removeLocked(len(b.items), b.bytes)
+	p.mu.Unlock()
 }
 
 // IsStreamRejection reports whether err is JetStream refusing a publish
