@@ -3,7 +3,6 @@ package tracestore
 import (
 	"encoding/binary"
 	"sort"
-	"sync"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -41,30 +40,21 @@ const recordDictText = `{"cursor":1,"event":{"schema_version":1,"type":"node_com
 	`"trace_id":"00000000000000000000000000000000"},"identity":{"run_id":"run-","trace_id":"00000000000000000000000000000000"},` +
 	`"kind":"observability","timestamp_ms":`
 
-var (
-	recordDict = s2.MakeDict([]byte(recordDictText), []byte(recordDictSearch))
-	// recordDictEnc is recordDict on the encoder side: dictEncoders of it
-	// write recordDict.Encode's bytes without its per-call table clearing.
-	recordDictEnc = newS2Dict([]byte(recordDictText), []byte(recordDictSearch))
-	dictEncoders  = sync.Pool{New: func() any { return &dictEncoder{dict: recordDictEnc} }}
-)
-
-const recordDictSearch = `{"cursor":`
+var recordDict = s2.MakeDict([]byte(recordDictText), []byte(`{"cursor":`))
 
 // compressRecord returns the stored form of a record's JSON, carved from
 // *arena (a batch's records share a few chunks instead of one allocation
-// each, sized for the worst case). scratch and enc are reused between
-// calls.
-func compressRecord(enc *dictEncoder, arena, scratch *[]byte, js []byte) []byte {
+// each, sized for the worst case). scratch is reused between calls.
+func compressRecord(arena, scratch *[]byte, js []byte) []byte {
 	if n := s2.MaxEncodedLen(len(js)); cap(*scratch) < n {
 		*scratch = make([]byte, n)
 	}
-	out := enc.Encode((*scratch)[:cap(*scratch)], js)
-	if cap(*arena)-len(*arena) < len(out) {
-		*arena = make([]byte, 0, max(64<<10, len(out))) // earlier blobs keep the old chunk
+	enc := recordDict.Encode((*scratch)[:cap(*scratch)], js)
+	if cap(*arena)-len(*arena) < len(enc) {
+		*arena = make([]byte, 0, max(64<<10, len(enc))) // earlier blobs keep the old chunk
 	}
-	*arena = append(*arena, out...)
-	return (*arena)[len(*arena)-len(out) : len(*arena) : len(*arena)]
+	*arena = append(*arena, enc...)
+	return (*arena)[len(*arena)-len(enc) : len(*arena) : len(*arena)]
 }
 
 // recordSize is the JSON size of a stored record, from its block header.

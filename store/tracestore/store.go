@@ -551,8 +551,6 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	hashes := map[string]selHash{}
 	pr := projectors.Get().(*projector)
 	defer projectors.Put(pr)
-	enc := dictEncoders.Get().(*dictEncoder)
-	defer dictEncoders.Put(enc)
 	var js, arena, scratch []byte
 	// Records of a batch share few identities (the spans of a trace or a
 	// run): records of one identity share its selector hashes, read-only.
@@ -577,7 +575,7 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
-		r.blob, r.size = compressRecord(enc, &arena, &scratch, js), uint32(len(js))
+		r.blob, r.size = compressRecord(&arena, &scratch, js), uint32(len(js))
 		if sh, ok := byID[pj.identity]; ok {
 			r.sels = sh
 			continue
