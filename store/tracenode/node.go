@@ -362,6 +362,13 @@ func (n *Node) iterator() jetstream.MessagesContext {
 // resync restarts consumption at the store's applied sequence + 1. It
 // returns false if the node is stopping.
 func (n *Node) resync() bool {
+	if n.cfg.Store.Failed() {
+		// Its memory is ahead of its disk: consuming on would skip or
+		// double-count. Fail stop; a restarted node rebuilds from disk
+		// and resumes at its durable applied sequence.
+		n.log.Error("trace store failed a write: this node stops consuming until it is restarted")
+		return false
+	}
 	for {
 		t := time.NewTimer(time.Second)
 		select {

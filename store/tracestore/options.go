@@ -143,6 +143,11 @@ var (
 	ErrInvalidOptions = errors.New(CodeInvalidOptions)
 	// ErrClosed is trace_store_unavailable: the store was closed.
 	ErrClosed = &Error{Code: CodeUnavailable}
+	// ErrFailed is trace_store_unavailable after a failed write: the
+	// store's memory (order indexes, quotas, applied sequence) had moved
+	// past what reached the disk, so it applies and answers nothing more
+	// until it is reopened, and Open rebuilds it from the disk.
+	ErrFailed = &Error{Code: CodeUnavailable, Detail: "a write failed; reopen the store"}
 )
 
 // Gap describes a replay gap or a cursor ahead of the stream.

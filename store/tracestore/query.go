@@ -47,6 +47,9 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
+	if s.failed.Load() {
+		return nil, ErrFailed
+	}
 	if !validPrincipal(principal) {
 		return nil, errCode(CodeInvalidPrincipal, "principal must be 1..256 bytes of UTF-8")
 	}
@@ -184,14 +187,16 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 // Status is the store's bounded status. It never contains a principal,
 // raw or hashed.
 type Status struct {
-	Events                int      `json:"events"`
-	EncodedBytes          int64    `json:"encoded_bytes"`
-	Principals            int      `json:"principals"`
-	Streams               int      `json:"streams"`
-	OldestCursor          *uint64  `json:"oldest_cursor"`
-	LatestCursor          uint64   `json:"latest_cursor"`
-	EvictedThrough        uint64   `json:"evicted_through"`
-	AppliedSequence       uint64   `json:"applied_sequence"`
+	Events          int     `json:"events"`
+	EncodedBytes    int64   `json:"encoded_bytes"`
+	Principals      int     `json:"principals"`
+	Streams         int     `json:"streams"`
+	OldestCursor    *uint64 `json:"oldest_cursor"`
+	LatestCursor    uint64  `json:"latest_cursor"`
+	EvictedThrough  uint64  `json:"evicted_through"`
+	AppliedSequence uint64  `json:"applied_sequence"`
+	// Failed: a write failed and the store must be reopened (ErrFailed).
+	Failed                bool     `json:"failed,omitempty"`
 	LifecycleReceivers    int      `json:"lifecycle_receivers"`
 	LifecycleActiveOwners int      `json:"lifecycle_active_owners"`
 	LifecyclePending      int      `json:"lifecycle_pending"`
@@ -230,6 +235,7 @@ func (s *Store) Status() Status {
 	st.Counters.LifecycleReceiversPruned = s.local.receiversPruned.Load()
 	st.Counters.LifecycleDeliveryDropped = s.local.deliveryDropped.Load()
 	st.LifecycleReceivers, st.LifecycleActiveOwners, st.LifecyclePending = s.recv.stats()
+	st.Failed = s.failed.Load()
 	return st
 }
 

@@ -171,7 +171,11 @@ type Store struct {
 	applied atomic.Uint64
 	status  atomic.Pointer[Status]
 	closed  atomic.Bool
-	local   localCounters
+	failed  atomic.Bool // a write failed: see ErrFailed
+	// writeFault, set by tests only, fails a group's write before it
+	// reaches Badger (a disk error; closing Badger under a write hangs it).
+	writeFault func() error
+	local      localCounters
 
 	recv   *receivers
 	gcStop chan struct{}
@@ -351,6 +355,9 @@ func (s *Store) WaitApplied(ctx context.Context, seq uint64) error {
 		if s.closed.Load() {
 			return ErrClosed
 		}
+		if s.failed.Load() {
+			return ErrFailed
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -417,11 +424,35 @@ func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
+	if s.failed.Load() {
+		return nil, ErrFailed
+	}
 	for i, prep := range preps {
 		if seq := prep.b.Seq; seq >= 1<<(64-CursorIndexBits) || i > 0 && seq <= preps[i-1].b.Seq {
 			return nil, fmt.Errorf("tracestore: sequence %d out of range or order", seq)
 		}
 	}
+	results, err := s.applyGroup(preps)
+	if err != nil {
+		// The appliers have moved the in-memory state (order indexes,
+		// quotas, watermarks, the applied sequence) past what reached the
+		// disk: applying on top of it would skip or double-count the
+		// redelivered messages. Fail stop; Open rebuilds from the disk.
+		s.failed.Store(true)
+		s.mu.Lock()
+		close(s.appliedC) // wake WaitApplied: it answers ErrFailed
+		s.appliedC = make(chan struct{})
+		s.mu.Unlock()
+		return nil, errors.Join(ErrFailed, err)
+	}
+	return results, nil
+}
+
+// Failed reports whether a write failed (ErrFailed): the store must be
+// reopened.
+func (s *Store) Failed() bool { return s.failed.Load() }
+
+func (s *Store) applyGroup(preps []*Prepared) ([][]Result, error) {
 	g := &applyGroup{wb: s.db.NewWriteBatch(), touched: map[*principal]bool{}, manifests: map[string][]byte{}}
 	defer func() { g.wb.Cancel() }()
 	// A group stays one Badger transaction (WriteBatch splits a larger
@@ -459,6 +490,11 @@ func (s *Store) ApplyPreparedGroup(preps []*Prepared) ([][]Result, error) {
 // commitGroup writes a group (whose last batch is seq) and publishes what
 // it changed; g is then ready for more batches.
 func (s *Store) commitGroup(g *applyGroup, seq uint64) error {
+	if s.writeFault != nil {
+		if err := s.writeFault(); err != nil {
+			return fmt.Errorf("tracestore: write batch %d: %w", seq, err)
+		}
+	}
 	if err := g.wb.Flush(); err != nil {
 		return fmt.Errorf("tracestore: write batch %d: %w", seq, err)
 	}

@@ -1,6 +1,7 @@
 package tracestore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -777,3 +778,53 @@ func TestStore_LargeApplyGroupsCommitInParts(t *testing.T) {
 }
 
 func sha256Sum(s string) [32]byte { return Digest(s) }
+
+// TestStore_FailedWriteStopsTheStoreAndReopenRebuildsFromDisk: a write
+// that fails (here a fault before Badger's write) leaves memory ahead
+// of the disk, so the store answers ErrFailed to applies, queries and
+// waits from then on; reopened, it holds exactly what reached the disk and
+// applies the failed sequence again.
+func TestStore_FailedWriteStopsTheStoreAndReopenRebuildsFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dir: dir, Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(seq uint64) Batch {
+		return Batch{Seq: seq, TimeMS: int64(seq), Principal: "alice", Records: []Record{{KindObservability, envelope("r", "t", nil)}}}
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if _, err := s.Apply(batch(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.writeFault = func() error { return errors.New("input/output error") } // the disk fails
+	if _, err := s.Apply(batch(4)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("apply on a failed write: %v", err)
+	}
+	if !s.Failed() || !s.Status().Failed {
+		t.Fatal("the store does not say it failed")
+	}
+	if _, err := s.Apply(batch(5)); err != ErrFailed {
+		t.Fatalf("apply after the failure: %v", err)
+	}
+	if _, err := s.Query("alice", Selector{"run_id": "r"}, QueryOptions{}); err != ErrFailed {
+		t.Fatalf("query after the failure: %v", err)
+	}
+	if err := s.WaitApplied(context.Background(), 4); err != ErrFailed {
+		t.Fatalf("wait after the failure: %v", err)
+	}
+	_ = s.Close()
+
+	s = openStoreAt(t, dir, Options{})
+	if s.AppliedSeq() != 3 || s.Status().Events != 3 {
+		t.Fatalf("reopened: applied %d, %d events", s.AppliedSeq(), s.Status().Events)
+	}
+	if _, err := s.Apply(batch(4)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Query("alice", Selector{"run_id": "r"}, QueryOptions{})
+	if err != nil || fmt.Sprint(cursors(t, p)) != fmt.Sprint([]uint64{Cursor(1, 0), Cursor(2, 0), Cursor(3, 0), Cursor(4, 0)}) {
+		t.Fatalf("%v %v", p, err)
+	}
+}
