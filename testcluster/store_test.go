@@ -109,8 +109,8 @@ func TestClusterStoreNodesAnswerIdenticallyFromAnyNode(t *testing.T) {
 	}
 	drainPublisher(t, pub)
 	seq := lastSeq(t, st)
-	a.WaitApplied(t, seq, 10*time.Second)
-	b.WaitApplied(t, seq, 10*time.Second)
+	a.WaitApplied(t, seq, 30*time.Second)
+	b.WaitApplied(t, seq, 30*time.Second)
 
 	for _, sel := range []tracestore.Selector{nil, {"run_id": "run-3"}, {"trace_id": fmt.Sprintf("%032x", 7)}} {
 		pa, pb := allPages(t, a.Store(), "alice", sel), allPages(t, b.Store(), "alice", sel)
@@ -154,7 +154,7 @@ func TestClusterStoreNodeKilledMidIngestCatchesUpWithoutLossOrDuplicates(t *test
 			t.Fatal(err)
 		}
 	}
-	testutil.WaitFor(t, 10*time.Second, "node a to apply something", func() bool { return a.Store().AppliedSeq() > 0 })
+	testutil.WaitFor(t, 30*time.Second, "node a to apply something", func() bool { return a.Store().AppliedSeq() > 0 })
 	a.Kill() // mid-ingest: the publisher keeps going
 	for i := n / 2; i < n; i++ {
 		if err := pub.Enqueue(spanN(i, 3, 100)); err != nil {
@@ -163,7 +163,7 @@ func TestClusterStoreNodeKilledMidIngestCatchesUpWithoutLossOrDuplicates(t *test
 	}
 	drainPublisher(t, pub)
 	a.Restart()
-	a.WaitApplied(t, lastSeq(t, st), 10*time.Second)
+	a.WaitApplied(t, lastSeq(t, st), 30*time.Second)
 
 	ps := pub.Stats()
 	status := a.Store().Status()
