@@ -76,6 +76,8 @@ type transitionCmd struct {
 	Patch    evalstore.Patch     `msgpack:"patch"`
 	Adm      evalstore.Admission `msgpack:"adm"` // promotes queued jobs when one ends
 	Now      int64               `msgpack:"now"`
+
+	timing *completeTiming // the leader's own, for its log; never encoded
 }
 
 type leaseCmd struct {

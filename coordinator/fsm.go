@@ -19,6 +19,7 @@ type FSM struct {
 	store    *evalstore.Store
 	log      *slog.Logger
 	inflight inflightIndex
+	samples  *sampleCache // the leader's decoded samples of running jobs
 }
 
 // NewFSM returns an FSM over store.
@@ -26,7 +27,7 @@ func NewFSM(store *evalstore.Store, log *slog.Logger) *FSM {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &FSM{store: store, log: log}
+	return &FSM{store: store, log: log, samples: newSampleCache(DefaultSampleCacheBytes)}
 }
 
 // Apply implements raft.FSM. A decode failure or a storage failure panics:
@@ -151,7 +152,10 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 			res.Accepted, err = tx.Finish(c.Outs, c.Now)
 			return err
 		}
-		after = func() { f.inflight.finished(c.Outs, res.Accepted) }
+		after = func() {
+			f.inflight.finished(c.Outs, res.Accepted)
+			f.samples.finished(c.Outs, res.Accepted)
+		}
 	case cmdTransition:
 		var c transitionCmd
 		decodeBody(t, body, &c)
@@ -159,6 +163,7 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		after = func() {
 			if res.Job != nil && res.Job.Phase.Terminal() {
 				f.inflight.invalidate() // its assignments were dropped
+				f.samples.ended(c.JobID)
 			}
 		}
 	case cmdLease:
@@ -169,7 +174,10 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		var c recoverCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) error { return f.applyRecover(tx, &c, res) }
-		after = f.inflight.invalidate
+		after = func() {
+			f.inflight.invalidate()
+			f.samples.reset()
+		}
 	case cmdBaseline:
 		var c baselineCmd
 		decodeBody(t, body, &c)
@@ -261,6 +269,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	defer f.inflight.invalidate()
+	defer f.samples.reset()
 	return f.store.Restore(rc)
 }
 

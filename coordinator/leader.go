@@ -71,6 +71,8 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	gainedAt := time.Now()
 	n.leading.Store(true)
 	defer n.leading.Store(false)
+	n.fsm.samples.enable()
+	defer n.fsm.samples.disable()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -405,7 +407,14 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 			continue
 		}
 		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalstore.Phase{evalstore.PhaseRunning}, n.admission(), now.UnixMilli()
+		proposed := time.Now()
 		_, err := n.propose(ctx, cmdTransition, tc)
+		if tc.To == evalstore.PhaseCompleted && tc.timing != nil {
+			t := tc.timing
+			n.log.Info("job completed", "job", j.JobID, "tasks", j.Progress.Total, "result_bytes", len(tc.Patch.Result), "cached", t.cached,
+				"read_ms", ms(t.read), "decode_ms", ms(t.decode), "aggregate_ms", ms(t.aggregate), "encode_ms", ms(t.encode),
+				"commit_ms", ms(time.Since(proposed)), "err", err)
+		}
 		if err != nil && tc.To == evalstore.PhaseCompleted && !errors.Is(err, evalstore.ErrStalePhase) && !api.AsError(err).Retryable() {
 			// The result cannot be stored (quota, transaction size): fail the
 			// job with the reason instead of retrying forever.
@@ -436,11 +445,23 @@ func (n *Node) ownerExpired(j *evalstore.Job, now, gainedAt time.Time) bool {
 // function a local run uses. Lost, timed-out or cancelled tasks become
 // error samples with their tag.
 func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, error) {
+	var tm completeTiming
+	mark := time.Now()
+	lap := func(d *time.Duration) {
+		t := time.Now()
+		*d, mark = t.Sub(mark), t
+	}
+	// The leader's cache holds every outcome of a job it saw through
+	// (sampleCache); otherwise the store is read and every sample decoded.
+	cached := n.fsm.samples.take(j.JobID, j.Progress.Total)
+	tm.cached = cached != nil
 	var tasks []evalstore.Task
 	var set *evalstore.SetRecord
 	err := n.store.View(func(tx *evalstore.Tx) (err error) {
-		if tasks, err = tx.Tasks(j.JobID); err != nil {
-			return err
+		if cached == nil {
+			if tasks, err = tx.Tasks(j.JobID); err != nil {
+				return err
+			}
 		}
 		set, err = tx.GetSet(j.Scope, j.EvalSetID, j.EvalSetVersion)
 		return err
@@ -448,6 +469,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	if err != nil {
 		return nil, err
 	}
+	lap(&tm.read)
 	failed := func(reason string) *transitionCmd {
 		return &transitionCmd{To: evalstore.PhaseFailed, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: reason}}
 	}
@@ -456,24 +478,38 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 		return failed(api.AsError(err).Code), nil
 	}
 	cases := len(p.Set.Cases)
-	samples := make([]evalengine.SampleResult, len(tasks))
+	count := len(tasks)
+	if cached != nil {
+		count = len(cached)
+	}
+	samples := make([]evalengine.SampleResult, count)
+	// put makes task idx's outcome samples[i]: its sample if it is done and
+	// decoded as that (case, sample), else an error sample with its tag.
+	put := func(i, idx int, state, tag string, s *evalengine.SampleResult) {
+		ci, si := api.TaskIndex(idx, cases)
+		if state == evalstore.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
+			samples[i] = *s
+			return
+		}
+		if tag == "" {
+			tag = evalengine.TagWorkerLost
+			if state == evalstore.TaskCancelled {
+				tag = evalengine.TagCancelled
+			}
+		}
+		samples[i] = evalengine.ErrorSample(p.Set, ci, si, tag)
+	}
 	decode := func(i int) {
 		t := &tasks[i]
-		ci, si := api.TaskIndex(t.Index, cases)
 		var s evalengine.SampleResult
-		ok := t.State == evalstore.TaskDone && json.Unmarshal(t.Sample, &s) == nil &&
-			s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si
-		if !ok {
-			tag := t.Tag
-			if tag == "" {
-				tag = evalengine.TagWorkerLost
-				if t.State == evalstore.TaskCancelled {
-					tag = evalengine.TagCancelled
-				}
-			}
-			s = evalengine.ErrorSample(p.Set, ci, si, tag)
+		sp := &s
+		if t.State != evalstore.TaskDone || json.Unmarshal(t.Sample, &s) != nil {
+			sp = nil
 		}
-		samples[i] = s
+		put(i, t.Index, t.State, t.Tag, sp)
+	}
+	for i, c := range cached {
+		put(i, i, c.state, c.tag, c.sample)
 	}
 	// The samples are decoded on every core: this is the tail of every
 	// job (its last result to its end), ~12 µs a sample on one core.
@@ -487,19 +523,31 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 		})
 	}
 	wg.Wait()
+	lap(&tm.decode)
 	dur := now.Sub(time.UnixMilli(j.StartedAt))
 	res, err := evalengine.Aggregate(p.Set, p.Metrics, p.Options, samples, dur)
 	if err != nil {
 		return failed(api.AsError(err).Code), nil
 	}
+	lap(&tm.aggregate)
 	// Its own MarshalJSON, not json.Marshal: the latter would validate and
 	// compact the several MiB that method returns, for the same bytes.
 	b, err := res.MarshalJSON()
 	if err != nil {
 		return failed("evaluation_result_encoding_failed"), nil
 	}
-	return &transitionCmd{To: evalstore.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Result: b}}, nil
+	lap(&tm.encode)
+	return &transitionCmd{To: evalstore.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Result: b}, timing: &tm}, nil
 }
+
+// completeTiming is where a job's completion spent its time, logged once
+// per job: the tail of every job (its last result to its end).
+type completeTiming struct {
+	read, decode, aggregate, encode time.Duration
+	cached                          bool // the samples came from sampleCache
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // dispatch assigns undispatched tasks of running jobs (admission order) to
 // live allowlisted workers with spare capacity, records the assignments in

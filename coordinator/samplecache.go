@@ -1,0 +1,165 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalstore"
+)
+
+// DefaultSampleCacheBytes bounds the sample JSON the leader keeps decoded
+// for its running jobs (sampleCache).
+const DefaultSampleCacheBytes = 64 << 20
+
+// sampleCache keeps, on the leader only, each running job's task outcomes
+// with their samples already decoded, filled after each committed
+// `finish`. Completing a job then reads and decodes nothing: at 10,000
+// tasks that was ~100-120 ms of the job's tail (a scan of the task
+// records, then a JSON decode of every sample).
+//
+// The store stays the truth. An entry is used only when it holds an
+// accepted outcome for every task of the job; a job whose outcomes were
+// not all seen here (this node became leader mid-job, leadership came and
+// went, a restart, a snapshot restore) or that outgrew the byte bound
+// falls back to reading the store, as before. Outcomes are terminal and
+// accepted once (the FSM fences them by assignment), so a complete entry
+// is exactly what the store holds. Follower nodes keep nothing.
+type sampleCache struct {
+	mu     sync.Mutex
+	on     bool
+	max    int64
+	bytes  int64
+	jobs   map[string]*cachedJob
+	spoilt map[string]bool // jobs that outgrew the bound: never complete here
+}
+
+type cachedJob struct {
+	outs  map[int]cachedOutcome
+	bytes int64
+}
+
+// cachedOutcome is one accepted task outcome; sample is nil when the task
+// is not done or its sample did not decode (completeJob makes it an error
+// sample, as it does from the store).
+type cachedOutcome struct {
+	state, tag string
+	sample     *evalengine.SampleResult
+}
+
+func newSampleCache(max int64) *sampleCache {
+	return &sampleCache{max: max}
+}
+
+// enable starts caching (this node leads); disable stops and forgets all.
+func (c *sampleCache) enable() {
+	c.mu.Lock()
+	c.on, c.jobs, c.spoilt, c.bytes = c.max > 0, map[string]*cachedJob{}, map[string]bool{}, 0
+	c.mu.Unlock()
+}
+
+func (c *sampleCache) disable() {
+	c.mu.Lock()
+	c.on, c.jobs, c.spoilt, c.bytes = false, nil, nil, 0
+	c.mu.Unlock()
+}
+
+// finished records committed outcomes. It runs on the apply goroutine
+// after the store commit; the decoding happens here, spread over the job.
+func (c *sampleCache) finished(outs []evalstore.Outcome, accepted []bool) {
+	c.mu.Lock()
+	on := c.on
+	c.mu.Unlock()
+	if !on {
+		return
+	}
+	type decoded struct {
+		i int
+		o cachedOutcome
+	}
+	ds := make([]decoded, 0, len(outs))
+	for i, o := range outs {
+		if i >= len(accepted) || !accepted[i] {
+			continue
+		}
+		co := cachedOutcome{state: o.State, tag: o.Tag}
+		if o.State == evalstore.TaskDone {
+			var s evalengine.SampleResult
+			if json.Unmarshal(o.Sample, &s) == nil {
+				co.sample = &s
+			}
+		}
+		ds = append(ds, decoded{i, co})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.on {
+		return
+	}
+	for _, d := range ds {
+		o := &outs[d.i]
+		if c.spoilt[o.JobID] {
+			continue
+		}
+		j := c.jobs[o.JobID]
+		if j == nil {
+			j = &cachedJob{outs: map[int]cachedOutcome{}}
+			c.jobs[o.JobID] = j
+		}
+		size := int64(len(o.Sample)) + 64
+		if c.bytes+size > c.max {
+			c.bytes -= j.bytes
+			delete(c.jobs, o.JobID)
+			c.spoilt[o.JobID] = true
+			continue
+		}
+		j.outs[o.Index] = d.o
+		j.bytes += size
+		c.bytes += size
+	}
+}
+
+// take returns a job's outcomes by task index if every one of its total
+// tasks is there, else nil; either way the job is forgotten (it is ending).
+func (c *sampleCache) take(jobID string, total int) []cachedOutcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[jobID]
+	c.drop(jobID)
+	if j == nil || len(j.outs) != total {
+		return nil
+	}
+	out := make([]cachedOutcome, total)
+	for i := range out {
+		o, ok := j.outs[i]
+		if !ok {
+			return nil
+		}
+		out[i] = o
+	}
+	return out
+}
+
+// ended forgets a job that became terminal.
+func (c *sampleCache) ended(jobID string) {
+	c.mu.Lock()
+	c.drop(jobID)
+	c.mu.Unlock()
+}
+
+// reset forgets every job (recover, snapshot restore) but keeps caching.
+func (c *sampleCache) reset() {
+	c.mu.Lock()
+	if c.on {
+		c.jobs, c.spoilt, c.bytes = map[string]*cachedJob{}, map[string]bool{}, 0
+	}
+	c.mu.Unlock()
+}
+
+func (c *sampleCache) drop(jobID string) {
+	if j := c.jobs[jobID]; j != nil {
+		c.bytes -= j.bytes
+		delete(c.jobs, jobID)
+	}
+	delete(c.spoilt, jobID)
+}
