@@ -191,7 +191,8 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 	}
 	for i, id := range ids {
 		args := []string{"coordinator", "--id", id, "--data-dir", filepath.Join(cfg.dir, id), "--raft-addr", addrs[i],
-			"--nats", f.srv.ClientURL(), "--bootstrap", "--workers", strings.Join(workers, ",")}
+			"--nats", f.srv.ClientURL(), "--bootstrap", "--workers", strings.Join(workers, ","),
+			"--log-level", "info"} // the leader logs each job's completion timings (ID.log, -keep)
 		if cfg.coordinators > 1 {
 			args = append(args, "--peers", strings.Join(peers, ","))
 		}
