@@ -1,0 +1,81 @@
+package evalengine_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// TestResult_MarshalJSONWithIsByteIdentical checks that splicing samples
+// encoded beforehand gives MarshalJSON's bytes, with metadata that needs
+// escaping, keys that look like fields, cases without samples, and some
+// samples left for MarshalJSONWith to encode.
+func TestResult_MarshalJSONWithIsByteIdentical(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7, 100} {
+		r := manyCases(n, func(i int) int { return i % 4 })
+		want, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, enc := range map[string]func(ci, si int) []byte{
+			"none": func(int, int) []byte { return nil },
+			"all": func(ci, si int) []byte {
+				b, err := json.Marshal(&r.Cases[ci].Samples[si])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+			"some": func(ci, si int) []byte {
+				if (ci+si)%2 == 0 {
+					return nil
+				}
+				b, _ := json.Marshal(r.Cases[ci].Samples[si])
+				return b
+			},
+		} {
+			got, err := r.MarshalJSONWith(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%d cases, %s encoded: differs from MarshalJSON (%d vs %d bytes)\n%s\n%s", n, name, len(got), len(want), got, want)
+			}
+		}
+	}
+	r := manyCases(3, func(int) int { return 1 })
+	r.Cases = nil
+	want, _ := r.MarshalJSON()
+	if got, err := r.MarshalJSONWith(func(int, int) []byte { return nil }); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("no cases: %s vs %s (%v)", got, want, err)
+	}
+}
+
+// manyCases is a result of n cases, case i with samples(i) samples.
+func manyCases(n int, samples func(int) int) *evalengine.Result {
+	r := &evalengine.Result{
+		ResultSchemaVersion: evalengine.ResultSchemaVersion, EvalSetID: `set "<&>"`, EvalSetVersion: "v\u2028",
+		PassRate: 0.1 + 0.2, CaseCount: n, SampleCount: 2,
+		Metrics:  []evalengine.MetricSummary{{MetricID: `"cases":null`, Kind: "k", AverageScore: 1e-9}},
+		Metadata: map[string]any{"cases": nil, "samples": nil, "z": []any{1.5, "<b>"}, "a": map[string]any{"x": nil}},
+	}
+	for i := range n {
+		c := evalengine.CaseResult{
+			CaseID: fmt.Sprintf("c%05d \x01 ü", i), Status: "passed", Passed: i%3 == 0, DurationMS: int64(i),
+			Metadata: map[string]any{"i": float64(i), "html": "<script>&", "samples": nil},
+			Criteria: []evalengine.MetricResult{{MetricID: "m", Score: float64(i) / 7}},
+		}
+		for s := range samples(i) {
+			c.Samples = append(c.Samples, evalengine.SampleResult{
+				CaseID: c.CaseID, SampleID: fmt.Sprintf("%d/%d", i, s), SampleIndex: s, Status: "failed",
+				Metadata: map[string]any{"k": `"samples":null}`},
+				Turns:    []evalengine.TurnResult{{TurnID: "t", Input: map[string]any{"q": "\"hi\""}, Actual: "ok", Expected: nil}},
+			})
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	return r
+}
