@@ -485,11 +485,12 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	samples := make([]evalengine.SampleResult, count)
 	// put makes task idx's outcome samples[i]: its sample if it is done and
 	// decoded as that (case, sample), else an error sample with its tag.
-	put := func(i, idx int, state, tag string, s *evalengine.SampleResult) {
+	// It reports which.
+	put := func(i, idx int, state, tag string, s *evalengine.SampleResult) bool {
 		ci, si := api.TaskIndex(idx, cases)
 		if state == evalstore.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
 			samples[i] = *s
-			return
+			return true
 		}
 		if tag == "" {
 			tag = evalengine.TagWorkerLost
@@ -498,6 +499,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 			}
 		}
 		samples[i] = evalengine.ErrorSample(p.Set, ci, si, tag)
+		return false
 	}
 	decode := func(i int) {
 		t := &tasks[i]
@@ -508,8 +510,22 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 		}
 		put(i, t.Index, t.State, t.Tag, sp)
 	}
-	for i, c := range cached {
-		put(i, i, c.state, c.tag, c.sample)
+	// A cached sample used as is comes with its encoding: the document
+	// splices it instead of encoding 10,000 samples at the job's end.
+	var encoded func(ci, si int) []byte
+	if cached != nil {
+		enc := make([][]byte, len(cached))
+		for i, c := range cached {
+			if put(i, i, c.state, c.tag, c.sample) {
+				enc[i] = c.enc
+			}
+		}
+		encoded = func(ci, si int) []byte {
+			if i := si*cases + ci; i < len(enc) { // api.TaskIndex's inverse
+				return enc[i]
+			}
+			return nil
+		}
 	}
 	// The samples are decoded on every core: this is the tail of every
 	// job (its last result to its end), ~12 µs a sample on one core.
@@ -530,9 +546,9 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 		return failed(api.AsError(err).Code), nil
 	}
 	lap(&tm.aggregate)
-	// Its own MarshalJSON, not json.Marshal: the latter would validate and
-	// compact the several MiB that method returns, for the same bytes.
-	b, err := res.MarshalJSON()
+	// Its own encoder, not json.Marshal: the latter would validate and
+	// compact the several MiB it returns, for the same bytes.
+	b, err := res.MarshalJSONWith(encoded)
 	if err != nil {
 		return failed("evaluation_result_encoding_failed"), nil
 	}
