@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/store/evalstore"
@@ -20,6 +21,10 @@ type FSM struct {
 	log      *slog.Logger
 	inflight inflightIndex
 	samples  *sampleCache // the leader's decoded samples of running jobs
+	// applying is held from a store commit until its after hooks ran, so
+	// takeSamples never sees a job whose last outcomes are committed but
+	// not yet cached (it would fall back to the store for nothing).
+	applying sync.RWMutex
 }
 
 // NewFSM returns an FSM over store.
@@ -37,6 +42,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return nil
 	}
 	c := f.prepare(l)
+	f.applying.Lock()
+	defer f.applying.Unlock()
 	applied, err := f.store.Update(l.Index, c.fn)
 	return f.finish(l.Index, c, applied, err)
 }
@@ -55,6 +62,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		cmds[i] = f.prepare(l)
 		ops = append(ops, evalstore.Op{Index: l.Index, Fn: cmds[i].fn})
 	}
+	f.applying.Lock()
+	defer f.applying.Unlock()
 	applied, errs, err := f.store.UpdateBatch(ops)
 	if err != nil {
 		panic(fmt.Sprintf("coordinator fsm: batch: %v", err))
@@ -68,6 +77,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		k++
 	}
 	return out
+}
+
+// takeSamples is sampleCache.take after any apply in progress finished.
+func (f *FSM) takeSamples(jobID string, total int) []cachedOutcome {
+	f.applying.RLock()
+	defer f.applying.RUnlock()
+	return f.samples.take(jobID, total)
 }
 
 // finish is the end of one command's apply: a storage failure panics, the

@@ -453,7 +453,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	}
 	// The leader's cache holds every outcome of a job it saw through
 	// (sampleCache); otherwise the store is read and every sample decoded.
-	cached := n.fsm.samples.take(j.JobID, j.Progress.Total)
+	cached := n.fsm.takeSamples(j.JobID, j.Progress.Total)
 	tm.cached = cached != nil
 	var tasks []evalstore.Task
 	var set *evalstore.SetRecord
