@@ -95,8 +95,11 @@ func (c *sampleCache) finished(outs []evalstore.Outcome, accepted []bool) {
 		if o.State == evalstore.TaskDone {
 			var s evalengine.SampleResult
 			if json.Unmarshal(o.Sample, &s) == nil {
+				co.sample = &s
+				// A decoded value always encodes; were it not to, enc
+				// stays nil and the document encodes the sample itself.
 				if b, err := json.Marshal(&s); err == nil {
-					co.sample, co.enc = &s, b
+					co.enc = b
 				}
 			}
 		}
