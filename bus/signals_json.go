@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/fadcedab/adk/internal/spanjson"
 	"github.com/fadcedab/adk/observability"
 )
 
@@ -62,45 +62,7 @@ func encodeSignal(s observability.Signal) ([]byte, error) {
 // appendSpanJSON appends s as encoding/json encodes it (field order, the
 // omitempty fields, sorted attribute keys, HTML-escaped strings).
 func appendSpanJSON(b []byte, s *observability.SpanSignal) ([]byte, bool) {
-	b = append(b, `{"schema_version":`...)
-	b = strconv.AppendInt(b, int64(s.Schema), 10)
-	b = append(b, `,"signal":`...)
-	b = appendJSONString(b, s.Signal)
-	b = append(b, `,"phase":`...)
-	b = appendJSONString(b, s.Phase)
-	b = append(b, `,"name":`...)
-	b = appendJSONString(b, s.Name)
-	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, s.Kind)
-	b = append(b, `,"trace_id":`...)
-	b = appendJSONString(b, s.TraceID)
-	b = append(b, `,"span_id":`...)
-	b = appendJSONString(b, s.SpanID)
-	if s.ParentSpanID != "" {
-		b = append(b, `,"parent_span_id":`...)
-		b = appendJSONString(b, s.ParentSpanID)
-	}
-	b = append(b, `,"trace_flags":`...)
-	b = strconv.AppendInt(b, int64(s.TraceFlags), 10)
-	if s.TraceState != "" {
-		b = append(b, `,"tracestate":`...)
-		b = appendJSONString(b, s.TraceState)
-	}
-	b = append(b, `,"start_time_unix_nano":`...)
-	b = strconv.AppendInt(b, s.StartTimeUnixNano, 10)
-	if s.EndTimeUnixNano != 0 {
-		b = append(b, `,"end_time_unix_nano":`...)
-		b = strconv.AppendInt(b, s.EndTimeUnixNano, 10)
-	}
-	if s.DurationNano != nil {
-		b = append(b, `,"duration_nano":`...)
-		b = strconv.AppendInt(b, *s.DurationNano, 10)
-	}
-	if s.Status != "" {
-		b = append(b, `,"status":`...)
-		b = appendJSONString(b, s.Status)
-	}
-	b = append(b, `,"attributes":`...)
+	b = spanjson.AppendHead(b, s)
 	var ok bool
 	if b, ok = appendJSONMap(b, s.Attributes, 0); !ok {
 		return b, false
@@ -127,7 +89,7 @@ func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = spanjson.AppendString(b, k)
 		b = append(b, ':')
 		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
 			break
@@ -149,7 +111,7 @@ func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendJSONString(b, x), true
+		return spanjson.AppendString(b, x), true
 	case bool:
 		return strconv.AppendBool(b, x), true
 	case int64:
@@ -173,7 +135,7 @@ func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = spanjson.AppendString(b, s)
 		}
 		return append(b, ']'), true
 	case []any:
@@ -217,60 +179,4 @@ func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
 		}
 	}
 	return b, true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString quotes s as encoding/json does by default: <, > and &
-// are escaped (HTML-safe), as are U+2028, U+2029 and invalid UTF-8.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
