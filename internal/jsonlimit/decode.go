@@ -624,9 +624,26 @@ func hex4(b []byte) (rune, bool) {
 // number parses a JSON number per RFC 8259 and returns it as json.Number.
 func (d *decoder) number() (any, error) {
 	start := d.pos
-	i := d.pos
-	data := d.data
-	if data[i] == '-' {
+	end, ok := ScanNumber(d.data, start)
+	d.pos = end
+	switch {
+	case !ok && end >= len(d.data):
+		return nil, d.eof()
+	case !ok:
+		return nil, d.syntax("invalid number")
+	case !d.build:
+		return nil, nil
+	}
+	return json.Number(d.data[start:end]), nil
+}
+
+// ScanNumber scans the JSON number (RFC 8259) that starts at data[i]. It
+// returns the index just past it, or, when data[i:] does not start with a
+// valid number, ok false and the index where it fails (len(data) when the
+// input ended first). The decoder and the trace store's tape scanner share
+// it.
+func ScanNumber(data []byte, i int) (end int, ok bool) {
+	if i < len(data) && data[i] == '-' {
 		i++
 	}
 	digits := func() int {
@@ -639,24 +656,18 @@ func (d *decoder) number() (any, error) {
 	}
 	switch {
 	case i >= len(data):
-		d.pos = i
-		return nil, d.eof()
+		return i, false
 	case data[i] == '0':
 		i++
 	case '1' <= data[i] && data[i] <= '9':
 		digits()
 	default:
-		d.pos = i
-		return nil, d.syntax("invalid number")
+		return i, false
 	}
 	if i < len(data) && data[i] == '.' {
 		i++
 		if digits() == 0 {
-			d.pos = i
-			if i >= len(data) {
-				return nil, d.eof()
-			}
-			return nil, d.syntax("invalid number")
+			return i, false
 		}
 	}
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
@@ -665,16 +676,8 @@ func (d *decoder) number() (any, error) {
 			i++
 		}
 		if digits() == 0 {
-			d.pos = i
-			if i >= len(data) {
-				return nil, d.eof()
-			}
-			return nil, d.syntax("invalid number")
+			return i, false
 		}
 	}
-	d.pos = i
-	if !d.build {
-		return nil, nil
-	}
-	return json.Number(data[start:i]), nil
+	return i, true
 }

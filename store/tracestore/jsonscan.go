@@ -364,47 +364,13 @@ func (s *scanner) unescape(raw []byte) ([]byte, *scanError) {
 // number scans a JSON number per RFC 8259.
 func (s *scanner) number() *scanError {
 	start := s.pos
-	i := s.pos
-	data := s.data
-	if data[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	switch {
-	case i >= len(data):
+	end, ok := jsonlimit.ScanNumber(s.data, start)
+	if !ok {
 		return s.syntax()
-	case data[i] == '0':
-		i++
-	case '1' <= data[i] && data[i] <= '9':
-		digits()
-	default:
-		return s.syntax()
-	}
-	if i < len(data) && data[i] == '.' {
-		i++
-		if digits() == 0 {
-			return s.syntax()
-		}
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return s.syntax()
-		}
 	}
 	at := s.push(tNum)
-	s.tape[at] = tok{kind: tNum, start: int32(start), end: int32(i), next: int32(len(s.tape))}
-	s.pos = i
+	s.tape[at] = tok{kind: tNum, start: int32(start), end: int32(end), next: int32(len(s.tape))}
+	s.pos = end
 	return nil
 }
 
