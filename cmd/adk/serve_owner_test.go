@@ -48,3 +48,22 @@ func TestServeSecondOwnerOfDataDirFails(t *testing.T) {
 	default:
 	}
 }
+
+// TestStartCPUProfile_BadPathIsATypedError: an unset profile variable is
+// a no-op; one naming a file that cannot be created is a typed error that
+// names the variable, for serve, coordinator and worker alike.
+func TestStartCPUProfile_BadPathIsATypedError(t *testing.T) {
+	for _, env := range []string{envServeCPUProfile, envCoordinatorCPUProfile, envWorkerCPUProfile} {
+		t.Setenv(env, "")
+		stop, err := startCPUProfile(env)
+		if err != nil {
+			t.Fatalf("%s unset: %v", env, err)
+		}
+		stop()
+		t.Setenv(env, filepath.Join(t.TempDir(), "missing", "cpu.pprof"))
+		var ce *cliError
+		if _, err := startCPUProfile(env); !errors.As(err, &ce) || ce.Code != codeProfileFailed || ce.Reason != env {
+			t.Fatalf("%s: %v", env, err)
+		}
+	}
+}
