@@ -245,32 +245,39 @@ type exactResponse struct{ normalization string }
 // ScoreCase compares expected responses with actual outputs (§5.6).
 func (c exactResponse) ScoreCase(_ context.Context, e CaseEval) Score {
 	matched, pairs := 0, 0
-	compare := func(exp, act any) {
+	var mismatch map[string]any
+	compare := func(ti int, exp, act any) {
 		pairs++
 		if c.equal(exp, act) {
 			matched++
+		} else if mismatch == nil {
+			mismatch = responseMismatch(ti, exp, act)
 		}
 	}
 	if e.Case.ExpectedFinalResponse != nil {
 		if n := len(e.Outputs); n > 0 {
-			compare(e.Case.ExpectedFinalResponse, e.Outputs[n-1].Output)
+			compare(n-1, e.Case.ExpectedFinalResponse, e.Outputs[n-1].Output)
 		}
 	} else {
 		for i := range e.Case.Turns {
 			if exp, ok := expectedResponse(e.Case.Turns[i].Expected); ok && i < len(e.Outputs) {
-				compare(exp, e.Outputs[i].Output)
+				compare(i, exp, e.Outputs[i].Output)
 			}
 		}
 	}
 	if pairs == 0 {
 		return NotEvaluated("missing_expected_response")
 	}
-	return OK(float64(matched)/float64(pairs), map[string]any{
+	meta := map[string]any{
 		"criterion":      CriterionExactResponse,
 		"normalization":  c.normalization,
 		"matched_count":  matched,
 		"expected_count": pairs,
-	})
+	}
+	if mismatch != nil {
+		meta[metaFirstMismatch] = mismatch
+	}
+	return OK(float64(matched)/float64(pairs), meta)
 }
 
 func (c exactResponse) equal(exp, act any) bool {
@@ -359,14 +366,105 @@ func (c toolTrajectory) ScoreCase(_ context.Context, e CaseEval) Score {
 	if pass {
 		score = 1
 	}
-	return OK(score, map[string]any{
+	meta := map[string]any{
 		"criterion":      CriterionToolTrajectory,
 		"match_policy":   c.match,
 		"args_policy":    c.args,
 		"expected_count": len(exp),
 		"actual_count":   len(act),
 		"matched_count":  matched,
-	})
+	}
+	if !pass {
+		meta[metaFirstMismatch] = c.firstMismatch(exp, act)
+	}
+	return OK(score, meta)
+}
+
+// firstMismatch names the first expected call the policy could not match
+// and the actual call found in its place (index -1 when there is none), so
+// a report can say "expected lookup(q=x), got search". Only the expected
+// side carries arguments: the actual arguments are tool content, which the
+// result holds only under capture_tool_content, and the report reads them
+// from there (failures.go).
+func (c toolTrajectory) firstMismatch(exp []expectedStep, act []ToolStep) map[string]any {
+	ei, ai := -1, -1
+	switch c.match {
+	case MatchExact:
+		for i := 0; ; i++ {
+			if i >= len(exp) || i >= len(act) || !c.stepMatches(exp[i], act[i]) {
+				if i < len(exp) {
+					ei = i
+				}
+				if i < len(act) {
+					ai = i
+				}
+				break
+			}
+		}
+	case MatchInOrder:
+		j := 0
+		for i, es := range exp {
+			start := j
+			for j < len(act) && !c.stepMatches(es, act[j]) {
+				j++
+			}
+			if j == len(act) {
+				ei = i
+				if start < len(act) {
+					ai = start
+				}
+				break
+			}
+			j++
+		}
+	default: // any_order, subset: the first expected call no actual call matched
+		used := make([]bool, len(act))
+		for i, es := range exp {
+			found := false
+			for j := range act {
+				if !used[j] && c.stepMatches(es, act[j]) {
+					used[j], found = true, true
+					break
+				}
+			}
+			if !found && ei < 0 {
+				ei = i
+			}
+		}
+		for j := range act {
+			if !used[j] {
+				ai = j
+				break
+			}
+		}
+	}
+	m := map[string]any{"expected_index": ei, "actual_index": ai, "expected": nil, "actual": nil}
+	if ei >= 0 {
+		m["expected"] = exp[ei].describe()
+	}
+	if ai >= 0 {
+		m["actual"] = act[ai].Tool
+	}
+	return m
+}
+
+// describe renders an expected call as `tool` or `tool {"arg":...}` with the
+// arguments pruned of secrets and bounded.
+func (e expectedStep) describe() string {
+	if e.nameOnly {
+		return e.name
+	}
+	return e.name + " " + Excerpt(e.args)
+}
+
+// metaFirstMismatch is the metric metadata key of a criterion's first
+// mismatch; failures.go reads it.
+const metaFirstMismatch = "first_mismatch"
+
+// responseMismatch records the first expected/actual response pair that
+// differed, as bounded excerpts.
+func responseMismatch(turnIndex int, exp, act any) map[string]any {
+	return map[string]any{"turn_index": turnIndex, "expected": Excerpt(exp), "actual": Excerpt(act)}
 }
 
 // expectedTrajectory reads the case's expected trajectory, else the turns'

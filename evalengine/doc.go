@@ -24,6 +24,8 @@
 //	Run(ctx, set, RunConfig{Adapter, Metrics, Options}) -> *Result
 //	Compare(baseline, current, CompareOptions) -> *Comparison
 //	Render(result|comparison, format, ExportOptions) -> bytes
+//	Failures(result) -> []CaseFailure    why each case failed; the one source
+//	                                     of reasons for every renderer
 //	CompareReport(baseline, current, ...)     `adk eval compare`
 //	StatsReport(results, StatsOptions)        `adk eval stats`
 //

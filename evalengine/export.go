@@ -49,8 +49,11 @@ func Formats() []string {
 // (JUnit, SARIF and annotations accept only a result). The value is
 // re-validated first; the output is deterministic and ends with a newline,
 // so library, API, HTTP and CLI callers all produce the same bytes. Every
-// format but JSON is content-minimal: identifiers, scores and statuses, no
-// prompts, responses, tool arguments or metadata.
+// format but JSON is content-minimal: identifiers, scores and statuses, and
+// for failed cases the reasons of Failures (bounded, secret-pruned excerpts
+// of the expected and actual response and of the first mismatching expected
+// tool call; actual tool arguments only when the result captured them). No
+// prompts or metadata.
 func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 	suite := opts.SuiteName
 	if suite == "" {
@@ -177,7 +180,39 @@ func markdownResult(r *Result) []byte {
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
 	}
+	markdownFailures(&b, Failures(r))
 	return []byte(b.String())
+}
+
+// markdownFailures writes the "Failures" section: per failed case its
+// reason, then per failed sample the metrics, the expected versus actual
+// response and the first trajectory mismatch.
+func markdownFailures(b *strings.Builder, fs []CaseFailure) {
+	if len(fs) == 0 {
+		return
+	}
+	b.WriteString("\n## Failures\n")
+	for _, f := range fs {
+		fmt.Fprintf(b, "\n### %s\n\n%s (sample pass rate %s, threshold %s)\n\n", mdCell(f.CaseID), mdCell(f.Reason), f4(f.SamplePassRate), f4(f.SamplePassRateThreshold))
+		for _, s := range f.Samples {
+			fmt.Fprintf(b, "- Sample %d: %s\n", s.SampleIndex, s.Status)
+			if s.Error != "" {
+				fmt.Fprintf(b, "  - Error: %s\n", mdCell(s.Error))
+			}
+			for _, m := range s.Metrics {
+				fmt.Fprintf(b, "  - Metric %s\n", mdCell(m.String()))
+			}
+			if r := s.Response; r != nil {
+				fmt.Fprintf(b, "  - Expected (turn %d): %s\n  - Actual (turn %d): %s\n", r.TurnIndex+1, mdCell(r.Expected), r.TurnIndex+1, mdCell(r.Actual))
+			}
+			if t := s.Trajectory; t != nil {
+				fmt.Fprintf(b, "  - First trajectory mismatch%s: expected %s, actual %s\n", t.position(), mdCell(orNone(t.Expected)), mdCell(orNone(t.Actual)))
+			}
+		}
+		if f.OmittedSamples > 0 {
+			fmt.Fprintf(b, "- %d more failed samples not shown\n", f.OmittedSamples)
+		}
+	}
 }
 
 // wilsonText renders an interval as "95% Wilson CI 0.5840–0.9193".
@@ -250,13 +285,20 @@ func junit(r *Result, suite string) []byte {
 	}
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	fmt.Fprintf(&b, `<testsuite name="%s" tests="%d" failures="%d" time="%s">`+"\n", xmlEscape(suite), len(r.Cases), failures, seconds(r.DurationMS))
+	fs := Failures(r)
+	next := 0
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, `  <testcase classname="%s" name="%s" time="%s"`, xmlEscape(suite), xmlEscape(c.CaseID), seconds(c.DurationMS))
 		if c.Passed {
 			b.WriteString("/>\n")
 			continue
 		}
-		fmt.Fprintf(&b, ">\n    <failure type=\"evaluation\" message=\"%s\"/>\n  </testcase>\n", xmlEscape(c.Status))
+		f := fs[next]
+		next++
+		// The body keeps its line breaks (xmlEscape encodes them for
+		// attributes), so CI systems show the details as written.
+		body := strings.ReplaceAll(xmlEscape(f.Details()), "&#10;", "\n")
+		fmt.Fprintf(&b, ">\n    <failure type=\"evaluation\" message=\"%s\">%s</failure>\n  </testcase>\n", xmlEscape(f.Reason), body)
 	}
 	b.WriteString("</testsuite>\n")
 	return []byte(b.String())
@@ -274,18 +316,15 @@ func sarif(r *Result, suite string) ([]byte, error) {
 		})
 	}
 	results := []any{}
-	for _, c := range r.Cases {
-		if c.Passed {
-			continue
-		}
+	for _, f := range Failures(r) {
 		if len(results) == MaxExportFindings {
 			break
 		}
 		results = append(results, map[string]any{
 			"ruleId":     caseRuleID,
 			"level":      "error",
-			"message":    map[string]any{"text": "Evaluation case failed: " + c.CaseID},
-			"properties": map[string]any{"caseId": c.CaseID, "status": c.Status},
+			"message":    map[string]any{"text": "Evaluation case failed: " + f.CaseID + ": " + f.Reason},
+			"properties": map[string]any{"caseId": f.CaseID, "status": f.Status, "reason": f.Reason, "details": f.Details()},
 		})
 	}
 	doc := map[string]any{
@@ -306,16 +345,15 @@ func annotations(r *Result) ([]byte, error) {
 		return nil, newErr(CodeAnnotationLimitExceeded, "")
 	}
 	out := []any{}
-	for _, c := range r.Cases {
-		if c.Passed {
-			continue
-		}
+	for _, f := range Failures(r) {
 		out = append(out, map[string]any{
 			"level":   "failure",
 			"title":   annotationTitle,
-			"message": "Case " + c.CaseID + " is " + c.Status,
-			"case_id": c.CaseID,
-			"status":  c.Status,
+			"message": "Case " + f.CaseID + " is " + f.Reason,
+			"case_id": f.CaseID,
+			"status":  f.Status,
+			"reason":  f.Reason,
+			"details": f.Details(),
 		})
 	}
 	return canonicalJSON(out)

@@ -30,6 +30,11 @@ func fixedResult(t *testing.T, failing bool) *evalengine.Result {
 		"q1": {Output: "a1", Trajectory: []evalengine.ToolStep{{Tool: "lookup", CallID: "k1", Args: map[string]any{"q": "x"}}}},
 		"q2": {Output: answer},
 	}}
+	if failing {
+		// A wrong tool call as well, so the reports show a trajectory
+		// mismatch next to the response mismatch.
+		a.script["q2"] = evalengine.TurnOutput{Output: answer, Trajectory: []evalengine.ToolStep{{Tool: "search", CallID: "k2", Args: map[string]any{"q": "y", "api_key": "sk-secret"}}}}
+	}
 	metrics := []evalengine.Metric{
 		mustCriterion(t, "response", evalengine.CriterionExactResponse, 1, nil),
 		mustCriterion(t, "trajectory", evalengine.CriterionToolTrajectory, 1, nil),
