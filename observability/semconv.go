@@ -28,6 +28,17 @@ const (
 	AttrErrorType      = "error.type"
 )
 
+// Eval attribute keys: bounded metadata (ids, never content) that tie a
+// span to the eval job, case, sample and worker that ran it. The trace
+// store indexes job, case and sample as the nested selectors job_id,
+// case_id, sample_id.
+const (
+	AttrEvalJobID    = "adk.eval.job_id"
+	AttrEvalCaseID   = "adk.eval.case_id"
+	AttrEvalSampleID = "adk.eval.sample_id"
+	AttrEvalWorkerID = "adk.eval.worker_id"
+)
+
 // Gen-AI operation names (the span name is "gen_ai." + operation).
 const (
 	OpChat            = "chat"

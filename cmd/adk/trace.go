@@ -30,6 +30,9 @@ type traceFlags struct {
 	traceID      string
 	workflowID   string
 	invocationID string
+	jobID        string
+	caseID       string
+	sampleID     string
 	after        uint64
 	limit        int
 	format       string
@@ -50,8 +53,11 @@ func addTraceFlags(cmd *cobra.Command, f *traceFlags) {
 	cmd.Flags().StringVar(&f.traceID, "trace-id", "", "select by trace_id")
 	cmd.Flags().StringVar(&f.workflowID, "workflow-id", "", "select by workflow_id")
 	cmd.Flags().StringVar(&f.invocationID, "invocation-id", "", "select by invocation_id")
+	cmd.Flags().StringVar(&f.jobID, "job", "", "select an eval job's spans by its job id")
+	cmd.Flags().StringVar(&f.caseID, "case", "", "with --job: select one case of the job")
+	cmd.Flags().StringVar(&f.sampleID, "sample", "", "with --job and --case: select one sample of the case")
 	cmd.Flags().IntVar(&f.limit, "limit", 0, "events per page (default: the store's max_query_events)")
-	cmd.Flags().StringVar(&f.format, "format", "json", "output format: json|table")
+	cmd.Flags().StringVar(&f.format, "format", "json", "output format: json|table|tree (tree: query only)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "request timeout")
 }
 
@@ -63,11 +69,24 @@ func (f *traceFlags) request(after *uint64) (tracenode.QueryRequest, error) {
 	if tok == "" {
 		return tracenode.QueryRequest{}, usageError{errors.New("a bearer token is required (--token or $" + traceTokenEnv + ")")}
 	}
-	if f.format != "json" && f.format != "table" {
-		return tracenode.QueryRequest{}, usageError{errors.New("--format must be json or table")}
+	if f.format != "json" && f.format != "table" && f.format != "tree" {
+		return tracenode.QueryRequest{}, usageError{errors.New("--format must be json, table or tree")}
 	}
 	sel := map[string]string{}
 	for k, v := range map[string]string{"run_id": f.runID, "trace_id": f.traceID, "workflow_id": f.workflowID, "invocation_id": f.invocationID} {
+		if v != "" {
+			sel[k] = v
+		}
+	}
+	switch {
+	case f.caseID != "" && f.jobID == "":
+		return tracenode.QueryRequest{}, usageError{errors.New("--case needs --job")}
+	case f.sampleID != "" && f.caseID == "":
+		return tracenode.QueryRequest{}, usageError{errors.New("--sample needs --job and --case")}
+	case f.jobID != "" && len(sel) > 0:
+		return tracenode.QueryRequest{}, usageError{errors.New("--job, --case and --sample do not combine with --run-id, --trace-id, --workflow-id or --invocation-id")}
+	}
+	for k, v := range map[string]string{"job_id": f.jobID, "case_id": f.caseID, "sample_id": f.sampleID} {
 		if v != "" {
 			sel[k] = v
 		}
@@ -97,6 +116,13 @@ func newTraceQueryCmd() *cobra.Command {
 			defer nc.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 			defer cancel()
+			if f.format == "tree" {
+				events, truncated, err := queryAll(ctx, nc, req, maxTreeEvents)
+				if err != nil {
+					return traceError(err)
+				}
+				return printTree(cmd.OutOrStdout(), events, truncated)
+			}
 			reply, err := tracenode.Query(ctx, nc, req)
 			if err != nil {
 				return traceError(err)
@@ -118,6 +144,9 @@ func newTraceTailCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := f.request(nil); err != nil {
 				return err
+			}
+			if f.format == "tree" {
+				return usageError{errors.New("--format tree is for trace query; tail prints json or table")}
 			}
 			nc, err := bus.Connect(f.server)
 			if err != nil {

@@ -123,6 +123,34 @@ func subsets(id *identity) []string {
 	return out
 }
 
+// evalSelectorString is the canonical form of an eval selector: its pairs
+// in nesting order (job_id, case_id, sample_id), "k=v" joined by NUL. Its
+// keys are not identity keys, so it never equals an identity selector.
+func evalSelectorString(e *evalIdentity, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(evalKeys[i])
+		b.WriteByte('=')
+		b.WriteString(e[i])
+	}
+	return b.String()
+}
+
+// evalSelectors returns the eval selectors a record is indexed under: its
+// job, its job and case, its job, case and sample (as far as it has them).
+// Three groups at most, and none for a record outside an eval, where every
+// subset would cost 2^7 groups.
+func evalSelectors(e *evalIdentity) []string {
+	var out []string
+	for n := 1; n <= len(evalKeys) && e[n-1] != ""; n++ {
+		out = append(out, evalSelectorString(e, n))
+	}
+	return out
+}
+
 // encodeGroup: the selector's check hash u64, then u16 indexes.
 func encodeGroup(check uint64, idx []uint16) []byte {
 	b := make([]byte, 0, 8+2*len(idx))

@@ -49,7 +49,8 @@ var (
 		"gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.response.id",
 		"gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.response.finish_reasons",
 		observability.MappingVersionKey, "erlang_adk.gen_ai.mapping.version", // ours, and the contract fixtures'
-		"error.type", "run_id", "workflow_id", "invocation_id")
+		"error.type", "run_id", "workflow_id", "invocation_id",
+		observability.AttrEvalJobID, observability.AttrEvalCaseID, observability.AttrEvalSampleID, observability.AttrEvalWorkerID)
 	v2Text      = set("signal", "phase", "name", "kind", "trace_id", "span_id", "parent_span_id", "tracestate", "status")
 	v2Ints      = set("schema_version", "trace_flags", "start_time_unix_nano", "end_time_unix_nano", "duration_nano")
 	wfRequired  = set("type", "workflow_id", "workflow_kind", "invocation_id")
@@ -337,10 +338,22 @@ func (o *object) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// evalKeys are the eval selector keys in their selector order (job, then
+// case, then sample: each narrows the one before), and evalAttrs the span
+// attributes that carry them.
+var (
+	evalKeys  = [...]string{"job_id", "case_id", "sample_id"}
+	evalAttrs = [...]string{observability.AttrEvalJobID, observability.AttrEvalCaseID, observability.AttrEvalSampleID}
+)
+
+// evalIdentity holds a record's eval ids by evalKeys index; "" is absent.
+type evalIdentity [len(evalKeys)]string
+
 // projected is the result of projecting one input event.
 type projected struct {
 	event    *object
 	identity identity
+	eval     evalIdentity
 	tsMS     int64
 	pruned   bool
 }
@@ -363,6 +376,23 @@ type projector struct {
 func (p *projector) result(ev *object, id identity, tsMS int64) *projected {
 	p.out = projected{event: ev, identity: id, tsMS: tsMS}
 	return &p.out
+}
+
+// evalOf reads the eval ids of a projected attributes object (nil: none).
+// A case without its job, or a sample without its case, is not indexed
+// below the level it lacks: the selectors nest.
+func evalOf(attrs *object) (e evalIdentity) {
+	if attrs == nil {
+		return e
+	}
+	for i, k := range evalAttrs {
+		s := attrs.get(k)
+		if s.kind != sStr || len(s.b) == 0 || i > 0 && e[i-1] == "" {
+			break
+		}
+		e[i] = string(s.b)
+	}
+	return e
 }
 
 var projectors = sync.Pool{New: func() any { return &projector{sc: new(scanner)} }}
@@ -665,7 +695,11 @@ func (p *projector) envelope() (*projected, error) {
 		}
 	}
 	ev.put("metadata", slot{kind: sObj, obj: om})
-	return p.result(ev, id, ts), nil
+	out := p.result(ev, id, ts)
+	if a := om.get("attributes"); a.kind == sObj {
+		out.eval = evalOf(a.obj)
+	}
+	return out, nil
 }
 
 func (p *projector) span() (*projected, error) {
@@ -728,14 +762,18 @@ func (p *projector) span() (*projected, error) {
 		return nil, errCode(CodeInvalidObservability, "trace_id")
 	}
 	id := identity{idTrace: string(tid.b)}
+	var attrs *object
 	if a := ev.get("attributes"); a.kind == sObj {
+		attrs = a.obj
 		for i, k := range spanIdentityFields {
 			if s := a.obj.get(k); s.kind == sStr && len(s.b) > 0 {
 				id[spanIdentitySlots[i]] = string(s.b)
 			}
 		}
 	}
-	return p.result(ev, id, ev.get("start_time_unix_nano").n/1_000_000), nil
+	out := p.result(ev, id, ev.get("start_time_unix_nano").n/1_000_000)
+	out.eval = evalOf(attrs)
+	return out, nil
 }
 
 func (p *projector) workflow() (*projected, error) {

@@ -11,7 +11,10 @@ import (
 )
 
 // Selector names identity pairs among run_id, trace_id, workflow_id and
-// invocation_id; empty selects all of the principal's events.
+// invocation_id; empty selects all of the principal's events. An eval
+// selector instead names job_id, optionally case_id, and with case_id
+// optionally sample_id (the span attributes adk.eval.*); it cannot be
+// combined with identity keys.
 type Selector map[string]string
 
 // QueryOptions page a query. A nil AfterCursor means "the current window":
@@ -63,17 +66,10 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	if q.Limit < 1 || q.Limit > o.MaxQueryEvents || q.MaxBytes < o.MaxEventBytes || q.MaxBytes > o.MaxQueryBytes {
 		return nil, errCode(CodeInvalidQueryOptions, "limit or max_bytes out of range")
 	}
-	var id identity
-	mask := 0
-	for k, v := range sel {
-		i := slices.Index(identityKeys[:], k)
-		if i < 0 || v == "" || len(v) > maxTextBytes {
-			return nil, errCode(CodeInvalidSelector, "selector keys are run_id, trace_id, workflow_id, invocation_id")
-		}
-		id[i] = v
-		mask |= 1 << i
+	selStr, err := parseSelector(sel)
+	if err != nil {
+		return nil, err
 	}
-	selStr := selectorString(&id, mask)
 	var after uint64
 	if q.AfterCursor != nil {
 		after = *q.AfterCursor
@@ -104,7 +100,7 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 		}
 	}
 	start := max(after, v.evictedThrough)
-	err := s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *badger.Txn) error {
 		sh := selectorHash(selStr)
 		prefix := groupPrefix(p.pid, sh.key)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
@@ -182,6 +178,41 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 		return nil, errCode(CodeUnavailable, "read failed")
 	}
 	return page, nil
+}
+
+// parseSelector validates a selector and returns its canonical string.
+func parseSelector(sel Selector) (string, error) {
+	var id identity
+	var ev evalIdentity
+	mask, evals := 0, 0
+	for k, v := range sel {
+		if v == "" || len(v) > maxTextBytes {
+			return "", errCode(CodeInvalidSelector, "selector value "+k+" must be 1..512 bytes")
+		}
+		if i := slices.Index(evalKeys[:], k); i >= 0 {
+			ev[i] = v
+			evals++
+			continue
+		}
+		i := slices.Index(identityKeys[:], k)
+		if i < 0 {
+			return "", errCode(CodeInvalidSelector, "selector keys are run_id, trace_id, workflow_id, invocation_id, or job_id [case_id [sample_id]]")
+		}
+		id[i] = v
+		mask |= 1 << i
+	}
+	if evals == 0 {
+		return selectorString(&id, mask), nil
+	}
+	if mask != 0 {
+		return "", errCode(CodeInvalidSelector, "job_id, case_id and sample_id do not combine with identity keys")
+	}
+	for i := 0; i < evals; i++ {
+		if ev[i] == "" {
+			return "", errCode(CodeInvalidSelector, evalKeys[evals-1]+" needs "+evalKeys[i])
+		}
+	}
+	return evalSelectorString(&ev, evals), nil
 }
 
 // Status is the store's bounded status. It never contains a principal,

@@ -590,7 +590,11 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	var js, arena, scratch []byte
 	// Records of a batch share few identities (the spans of a trace or a
 	// run): records of one identity share its selector hashes, read-only.
-	byID := map[identity][]selHash{}
+	type ids struct {
+		id   identity
+		eval evalIdentity
+	}
+	byID := map[ids][]selHash{}
 	for i, rec := range b.Records {
 		r := &p.recs[i]
 		if i > MaxBatchRecords {
@@ -612,13 +616,14 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			continue
 		}
 		r.blob, r.size = compressRecord(&arena, &scratch, js), uint32(len(js))
-		if sh, ok := byID[pj.identity]; ok {
+		key := ids{pj.identity, pj.eval}
+		if sh, ok := byID[key]; ok {
 			r.sels = sh
 			continue
 		}
-		sels := subsets(&pj.identity)
+		sels := append(subsets(&pj.identity), evalSelectors(&pj.eval)...)
 		r.sels = make([]selHash, len(sels))
-		byID[pj.identity] = r.sels
+		byID[key] = r.sels
 		for j, sel := range sels {
 			h, ok := hashes[sel]
 			if !ok { // records of a batch share most selectors
