@@ -6,6 +6,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -52,10 +53,10 @@ func (c cmdType) String() string {
 // never reads the clock.
 
 type submitCmd struct {
-	Set evalstore.SetRecord `msgpack:"set"`
-	Job evalstore.Job       `msgpack:"job"`
-	Adm evalstore.Admission `msgpack:"adm"`
-	Now int64               `msgpack:"now"`
+	Set evalrecord.SetRecord `msgpack:"set"`
+	Job evalrecord.Job       `msgpack:"job"`
+	Adm evalstore.Admission  `msgpack:"adm"`
+	Now int64                `msgpack:"now"`
 }
 
 type assignCmd struct {
@@ -71,8 +72,8 @@ type finishCmd struct {
 type transitionCmd struct {
 	Scope    string              `msgpack:"scope"`
 	JobID    string              `msgpack:"job"`
-	Expected []evalstore.Phase   `msgpack:"expected,omitempty"`
-	To       evalstore.Phase     `msgpack:"to"`
+	Expected []evalrecord.Phase  `msgpack:"expected,omitempty"`
+	To       evalrecord.Phase    `msgpack:"to"`
 	Patch    evalstore.Patch     `msgpack:"patch"`
 	Adm      evalstore.Admission `msgpack:"adm"` // promotes queued jobs when one ends
 	Now      int64               `msgpack:"now"`
@@ -81,7 +82,7 @@ type transitionCmd struct {
 }
 
 type leaseCmd struct {
-	Lease evalstore.Lease `msgpack:"lease"`
+	Lease evalrecord.Lease `msgpack:"lease"`
 }
 
 type recoverCmd struct {
@@ -97,20 +98,20 @@ type baselineCmd struct {
 }
 
 type pruneCmd struct {
-	Scope string                 `msgpack:"scope"`
-	Opts  evalstore.PruneOptions `msgpack:"opts"`
+	Scope string                  `msgpack:"scope"`
+	Opts  evalrecord.PruneOptions `msgpack:"opts"`
 }
 
 // applyResult is what Apply returns (ApplyFuture.Response) and what a
 // forwarded apply carries back.
 type applyResult struct {
-	Err       *api.Error             `msgpack:"err,omitempty"`
-	Job       *evalstore.Job         `msgpack:"job,omitempty"`
-	Accepted  []bool                 `msgpack:"accepted,omitempty"`
-	Baseline  *evalstore.Baseline    `msgpack:"baseline,omitempty"`
-	Prune     *evalstore.PruneResult `msgpack:"prune,omitempty"`
-	Recovered int                    `msgpack:"recovered,omitempty"`
-	Index     uint64                 `msgpack:"index,omitempty"` // set by applyLocal
+	Err       *api.Error              `msgpack:"err,omitempty"`
+	Job       *evalrecord.Job         `msgpack:"job,omitempty"`
+	Accepted  []bool                  `msgpack:"accepted,omitempty"`
+	Baseline  *evalrecord.Baseline    `msgpack:"baseline,omitempty"`
+	Prune     *evalrecord.PruneResult `msgpack:"prune,omitempty"`
+	Recovered int                     `msgpack:"recovered,omitempty"`
+	Index     uint64                  `msgpack:"index,omitempty"` // set by applyLocal
 }
 
 // A command whose body is at least compressAbove bytes is stored

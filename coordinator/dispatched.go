@@ -8,7 +8,7 @@ import (
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator/api"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -84,7 +84,7 @@ func (d *dispatched) isPublishing(ref api.TaskRef) bool {
 
 // forgetExcept drops what it holds of tasks no longer in flight and of
 // workers not live.
-func (d *dispatched) forgetExcept(inflight map[string][]*evalstore.Task, workers map[string]bool) {
+func (d *dispatched) forgetExcept(inflight map[string][]*evalrecord.Task, workers map[string]bool) {
 	if len(d.handedAt) > 0 {
 		still := make(map[api.TaskRef]bool, len(d.handedAt))
 		for _, tasks := range inflight {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
@@ -242,7 +243,7 @@ func promoteQueued(tx *evalstore.Tx, adm evalstore.Admission, now int64) error {
 		return err
 	}
 	for _, q := range queued {
-		if _, err := tx.Transition(q.Scope, q.JobID, []evalstore.Phase{evalstore.PhaseQueued}, evalstore.PhaseRunning,
+		if _, err := tx.Transition(q.Scope, q.JobID, []evalrecord.Phase{evalrecord.PhaseQueued}, evalrecord.PhaseRunning,
 			evalstore.Patch{StartedAt: now}, now); err != nil {
 			return err
 		}
@@ -253,7 +254,7 @@ func promoteQueued(tx *evalstore.Tx, adm evalstore.Admission, now int64) error {
 // applyRecover fails every queued or running job: a full-cluster restart
 // left no one owning their work (CONTRACTS §6 restart recovery).
 func (f *FSM) applyRecover(tx *evalstore.Tx, c *recoverCmd, res *applyResult) error {
-	var jobs []*evalstore.Job
+	var jobs []*evalrecord.Job
 	active, err := tx.ActiveJobs()
 	if err != nil {
 		return err
@@ -265,7 +266,7 @@ func (f *FSM) applyRecover(tx *evalstore.Tx, c *recoverCmd, res *applyResult) er
 	}
 	jobs = append(jobs, queued...)
 	for _, j := range jobs {
-		if _, err := tx.Transition(j.Scope, j.JobID, []evalstore.Phase{j.Phase}, evalstore.PhaseFailed,
+		if _, err := tx.Transition(j.Scope, j.JobID, []evalrecord.Phase{j.Phase}, evalrecord.PhaseFailed,
 			evalstore.Patch{FinishedAt: c.Now, Reason: c.Reason}, c.Now); err != nil {
 			return err
 		}

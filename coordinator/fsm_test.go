@@ -7,6 +7,7 @@ import (
 
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
@@ -35,9 +36,9 @@ func entry(t *testing.T, idx uint64, ct cmdType, body any) *raft.Log {
 
 func submitEntry(t *testing.T, idx uint64, jobID string) *raft.Log {
 	body := []byte(`{"schema_version":2}`)
-	set := evalstore.SetRecord{Scope: "app", ID: "s", Version: "1", Digest: canonjson.DigestBytes(body), Body: body}
-	return entry(t, idx, cmdSubmit, &submitCmd{Set: set, Job: evalstore.Job{JobID: jobID, Scope: "app", EvalSetID: "s", EvalSetVersion: "1",
-		Spec: evalstore.JobSpec{Cases: 1, Samples: 2, TaskTTLMS: 100}}, Adm: evalstore.Admission{MaxConcurrency: 1, MaxQueue: 5, MaxQueueBytes: 1 << 20}, Now: 1})
+	set := evalrecord.SetRecord{Scope: "app", ID: "s", Version: "1", Digest: canonjson.DigestBytes(body), Body: body}
+	return entry(t, idx, cmdSubmit, &submitCmd{Set: set, Job: evalrecord.Job{JobID: jobID, Scope: "app", EvalSetID: "s", EvalSetVersion: "1",
+		Spec: evalrecord.JobSpec{Cases: 1, Samples: 2, TaskTTLMS: 100}}, Adm: evalstore.Admission{MaxConcurrency: 1, MaxQueue: 5, MaxQueueBytes: 1 << 20}, Now: 1})
 }
 
 func TestFSM_ReplayNeverDoubleApplies(t *testing.T) {
@@ -45,7 +46,7 @@ func TestFSM_ReplayNeverDoubleApplies(t *testing.T) {
 	log := []*raft.Log{
 		submitEntry(t, 1, "eval-a"),
 		entry(t, 2, cmdAssign, &assignCmd{As: []evalstore.Assignment{{JobID: "eval-a", Index: 0, Worker: "w1"}}, Now: 2}),
-		entry(t, 3, cmdFinish, &finishCmd{Outs: []evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalstore.TaskDone}}, Now: 3}),
+		entry(t, 3, cmdFinish, &finishCmd{Outs: []evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalrecord.TaskDone}}, Now: 3}),
 	}
 	for _, l := range log {
 		if r := f.Apply(l).(*applyResult); r.Err != nil {
@@ -83,7 +84,7 @@ func TestFSM_SnapshotInstallThenReplay(t *testing.T) {
 	}
 	// Entry 1 is in the snapshot: replaying it must be a no-op; entry 2 applies.
 	b.Apply(submitEntry(t, 1, "eval-a"))
-	if r := b.Apply(submitEntry(t, 2, "eval-b")).(*applyResult); r.Err != nil || r.Job.Phase != evalstore.PhaseQueued {
+	if r := b.Apply(submitEntry(t, 2, "eval-b")).(*applyResult); r.Err != nil || r.Job.Phase != evalrecord.PhaseQueued {
 		t.Fatalf("%+v", r)
 	}
 	if bs.AppliedIndex() != 2 {
@@ -95,7 +96,7 @@ func TestFSM_RecoverFailsActiveJobs(t *testing.T) {
 	f, _ := newFSM(t)
 	f.Apply(submitEntry(t, 1, "eval-a"))
 	f.Apply(submitEntry(t, 2, "eval-b"))
-	r := f.Apply(entry(t, 3, cmdRecover, &recoverCmd{Reason: evalstore.ReasonServiceRestarted, Now: 9})).(*applyResult)
+	r := f.Apply(entry(t, 3, cmdRecover, &recoverCmd{Reason: evalrecord.ReasonServiceRestarted, Now: 9})).(*applyResult)
 	if r.Err != nil || r.Recovered != 2 {
 		t.Fatalf("%+v", r)
 	}
@@ -111,7 +112,7 @@ func TestCommand_LargeBodiesAreCompressed(t *testing.T) {
 	sample := []byte(`{"case_id":"c1","sample_index":0,"status":"passed","turns":[{"turn_id":"t","input":"q","actual":"echo: q","passed":true}],"criteria":[{"metric_id":"response","score":1,"threshold":1,"passed":true}]}`)
 	var outs []evalstore.Outcome
 	for i := range 1000 {
-		outs = append(outs, evalstore.Outcome{JobID: "eval-a", Index: i, Worker: "w0", State: evalstore.TaskDone, Sample: sample})
+		outs = append(outs, evalstore.Outcome{JobID: "eval-a", Index: i, Worker: "w0", State: evalrecord.TaskDone, Sample: sample})
 	}
 	big := &finishCmd{Outs: outs, Now: 7}
 	plain, err := msgpack.Marshal(big)
@@ -149,11 +150,11 @@ func TestFSM_ApplyBatchEqualsApply(t *testing.T) {
 		submitEntry(t, 1, "eval-a"),
 		entry(t, 2, cmdAssign, &assignCmd{As: []evalstore.Assignment{{JobID: "eval-a", Index: 0, Worker: "w1"}, {JobID: "eval-a", Index: 1, Worker: "w2"}}, Now: 2}),
 		{Index: 3, Type: raft.LogConfiguration},
-		entry(t, 4, cmdTransition, &transitionCmd{Scope: "app", JobID: "eval-a", Expected: []evalstore.Phase{evalstore.PhaseQueued},
-			To: evalstore.PhaseCancelled, Now: 4}),
-		entry(t, 5, cmdFinish, &finishCmd{Outs: []evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalstore.TaskDone, Sample: []byte(`{}`)},
-			{JobID: "eval-a", Index: 1, Worker: "w9", State: evalstore.TaskDone}}, Now: 5}),
-		entry(t, 6, cmdLease, &leaseCmd{Lease: evalstore.Lease{LeaderID: "c1", At: 6}}),
+		entry(t, 4, cmdTransition, &transitionCmd{Scope: "app", JobID: "eval-a", Expected: []evalrecord.Phase{evalrecord.PhaseQueued},
+			To: evalrecord.PhaseCancelled, Now: 4}),
+		entry(t, 5, cmdFinish, &finishCmd{Outs: []evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalrecord.TaskDone, Sample: []byte(`{}`)},
+			{JobID: "eval-a", Index: 1, Worker: "w9", State: evalrecord.TaskDone}}, Now: 5}),
+		entry(t, 6, cmdLease, &leaseCmd{Lease: evalrecord.Lease{LeaderID: "c1", At: 6}}),
 	}
 	one, oneStore := newFSM(t)
 	var want []*applyResult

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 )
 
@@ -94,16 +95,16 @@ func (x *inflightIndex) ensureLocked(store *evalstore.Store) error {
 }
 
 // byWorker returns the assigned tasks grouped by worker.
-func (x *inflightIndex) byWorker(store *evalstore.Store) (map[string][]*evalstore.Task, error) {
+func (x *inflightIndex) byWorker(store *evalstore.Store) (map[string][]*evalrecord.Task, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := x.ensureLocked(store); err != nil {
 		return nil, err
 	}
-	out := map[string][]*evalstore.Task{}
+	out := map[string][]*evalrecord.Task{}
 	for ref, t := range x.tasks {
-		out[t.worker] = append(out[t.worker], &evalstore.Task{JobID: ref.JobID, Index: ref.Index, Worker: t.worker,
-			State: evalstore.TaskAssigned, AssignedAt: t.assignedAt, DeadlineAt: t.deadlineAt})
+		out[t.worker] = append(out[t.worker], &evalrecord.Task{JobID: ref.JobID, Index: ref.Index, Worker: t.worker,
+			State: evalrecord.TaskAssigned, AssignedAt: t.assignedAt, DeadlineAt: t.deadlineAt})
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -139,7 +140,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		}
 		if time.Since(lastLease) >= t.LeaseInterval {
 			lastLease = time.Now()
-			if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalstore.Lease{LeaderID: n.cfg.ID, At: lastLease.UnixMilli()}}); err != nil {
+			if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalrecord.Lease{LeaderID: n.cfg.ID, At: lastLease.UnixMilli()}}); err != nil {
 				n.log.Warn("lease renewal", "err", err)
 			}
 		}
@@ -165,7 +166,7 @@ func (n *Node) deleteTaskMsg(seq uint64) {
 }
 
 func (n *Node) establish(ctx context.Context) error {
-	var lease evalstore.Lease
+	var lease evalrecord.Lease
 	var counts evalstore.Counts
 	if err := n.store.View(func(tx *evalstore.Tx) (err error) {
 		if lease, err = tx.Lease(); err != nil {
@@ -184,13 +185,13 @@ func (n *Node) establish(ctx context.Context) error {
 		// No leader renewed the lease for longer than the workers' fence:
 		// every worker has killed its tasks, nobody owned the work through
 		// the gap. A full restart, not a failover (DESIGN.md).
-		res, err := n.propose(ctx, cmdRecover, &recoverCmd{Reason: evalstore.ReasonServiceRestarted, Now: now.UnixMilli()})
+		res, err := n.propose(ctx, cmdRecover, &recoverCmd{Reason: evalrecord.ReasonServiceRestarted, Now: now.UnixMilli()})
 		if err != nil {
 			return err
 		}
 		n.log.Info("full restart: failed active jobs", "jobs", res.Recovered)
 	}
-	if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalstore.Lease{LeaderID: n.cfg.ID, At: now.UnixMilli()}}); err != nil {
+	if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalrecord.Lease{LeaderID: n.cfg.ID, At: now.UnixMilli()}}); err != nil {
 		return err
 	}
 	for {
@@ -223,8 +224,8 @@ func (n *Node) ensureTopology(ctx context.Context) error {
 
 // leaderView is one consistent read of what the scheduler needs.
 type leaderView struct {
-	active   []*evalstore.Job
-	inflight map[string][]*evalstore.Task
+	active   []*evalrecord.Job
+	inflight map[string][]*evalrecord.Task
 }
 
 func (n *Node) readView() (*leaderView, error) {
@@ -278,7 +279,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			lostWorkers = append(lostWorkers, w)
 			for _, tk := range tasks {
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
-					State: evalstore.TaskFailed, Tag: evalengine.TagWorkerLost})
+					State: evalrecord.TaskFailed, Tag: evalengine.TagWorkerLost})
 			}
 			continue
 		}
@@ -289,7 +290,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			switch {
 			case now.UnixMilli() > tk.DeadlineAt:
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
-					State: evalstore.TaskFailed, Tag: evalengine.TagTimeout})
+					State: evalrecord.TaskFailed, Tag: evalengine.TagTimeout})
 				timedOut = append(timedOut, ref)
 			case ok && seen.at.After(gainedAt) && seen.at.Sub(time.UnixMilli(tk.AssignedAt)) > t.DispatchGrace:
 				suspects = append(suspects, ref) // unless reported, below
@@ -335,7 +336,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			}
 			if seen.at.Sub(h) > t.DispatchGrace {
 				outs = append(outs, evalstore.Outcome{JobID: ref.JobID, Index: ref.Index, Worker: w,
-					State: evalstore.TaskFailed, Tag: evalengine.TagWorkerLost})
+					State: evalrecord.TaskFailed, Tag: evalengine.TagWorkerLost})
 			}
 		}
 		// Failed tasks still queued (timed out while waiting) are deleted
@@ -400,36 +401,36 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 				return err
 			}
 		case j.Spec.JobTTLMS > 0 && now.UnixMilli() > j.StartedAt+j.Spec.JobTTLMS:
-			tc = &transitionCmd{To: evalstore.PhaseTimedOut, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalstore.ReasonDeadlineExceeded}}
+			tc = &transitionCmd{To: evalrecord.PhaseTimedOut, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalrecord.ReasonDeadlineExceeded}}
 		case j.Spec.Owner != "" && n.ownerExpired(j, now, gainedAt):
-			tc = &transitionCmd{To: evalstore.PhaseCancelled, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalstore.ReasonOwnerLost}}
+			tc = &transitionCmd{To: evalrecord.PhaseCancelled, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalrecord.ReasonOwnerLost}}
 		default:
 			continue
 		}
-		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalstore.Phase{evalstore.PhaseRunning}, n.admission(), now.UnixMilli()
+		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalrecord.Phase{evalrecord.PhaseRunning}, n.admission(), now.UnixMilli()
 		proposed := time.Now()
 		_, err := n.propose(ctx, cmdTransition, tc)
-		if tc.To == evalstore.PhaseCompleted && tc.timing != nil {
+		if tc.To == evalrecord.PhaseCompleted && tc.timing != nil {
 			t := tc.timing
 			n.log.Info("job completed", "job", j.JobID, "tasks", j.Progress.Total, "result_bytes", len(tc.Patch.Result), "cached", t.cached,
 				"read_ms", ms(t.read), "decode_ms", ms(t.decode), "aggregate_ms", ms(t.aggregate), "encode_ms", ms(t.encode),
 				"commit_ms", ms(time.Since(proposed)), "err", err)
 		}
-		if err != nil && tc.To == evalstore.PhaseCompleted && !errors.Is(err, evalstore.ErrStalePhase) && !api.AsError(err).Retryable() {
+		if err != nil && tc.To == evalrecord.PhaseCompleted && !errors.Is(err, evalrecord.ErrStalePhase) && !api.AsError(err).Retryable() {
 			// The result cannot be stored (quota, transaction size): fail the
 			// job with the reason instead of retrying forever.
 			n.log.Warn("store result", "job", j.JobID, "err", err)
-			tc.To, tc.Patch = evalstore.PhaseFailed, evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: "evaluation_result_persistence_failed: " + api.AsError(err).Code}
+			tc.To, tc.Patch = evalrecord.PhaseFailed, evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: "evaluation_result_persistence_failed: " + api.AsError(err).Code}
 			_, err = n.propose(ctx, cmdTransition, tc)
 		}
-		if err != nil && !errors.Is(err, evalstore.ErrStalePhase) {
+		if err != nil && !errors.Is(err, evalrecord.ErrStalePhase) {
 			return err
 		}
 	}
 	return nil
 }
 
-func (n *Node) ownerExpired(j *evalstore.Job, now, gainedAt time.Time) bool {
+func (n *Node) ownerExpired(j *evalrecord.Job, now, gainedAt time.Time) bool {
 	ttl := time.Duration(j.Spec.OwnerTTLMS) * time.Millisecond
 	since := gainedAt
 	if c := time.UnixMilli(j.CreatedAt); c.After(since) {
@@ -444,7 +445,7 @@ func (n *Node) ownerExpired(j *evalstore.Job, now, gainedAt time.Time) bool {
 // completeJob aggregates a job's samples with evalengine.Aggregate, the
 // function a local run uses. Lost, timed-out or cancelled tasks become
 // error samples with their tag.
-func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, error) {
+func (n *Node) completeJob(j *evalrecord.Job, now time.Time) (*transitionCmd, error) {
 	var tm completeTiming
 	mark := time.Now()
 	lap := func(d *time.Duration) {
@@ -455,8 +456,8 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	// (sampleCache); otherwise the store is read and every sample decoded.
 	cached := n.fsm.takeSamples(j.JobID, j.Progress.Total)
 	tm.cached = cached != nil
-	var tasks []evalstore.Task
-	var set *evalstore.SetRecord
+	var tasks []evalrecord.Task
+	var set *evalrecord.SetRecord
 	err := n.store.View(func(tx *evalstore.Tx) (err error) {
 		if cached == nil {
 			if tasks, err = tx.Tasks(j.JobID); err != nil {
@@ -471,9 +472,9 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	}
 	lap(&tm.read)
 	failed := func(reason string) *transitionCmd {
-		return &transitionCmd{To: evalstore.PhaseFailed, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: reason}}
+		return &transitionCmd{To: evalrecord.PhaseFailed, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: reason}}
 	}
-	p, err := api.Prepare(set.Body, j.Spec.Criteria, j.Spec.Options)
+	p, err := evalengine.Prepare(set.Body, j.Spec.Criteria, j.Spec.Options)
 	if err != nil {
 		return failed(api.AsError(err).Code), nil
 	}
@@ -488,13 +489,13 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 	// It reports which.
 	put := func(i, idx int, state, tag string, s *evalengine.SampleResult) bool {
 		ci, si := api.TaskIndex(idx, cases)
-		if state == evalstore.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
+		if state == evalrecord.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
 			samples[i] = *s
 			return true
 		}
 		if tag == "" {
 			tag = evalengine.TagWorkerLost
-			if state == evalstore.TaskCancelled {
+			if state == evalrecord.TaskCancelled {
 				tag = evalengine.TagCancelled
 			}
 		}
@@ -505,7 +506,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 		t := &tasks[i]
 		var s evalengine.SampleResult
 		sp := &s
-		if t.State != evalstore.TaskDone || json.Unmarshal(t.Sample, &s) != nil {
+		if t.State != evalrecord.TaskDone || json.Unmarshal(t.Sample, &s) != nil {
 			sp = nil
 		}
 		put(i, t.Index, t.State, t.Tag, sp)
@@ -553,7 +554,7 @@ func (n *Node) completeJob(j *evalstore.Job, now time.Time) (*transitionCmd, err
 		return failed("evaluation_result_encoding_failed"), nil
 	}
 	lap(&tm.encode)
-	return &transitionCmd{To: evalstore.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Result: b}, timing: &tm}, nil
+	return &transitionCmd{To: evalrecord.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Result: b}, timing: &tm}, nil
 }
 
 // completeTiming is where a job's completion spent its time, logged once
@@ -609,7 +610,7 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 	if err != nil {
 		return err
 	}
-	cases := map[string]*evalstore.Job{}
+	cases := map[string]*evalrecord.Job{}
 	for _, j := range v.active {
 		cases[j.JobID] = j
 	}
@@ -812,7 +813,7 @@ func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	for _, m := range msgs {
 		for _, r := range n.decodeResults(m.Subject(), m.Data()) {
 			outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
-				State: evalstore.TaskDone, Sample: r.Sample, Error: r.Error})
+				State: evalrecord.TaskDone, Sample: r.Sample, Error: r.Error})
 		}
 	}
 	if err := n.finishOutcomes(ctx, outs, time.Now()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 )
 
@@ -92,7 +93,7 @@ func (c *sampleCache) finished(outs []evalstore.Outcome, accepted []bool) {
 			continue
 		}
 		co := cachedOutcome{state: o.State, tag: o.Tag}
-		if o.State == evalstore.TaskDone {
+		if o.State == evalrecord.TaskDone {
 			var s evalengine.SampleResult
 			if json.Unmarshal(o.Sample, &s) == nil {
 				co.sample = &s

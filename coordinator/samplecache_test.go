@@ -11,6 +11,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/hashicorp/raft"
 )
@@ -19,7 +20,7 @@ import (
 // assign everything to w1, then finish it in entries of 7 outcomes, every
 // fifth task lost (worker_lost) and one done task with a sample that does
 // not decode. afterFirst (if not nil) runs after the first finish entry.
-func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *evalstore.Job {
+func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *evalrecord.Job {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(`{"schema_version":2,"id":"s","version":"1","cases":[`)
@@ -33,16 +34,16 @@ func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *eval
 	body := []byte(b.String())
 	opts := evalengine.DefaultOptions()
 	opts.Samples = samples
-	optsDoc, err := api.EncodeOptions(opts)
+	optsDoc, err := evalengine.EncodeOptions(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := api.Prepare(body, nil, optsDoc)
+	p, err := evalengine.Prepare(body, nil, optsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := cases * samples
-	set := evalstore.SetRecord{Scope: "app", ID: "s", Version: "1", Digest: canonjson.DigestBytes(body), Body: body}
+	set := evalrecord.SetRecord{Scope: "app", ID: "s", Version: "1", Digest: canonjson.DigestBytes(body), Body: body}
 	idx := uint64(1)
 	apply := func(ct cmdType, body any) *applyResult {
 		t.Helper()
@@ -53,8 +54,8 @@ func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *eval
 		}
 		return r
 	}
-	apply(cmdSubmit, &submitCmd{Set: set, Job: evalstore.Job{JobID: "eval-a", Scope: "app", EvalSetID: "s", EvalSetVersion: "1",
-		Spec: evalstore.JobSpec{Cases: cases, Samples: samples, TaskTTLMS: 1000, Options: optsDoc}},
+	apply(cmdSubmit, &submitCmd{Set: set, Job: evalrecord.Job{JobID: "eval-a", Scope: "app", EvalSetID: "s", EvalSetVersion: "1",
+		Spec: evalrecord.JobSpec{Cases: cases, Samples: samples, TaskTTLMS: 1000, Options: optsDoc}},
 		Adm: evalstore.Admission{MaxConcurrency: 1, MaxQueue: 5, MaxQueueBytes: 1 << 20}, Now: 1})
 	var as []evalstore.Assignment
 	for i := range total {
@@ -64,10 +65,10 @@ func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *eval
 	var outs []evalstore.Outcome
 	for i := range total {
 		ci, si := api.TaskIndex(i, cases)
-		o := evalstore.Outcome{JobID: "eval-a", Index: i, Worker: "w1", State: evalstore.TaskDone}
+		o := evalstore.Outcome{JobID: "eval-a", Index: i, Worker: "w1", State: evalrecord.TaskDone}
 		switch {
 		case i%5 == 4:
-			o.State, o.Tag = evalstore.TaskFailed, evalengine.TagWorkerLost
+			o.State, o.Tag = evalrecord.TaskFailed, evalengine.TagWorkerLost
 		case i == 1:
 			o.Sample = []byte(`{"case_id":`)
 		default:
@@ -85,7 +86,7 @@ func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *eval
 			afterFirst()
 		}
 	}
-	var j *evalstore.Job
+	var j *evalrecord.Job
 	if err := f.store.View(func(tx *evalstore.Tx) (err error) {
 		j, err = tx.JobByID("eval-a")
 		return err
@@ -111,7 +112,7 @@ func TestCompleteJob_CacheMatchesStore(t *testing.T) {
 		afterFirst := setup(f)
 		j := cacheJob(t, f, 13, 11, afterFirst)
 		tc, err := n.completeJob(j, now)
-		if err != nil || tc.To != evalstore.PhaseCompleted {
+		if err != nil || tc.To != evalrecord.PhaseCompleted {
 			t.Fatalf("%+v %v", tc, err)
 		}
 		return tc, tc.timing.cached
@@ -158,8 +159,8 @@ func TestSampleCache_ForgetsEndedJobs(t *testing.T) {
 	if f.samples.bytes == 0 || len(f.samples.jobs) != 1 {
 		t.Fatalf("cached %d bytes of %d jobs", f.samples.bytes, len(f.samples.jobs))
 	}
-	r := f.ApplyBatch([]*raft.Log{entry(t, 100, cmdTransition, &transitionCmd{Scope: "app", JobID: "eval-a", To: evalstore.PhaseCancelled,
-		Patch: evalstore.Patch{FinishedAt: 9, Reason: evalstore.ReasonUserCancelled}, Now: 9})})[0].(*applyResult)
+	r := f.ApplyBatch([]*raft.Log{entry(t, 100, cmdTransition, &transitionCmd{Scope: "app", JobID: "eval-a", To: evalrecord.PhaseCancelled,
+		Patch: evalstore.Patch{FinishedAt: 9, Reason: evalrecord.ReasonUserCancelled}, Now: 9})})[0].(*applyResult)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/internal/secrets"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -192,7 +193,7 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	if err := bus.ValidToken(sub.Agent); err != nil {
 		return nil, api.Errorf(api.CodeUnknownAgent, "agent must be a configured agent name")
 	}
-	p, err := api.Prepare(sub.Set, sub.Criteria, sub.Options)
+	p, err := evalengine.Prepare(sub.Set, sub.Criteria, sub.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 			return nil, err
 		}
 	}
-	opts, err := api.EncodeOptions(p.Options)
+	opts, err := evalengine.EncodeOptions(p.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +242,11 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	// (worker.MaxPrefetchFactor) before its own case timeout starts.
 	taskTTL := min(lim.TaskTimeout.Milliseconds(), 3*int64(p.Options.CaseTimeoutMS)+s.n.cfg.Timing.TaskAckWait.Milliseconds())
 	now := time.Now().UnixMilli()
-	set := evalstore.SetRecord{Scope: req.Scope, ID: p.Set.ID, Version: p.Set.Version,
+	set := evalrecord.SetRecord{Scope: req.Scope, ID: p.Set.ID, Version: p.Set.Version,
 		Digest: canonjson.DigestBytes(body), Body: body, CreatedAt: now}
-	job := evalstore.Job{
+	job := evalrecord.Job{
 		JobID: newJobID(), Scope: req.Scope, EvalSetID: p.Set.ID, EvalSetVersion: p.Set.Version, Metadata: meta,
-		Spec: evalstore.JobSpec{SetDigest: set.Digest, Agent: sub.Agent, Options: opts, Criteria: sub.Criteria,
+		Spec: evalrecord.JobSpec{SetDigest: set.Digest, Agent: sub.Agent, Options: opts, Criteria: sub.Criteria,
 			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: int64(p.Options.TimeoutMS),
 			Cases: len(p.Set.Cases), Samples: p.Options.Samples},
 	}
@@ -300,7 +301,7 @@ func (s *service) result(req *api.Request) *api.Reply {
 			return nil, err
 		}
 		switch {
-		case j.Phase == evalstore.PhaseCompleted:
+		case j.Phase == evalrecord.PhaseCompleted:
 			res, err := tx.Result(j.JobID)
 			if err != nil {
 				return nil, err
@@ -400,9 +401,9 @@ func (s *service) cancel(req *api.Request) *api.Reply {
 		}
 		now := time.Now().UnixMilli()
 		res, err := s.n.propose(ctx, cmdTransition, &transitionCmd{Scope: req.Scope, JobID: req.JobID,
-			Expected: []evalstore.Phase{j.Phase}, To: evalstore.PhaseCancelled,
-			Patch: evalstore.Patch{FinishedAt: now, Reason: evalstore.ReasonUserCancelled}, Adm: s.n.admission(), Now: now})
-		if errors.Is(err, evalstore.ErrStalePhase) {
+			Expected: []evalrecord.Phase{j.Phase}, To: evalrecord.PhaseCancelled,
+			Patch: evalstore.Patch{FinishedAt: now, Reason: evalrecord.ReasonUserCancelled}, Adm: s.n.admission(), Now: now})
+		if errors.Is(err, evalrecord.ErrStalePhase) {
 			// The job moved meanwhile: read again, at least as new as the leader.
 			if res != nil && res.Index > req.MinIndex {
 				req.MinIndex = res.Index
@@ -414,7 +415,7 @@ func (s *service) cancel(req *api.Request) *api.Reply {
 		}
 		return &api.Reply{Job: res.Job, Index: res.Index}
 	}
-	return fail(evalstore.ErrStalePhase)
+	return fail(evalrecord.ErrStalePhase)
 }
 
 func (s *service) listJobs(req *api.Request) *api.Reply {
@@ -457,7 +458,7 @@ func (s *service) getBaseline(req *api.Request) *api.Reply {
 
 func (s *service) prune(req *api.Request) *api.Reply {
 	if req.Prune == nil {
-		return fail(api.Errorf(evalstore.CodeInvalidPruneOptions, "before is required"))
+		return fail(api.Errorf(evalrecord.CodeInvalidPruneOptions, "before is required"))
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()

@@ -36,7 +36,7 @@ func TestClusterEval_AgentFileJobLikeLocalRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p, err := api.Prepare(set, criteria, mustJSON(t, opts))
+	p, err := evalengine.Prepare(set, criteria, mustJSON(t, opts))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/testcluster"
 )
 
-func progress(t *testing.T, c *testcluster.EvalCluster, id string) evalstore.Progress {
+func progress(t *testing.T, c *testcluster.EvalCluster, id string) evalrecord.Progress {
 	j, err := c.Client().Status(context.Background(), scope, id)
 	if err != nil {
-		return evalstore.Progress{}
+		return evalrecord.Progress{}
 	}
 	return j.Progress
 }
@@ -101,7 +101,7 @@ func TestClusterEval_OwnerKilledCancelsJobAndStopsTasks(t *testing.T) {
 	lease.Stop()
 	c.WaitJob(cl, scope, id, 5*time.Second, "cancelled")
 	j, _ := cl.Status(context.Background(), scope, id)
-	if j.Reason != evalstore.ReasonOwnerLost {
+	if j.Reason != evalrecord.ReasonOwnerLost {
 		t.Fatalf("reason %q", j.Reason)
 	}
 	testutil.WaitFor(t, 3*time.Second, "workers idle", func() bool {
@@ -130,11 +130,11 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 	ctx := context.Background()
 	a := submit(t, cl, testcluster.EvalSet("cancel-a", 40), evalengine.DefaultOptions(), "")
 	b := submit(t, cl, testcluster.EvalSet("cancel-b", 2), evalengine.DefaultOptions(), "")
-	if j, _ := cl.Status(ctx, scope, b); j.Phase != evalstore.PhaseQueued {
+	if j, _ := cl.Status(ctx, scope, b); j.Phase != evalrecord.PhaseQueued {
 		t.Fatalf("b %s", j.Phase)
 	}
 	_, err := cl.Submit(ctx, scope, api.SubmitRequest{Set: testcluster.EvalSet("cancel-c", 1), Agent: "scripted"})
-	if !errors.Is(err, evalstore.ErrQueueFull) {
+	if !errors.Is(err, evalrecord.ErrQueueFull) {
 		t.Fatalf("third submit: %v", err)
 	}
 	t.Run("owner ttl bounded", func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 	})
 	t.Run("queued cancel", func(t *testing.T) {
 		j, err := cl.Cancel(ctx, scope, b)
-		if err != nil || j.Phase != evalstore.PhaseCancelled || j.Reason != evalstore.ReasonUserCancelled {
+		if err != nil || j.Phase != evalrecord.PhaseCancelled || j.Reason != evalrecord.ReasonUserCancelled {
 			t.Fatalf("%+v %v", j, err)
 		}
 		_, err = cl.Result(ctx, scope, b)
@@ -178,7 +178,7 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 	t.Run("revision conflict", func(t *testing.T) {
 		changed := testcluster.EvalSet("cancel-a", 3) // same id and version, other content
 		_, err := cl.Submit(ctx, scope, api.SubmitRequest{Set: changed, Agent: "scripted"})
-		if !errors.Is(err, evalstore.ErrRevisionConflict) {
+		if !errors.Is(err, evalrecord.ErrRevisionConflict) {
 			t.Fatalf("got %v", err)
 		}
 		// The same revision again is fine, and the next job runs after the cancel.
@@ -187,12 +187,12 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 		if _, err := cl.PutBaseline(ctx, scope, "main", d); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.GetBaseline(ctx, "other-app", "main"); !errors.Is(err, evalstore.ErrNotFound) {
+		if _, err := cl.GetBaseline(ctx, "other-app", "main"); !errors.Is(err, evalrecord.ErrNotFound) {
 			t.Fatalf("scope leak: %v", err)
 		}
 	})
 	t.Run("scope isolation", func(t *testing.T) {
-		if _, err := cl.Status(ctx, "other-app", a); !errors.Is(err, evalstore.ErrNotFound) {
+		if _, err := cl.Status(ctx, "other-app", a); !errors.Is(err, evalrecord.ErrNotFound) {
 			t.Fatalf("got %v", err)
 		}
 		p, err := cl.ListJobs(ctx, "other-app", 10, "")
@@ -206,12 +206,12 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 		id := submit(t, cl, testcluster.EvalSet("job-deadline", 200), o, "")
 		c.WaitJob(cl, scope, id, 10*time.Second, "timed_out")
 		j, err := cl.Status(ctx, scope, id)
-		if err != nil || j.Reason != evalstore.ReasonDeadlineExceeded {
+		if err != nil || j.Reason != evalrecord.ReasonDeadlineExceeded {
 			t.Fatalf("%+v %v", j, err)
 		}
 	})
 	t.Run("prune", func(t *testing.T) {
-		r, err := cl.Prune(ctx, scope, evalstore.PruneOptions{Before: time.Now().Add(time.Minute).UnixMilli()})
+		r, err := cl.Prune(ctx, scope, evalrecord.PruneOptions{Before: time.Now().Add(time.Minute).UnixMilli()})
 		if err != nil || r.JobsDeleted != 3 { // a, b and the timed-out one; d is protected by its baseline
 			t.Fatalf("%+v %v", r, err)
 		}
@@ -241,7 +241,7 @@ func TestClusterEval_FullRestartFailsActiveJobs(t *testing.T) {
 	c.WaitLeader(10 * time.Second)
 	c.WaitJob(cl, scope, id, 10*time.Second, "failed")
 	j, _ := cl.Status(context.Background(), scope, id)
-	if j.Reason != evalstore.ReasonServiceRestarted {
+	if j.Reason != evalrecord.ReasonServiceRestarted {
 		t.Fatalf("reason %q", j.Reason)
 	}
 	// Any coordinator answers capabilities: one that has not applied the

@@ -43,7 +43,7 @@ func stripTimings(t *testing.T, doc []byte) map[string]any {
 
 func localRun(t *testing.T, set []byte, opts evalengine.Options) []byte {
 	t.Helper()
-	p, err := api.Prepare(set, nil, mustJSON(t, opts))
+	p, err := evalengine.Prepare(set, nil, mustJSON(t, opts))
 	if err != nil {
 		t.Fatal(err)
 	}

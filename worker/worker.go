@@ -80,7 +80,7 @@ type Worker struct {
 }
 
 type jobSpec struct {
-	p      *api.Prepared
+	p      *evalengine.Prepared
 	runner *evalengine.SampleRunner
 	agent  string
 	// ready is closed once p, runner and err are set: the first task of a
@@ -524,7 +524,7 @@ func isClosed(c chan struct{}) bool {
 }
 
 // fetchSpec asks the coordinators for a job's spec and validates it once.
-func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*api.Prepared, *evalengine.SampleRunner, string, error) {
+func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepared, *evalengine.SampleRunner, string, error) {
 	subj, _ := bus.CoordSubject(api.OpJobSpec)
 	req, err := wire.Encode(api.KindRequest, &api.Request{Scope: "_", JobID: jobID})
 	if err != nil {
@@ -552,7 +552,7 @@ func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*api.Prepared, *e
 			}
 			continue
 		}
-		p, err := api.Prepare(rep.Spec.Set, rep.Spec.Criteria, rep.Spec.Options)
+		p, err := evalengine.Prepare(rep.Spec.Set, rep.Spec.Criteria, rep.Spec.Options)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // scope is the app scope of the benchmark's jobs.
@@ -72,7 +72,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	opts.Samples = samples
 	opts.CaptureEvents = false
 	opts.TimeoutMS = int((30 * time.Minute).Milliseconds())
-	optsDoc, err := api.EncodeOptions(opts)
+	optsDoc, err := evalengine.EncodeOptions(opts)
 	if err != nil {
 		return r, err
 	}
@@ -177,7 +177,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	}
 	r.benchCPU = after[os.Getpid()] - before[os.Getpid()]
 	r.errors = j.Progress.Errors
-	if j.Phase != evalstore.PhaseCompleted || j.Progress.Done != r.tasks || j.Progress.Errors != 0 {
+	if j.Phase != evalrecord.PhaseCompleted || j.Progress.Done != r.tasks || j.Progress.Errors != 0 {
 		return r, fmt.Errorf("job %s ended %s (%s): %d/%d done, %d errors%s", j.JobID, j.Phase, j.Reason, j.Progress.Done, r.tasks, j.Progress.Errors,
 			f.sampleErrors(ctx, j))
 	}
@@ -229,8 +229,8 @@ func (f *fleet) fakeStats(ctx context.Context) (fakeStats, error) {
 
 // sampleErrors summarises a completed job's error samples by error tag,
 // or returns "" when there is no result to read.
-func (f *fleet) sampleErrors(ctx context.Context, j *evalstore.Job) string {
-	if j.Phase != evalstore.PhaseCompleted {
+func (f *fleet) sampleErrors(ctx context.Context, j *evalrecord.Job) string {
+	if j.Phase != evalrecord.PhaseCompleted {
 		return ""
 	}
 	data, err := f.cl.Result(ctx, scope, j.JobID)

@@ -18,7 +18,7 @@ import (
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/internal/jsonlimit"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // Config file error codes of `adk coordinator` and `adk worker`.
@@ -239,7 +239,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // data dir is `eval_store_already_owned (...)`, a refused join
 // `coordinator_join_not_allowed` or `coordinator_member_conflict`.
 func coordinatorStartError(err error) error {
-	var se *evalstore.Error
+	var se *evalrecord.Error
 	if errors.As(err, &se) {
 		return &cliError{Code: se.Code, Detail: se.Detail, Err: err}
 	}

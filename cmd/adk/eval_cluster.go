@@ -22,7 +22,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // Environment variables of the cluster commands. The password is only
@@ -265,7 +265,7 @@ func prepareClusterJob(agentName, setPath, criteriaPath string, opts evalengine.
 		}
 		j.req.Criteria = data
 	}
-	if j.req.Options, err = api.EncodeOptions(opts); err != nil {
+	if j.req.Options, err = evalengine.EncodeOptions(opts); err != nil {
 		return nil, err
 	}
 	j.samples = len(set.Cases) * opts.Samples
@@ -345,7 +345,7 @@ func registerClusterJobFlags(fl *pflag.FlagSet, f *evalRunFlags, agentName *stri
 // runOwnedJob submits a job owned by this process, renews the owner lease
 // while it waits, shows progress on a terminal, and cancels the job when
 // interrupted. It returns the terminal job.
-func runOwnedJob(cmd *cobra.Command, cl *client.Client, scope string, job *clusterJob) (*evalstore.Job, error) {
+func runOwnedJob(cmd *cobra.Command, cl *client.Client, scope string, job *clusterJob) (*evalrecord.Job, error) {
 	owner := newOwnerID()
 	lease, err := cl.KeepOwner(owner, ownerRenew)
 	if err != nil {
@@ -404,7 +404,7 @@ func newClusterProgress(w io.Writer, job string) *clusterProgress {
 	return &clusterProgress{w: w, job: job, start: time.Now()}
 }
 
-func (p *clusterProgress) update(j *evalstore.Job) {
+func (p *clusterProgress) update(j *evalrecord.Job) {
 	if p == nil {
 		return
 	}
@@ -419,8 +419,8 @@ func (p *clusterProgress) end() {
 }
 
 // fetchResult returns a completed job's result, decoded and validated.
-func fetchResult(ctx context.Context, cl *client.Client, scope string, j *evalstore.Job) (*evalengine.Result, error) {
-	if j.Phase != evalstore.PhaseCompleted {
+func fetchResult(ctx context.Context, cl *client.Client, scope string, j *evalrecord.Job) (*evalengine.Result, error) {
+	if j.Phase != evalrecord.PhaseCompleted {
 		return nil, &cliError{Code: codeEvaluationFailed, Reason: string(j.Phase), Detail: "job " + j.JobID + ": " + j.Reason}
 	}
 	data, err := cl.Result(ctx, scope, j.JobID)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/store/otlpreceiver"
 	"github.com/fadcedab/adk/store/tracenode"
@@ -131,7 +132,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	}
 	unlock, err := lockDataDir(o.dataDir)
 	if errors.Is(err, errDataDirHeld) {
-		return coordinatorStartError(&evalstore.Error{Code: evalstore.CodeAlreadyOwned,
+		return coordinatorStartError(&evalrecord.Error{Code: evalstore.CodeAlreadyOwned,
 			Detail: o.dataDir + " is held by another adk serve; one owner per data directory"})
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/evalengine"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // Operations of the adk.coord.v1 service.
@@ -58,9 +58,9 @@ const (
 	CodeValidationTimeout     = "evaluation_request_validation_timeout"
 	CodeValidationFailed      = "evaluation_request_validation_failed"
 	CodeValidationUnavailable = "evaluation_request_validation_unavailable"
-	CodeRequestLimit          = "evaluation_request_limit_exceeded"
+	CodeRequestLimit          = evalengine.CodeEvalRequestLimit
 	CodeUnknownRequestFields  = "unknown_eval_request_fields"
-	CodeInvalidRequest        = "invalid_eval_request"
+	CodeInvalidRequest        = evalengine.CodeInvalidEvalRequest
 	CodeUnknownAgent          = "unknown_eval_agent"
 	CodeServiceUnavailable    = "eval_service_unavailable"
 	CodeNotLeader             = "not_leader"
@@ -104,13 +104,13 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Is matches errors with the same code (an *evalstore.Error too).
+// Is matches errors with the same code (an *evalrecord.Error too).
 func (e *Error) Is(target error) bool {
 	var t *Error
 	if errors.As(target, &t) {
 		return t.Code == e.Code
 	}
-	var s *evalstore.Error
+	var s *evalrecord.Error
 	return errors.As(target, &s) && s.Code == e.Code
 }
 
@@ -141,7 +141,7 @@ func AsError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	var s *evalstore.Error
+	var s *evalrecord.Error
 	if errors.As(err, &s) {
 		return &Error{Code: s.Code, Detail: s.Detail}
 	}
@@ -171,7 +171,7 @@ type Request struct {
 	// Baselines.
 	Name string `msgpack:"name,omitempty"`
 	// Prune.
-	Prune *evalstore.PruneOptions `msgpack:"prune,omitempty"`
+	Prune *evalrecord.PruneOptions `msgpack:"prune,omitempty"`
 	// result: the page starts at byte Offset of the result document and
 	// holds at most MaxBytes (0: the server's page size, which also caps it).
 	Offset   int64 `msgpack:"offset,omitempty"`
@@ -218,17 +218,17 @@ const MaxOwnerTTL = time.Hour
 
 // Reply is every operation's reply; Err is set on failure.
 type Reply struct {
-	Index    uint64                               `msgpack:"index,omitempty"` // Raft index of a write, or applied index of a read
-	Err      *Error                               `msgpack:"err,omitempty"`
-	Job      *evalstore.Job                       `msgpack:"job,omitempty"`
-	Jobs     *evalstore.Page[evalstore.Job]       `msgpack:"jobs,omitempty"`
-	Set      *evalstore.SetRecord                 `msgpack:"set,omitempty"`
-	Sets     *evalstore.Page[evalstore.SetRecord] `msgpack:"sets,omitempty"`
-	Baseline *evalstore.Baseline                  `msgpack:"baseline,omitempty"`
-	Result   []byte                               `msgpack:"result,omitempty"`
-	Prune    *evalstore.PruneResult               `msgpack:"prune,omitempty"`
-	Caps     *Capabilities                        `msgpack:"caps,omitempty"`
-	Spec     *JobSpec                             `msgpack:"spec,omitempty"`
+	Index    uint64                                 `msgpack:"index,omitempty"` // Raft index of a write, or applied index of a read
+	Err      *Error                                 `msgpack:"err,omitempty"`
+	Job      *evalrecord.Job                        `msgpack:"job,omitempty"`
+	Jobs     *evalrecord.Page[evalrecord.Job]       `msgpack:"jobs,omitempty"`
+	Set      *evalrecord.SetRecord                  `msgpack:"set,omitempty"`
+	Sets     *evalrecord.Page[evalrecord.SetRecord] `msgpack:"sets,omitempty"`
+	Baseline *evalrecord.Baseline                   `msgpack:"baseline,omitempty"`
+	Result   []byte                                 `msgpack:"result,omitempty"`
+	Prune    *evalrecord.PruneResult                `msgpack:"prune,omitempty"`
+	Caps     *Capabilities                          `msgpack:"caps,omitempty"`
+	Spec     *JobSpec                               `msgpack:"spec,omitempty"`
 	// result paging: Result holds bytes [offset, NextOffset) of a document
 	// of ResultSize bytes whose SHA-256 (hex) is ResultDigest; the last
 	// page has NextOffset == ResultSize.
@@ -390,6 +390,10 @@ type HeartbeatReply struct {
 type OwnerRenew struct {
 	Owner string `msgpack:"owner"`
 }
+
+// TaskIndex maps a task index to its (case, sample): sample-major order,
+// like the local engine's scheduler (sample 0 of every case first).
+func TaskIndex(idx, cases int) (caseIdx, sample int) { return idx % cases, idx / cases }
 
 // Limits for decoding untrusted messages.
 var (

@@ -4,6 +4,8 @@
 // stable error codes (CONTRACTS §6). Every body travels in a bus/wire
 // envelope (msgpack).
 //
-// It imports only store/evalstore (record types) and bus/wire; the
-// coordinator, its client and workers import it.
+// It imports store/evalrecord (record types), evalengine (error codes of
+// a job request) and bus/wire, never store/evalstore: the coordinator, its
+// client and workers import it, and a client or worker must not link
+// Badger.
 package api

@@ -3,7 +3,8 @@
 // put_baseline, get_baseline, prune and capabilities, plus the owner-lease
 // renewer a submitting process runs so that its death cancels its jobs.
 //
-// It imports coordinator/api, bus and nats; never the coordinator itself.
+// It imports coordinator/api, store/evalrecord, bus and nats; never the
+// coordinator itself nor store/evalstore (Badger).
 package client
 
 import (
@@ -18,7 +19,7 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/nats-io/nats.go"
 )
 
@@ -83,7 +84,7 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 }
 
 // Submit creates a job (queued or running). The reply has no result.
-func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest) (*evalstore.Job, error) {
+func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest) (*evalrecord.Job, error) {
 	rep, err := c.Call(ctx, api.OpSubmit, &api.Request{Scope: scope, Submit: &req})
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest
 }
 
 // Status returns the job.
-func (c *Client) Status(ctx context.Context, scope, jobID string) (*evalstore.Job, error) {
+func (c *Client) Status(ctx context.Context, scope, jobID string) (*evalrecord.Job, error) {
 	rep, err := c.Call(ctx, api.OpStatus, &api.Request{Scope: scope, JobID: jobID})
 	if err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func (c *Client) ResultPaged(ctx context.Context, scope, jobID string, pageBytes
 }
 
 // Cancel cancels a queued or running job; already_terminal otherwise.
-func (c *Client) Cancel(ctx context.Context, scope, jobID string) (*evalstore.Job, error) {
+func (c *Client) Cancel(ctx context.Context, scope, jobID string) (*evalrecord.Job, error) {
 	rep, err := c.Call(ctx, api.OpCancel, &api.Request{Scope: scope, JobID: jobID})
 	if err != nil {
 		return nil, err
@@ -160,7 +161,7 @@ func (c *Client) Cancel(ctx context.Context, scope, jobID string) (*evalstore.Jo
 }
 
 // ListJobs pages a scope's jobs.
-func (c *Client) ListJobs(ctx context.Context, scope string, limit int, cursor string) (*evalstore.Page[evalstore.Job], error) {
+func (c *Client) ListJobs(ctx context.Context, scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.Job], error) {
 	rep, err := c.Call(ctx, api.OpListJobs, &api.Request{Scope: scope, Limit: limit, Cursor: cursor})
 	if err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func (c *Client) ListJobs(ctx context.Context, scope string, limit int, cursor s
 }
 
 // GetSet returns one set revision with its canonical body.
-func (c *Client) GetSet(ctx context.Context, scope, id, version string) (*evalstore.SetRecord, error) {
+func (c *Client) GetSet(ctx context.Context, scope, id, version string) (*evalrecord.SetRecord, error) {
 	rep, err := c.Call(ctx, api.OpGetSet, &api.Request{Scope: scope, SetID: id, SetVersion: version})
 	if err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func (c *Client) GetSet(ctx context.Context, scope, id, version string) (*evalst
 }
 
 // ListSets pages a scope's set revisions.
-func (c *Client) ListSets(ctx context.Context, scope string, limit int, cursor string) (*evalstore.Page[evalstore.SetRecord], error) {
+func (c *Client) ListSets(ctx context.Context, scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.SetRecord], error) {
 	rep, err := c.Call(ctx, api.OpListSets, &api.Request{Scope: scope, Limit: limit, Cursor: cursor})
 	if err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func (c *Client) ListSets(ctx context.Context, scope string, limit int, cursor s
 }
 
 // PutBaseline names a completed job's result.
-func (c *Client) PutBaseline(ctx context.Context, scope, name, jobID string) (*evalstore.Baseline, error) {
+func (c *Client) PutBaseline(ctx context.Context, scope, name, jobID string) (*evalrecord.Baseline, error) {
 	rep, err := c.Call(ctx, api.OpPutBaseline, &api.Request{Scope: scope, Name: name, JobID: jobID})
 	if err != nil {
 		return nil, err
@@ -196,7 +197,7 @@ func (c *Client) PutBaseline(ctx context.Context, scope, name, jobID string) (*e
 }
 
 // GetBaseline returns a named baseline.
-func (c *Client) GetBaseline(ctx context.Context, scope, name string) (*evalstore.Baseline, error) {
+func (c *Client) GetBaseline(ctx context.Context, scope, name string) (*evalrecord.Baseline, error) {
 	rep, err := c.Call(ctx, api.OpGetBaseline, &api.Request{Scope: scope, Name: name})
 	if err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func (c *Client) GetBaseline(ctx context.Context, scope, name string) (*evalstor
 }
 
 // Prune deletes old, unprotected records of a scope.
-func (c *Client) Prune(ctx context.Context, scope string, opts evalstore.PruneOptions) (*evalstore.PruneResult, error) {
+func (c *Client) Prune(ctx context.Context, scope string, opts evalrecord.PruneOptions) (*evalrecord.PruneResult, error) {
 	rep, err := c.Call(ctx, api.OpPrune, &api.Request{Scope: scope, Prune: &opts})
 	if err != nil {
 		return nil, err

@@ -11,7 +11,9 @@
 // applies a command twice. Nothing in this package reads the clock or a
 // random source: times and ids come from the caller (the Raft command).
 //
-// The key layout is in coordinator/DESIGN.md. This package must not import
-// bus, coordinator, worker, devapi or cmd; it needs only Badger, msgpack and
-// internal.
+// The records themselves (jobs, sets, baselines, tasks, error codes) live
+// in the leaf store/evalrecord, so readers of the wire need not link
+// Badger. The key layout is in coordinator/DESIGN.md. This package must
+// not import bus, coordinator, worker, devapi or cmd; it needs only
+// store/evalrecord, Badger, msgpack and internal.
 package evalstore

@@ -2,12 +2,13 @@ package evalstore
 
 import (
 	"bytes"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"testing"
 )
 
 // encodeSized writes encode's bytes, whatever its hint.
 func TestEncodeSizedIsEncode(t *testing.T) {
-	tk := &Task{JobID: "eval-a", Index: 7, Worker: "w1", State: TaskDone, AssignedAt: 1, DeadlineAt: 2, FinishedAt: 3,
+	tk := &evalrecord.Task{JobID: "eval-a", Index: 7, Worker: "w1", State: evalrecord.TaskDone, AssignedAt: 1, DeadlineAt: 2, FinishedAt: 3,
 		Sample: bytes.Repeat([]byte("x"), 3000)}
 	want, err := encode(tk)
 	if err != nil {

@@ -2,6 +2,7 @@ package evalstore
 
 import (
 	"encoding/binary"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"unicode/utf8"
 )
 
@@ -30,7 +31,7 @@ const MaxScopeBytes = 256
 // ValidScope checks an app scope.
 func ValidScope(scope string) error {
 	if scope == "" || len(scope) > MaxScopeBytes || !utf8.ValidString(scope) {
-		return ErrInvalidScope
+		return evalrecord.ErrInvalidScope
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"reflect"
 
 	"github.com/dgraph-io/badger/v4"
@@ -46,10 +47,10 @@ func (tx *Tx) charge(scope string, delta int64, exempt bool) error {
 	}
 	if delta > 0 && !exempt {
 		if s+delta > tx.lim.MaxScopeBytes {
-			return newErr(CodeScopeBytes, "")
+			return newErr(evalrecord.CodeScopeBytes, "")
 		}
 		if t+delta > tx.lim.MaxTotalBytes {
-			return newErr(CodeTotalBytes, "")
+			return newErr(evalrecord.CodeTotalBytes, "")
 		}
 	}
 	s, t = max(s+delta, 0), max(t+delta, 0)
@@ -61,7 +62,7 @@ func (tx *Tx) charge(scope string, delta int64, exempt bool) error {
 
 func (tx *Tx) checkRecord(n int) error {
 	if int64(n) > tx.lim.MaxRecordBytes {
-		return newErr(CodeRecordBytes, "")
+		return newErr(evalrecord.CodeRecordBytes, "")
 	}
 	return nil
 }
@@ -69,14 +70,14 @@ func (tx *Tx) checkRecord(n int) error {
 // --- sets ---
 
 // GetSet returns one set revision (with Body).
-func (tx *Tx) GetSet(scope, id, version string) (*SetRecord, error) {
-	var s SetRecord
+func (tx *Tx) GetSet(scope, id, version string) (*evalrecord.SetRecord, error) {
+	var s evalrecord.SetRecord
 	ok, err := getRecord(tx.txn, setKey(scope, id, version), &s)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, ErrNotFound
+		return nil, evalrecord.ErrNotFound
 	}
 	return &s, nil
 }
@@ -84,24 +85,24 @@ func (tx *Tx) GetSet(scope, id, version string) (*SetRecord, error) {
 // PutSet stores an immutable revision. The same id, version and digest is
 // idempotent (created=false); another digest is eval_set_revision_conflict.
 // The digest must be the SHA-256 of Body, which must be canonical JSON.
-func (tx *Tx) PutSet(s SetRecord) (created bool, err error) {
+func (tx *Tx) PutSet(s evalrecord.SetRecord) (created bool, err error) {
 	if err := ValidScope(s.Scope); err != nil {
 		return false, err
 	}
 	if s.ID == "" || s.Version == "" || len(s.ID) > 0xffff || len(s.Version) > 0xffff {
-		return false, newErr(CodeInvalidStoreRecord, "set id/version")
+		return false, newErr(evalrecord.CodeInvalidStoreRecord, "set id/version")
 	}
 	if canonjson.DigestBytes(s.Body) != s.Digest {
-		return false, newErr(CodeInvalidStoreRecord, "set digest")
+		return false, newErr(evalrecord.CodeInvalidStoreRecord, "set digest")
 	}
 	old, err := tx.GetSet(s.Scope, s.ID, s.Version)
 	switch {
 	case err == nil:
 		if old.Digest != s.Digest {
-			return false, ErrRevisionConflict
+			return false, evalrecord.ErrRevisionConflict
 		}
 		return false, nil
-	case !errors.Is(err, ErrNotFound):
+	case !errors.Is(err, evalrecord.ErrNotFound):
 		return false, err
 	}
 	n, err := tx.counter("sets")
@@ -109,7 +110,7 @@ func (tx *Tx) PutSet(s SetRecord) (created bool, err error) {
 		return false, err
 	}
 	if int(n) >= tx.lim.MaxSets {
-		return false, newErr(CodeSetCapacity, "")
+		return false, newErr(evalrecord.CodeSetCapacity, "")
 	}
 	k := setKey(s.Scope, s.ID, s.Version)
 	v, err := encode(&s)
@@ -132,19 +133,12 @@ func (tx *Tx) PutSet(s SetRecord) (created bool, err error) {
 // the 16-bit-length-prefixed id followed by the version.
 func SetCursor(id, version string) string { return hex.EncodeToString(setSuffix(id, version)) }
 
-// Page is one page of a scope-local listing.
-type Page[T any] struct {
-	Scope      string `json:"scope"`
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
 func (tx *Tx) pageLimit(limit int) (int, error) {
 	if limit == 0 {
 		limit = tx.lim.MaxPageLimit
 	}
 	if limit < 1 || limit > tx.lim.MaxPageLimit || limit > 1000 {
-		return 0, newErr(CodeInvalidPageOptions, "limit")
+		return 0, newErr(evalrecord.CodeInvalidPageOptions, "limit")
 	}
 	return limit, nil
 }
@@ -158,11 +152,11 @@ func (tx *Tx) scan(prefix []byte, cursor string, maxCursor, limit int, fn func(k
 		return "", err
 	}
 	if len(cursor) > maxCursor {
-		return "", newErr(CodeInvalidPageOptions, "cursor")
+		return "", newErr(evalrecord.CodeInvalidPageOptions, "cursor")
 	}
 	after, err := hex.DecodeString(cursor)
 	if err != nil {
-		return "", newErr(CodeInvalidPageOptions, "cursor")
+		return "", newErr(evalrecord.CodeInvalidPageOptions, "cursor")
 	}
 	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 	defer it.Close()
@@ -187,13 +181,13 @@ func (tx *Tx) scan(prefix []byte, cursor string, maxCursor, limit int, fn func(k
 }
 
 // ListSets pages a scope's set revisions by (id, version), bodies omitted.
-func (tx *Tx) ListSets(scope string, limit int, cursor string) (*Page[SetRecord], error) {
+func (tx *Tx) ListSets(scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.SetRecord], error) {
 	if err := ValidScope(scope); err != nil {
 		return nil, err
 	}
-	p := &Page[SetRecord]{Scope: scope, Items: []SetRecord{}}
+	p := &evalrecord.Page[evalrecord.SetRecord]{Scope: scope, Items: []evalrecord.SetRecord{}}
 	next, err := tx.scan(scoped(pSet, scope), cursor, 1032*2, limit, func(_ []byte, item *badger.Item) error {
-		var s SetRecord
+		var s evalrecord.SetRecord
 		if err := item.Value(func(b []byte) error { return decodeInto(b, &s) }); err != nil {
 			return err
 		}
@@ -208,23 +202,23 @@ func (tx *Tx) ListSets(scope string, limit int, cursor string) (*Page[SetRecord]
 // --- jobs ---
 
 // GetJob returns a job of scope.
-func (tx *Tx) GetJob(scope, id string) (*Job, error) {
-	var j Job
+func (tx *Tx) GetJob(scope, id string) (*evalrecord.Job, error) {
+	var j evalrecord.Job
 	ok, err := getRecord(tx.txn, jobKey(scope, id), &j)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, ErrNotFound
+		return nil, evalrecord.ErrNotFound
 	}
 	return &j, nil
 }
 
 // JobByID finds a job without its scope (workers and the scheduler).
-func (tx *Tx) JobByID(id string) (*Job, error) {
+func (tx *Tx) JobByID(id string) (*evalrecord.Job, error) {
 	item, err := tx.txn.Get(jobIndexKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrNotFound
+		return nil, evalrecord.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -236,7 +230,7 @@ func (tx *Tx) JobByID(id string) (*Job, error) {
 	return tx.GetJob(string(scope), id)
 }
 
-func (tx *Tx) putJob(j *Job) error {
+func (tx *Tx) putJob(j *evalrecord.Job) error {
 	v, err := encode(j)
 	if err != nil {
 		return err
@@ -287,12 +281,12 @@ func (tx *Tx) Counts() (Counts, error) {
 // the new job, and admits the job: running when fewer than MaxConcurrency
 // are active, else queued when the queue has room, else
 // evaluation_queue_full and nothing is stored. now is the command's time.
-func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (*Job, error) {
+func (tx *Tx) CreateEvaluation(set evalrecord.SetRecord, j evalrecord.Job, adm Admission, now int64) (*evalrecord.Job, error) {
 	if err := ValidScope(j.Scope); err != nil {
 		return nil, err
 	}
 	if set.Scope != j.Scope || set.ID != j.EvalSetID || set.Version != j.EvalSetVersion {
-		return nil, newErr(CodeJobSetMismatch, "")
+		return nil, newErr(evalrecord.CodeJobSetMismatch, "")
 	}
 	if old, err := tx.JobByID(j.JobID); err == nil {
 		// The same command applied twice (a proposer retried after losing
@@ -302,8 +296,8 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 			old.EvalSetVersion == j.EvalSetVersion && reflect.DeepEqual(old.Spec, j.Spec) {
 			return old, nil
 		}
-		return nil, ErrAlreadyExists
-	} else if !errors.Is(err, ErrNotFound) {
+		return nil, evalrecord.ErrAlreadyExists
+	} else if !errors.Is(err, evalrecord.ErrNotFound) {
 		return nil, err
 	}
 	if _, err := tx.PutSet(set); err != nil {
@@ -314,7 +308,7 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 		return nil, err
 	}
 	if int(n) >= tx.lim.MaxJobs {
-		return nil, newErr(CodeJobCapacity, "")
+		return nil, newErr(evalrecord.CodeJobCapacity, "")
 	}
 	c, err := tx.Counts()
 	if err != nil {
@@ -322,7 +316,7 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 	}
 	j.Revision, j.CreatedAt, j.UpdatedAt = 0, now, now
 	j.StartedAt, j.FinishedAt, j.Reason = 0, 0, ""
-	j.Progress = Progress{Total: j.Spec.Cases * j.Spec.Samples}
+	j.Progress = evalrecord.Progress{Total: j.Spec.Cases * j.Spec.Samples}
 	seq, err := tx.counter("job_seq")
 	if err != nil {
 		return nil, err
@@ -342,7 +336,7 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 	j.Bytes = int64(len(k)+len(v)) + tx.lim.TerminalHeadroom
 	switch {
 	case c.Active < adm.MaxConcurrency:
-		j.Phase, j.Revision, j.StartedAt = PhaseRunning, 1, now
+		j.Phase, j.Revision, j.StartedAt = evalrecord.PhaseRunning, 1, now
 		if err := tx.txn.Set(activeKey(j.JobID), nil); err != nil {
 			return nil, err
 		}
@@ -350,7 +344,7 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 			return nil, err
 		}
 	case c.Queued < adm.MaxQueue && c.QueuedBytes+j.Bytes <= adm.MaxQueueBytes:
-		j.Phase = PhaseQueued
+		j.Phase = evalrecord.PhaseQueued
 		if err := tx.txn.Set(queueKey(j.Seq, j.JobID), []byte(j.Scope)); err != nil {
 			return nil, err
 		}
@@ -361,7 +355,7 @@ func (tx *Tx) CreateEvaluation(set SetRecord, j Job, adm Admission, now int64) (
 			return nil, err
 		}
 	default:
-		return nil, ErrQueueFull
+		return nil, evalrecord.ErrQueueFull
 	}
 	if err := tx.charge(j.Scope, j.Bytes, false); err != nil {
 		return nil, err
@@ -391,47 +385,47 @@ type Patch struct {
 // Transition moves a job from one of expected to `to`, compare-and-set:
 // another current phase is stale_phase (or invalid_eval_job_transition
 // when the graph forbids the move). Revision goes up by one.
-func (tx *Tx) Transition(scope, id string, expected []Phase, to Phase, p Patch, now int64) (*Job, error) {
+func (tx *Tx) Transition(scope, id string, expected []evalrecord.Phase, to evalrecord.Phase, p Patch, now int64) (*evalrecord.Job, error) {
 	j, err := tx.GetJob(scope, id)
 	if err != nil {
 		return nil, err
 	}
-	if !legalTransition(j.Phase, to) {
-		return nil, errf(CodeInvalidTransition, "%s to %s", j.Phase, to)
+	if !evalrecord.LegalTransition(j.Phase, to) {
+		return nil, errf(evalrecord.CodeInvalidTransition, "%s to %s", j.Phase, to)
 	}
 	found := len(expected) == 0
 	for _, e := range expected {
 		found = found || e == j.Phase
 	}
 	if !found {
-		return nil, errf(CodeStalePhase, "%s", j.Phase)
+		return nil, errf(evalrecord.CodeStalePhase, "%s", j.Phase)
 	}
 	switch to {
-	case PhaseRunning:
+	case evalrecord.PhaseRunning:
 		if p.StartedAt == 0 {
-			return nil, newErr(CodeInvalidPatch, "started_at")
+			return nil, newErr(evalrecord.CodeInvalidPatch, "started_at")
 		}
-	case PhaseCompleted:
+	case evalrecord.PhaseCompleted:
 		if p.FinishedAt == 0 {
-			return nil, newErr(CodeInvalidPatch, "finished_at")
+			return nil, newErr(evalrecord.CodeInvalidPatch, "finished_at")
 		}
 		if len(p.Result) == 0 {
-			return nil, newErr(CodeInvalidResult, "")
+			return nil, newErr(evalrecord.CodeInvalidResult, "")
 		}
 		// Revalidated as JSON; the size is bounded by the record quota. (The
 		// generic jsonlimit node budget is too small for 10,000 samples.)
 		if !json.Valid(p.Result) {
-			return nil, newErr(CodeInvalidResult, "")
+			return nil, newErr(evalrecord.CodeInvalidResult, "")
 		}
 	default:
-		if p.FinishedAt == 0 || p.Reason == "" || len(p.Reason) > MaxReasonBytes {
-			return nil, newErr(CodeInvalidPatch, "finished_at/reason")
+		if p.FinishedAt == 0 || p.Reason == "" || len(p.Reason) > evalrecord.MaxReasonBytes {
+			return nil, newErr(evalrecord.CodeInvalidPatch, "finished_at/reason")
 		}
 	}
 	from := j.Phase
 	j.Phase, j.Revision, j.UpdatedAt = to, j.Revision+1, now
 	switch from {
-	case PhaseQueued:
+	case evalrecord.PhaseQueued:
 		if err := tx.txn.Delete(queueKey(j.Seq, j.JobID)); err != nil {
 			return nil, err
 		}
@@ -441,7 +435,7 @@ func (tx *Tx) Transition(scope, id string, expected []Phase, to Phase, p Patch, 
 		if err := tx.addCounter("queued_bytes", -j.Bytes); err != nil {
 			return nil, err
 		}
-	case PhaseRunning:
+	case evalrecord.PhaseRunning:
 		if err := tx.txn.Delete(activeKey(j.JobID)); err != nil {
 			return nil, err
 		}
@@ -449,7 +443,7 @@ func (tx *Tx) Transition(scope, id string, expected []Phase, to Phase, p Patch, 
 			return nil, err
 		}
 	}
-	if to == PhaseRunning {
+	if to == evalrecord.PhaseRunning {
 		j.StartedAt = p.StartedAt
 		if err := tx.txn.Set(activeKey(j.JobID), nil); err != nil {
 			return nil, err
@@ -464,7 +458,7 @@ func (tx *Tx) Transition(scope, id string, expected []Phase, to Phase, p Patch, 
 			return nil, err
 		}
 		j.Bytes -= tx.lim.TerminalHeadroom
-		if to == PhaseCompleted {
+		if to == evalrecord.PhaseCompleted {
 			k := resultKey(j.JobID)
 			if err := tx.checkRecord(len(k) + len(p.Result)); err != nil {
 				return nil, err
@@ -495,7 +489,7 @@ func (tx *Tx) Transition(scope, id string, expected []Phase, to Phase, p Patch, 
 func (tx *Tx) Result(jobID string) ([]byte, error) {
 	item, err := tx.txn.Get(resultKey(jobID))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrNotFound
+		return nil, evalrecord.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -504,13 +498,13 @@ func (tx *Tx) Result(jobID string) ([]byte, error) {
 }
 
 // ListJobs pages a scope's jobs by job id.
-func (tx *Tx) ListJobs(scope string, limit int, cursor string) (*Page[Job], error) {
+func (tx *Tx) ListJobs(scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.Job], error) {
 	if err := ValidScope(scope); err != nil {
 		return nil, err
 	}
-	p := &Page[Job]{Scope: scope, Items: []Job{}}
+	p := &evalrecord.Page[evalrecord.Job]{Scope: scope, Items: []evalrecord.Job{}}
 	next, err := tx.scan(scoped(pJob, scope), cursor, 512, limit, func(_ []byte, item *badger.Item) error {
-		var j Job
+		var j evalrecord.Job
 		if err := item.Value(func(b []byte) error { return decodeInto(b, &j) }); err != nil {
 			return err
 		}
@@ -522,8 +516,8 @@ func (tx *Tx) ListJobs(scope string, limit int, cursor string) (*Page[Job], erro
 }
 
 // ActiveJobs returns every running job (scheduler), in admission order.
-func (tx *Tx) ActiveJobs() ([]*Job, error) {
-	var out []*Job
+func (tx *Tx) ActiveJobs() ([]*evalrecord.Job, error) {
+	var out []*evalrecord.Job
 	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pActive}})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -538,8 +532,8 @@ func (tx *Tx) ActiveJobs() ([]*Job, error) {
 }
 
 // QueuedJobs returns up to limit queued jobs in admission order.
-func (tx *Tx) QueuedJobs(limit int) ([]*Job, error) {
-	var out []*Job
+func (tx *Tx) QueuedJobs(limit int) ([]*evalrecord.Job, error) {
+	var out []*evalrecord.Job
 	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pQueue}})
 	defer it.Close()
 	for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
@@ -558,7 +552,7 @@ func (tx *Tx) QueuedJobs(limit int) ([]*Job, error) {
 }
 
 // UpdateProgress rewrites a job's progress counters (not a transition).
-func (tx *Tx) UpdateProgress(j *Job) error { return tx.putJob(j) }
+func (tx *Tx) UpdateProgress(j *evalrecord.Job) error { return tx.putJob(j) }
 
 // RecordRecovered adds n to the recovered-jobs counter.
 func (tx *Tx) RecordRecovered(n int) error { return tx.addCounter("recovered", int64(n)) }
@@ -566,30 +560,30 @@ func (tx *Tx) RecordRecovered(n int) error { return tx.addCounter("recovered", i
 // --- baselines ---
 
 // PutBaseline names a completed job's result in scope.
-func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*Baseline, error) {
+func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*evalrecord.Baseline, error) {
 	if err := ValidScope(scope); err != nil {
 		return nil, err
 	}
 	if name == "" || len(name) > 256 {
-		return nil, newErr(CodeInvalidBaselineName, "")
+		return nil, newErr(evalrecord.CodeInvalidBaselineName, "")
 	}
 	j, err := tx.GetJob(scope, jobID)
 	if err != nil {
 		return nil, err
 	}
-	if j.Phase != PhaseCompleted {
-		return nil, ErrJobNotCompleted
+	if j.Phase != evalrecord.PhaseCompleted {
+		return nil, evalrecord.ErrJobNotCompleted
 	}
 	res, err := tx.Result(jobID)
 	if err != nil {
 		return nil, err
 	}
 	old, err := tx.GetBaseline(scope, name)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, evalrecord.ErrNotFound) {
 		return nil, err
 	}
 	k := baselineKey(scope, name)
-	b := Baseline{Scope: scope, Name: name, JobID: jobID, ResultDigest: j.ResultDigest, Result: res, UpdatedAt: now}
+	b := evalrecord.Baseline{Scope: scope, Name: name, JobID: jobID, ResultDigest: j.ResultDigest, Result: res, UpdatedAt: now}
 	v, err := encode(&b)
 	if err != nil {
 		return nil, err
@@ -610,7 +604,7 @@ func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*Baseline, erro
 			return nil, err
 		}
 		if int(n) >= tx.lim.MaxBaselines {
-			return nil, newErr(CodeBaselineCapacity, "")
+			return nil, newErr(evalrecord.CodeBaselineCapacity, "")
 		}
 		if err := tx.addCounter("baselines", 1); err != nil {
 			return nil, err
@@ -627,7 +621,7 @@ func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*Baseline, erro
 
 func (tx *Tx) baselineRef(scope, jobID string, d int) error {
 	j, err := tx.GetJob(scope, jobID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, evalrecord.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -638,14 +632,14 @@ func (tx *Tx) baselineRef(scope, jobID string, d int) error {
 }
 
 // GetBaseline returns a named baseline of scope.
-func (tx *Tx) GetBaseline(scope, name string) (*Baseline, error) {
-	var b Baseline
+func (tx *Tx) GetBaseline(scope, name string) (*evalrecord.Baseline, error) {
+	var b evalrecord.Baseline
 	ok, err := getRecord(tx.txn, baselineKey(scope, name), &b)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, ErrNotFound
+		return nil, evalrecord.ErrNotFound
 	}
 	return &b, nil
 }

@@ -3,31 +3,11 @@ package evalstore
 import (
 	"encoding/hex"
 	"errors"
+	"github.com/fadcedab/adk/store/evalrecord"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/vmihailenco/msgpack/v5"
 )
-
-// PruneOptions select what Prune may delete: records older than Before
-// (epoch ms). Limit bounds the records scanned in one call; Cursor resumes
-// a previous call. Baselines are deleted only with IncludeBaselines.
-type PruneOptions struct {
-	Before           int64  `msgpack:"before" json:"before"`
-	Limit            int    `msgpack:"limit,omitempty" json:"limit,omitempty"`
-	Cursor           string `msgpack:"cursor,omitempty" json:"cursor,omitempty"`
-	IncludeBaselines bool   `msgpack:"include_baselines,omitempty" json:"include_baselines,omitempty"`
-}
-
-// PruneResult reports one Prune call.
-type PruneResult struct {
-	BaselinesDeleted    int    `msgpack:"baselines_deleted" json:"baselines_deleted"`
-	JobsDeleted         int    `msgpack:"jobs_deleted" json:"jobs_deleted"`
-	SetRevisionsDeleted int    `msgpack:"set_revisions_deleted" json:"set_revisions_deleted"`
-	BytesReclaimed      int64  `msgpack:"bytes_reclaimed" json:"bytes_reclaimed"`
-	Scanned             int    `msgpack:"scanned" json:"scanned"`
-	NextCursor          string `msgpack:"next_cursor,omitempty" json:"next_cursor,omitempty"`
-	HasMore             bool   `msgpack:"has_more" json:"has_more"`
-}
 
 // Prune walks one scope: baselines (only with IncludeBaselines), then
 // jobs, then set revisions, deleting what is older than Before and
@@ -35,7 +15,7 @@ type PruneResult struct {
 // referenced by a job are protected; a baseline deleted earlier in the
 // same walk no longer protects its job. The cursor is opaque: hex of a
 // stage byte and the last key scanned.
-func (tx *Tx) Prune(scope string, o PruneOptions) (*PruneResult, error) {
+func (tx *Tx) Prune(scope string, o evalrecord.PruneOptions) (*evalrecord.PruneResult, error) {
 	if err := ValidScope(scope); err != nil {
 		return nil, err
 	}
@@ -44,11 +24,11 @@ func (tx *Tx) Prune(scope string, o PruneOptions) (*PruneResult, error) {
 		limit = tx.lim.MaxPruneLimit
 	}
 	if o.Before <= 0 || limit < 1 || limit > tx.lim.MaxPruneLimit || limit > 10_000 || len(o.Cursor) > 2048 {
-		return nil, newErr(CodeInvalidPruneOptions, "")
+		return nil, newErr(evalrecord.CodeInvalidPruneOptions, "")
 	}
 	cur, err := hex.DecodeString(o.Cursor)
 	if err != nil || (len(cur) > 0 && cur[0] > 2) {
-		return nil, newErr(CodeInvalidPruneOptions, "cursor")
+		return nil, newErr(evalrecord.CodeInvalidPruneOptions, "cursor")
 	}
 	stage, after := byte(0), []byte(nil)
 	if len(cur) > 0 {
@@ -57,7 +37,7 @@ func (tx *Tx) Prune(scope string, o PruneOptions) (*PruneResult, error) {
 	if stage == 0 && !o.IncludeBaselines {
 		stage, after = 1, nil
 	}
-	res := &PruneResult{}
+	res := &evalrecord.PruneResult{}
 	prefixes := [3][]byte{scoped(pBaseline, scope), scoped(pJob, scope), scoped(pSet, scope)}
 	for ; stage < 3; stage, after = stage+1, nil {
 		prefix := prefixes[stage]
@@ -94,11 +74,11 @@ func (tx *Tx) Prune(scope string, o PruneOptions) (*PruneResult, error) {
 	return res, nil
 }
 
-func (tx *Tx) pruneApply(scope string, stage byte, keys, vals [][]byte, before int64, res *PruneResult) error {
+func (tx *Tx) pruneApply(scope string, stage byte, keys, vals [][]byte, before int64, res *evalrecord.PruneResult) error {
 	for i, k := range keys {
 		switch stage {
 		case 0:
-			var b Baseline
+			var b evalrecord.Baseline
 			if err := msgpack.Unmarshal(vals[i], &b); err != nil {
 				return err
 			}
@@ -127,7 +107,7 @@ func (tx *Tx) pruneApply(scope string, stage byte, keys, vals [][]byte, before i
 			res.JobsDeleted++
 			res.BytesReclaimed += j.Bytes
 		case 2:
-			var s SetRecord
+			var s evalrecord.SetRecord
 			if err := msgpack.Unmarshal(vals[i], &s); err != nil {
 				return err
 			}
@@ -158,7 +138,7 @@ func (tx *Tx) del(scope string, k []byte, bytes int64, counter string) error {
 	return tx.addCounter(counter, -1)
 }
 
-func (tx *Tx) deleteJob(j *Job) error {
+func (tx *Tx) deleteJob(j *evalrecord.Job) error {
 	for _, k := range [][]byte{jobIndexKey(j.JobID), resultKey(j.JobID),
 		append(setRefPrefix(j.Scope, j.EvalSetID, j.EvalSetVersion), j.JobID...)} {
 		if err := tx.txn.Delete(k); err != nil {
@@ -188,7 +168,7 @@ func (tx *Tx) hasPrefix(p []byte) (bool, error) {
 
 func decodeInto(b []byte, v any) error {
 	if err := msgpack.Unmarshal(b, v); err != nil {
-		return errors.Join(newErr(CodeInvalidStoreRecord, ""), err)
+		return errors.Join(newErr(evalrecord.CodeInvalidStoreRecord, ""), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"io"
 	"log/slog"
 	"strings"
@@ -70,7 +71,7 @@ func orDefault[T int | int64](v *T, d T) {
 const CodeAlreadyOwned = "eval_store_already_owned"
 
 // ErrAlreadyOwned matches CodeAlreadyOwned with errors.Is.
-var ErrAlreadyOwned = &Error{Code: CodeAlreadyOwned}
+var ErrAlreadyOwned = &evalrecord.Error{Code: CodeAlreadyOwned}
 
 // badgerLockMessage is how Badger reports a held directory lock (flock
 // LOCK_EX|LOCK_NB). Badger formats the cause with %+v instead of wrapping
@@ -409,7 +410,7 @@ func getUint(txn *badger.Txn, k []byte) (uint64, error) {
 	var v uint64
 	err = item.Value(func(b []byte) error {
 		if len(b) != 8 {
-			return newErr(CodeInvalidStoreRecord, "counter")
+			return newErr(evalrecord.CodeInvalidStoreRecord, "counter")
 		}
 		v = binary.BigEndian.Uint64(b)
 		return nil

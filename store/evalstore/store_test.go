@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 )
 
@@ -22,17 +23,17 @@ func open(t *testing.T, lim evalstore.Limits) *evalstore.Store {
 	return s
 }
 
-func set(scope, id, version, body string) evalstore.SetRecord {
+func set(scope, id, version, body string) evalrecord.SetRecord {
 	b, err := canonjson.Canonicalize([]byte(body))
 	if err != nil {
 		panic(err)
 	}
-	return evalstore.SetRecord{Scope: scope, ID: id, Version: version, Digest: canonjson.DigestBytes(b), Body: b, CreatedAt: 10}
+	return evalrecord.SetRecord{Scope: scope, ID: id, Version: version, Digest: canonjson.DigestBytes(b), Body: b, CreatedAt: 10}
 }
 
-func job(scope, id string, s evalstore.SetRecord) evalstore.Job {
-	return evalstore.Job{JobID: id, Scope: scope, EvalSetID: s.ID, EvalSetVersion: s.Version,
-		Spec: evalstore.JobSpec{Cases: 2, Samples: 1, TaskTTLMS: 1000}}
+func job(scope, id string, s evalrecord.SetRecord) evalrecord.Job {
+	return evalrecord.Job{JobID: id, Scope: scope, EvalSetID: s.ID, EvalSetVersion: s.Version,
+		Spec: evalrecord.JobSpec{Cases: 2, Samples: 1, TaskTTLMS: 1000}}
 }
 
 var adm = evalstore.Admission{MaxConcurrency: 1, MaxQueue: 1, MaxQueueBytes: 1 << 20}
@@ -67,13 +68,13 @@ func TestStore_SetRevisionsAreImmutableAndScoped(t *testing.T) {
 	})
 	t.Run("different digest conflicts", func(t *testing.T) {
 		err := update(t, s, 3, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app1", "s", "v1", `{"a":3}`)); return err })
-		if !errors.Is(err, evalstore.ErrRevisionConflict) {
+		if !errors.Is(err, evalrecord.ErrRevisionConflict) {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("other scope does not see it", func(t *testing.T) {
 		_ = s.View(func(tx *evalstore.Tx) error {
-			if _, err := tx.GetSet("app2", "s", "v1"); !errors.Is(err, evalstore.ErrNotFound) {
+			if _, err := tx.GetSet("app2", "s", "v1"); !errors.Is(err, evalrecord.ErrNotFound) {
 				t.Fatalf("got %v", err)
 			}
 			return nil
@@ -82,7 +83,7 @@ func TestStore_SetRevisionsAreImmutableAndScoped(t *testing.T) {
 	t.Run("capacity", func(t *testing.T) {
 		_ = update(t, s, 4, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app1", "s", "v2", `{}`)); return err })
 		err := update(t, s, 5, func(tx *evalstore.Tx) error { _, err := tx.PutSet(set("app1", "s", "v3", `{}`)); return err })
-		if evalstore.Code(err) != evalstore.CodeSetCapacity {
+		if evalrecord.Code(err) != evalrecord.CodeSetCapacity {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -113,7 +114,7 @@ func TestStore_SetPagingCursorIsInjective(t *testing.T) {
 	var seen []string
 	cursor := ""
 	for {
-		var p *evalstore.Page[evalstore.SetRecord]
+		var p *evalrecord.Page[evalrecord.SetRecord]
 		_ = s.View(func(tx *evalstore.Tx) (err error) { p, err = tx.ListSets("app", 1, cursor); return err })
 		for _, it := range p.Items {
 			seen = append(seen, it.ID+"|"+it.Version)
@@ -127,7 +128,7 @@ func TestStore_SetPagingCursorIsInjective(t *testing.T) {
 		t.Fatalf("paged %q", seen)
 	}
 	_ = s.View(func(tx *evalstore.Tx) error {
-		if _, err := tx.ListSets("app", 1001, ""); evalstore.Code(err) != evalstore.CodeInvalidPageOptions {
+		if _, err := tx.ListSets("app", 1001, ""); evalrecord.Code(err) != evalrecord.CodeInvalidPageOptions {
 			t.Fatalf("limit: %v", err)
 		}
 		return nil
@@ -137,8 +138,8 @@ func TestStore_SetPagingCursorIsInjective(t *testing.T) {
 func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 	s := open(t, evalstore.Limits{})
 	st := set("app", "s", "v1", `{"x":1}`)
-	create := func(idx uint64, id string) (*evalstore.Job, error) {
-		var j *evalstore.Job
+	create := func(idx uint64, id string) (*evalrecord.Job, error) {
+		var j *evalrecord.Job
 		err := update(t, s, idx, func(tx *evalstore.Tx) (err error) {
 			j, err = tx.CreateEvaluation(st, job("app", id, st), adm, 100)
 			return err
@@ -146,14 +147,14 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 		return j, err
 	}
 	j1, err := create(1, "eval-1")
-	if err != nil || j1.Phase != evalstore.PhaseRunning || j1.Revision != 1 {
+	if err != nil || j1.Phase != evalrecord.PhaseRunning || j1.Revision != 1 {
 		t.Fatalf("%+v %v", j1, err)
 	}
 	j2, err := create(2, "eval-2")
-	if err != nil || j2.Phase != evalstore.PhaseQueued {
+	if err != nil || j2.Phase != evalrecord.PhaseQueued {
 		t.Fatalf("%+v %v", j2, err)
 	}
-	if _, err := create(3, "eval-3"); !errors.Is(err, evalstore.ErrQueueFull) {
+	if _, err := create(3, "eval-3"); !errors.Is(err, evalrecord.ErrQueueFull) {
 		t.Fatalf("queue full: %v", err)
 	}
 	other := set("app", "other", "v1", `{}`)
@@ -161,11 +162,11 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 		_, err := tx.CreateEvaluation(other, job("app", "eval-4", other), adm, 100)
 		return err
 	})
-	if !errors.Is(err, evalstore.ErrQueueFull) {
+	if !errors.Is(err, evalrecord.ErrQueueFull) {
 		t.Fatal(err)
 	}
 	_ = s.View(func(tx *evalstore.Tx) error {
-		if _, err := tx.GetSet("app", "other", "v1"); !errors.Is(err, evalstore.ErrNotFound) {
+		if _, err := tx.GetSet("app", "other", "v1"); !errors.Is(err, evalrecord.ErrNotFound) {
 			t.Fatalf("rejected submit left a set: %v", err)
 		}
 		return nil
@@ -173,23 +174,23 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 
 	t.Run("compare-and-set", func(t *testing.T) {
 		err := update(t, s, 5, func(tx *evalstore.Tx) error {
-			_, err := tx.Transition("app", "eval-1", []evalstore.Phase{evalstore.PhaseQueued}, evalstore.PhaseCancelled,
+			_, err := tx.Transition("app", "eval-1", []evalrecord.Phase{evalrecord.PhaseQueued}, evalrecord.PhaseCancelled,
 				evalstore.Patch{FinishedAt: 1, Reason: "x"}, 200)
 			return err
 		})
-		if !errors.Is(err, evalstore.ErrStalePhase) {
+		if !errors.Is(err, evalrecord.ErrStalePhase) {
 			t.Fatalf("got %v", err)
 		}
 		err = update(t, s, 6, func(tx *evalstore.Tx) error {
-			_, err := tx.Transition("app", "eval-1", nil, evalstore.PhaseCompleted, evalstore.Patch{FinishedAt: 1}, 200)
+			_, err := tx.Transition("app", "eval-1", nil, evalrecord.PhaseCompleted, evalstore.Patch{FinishedAt: 1}, 200)
 			return err
 		})
-		if evalstore.Code(err) != evalstore.CodeInvalidResult {
+		if evalrecord.Code(err) != evalrecord.CodeInvalidResult {
 			t.Fatalf("got %v", err)
 		}
-		var j *evalstore.Job
+		var j *evalrecord.Job
 		err = update(t, s, 7, func(tx *evalstore.Tx) (err error) {
-			j, err = tx.Transition("app", "eval-1", []evalstore.Phase{evalstore.PhaseRunning}, evalstore.PhaseCompleted,
+			j, err = tx.Transition("app", "eval-1", []evalrecord.Phase{evalrecord.PhaseRunning}, evalrecord.PhaseCompleted,
 				evalstore.Patch{FinishedAt: 300, Result: []byte(`{"passed":true}`)}, 300)
 			return err
 		})
@@ -197,16 +198,16 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 			t.Fatalf("%+v %v", j, err)
 		}
 		err = update(t, s, 8, func(tx *evalstore.Tx) error {
-			_, err := tx.Transition("app", "eval-1", nil, evalstore.PhaseCancelled, evalstore.Patch{FinishedAt: 1, Reason: "x"}, 400)
+			_, err := tx.Transition("app", "eval-1", nil, evalrecord.PhaseCancelled, evalstore.Patch{FinishedAt: 1, Reason: "x"}, 400)
 			return err
 		})
-		if !errors.Is(err, evalstore.ErrInvalidTransition) {
+		if !errors.Is(err, evalrecord.ErrInvalidTransition) {
 			t.Fatalf("from terminal: %v", err)
 		}
 	})
 
 	t.Run("baselines", func(t *testing.T) {
-		if err := update(t, s, 9, func(tx *evalstore.Tx) error { _, err := tx.PutBaseline("app", "main", "eval-2", 500); return err }); !errors.Is(err, evalstore.ErrJobNotCompleted) {
+		if err := update(t, s, 9, func(tx *evalstore.Tx) error { _, err := tx.PutBaseline("app", "main", "eval-2", 500); return err }); !errors.Is(err, evalrecord.ErrJobNotCompleted) {
 			t.Fatalf("got %v", err)
 		}
 		if err := update(t, s, 10, func(tx *evalstore.Tx) error { _, err := tx.PutBaseline("app", "main", "eval-1", 500); return err }); err != nil {
@@ -217,7 +218,7 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 			if err != nil || !bytes.Equal(b.Result, []byte(`{"passed":true}`)) {
 				t.Fatalf("%+v %v", b, err)
 			}
-			if _, err := tx.GetBaseline("other", "main"); !errors.Is(err, evalstore.ErrNotFound) {
+			if _, err := tx.GetBaseline("other", "main"); !errors.Is(err, evalrecord.ErrNotFound) {
 				t.Fatalf("scope leak: %v", err)
 			}
 			return nil
@@ -225,16 +226,16 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 	})
 
 	t.Run("prune protects baselines and referenced sets", func(t *testing.T) {
-		var r *evalstore.PruneResult
+		var r *evalrecord.PruneResult
 		_ = update(t, s, 11, func(tx *evalstore.Tx) (err error) {
-			r, err = tx.Prune("app", evalstore.PruneOptions{Before: 1000})
+			r, err = tx.Prune("app", evalrecord.PruneOptions{Before: 1000})
 			return err
 		})
 		if r.JobsDeleted != 0 || r.SetRevisionsDeleted != 0 {
 			t.Fatalf("%+v", r)
 		}
 		_ = update(t, s, 12, func(tx *evalstore.Tx) (err error) {
-			r, err = tx.Prune("app", evalstore.PruneOptions{Before: 1000, IncludeBaselines: true})
+			r, err = tx.Prune("app", evalrecord.PruneOptions{Before: 1000, IncludeBaselines: true})
 			return err
 		})
 		if r.BaselinesDeleted != 1 || r.JobsDeleted != 1 || r.SetRevisionsDeleted != 0 || r.BytesReclaimed == 0 {
@@ -251,7 +252,7 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 		_, err := tx.CreateEvaluation(st, job("app", "eval-2", st), adm, 101)
 		return err
 	})
-	if !errors.Is(err, evalstore.ErrAlreadyExists) {
+	if !errors.Is(err, evalrecord.ErrAlreadyExists) {
 		t.Fatalf("same id, other create: %v", err)
 	}
 }
@@ -259,7 +260,7 @@ func TestStore_AtomicCreationAdmissionAndTransitions(t *testing.T) {
 func TestStore_ByteQuotas(t *testing.T) {
 	s := open(t, evalstore.Limits{MaxRecordBytes: 300, MaxScopeBytes: 400, MaxTotalBytes: 100000})
 	big := set("app", "s", "v", fmt.Sprintf(`{"x":%q}`, bytes.Repeat([]byte("a"), 400)))
-	if err := update(t, s, 1, func(tx *evalstore.Tx) error { _, err := tx.PutSet(big); return err }); evalstore.Code(err) != evalstore.CodeRecordBytes {
+	if err := update(t, s, 1, func(tx *evalstore.Tx) error { _, err := tx.PutSet(big); return err }); evalrecord.Code(err) != evalrecord.CodeRecordBytes {
 		t.Fatalf("record: %v", err)
 	}
 	small := set("app", "s", "v", `{}`)
@@ -270,7 +271,7 @@ func TestStore_ByteQuotas(t *testing.T) {
 		_, err := tx.CreateEvaluation(small, job("app", "eval-1", small), adm, 1)
 		return err
 	})
-	if evalstore.Code(err) != evalstore.CodeScopeBytes {
+	if evalrecord.Code(err) != evalrecord.CodeScopeBytes {
 		t.Fatalf("scope quota with terminal headroom: %v", err)
 	}
 }
@@ -292,11 +293,11 @@ func TestStore_TasksAreFencedByAssignment(t *testing.T) {
 	}
 	_ = update(t, s, 3, func(tx *evalstore.Tx) (err error) {
 		ok, err = tx.Finish([]evalstore.Outcome{
-			{JobID: "eval-1", Index: 0, Worker: "w2", State: evalstore.TaskDone},                       // wrong worker
-			{JobID: "eval-1", Index: 0, Worker: "w1", State: evalstore.TaskDone},                       // ok
-			{JobID: "eval-1", Index: 0, Worker: "w1", State: evalstore.TaskDone},                       // duplicate
-			{JobID: "eval-1", Index: 1, Worker: "w2", State: evalstore.TaskFailed, Tag: "worker_lost"}, // ok
-			{JobID: "eval-1", Index: 1, Worker: "w2", State: evalstore.TaskDone, Sample: []byte(`{}`)}, // late
+			{JobID: "eval-1", Index: 0, Worker: "w2", State: evalrecord.TaskDone},                       // wrong worker
+			{JobID: "eval-1", Index: 0, Worker: "w1", State: evalrecord.TaskDone},                       // ok
+			{JobID: "eval-1", Index: 0, Worker: "w1", State: evalrecord.TaskDone},                       // duplicate
+			{JobID: "eval-1", Index: 1, Worker: "w2", State: evalrecord.TaskFailed, Tag: "worker_lost"}, // ok
+			{JobID: "eval-1", Index: 1, Worker: "w2", State: evalrecord.TaskDone, Sample: []byte(`{}`)}, // late
 		}, 6)
 		return err
 	})
@@ -341,7 +342,7 @@ func TestStore_SnapshotRestoreKeepsAppliedIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, v := range [][2]string{{"s", "v2"}, {"junk", "1"}} {
-			if _, err := tx.GetSet("app", v[0], v[1]); !errors.Is(err, evalstore.ErrNotFound) {
+			if _, err := tx.GetSet("app", v[0], v[1]); !errors.Is(err, evalrecord.ErrNotFound) {
 				t.Fatalf("%v survived: %v", v, err)
 			}
 		}
@@ -370,7 +371,7 @@ func TestStore_UpdateBatchMatchesUpdate(t *testing.T) {
 	ops := []evalstore.Op{
 		{Index: 1, Fn: sets(0, 1)},
 		{Index: 2, Fn: func(tx *evalstore.Tx) error {
-			if err := tx.PutLease(evalstore.Lease{LeaderID: "x", At: 1}); err != nil {
+			if err := tx.PutLease(evalrecord.Lease{LeaderID: "x", At: 1}); err != nil {
 				return err
 			}
 			return boom
@@ -456,17 +457,17 @@ func TestStore_TerminalJobCancelsInFlightTasks(t *testing.T) {
 		return err
 	})
 	do(func(tx *evalstore.Tx) error {
-		_, err := tx.Finish([]evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalstore.TaskDone, Sample: []byte(`{}`)}}, 3)
+		_, err := tx.Finish([]evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalrecord.TaskDone, Sample: []byte(`{}`)}}, 3)
 		return err
 	})
 	do(func(tx *evalstore.Tx) error {
-		_, err := tx.Transition("app", "eval-a", []evalstore.Phase{evalstore.PhaseRunning}, evalstore.PhaseCancelled,
-			evalstore.Patch{FinishedAt: 4, Reason: evalstore.ReasonUserCancelled}, 4)
+		_, err := tx.Transition("app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, evalrecord.PhaseCancelled,
+			evalstore.Patch{FinishedAt: 4, Reason: evalrecord.ReasonUserCancelled}, 4)
 		return err
 	})
 	_ = s.View(func(tx *evalstore.Tx) error {
 		tasks, err := tx.Tasks("eval-a")
-		if err != nil || len(tasks) != 2 || tasks[0].State != evalstore.TaskDone || tasks[1].State != evalstore.TaskCancelled {
+		if err != nil || len(tasks) != 2 || tasks[0].State != evalrecord.TaskDone || tasks[1].State != evalrecord.TaskCancelled {
 			t.Fatalf("eval-a tasks %+v %v", tasks, err)
 		}
 		inflight, err := tx.InFlight()
@@ -476,7 +477,7 @@ func TestStore_TerminalJobCancelsInFlightTasks(t *testing.T) {
 		return nil
 	})
 	do(func(tx *evalstore.Tx) error {
-		ok, err := tx.Finish([]evalstore.Outcome{{JobID: "eval-a", Index: 1, Worker: "w2", State: evalstore.TaskDone}}, 5)
+		ok, err := tx.Finish([]evalstore.Outcome{{JobID: "eval-a", Index: 1, Worker: "w2", State: evalrecord.TaskDone}}, 5)
 		if err == nil && ok[0] {
 			return errors.New("a late result of a cancelled task was accepted")
 		}

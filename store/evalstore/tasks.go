@@ -2,6 +2,7 @@ package evalstore
 
 import (
 	"encoding/binary"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
@@ -20,24 +21,24 @@ type Assignment struct {
 // Assign records assignments; it returns, per assignment, whether it was
 // accepted (job still running, index next in order).
 func (tx *Tx) Assign(as []Assignment, now int64) ([]bool, error) {
-	jobs := map[string]*Job{}
+	jobs := map[string]*evalrecord.Job{}
 	ok := make([]bool, len(as))
 	for i, a := range as {
 		j := jobs[a.JobID]
 		if j == nil {
 			var err error
 			if j, err = tx.JobByID(a.JobID); err != nil {
-				if err == ErrNotFound {
+				if err == evalrecord.ErrNotFound {
 					continue
 				}
 				return nil, err
 			}
 			jobs[a.JobID] = j
 		}
-		if j.Phase != PhaseRunning || a.Index != j.Progress.Dispatched || a.Index >= j.Progress.Total || a.Worker == "" {
+		if j.Phase != evalrecord.PhaseRunning || a.Index != j.Progress.Dispatched || a.Index >= j.Progress.Total || a.Worker == "" {
 			continue
 		}
-		t := Task{JobID: a.JobID, Index: a.Index, Worker: a.Worker, State: TaskAssigned,
+		t := evalrecord.Task{JobID: a.JobID, Index: a.Index, Worker: a.Worker, State: evalrecord.TaskAssigned,
 			AssignedAt: now, DeadlineAt: now + j.Spec.TaskTTLMS}
 		v, err := encode(&t)
 		if err != nil {
@@ -75,21 +76,21 @@ type Outcome struct {
 
 // Finish applies outcomes; it returns which were accepted.
 func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
-	jobs := map[string]*Job{}
+	jobs := map[string]*evalrecord.Job{}
 	ok := make([]bool, len(outs))
 	for i, o := range outs {
 		t, err := tx.Task(o.JobID, o.Index)
-		if err == ErrNotFound {
+		if err == evalrecord.ErrNotFound {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if t.State != TaskAssigned || t.Worker != o.Worker {
+		if t.State != evalrecord.TaskAssigned || t.Worker != o.Worker {
 			continue
 		}
 		switch o.State {
-		case TaskDone, TaskFailed, TaskCancelled:
+		case evalrecord.TaskDone, evalrecord.TaskFailed, evalrecord.TaskCancelled:
 		default:
 			continue
 		}
@@ -100,7 +101,7 @@ func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
 			}
 			jobs[o.JobID] = j
 		}
-		t.State, t.Tag, t.Sample, t.Error, t.FinishedAt = o.State, o.Tag, o.Sample, o.Error || o.State != TaskDone, now
+		t.State, t.Tag, t.Sample, t.Error, t.FinishedAt = o.State, o.Tag, o.Sample, o.Error || o.State != evalrecord.TaskDone, now
 		v, err := encodeSized(t, len(t.Sample)+len(t.JobID)+len(t.Worker)+len(t.Tag)+128)
 		if err != nil {
 			return nil, err
@@ -129,25 +130,25 @@ func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
 }
 
 // Task returns one task record.
-func (tx *Tx) Task(jobID string, idx int) (*Task, error) {
-	var t Task
+func (tx *Tx) Task(jobID string, idx int) (*evalrecord.Task, error) {
+	var t evalrecord.Task
 	ok, err := getRecord(tx.txn, taskKey(jobID, idx), &t)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, ErrNotFound
+		return nil, evalrecord.ErrNotFound
 	}
 	return &t, nil
 }
 
 // Tasks returns every task record of a job in index order.
-func (tx *Tx) Tasks(jobID string) ([]Task, error) {
-	var out []Task
+func (tx *Tx) Tasks(jobID string) ([]evalrecord.Task, error) {
+	var out []evalrecord.Task
 	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: taskPrefix(jobID), PrefetchValues: true})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
-		var t Task
+		var t evalrecord.Task
 		if err := it.Item().Value(func(b []byte) error { return decodeInto(b, &t) }); err != nil {
 			return nil, err
 		}
@@ -166,11 +167,11 @@ func (tx *Tx) InFlight() (map[string][]Assignment, error) {
 		k := it.Item().Key()[1:]
 		w, rest, ok := splitPart(k)
 		if !ok {
-			return nil, newErr(CodeInvalidStoreRecord, "assigned key")
+			return nil, newErr(evalrecord.CodeInvalidStoreRecord, "assigned key")
 		}
 		job, rest, ok := splitPart(rest)
 		if !ok || len(rest) != 4 {
-			return nil, newErr(CodeInvalidStoreRecord, "assigned key")
+			return nil, newErr(evalrecord.CodeInvalidStoreRecord, "assigned key")
 		}
 		out[w] = append(out[w], Assignment{JobID: job, Index: int(binary.BigEndian.Uint32(rest)), Worker: w})
 	}
@@ -193,12 +194,12 @@ func (tx *Tx) dropAssignments(jobID string) error {
 		w, rest, ok := splitPart(it.Item().Key()[1:])
 		if !ok {
 			it.Close()
-			return newErr(CodeInvalidStoreRecord, "assigned key")
+			return newErr(evalrecord.CodeInvalidStoreRecord, "assigned key")
 		}
 		job, rest, ok := splitPart(rest)
 		if !ok || len(rest) != 4 {
 			it.Close()
-			return newErr(CodeInvalidStoreRecord, "assigned key")
+			return newErr(evalrecord.CodeInvalidStoreRecord, "assigned key")
 		}
 		if job == jobID {
 			refs = append(refs, ref{worker: w, idx: int(binary.BigEndian.Uint32(rest))})
@@ -207,16 +208,16 @@ func (tx *Tx) dropAssignments(jobID string) error {
 	it.Close()
 	for _, r := range refs {
 		t, err := tx.Task(jobID, r.idx)
-		if err == ErrNotFound {
+		if err == evalrecord.ErrNotFound {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if t.State != TaskAssigned || t.Worker != r.worker {
+		if t.State != evalrecord.TaskAssigned || t.Worker != r.worker {
 			continue
 		}
-		t.State = TaskCancelled
+		t.State = evalrecord.TaskCancelled
 		v, err := encode(t)
 		if err != nil {
 			return err
@@ -232,14 +233,14 @@ func (tx *Tx) dropAssignments(jobID string) error {
 }
 
 // Lease returns the coordinator lease (zero if never renewed).
-func (tx *Tx) Lease() (Lease, error) {
-	var l Lease
+func (tx *Tx) Lease() (evalrecord.Lease, error) {
+	var l evalrecord.Lease
 	_, err := getRecord(tx.txn, metaKey("lease"), &l)
 	return l, err
 }
 
 // PutLease records a renewal of the coordinator lease.
-func (tx *Tx) PutLease(l Lease) error {
+func (tx *Tx) PutLease(l evalrecord.Lease) error {
 	v, err := encode(&l)
 	if err != nil {
 		return err
@@ -247,8 +248,8 @@ func (tx *Tx) PutLease(l Lease) error {
 	return tx.txn.Set(metaKey("lease"), v)
 }
 
-func sortedJobs(m map[string]*Job) []*Job {
-	out := make([]*Job, 0, len(m))
+func sortedJobs(m map[string]*evalrecord.Job) []*evalrecord.Job {
+	out := make([]*evalrecord.Job, 0, len(m))
 	for _, j := range m {
 		out = append(out, j)
 	}
@@ -256,4 +257,6 @@ func sortedJobs(m map[string]*Job) []*Job {
 	return out
 }
 
-func sortJobs(js []*Job) { sort.Slice(js, func(a, b int) bool { return js[a].Seq < js[b].Seq }) }
+func sortJobs(js []*evalrecord.Job) {
+	sort.Slice(js, func(a, b int) bool { return js[a].Seq < js[b].Seq })
+}

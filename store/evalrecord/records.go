@@ -1,4 +1,4 @@
-package evalstore
+package evalrecord
 
 // Phase is a job phase.
 type Phase string
@@ -20,7 +20,8 @@ func (p Phase) Terminal() bool {
 	return p == PhaseCompleted || p == PhaseFailed || p == PhaseTimedOut || p == PhaseCancelled
 }
 
-func legalTransition(from, to Phase) bool {
+// LegalTransition reports whether the phase graph allows from → to.
+func LegalTransition(from, to Phase) bool {
 	switch from {
 	case PhaseQueued:
 		return to == PhaseRunning || to == PhaseFailed || to == PhaseCancelled
@@ -133,4 +134,32 @@ type Task struct {
 type Lease struct {
 	LeaderID string `msgpack:"leader"`
 	At       int64  `msgpack:"at"` // ms, the proposing leader's clock
+}
+
+// Page is one page of a scope-local listing.
+type Page[T any] struct {
+	Scope      string `json:"scope"`
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// PruneOptions select what Prune may delete: records older than Before
+// (epoch ms). Limit bounds the records scanned in one call; Cursor resumes
+// a previous call. Baselines are deleted only with IncludeBaselines.
+type PruneOptions struct {
+	Before           int64  `msgpack:"before" json:"before"`
+	Limit            int    `msgpack:"limit,omitempty" json:"limit,omitempty"`
+	Cursor           string `msgpack:"cursor,omitempty" json:"cursor,omitempty"`
+	IncludeBaselines bool   `msgpack:"include_baselines,omitempty" json:"include_baselines,omitempty"`
+}
+
+// PruneResult reports one Prune call.
+type PruneResult struct {
+	BaselinesDeleted    int    `msgpack:"baselines_deleted" json:"baselines_deleted"`
+	JobsDeleted         int    `msgpack:"jobs_deleted" json:"jobs_deleted"`
+	SetRevisionsDeleted int    `msgpack:"set_revisions_deleted" json:"set_revisions_deleted"`
+	BytesReclaimed      int64  `msgpack:"bytes_reclaimed" json:"bytes_reclaimed"`
+	Scanned             int    `msgpack:"scanned" json:"scanned"`
+	NextCursor          string `msgpack:"next_cursor,omitempty" json:"next_cursor,omitempty"`
+	HasMore             bool   `msgpack:"has_more" json:"has_more"`
 }

@@ -1,0 +1,83 @@
+package evalrecord
+
+import (
+	"errors"
+)
+
+// Stable error codes of the eval store contract (CONTRACTS §6). They are
+// strings on the wire; callers match them with errors.Is against the
+// sentinels below or read Error.Code.
+const (
+	CodeInvalidScope            = "invalid_eval_scope"
+	CodeRevisionConflict        = "eval_set_revision_conflict"
+	CodeSetCapacity             = "eval_set_capacity_reached"
+	CodeJobCapacity             = "eval_job_capacity_reached"
+	CodeBaselineCapacity        = "eval_baseline_capacity_reached"
+	CodeRecordBytes             = "eval_record_byte_capacity_reached"
+	CodeScopeBytes              = "eval_scope_byte_capacity_reached"
+	CodeTotalBytes              = "eval_store_total_byte_capacity_reached"
+	CodeAlreadyExists           = "already_exists"
+	CodeNotFound                = "not_found"
+	CodeJobNotCompleted         = "job_not_completed"
+	CodeJobSetMismatch          = "eval_job_set_mismatch"
+	CodeStalePhase              = "stale_phase"
+	CodeInvalidTransition       = "invalid_eval_job_transition"
+	CodeInvalidPatch            = "invalid_eval_job_patch"
+	CodeInvalidResult           = "invalid_eval_job_result"
+	CodeInvalidPageOptions      = "invalid_eval_store_page_options"
+	CodeInvalidPruneOptions     = "invalid_eval_prune_options"
+	CodeInvalidBaselineName     = "invalid_eval_baseline_name"
+	CodeQueueFull               = "evaluation_queue_full"
+	CodeServiceRestarted        = "evaluation_service_restarted"
+	CodeInvalidStoreRecord      = "invalid_eval_store_record"
+	CodeEvalStoreRecoveryFailed = "eval_store_recovery_failed"
+)
+
+// Error is a store error with a stable Code and an optional bounded
+// Detail. errors.Is(err, ErrNotFound) and friends match by code.
+type Error struct {
+	Code   string `msgpack:"code"`
+	Detail string `msgpack:"detail,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Detail == "" {
+		return "evalstore: " + e.Code
+	}
+	return "evalstore: " + e.Code + ": " + e.Detail
+}
+
+// Is matches another *Error with the same code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}
+
+// Sentinels for errors.Is.
+var (
+	// ErrNotFound: no such set, job, baseline or task in this scope.
+	ErrNotFound = &Error{Code: CodeNotFound}
+	// ErrRevisionConflict: the same set id and version with another digest.
+	ErrRevisionConflict = &Error{Code: CodeRevisionConflict}
+	// ErrStalePhase: a compare-and-set transition found another phase.
+	ErrStalePhase = &Error{Code: CodeStalePhase}
+	// ErrInvalidTransition: the phase graph does not allow the transition.
+	ErrInvalidTransition = &Error{Code: CodeInvalidTransition}
+	// ErrQueueFull: admission refused the job (evaluation_queue_full).
+	ErrQueueFull = &Error{Code: CodeQueueFull}
+	// ErrJobNotCompleted: a baseline names a job that has no result.
+	ErrJobNotCompleted = &Error{Code: CodeJobNotCompleted}
+	// ErrAlreadyExists: a job id is taken.
+	ErrAlreadyExists = &Error{Code: CodeAlreadyExists}
+	// ErrInvalidScope: the scope is not 1..256 bytes of UTF-8.
+	ErrInvalidScope = &Error{Code: CodeInvalidScope}
+)
+
+// Code returns the stable code of a store error, or "" for others.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
