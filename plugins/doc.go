@@ -5,9 +5,9 @@
 // for on_event amendments live here too; the built-in plugins are in
 // plugins/builtin.
 //
-// It imports only the leaf types agent/model and agent/session and
-// internal/secrets; never agent (the runtime, which calls it), evalengine,
-// bus, store, coordinator or worker.
+// It imports only agent/model, agent/session (leaf types) and
+// internal/secrets. It must not import agent (the runtime, which calls
+// it), evalengine, bus, store, coordinator or worker.
 //
 // # Writing a plugin
 //

@@ -17,6 +17,6 @@
 // (evalengine/agentadapter, with events converted only for jobs that
 // capture them).
 //
-// It imports evalengine, agent, bus, coordinator/api and store/evalrecord;
-// never coordinator, store/evalstore (Badger), devapi or cmd.
+// It imports evalengine, agent, bus, coordinator/api and store/evalrecord.
+// It must not import coordinator, store/evalstore, Badger, devapi or cmd.
 package worker

@@ -4,8 +4,8 @@
 // stable error codes (CONTRACTS §6). Every body travels in a bus/wire
 // envelope (msgpack).
 //
-// It imports store/evalrecord (record types), evalengine (error codes of
-// a job request) and bus/wire, never store/evalstore: the coordinator, its
-// client and workers import it, and a client or worker must not link
-// Badger.
+// It imports only store/evalrecord (record types), evalengine (error codes
+// of a job request) and bus/wire. It must not import store/evalstore or
+// Badger: the coordinator, its client and workers import it, and a client
+// or worker must not link Badger.
 package api

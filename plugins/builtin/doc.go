@@ -6,6 +6,7 @@
 // config is validated with the contract's bounds and unknown keys are
 // rejected.
 //
-// It imports plugins and the agent/model leaf types only; never agent (the
-// runtime), evalengine, bus, store, coordinator or worker.
+// It imports only plugins and agent/model (leaf types; agent/session comes
+// with plugins). It must not import agent (the runtime), evalengine, bus,
+// store, coordinator or worker.
 package builtin

@@ -6,6 +6,6 @@
 //
 // It is a leaf: the Badger-backed store (store/evalstore) persists these
 // records, and coordinator/api carries them on the wire, so that a client
-// or a worker reads a job without linking the store. This package must not
-// import anything of this module, nor Badger.
+// or a worker reads a job without linking the store. It must not import
+// any adk package outside internal. It must not import Badger.
 package evalrecord

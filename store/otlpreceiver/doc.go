@@ -60,7 +60,7 @@
 // without HTTP and the bus; BenchmarkOTLPReceiver the handler into
 // JetStream; bench/otlpbench the whole of adk serve under telemetrygen.
 //
-// It may import bus, observability and internal; it must not import the
-// store's implementation packages (tokens come in through Authenticator,
-// which tracenode.Tokens implements).
+// It may import bus, observability and internal; it must not import
+// store/tracestore or store/tracenode (the store's implementation: tokens
+// come in through Authenticator, which tracenode.Tokens implements).
 package otlpreceiver

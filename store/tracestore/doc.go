@@ -11,6 +11,6 @@
 //
 // Key layout and trade-offs: store/DESIGN.md.
 //
-// tracestore must not import bus, coordinator, worker or anything that
-// talks to the network; it may import internal.
+// tracestore must not import bus, coordinator, worker, store/tracenode or
+// nats (nothing that talks to the network); it may import internal.
 package tracestore

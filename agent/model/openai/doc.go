@@ -6,5 +6,6 @@
 // Errors are *model.Error values; the API key is read from the environment
 // variable the config names and never appears in an error.
 //
-// It imports only agent/model and its internal HTTP helper.
+// It imports only agent/model, agent/internal/httpx (the shared HTTP
+// helper) and the standard library.
 package openai
