@@ -3,7 +3,7 @@
 // over cases × samples × turns, the Adapter interface to the system under
 // test, built-in criteria and custom metrics, the result document and its
 // strict decoding, baseline comparison and the canonical exports (json,
-// markdown, junit, sarif, annotations). The contract is CONTRACTS.md §5.1–
+// markdown, junit, sarif, annotations, html). The contract is CONTRACTS.md §5.1–
 // 5.11; the LLM judge, built-in metrics, statistics, ensembles, human
 // review and simulation follow §5.8 and §5.12–5.14.
 //
@@ -26,6 +26,7 @@
 //	Render(result|comparison, format, ExportOptions) -> bytes
 //	Failures(result) -> []CaseFailure    why each case failed; the one source
 //	                                     of reasons for every renderer
+//	RenderHTML(result, comparison, ExportOptions) -> one self-contained page
 //	CompareReport(baseline, current, ...)     `adk eval compare`
 //	StatsReport(results, StatsOptions)        `adk eval stats`
 //

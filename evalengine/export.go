@@ -42,7 +42,7 @@ type ExportOptions struct {
 
 // Formats lists the export formats in a fixed order.
 func Formats() []string {
-	return []string{FormatJSON, FormatMarkdown, FormatJUnit, FormatSARIF, FormatAnnotations}
+	return []string{FormatJSON, FormatMarkdown, FormatJUnit, FormatSARIF, FormatAnnotations, FormatHTML}
 }
 
 // Render is the one canonical renderer. v is a *Result or a *Comparison
@@ -53,8 +53,17 @@ func Formats() []string {
 // for failed cases the reasons of Failures (bounded, secret-pruned excerpts
 // of the expected and actual response and of the first mismatching expected
 // tool call; actual tool arguments only when the result captured them). No
-// prompts or metadata.
+// prompts or metadata. HTML (RenderHTML) is the exception: the page a
+// person reads, with inputs and responses.
 func Render(v any, format string, opts ExportOptions) ([]byte, error) {
+	if format == FormatHTML {
+		switch x := v.(type) {
+		case *Result:
+			return RenderHTML(x, nil, opts)
+		case *Comparison:
+			return RenderHTML(nil, x, opts)
+		}
+	}
 	suite := opts.SuiteName
 	if suite == "" {
 		suite = DefaultSuiteName

@@ -128,15 +128,22 @@ func failedMetrics(ms []MetricResult) []FailedMetric {
 			continue
 		}
 		fm := FailedMetric{MetricID: m.MetricID, Scope: m.Scope, Status: m.Status, Score: m.Score, Threshold: m.Threshold}
-		for _, k := range [...]string{"reason", "rationale", "explanation"} {
-			if s, ok := m.Metadata[k].(string); ok && s != "" {
-				fm.Reason = excerptString(s)
-				break
-			}
-		}
+		fm.Reason = metricReason(m)
 		out = append(out, fm)
 	}
 	return out
+}
+
+// metricReason is a metric's own typed reason (not_evaluated/error), or a
+// judge's bounded explanation when it gave one; "" otherwise. The HTML
+// report also shows it for metrics that passed (a judge's rationale).
+func metricReason(m *MetricResult) string {
+	for _, k := range [...]string{"reason", "rationale", "explanation"} {
+		if s, ok := m.Metadata[k].(string); ok && s != "" {
+			return excerptString(s)
+		}
+	}
+	return ""
 }
 
 func sampleFailure(s *SampleResult) SampleFailure {

@@ -107,7 +107,7 @@ JUnit, SARIF and annotations need a result, not a comparison.`,
 			return emitReport(cmd.OutOrStdout(), output, rendered)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", evalengine.FormatMarkdown, "report format: json, markdown, junit, sarif, annotations")
+	cmd.Flags().StringVar(&format, "format", evalengine.FormatMarkdown, "report format: json, markdown, junit, sarif, annotations, html")
 	cmd.Flags().StringVar(&output, "output", "-", "also write the report atomically to this file (- for stdout only)")
 	cmd.Flags().StringVar(&suite, "suite-name", "", "suite/tool name in JUnit and SARIF (default adk_eval)")
 	return cmd

@@ -275,6 +275,31 @@ func TestEvalRun_BaselineGate(t *testing.T) {
 		}
 		oneErrorLine(t, runADK(t, dir, nil, "eval", "report", "set.json"), "invalid_eval_report_input")
 	})
+	t.Run("html holds the result, its diff and the comparison in one file", func(t *testing.T) {
+		r := runADK(t, dir, nil, "eval", "run", "--config", "bad.json", "--eval-set", "set.json", "--criteria", "criteria.json",
+			"--baseline", "good-result.json", "--format", "html", "--output", "report.html")
+		if r.code != exitFailed {
+			t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+		}
+		for _, want := range []string{"<!DOCTYPE html>", "Comparison with the baseline", "<del>Snow</del><ins>Rain</ins>", "case_no_longer_passes"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("html report lacks %q", want)
+			}
+		}
+		rep := runADK(t, dir, nil, "eval", "report", "bad-result.json", "--format", "html")
+		if rep.code != exitOK || !strings.Contains(rep.stdout, "<del>Snow</del><ins>Rain</ins>") || strings.Contains(rep.stdout, "Comparison with") {
+			t.Fatalf("report: exit %d stderr %q", rep.code, rep.stderr)
+		}
+	})
+}
+
+func TestScrubReport_HTMLSpellingOfASecret(t *testing.T) {
+	const secret = "k+y&<z>'\\"
+	data := []byte("<pre>" + htmlText(secret) + "</pre>" + secret)
+	out := scrubReport(data, []string{secret})
+	if string(out) != "<pre>[REDACTED]</pre>[REDACTED]" {
+		t.Fatalf("scrubbed %q", out)
+	}
 }
 
 // TestEvalRun_NeverPrintsTheAPIKey runs an openai agent whose server fails

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"html/template"
 	"math"
 	"net/url"
 	"os"
@@ -66,7 +67,7 @@ stderr.`,
 	fl.StringVar(&f.baseline, "baseline", "", "baseline result JSON to compare against (at most 16 MiB)")
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction} (needs --baseline)")
 	fl.StringVar(&f.maxPassRateDrop, "max-pass-rate-drop", "", "allowed pass-rate drop against the baseline, 0..1 (needs --baseline; default 0)")
-	fl.StringVar(&f.format, "format", evalengine.FormatJSON, "report format: json, markdown, junit, sarif, annotations")
+	fl.StringVar(&f.format, "format", evalengine.FormatJSON, "report format: json, markdown, junit, sarif, annotations, html")
 	fl.StringVar(&f.output, "output", "-", "also write the report atomically to this file (- for stdout only)")
 	fl.StringVar(&f.suiteName, "suite-name", "", "suite/tool name in JUnit and SARIF (default adk_eval)")
 	fl.StringVar(&f.samples, "samples", "", "samples per case, 1..100 (default 1)")
@@ -313,8 +314,10 @@ func (f *evalRunFlags) loadBaseline(cmpOpts *evalengine.CompareOptions) (*evalen
 func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.Result, cmpOpts evalengine.CompareOptions, opts evalengine.Options, secrets []string) error {
 	passed := result.Passed
 	var report any = result
+	var cmp *evalengine.Comparison
 	if baseline != nil {
-		cmp, err := evalengine.Compare(baseline, result, cmpOpts)
+		var err error
+		cmp, err = evalengine.Compare(baseline, result, cmpOpts)
 		if err != nil {
 			return engineError(codeComparisonFailed, err)
 		}
@@ -323,7 +326,16 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.R
 			report = cmp
 		}
 	}
-	data, err := evalengine.Render(report, f.format, evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes})
+	exportOpts := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes}
+	var data []byte
+	var err error
+	if f.format == evalengine.FormatHTML {
+		// The HTML report is the job page: the result and, with a
+		// baseline, its comparison in one file.
+		data, err = evalengine.RenderHTML(result, cmp, exportOpts)
+	} else {
+		data, err = evalengine.Render(report, f.format, exportOpts)
+	}
 	if err != nil {
 		return engineError(codeReportRenderFailed, err)
 	}
@@ -439,8 +451,26 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // scrubReport replaces every secret in rendered report bytes. It copies
 // only when one is present.
+// htmlTextTemplate writes a string the way the HTML report's text does.
+var htmlTextTemplate = template.Must(template.New("text").Parse("{{.}}"))
+
+// htmlText is s as html/template writes it in text (it escapes more than
+// template.HTMLEscapeString: + and NUL too).
+func htmlText(s string) string {
+	var b strings.Builder
+	if err := htmlTextTemplate.Execute(&b, s); err != nil {
+		return s
+	}
+	return b.String()
+}
+
 func scrubReport(data []byte, secrets []string) []byte {
 	for _, s := range secrets {
+		// An HTML report holds a secret's escaped spelling (+, &, < and
+		// quotes are entities there), so that is scrubbed too.
+		if e := htmlText(s); e != s && bytes.Contains(data, []byte(e)) {
+			data = bytes.ReplaceAll(data, []byte(e), []byte("[REDACTED]"))
+		}
 		if bytes.Contains(data, []byte(s)) {
 			data = bytes.ReplaceAll(data, []byte(s), []byte("[REDACTED]"))
 		}

@@ -1,0 +1,282 @@
+package evalengine
+
+import (
+	"bytes"
+	_ "embed"
+	"html/template"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// FormatHTML is the self-contained HTML report (issue 15).
+const FormatHTML = "html"
+
+// maxHTMLText bounds one rendered text (an input, a response, a
+// rationale): a reader needs the start, and the report must stay within
+// the export bound.
+const maxHTMLText = 64 << 10
+
+//go:embed html_report.tmpl
+var htmlReportSource string
+
+// htmlReport is parsed once; html/template escapes every value by its
+// context, so a case id, a response or a tool name that is "<script>"
+// renders as text.
+var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
+	"f4":  f4,
+	"inc": func(i int) int { return i + 1 },
+}).Parse(htmlReportSource))
+
+// RenderHTML renders the HTML report of a result, of a comparison, or of
+// a result with its baseline comparison (either may be nil, not both).
+// Unlike the other non-JSON formats it carries content (inputs, expected
+// and actual responses, tool names, rationales): it is the report a
+// person reads to see why a case failed. The bytes are deterministic.
+func RenderHTML(res *Result, cmp *Comparison, opts ExportOptions) ([]byte, error) {
+	if res == nil && cmp == nil {
+		return nil, reasonErr(CodeInvalidExportResult, "nil", "")
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = MaxExportBytes
+	}
+	if maxBytes < 0 || maxBytes > MaxExportBytes {
+		return nil, newErr(CodeInvalidExportOptions, "max_bytes")
+	}
+	if res != nil {
+		r, err := checkResult(res)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+		}
+		if r.ResultSchemaVersion != ResultSchemaVersion {
+			return nil, reasonErr(CodeInvalidExportResult, "result_schema_version", FormatHTML)
+		}
+		res = r
+	}
+	if cmp != nil {
+		data, err := cmp.MarshalJSON()
+		if err == nil {
+			cmp, err = DecodeComparison(data)
+		}
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+		}
+	}
+	var b bytes.Buffer
+	if err := htmlReport.Execute(&b, buildHTMLView(res, cmp)); err != nil {
+		return nil, reasonErr(CodeInvalidExportResult, "render_failed", err.Error())
+	}
+	if b.Len() > maxBytes {
+		return nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(b.Len()))
+	}
+	return b.Bytes(), nil
+}
+
+type htmlView struct {
+	Title   string
+	Result  *htmlResult
+	Compare *htmlCompare
+}
+
+type htmlResult struct {
+	R         *Result
+	Status    string
+	Interval  string
+	MetricIDs []string
+	Cases     []htmlCase
+	Metadata  []htmlKV
+}
+
+type htmlKV struct{ Key, Value string }
+
+type htmlCase struct {
+	Anchor  string
+	C       *CaseResult
+	Scores  []htmlScore // one per MetricIDs entry
+	Summary string      // the failure in one line
+	Samples []htmlSample
+	Omitted int // passed samples not drawn
+}
+
+type htmlScore struct {
+	Present bool
+	M       MetricResult
+}
+
+type htmlSample struct {
+	S       *SampleResult
+	Failure *SampleFailure
+	Metrics []htmlMetric
+	Turns   []htmlTurn
+	Tools   []htmlToolRow
+	HasExp  bool // the turns state an expected trajectory
+}
+
+type htmlMetric struct {
+	M      MetricResult
+	Where  string // "case" or the turn id
+	Reason string
+}
+
+type htmlTurn struct {
+	T        *TurnResult
+	Input    string
+	Expected string
+	HasExp   bool
+	Actual   string
+	Diff     []DiffOp
+}
+
+type htmlToolRow struct {
+	Index       int
+	Expected    string
+	Actual      string
+	ExpMismatch bool // the first expected call the policy could not match
+	ActMismatch bool // the actual call found in its place
+}
+
+type htmlCompare struct {
+	C      *Comparison
+	Status string
+	Cases  []CaseDiff // regressions first
+}
+
+func buildHTMLView(res *Result, cmp *Comparison) *htmlView {
+	v := &htmlView{}
+	if res != nil {
+		v.Title = "Evaluation report: " + res.EvalSetID + " " + res.EvalSetVersion
+		v.Result = buildHTMLResult(res)
+	}
+	if cmp != nil {
+		if v.Title == "" {
+			v.Title = "Evaluation comparison: " + cmp.EvalSetID
+		}
+		hc := &htmlCompare{C: cmp, Status: passFail(cmp.Passed)}
+		hc.Cases = append([]CaseDiff(nil), cmp.CaseDiffs...)
+		// Newly failing first, then the rest, each in document order.
+		sort.SliceStable(hc.Cases, func(i, j int) bool { return hc.Cases[i].Regression && !hc.Cases[j].Regression })
+		v.Compare = hc
+	}
+	return v
+}
+
+func buildHTMLResult(r *Result) *htmlResult {
+	hr := &htmlResult{R: r, Status: passFail(r.Passed), Interval: wilsonText(r.PassRateInterval)}
+	for _, m := range r.Metrics {
+		hr.MetricIDs = append(hr.MetricIDs, m.MetricID)
+	}
+	keys := make([]string, 0, len(r.Metadata))
+	for k := range r.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		hr.Metadata = append(hr.Metadata, htmlKV{k, clip(responseText(r.Metadata[k]))})
+	}
+	reasons := map[string]string{}
+	for _, f := range Failures(r) {
+		reasons[f.CaseID] = f.Reason
+	}
+	for ci := range r.Cases {
+		c := &r.Cases[ci]
+		hc := htmlCase{Anchor: "case-" + strconv.Itoa(ci), C: c}
+		byID := map[string]MetricResult{}
+		for _, m := range c.Criteria {
+			byID[m.MetricID] = m
+		}
+		for _, id := range hr.MetricIDs {
+			m, ok := byID[id]
+			hc.Scores = append(hc.Scores, htmlScore{Present: ok, M: m})
+		}
+		hc.Summary = reasons[c.CaseID]
+		// Every sample that did not pass is drawn; of a case whose samples
+		// all passed, the first, so the report stays readable and bounded.
+		for si := range c.Samples {
+			s := &c.Samples[si]
+			if s.Passed && (!c.Passed || si > 0) {
+				hc.Omitted++
+				continue
+			}
+			hc.Samples = append(hc.Samples, buildHTMLSample(s))
+		}
+		hr.Cases = append(hr.Cases, hc)
+	}
+	return hr
+}
+
+func buildHTMLSample(s *SampleResult) htmlSample {
+	hs := htmlSample{S: s}
+	if !s.Passed {
+		f := sampleFailure(s)
+		hs.Failure = &f
+	}
+	for i := range s.Criteria {
+		m := &s.Criteria[i]
+		hs.Metrics = append(hs.Metrics, htmlMetric{M: *m, Where: "case", Reason: clip(metricReason(m))})
+	}
+	for ti := range s.Turns {
+		t := &s.Turns[ti]
+		for i := range t.Metrics {
+			m := &t.Metrics[i]
+			hs.Metrics = append(hs.Metrics, htmlMetric{M: *m, Where: t.TurnID, Reason: clip(metricReason(m))})
+		}
+		ht := htmlTurn{T: t, Input: clip(responseText(t.Input)), Actual: clip(responseText(t.Actual))}
+		var exp any
+		exp, ht.HasExp = expectedResponse(t.Expected)
+		ht.Expected = clip(responseText(exp))
+		if ht.HasExp {
+			ht.Diff = DiffWords(ht.Expected, ht.Actual)
+		}
+		hs.Turns = append(hs.Turns, ht)
+	}
+	exp, has := expectedTools(s.Turns)
+	act := toolNames(s.Trajectory)
+	hs.HasExp = has
+	ei, ai, desc := trajectoryMismatchAt(s)
+	n := max(len(exp), len(act), ei+1, ai+1)
+	for i := 0; i < n; i++ {
+		row := htmlToolRow{Index: i + 1, ExpMismatch: i == ei, ActMismatch: i == ai}
+		if i < len(exp) {
+			row.Expected = clip(exp[i])
+		} else if i == ei {
+			row.Expected = clip(desc)
+		}
+		if i < len(act) {
+			row.Actual = clip(act[i])
+		}
+		hs.Tools = append(hs.Tools, row)
+	}
+	return hs
+}
+
+// trajectoryMismatchAt reads the first failing trajectory criterion's
+// first_mismatch record: the expected and actual call indexes (-1 when
+// none) and the expected call's description.
+func trajectoryMismatchAt(s *SampleResult) (ei, ai int, expected string) {
+	for i := range s.Criteria {
+		m := &s.Criteria[i]
+		mm, _ := m.Metadata[metaFirstMismatch].(map[string]any)
+		if m.Passed || mm == nil {
+			continue
+		}
+		if _, ok := mm["expected_index"]; !ok {
+			continue
+		}
+		expected, _ = mm["expected"].(string)
+		return intOf(mm["expected_index"]), intOf(mm["actual_index"]), expected
+	}
+	return -1, -1, ""
+}
+
+// clip bounds a text at maxHTMLText bytes on a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxHTMLText {
+		return s
+	}
+	cut := maxHTMLText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(len(s)-cut) + " more bytes)"
+}
