@@ -158,7 +158,7 @@ func TestEvalRun_BadInput(t *testing.T) {
 		{"baseline not an object", file("b.json", `[1]`), with("--baseline", "b.json"), "eval_baseline_must_be_object"},
 		{"baseline not a result", file("b.json", `{"result_schema_version":2}`), with("--baseline", "b.json"), "invalid_eval_baseline"},
 		{"baseline too large", sparse("b.json", 16<<20+1), with("--baseline", "b.json"), "eval_file_too_large: baseline"},
-		{"bad format", nil, with("--format", "html"), "invalid_eval_report_format"},
+		{"bad format", nil, with("--format", "pdf"), "invalid_eval_report_format"},
 		{"samples zero", nil, with("--samples", "0"), "invalid_positive_integer: samples"},
 		{"samples over the bound", nil, with("--samples", "101"), "invalid_eval_options: sample_count"},
 		{"concurrency not a number", nil, with("--concurrency", "many"), "invalid_positive_integer: concurrency"},
