@@ -15,6 +15,9 @@ var updateGolden = flag.Bool("update", false, "rewrite cmd/adk/testdata/golden")
 // timings are the only bytes that differ between two runs of one eval.
 var timings = regexp.MustCompile(`time="[0-9.]+"`)
 
+// htmlDuration is the run's duration in the HTML report's summary.
+var htmlDuration = regexp.MustCompile(`<dd>[0-9]+ ms</dd>`)
+
 // TestEvalRun_FailureReasonsInEveryFormat runs a failing eval through the
 // binary and holds every report format to a golden file: each names the
 // failing metric with score and threshold, the expected versus the actual
@@ -35,6 +38,7 @@ func TestEvalRun_FailureReasonsInEveryFormat(t *testing.T) {
 				t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 			}
 			out := timings.ReplaceAll([]byte(r.stdout), []byte(`time="T"`))
+			out = htmlDuration.ReplaceAll(out, []byte(`<dd>T ms</dd>`))
 			golden := filepath.Join("testdata", "golden", "reasons."+format)
 			if *updateGolden {
 				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
