@@ -215,6 +215,11 @@ type TurnResult struct {
 	Trajectory      []TrajectoryItem `json:"trajectory"`
 	Metadata        map[string]any   `json:"metadata"`
 	AdapterMetadata map[string]any   `json:"adapter_metadata"`
+	// RunID and TraceID name the turn's run and the sample's trace when
+	// the run was traced (adk trace query --run-id / --trace-id); absent
+	// in results of untraced runs and of older versions.
+	RunID   string `json:"run_id,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // TrajectoryItem is one public trajectory entry. Args and Result are kept

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/fadcedab/adk/observability"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +48,11 @@ type RunConfig struct {
 	// Progress, if set, is called after each sample, one call at a time,
 	// from the engine's workers; it must be quick.
 	Progress func(Progress)
+	// Observer, if set, traces every sample: a KindEval span is the root
+	// of the sample's trace (its turns' runs are children), each turn
+	// records its run_id and trace_id, and every metric verdict is a
+	// gen_ai.evaluation.result event when the observer records them.
+	Observer observability.Observer
 }
 
 // Run evaluates set: every case Options.Samples times through the
@@ -93,6 +99,11 @@ func NewSampleRunner(set *Set, metrics []Metric, opts Options) (*SampleRunner, e
 
 // Run runs (caseIndex, sampleIndex) through adapter, the way Run does.
 func (r *SampleRunner) Run(ctx context.Context, adapter Adapter, caseIndex, sampleIndex int) (SampleResult, error) {
+	return r.RunObserved(ctx, adapter, nil, caseIndex, sampleIndex)
+}
+
+// RunObserved is Run traced through obs (RunConfig.Observer); nil is Run.
+func (r *SampleRunner) RunObserved(ctx context.Context, adapter Adapter, obs observability.Observer, caseIndex, sampleIndex int) (SampleResult, error) {
 	if adapter == nil {
 		return SampleResult{}, newErr(CodeInvalidAdapter, "nil adapter")
 	}
@@ -101,6 +112,7 @@ func (r *SampleRunner) Run(ctx context.Context, adapter Adapter, caseIndex, samp
 	}
 	e := r.e
 	e.adapter = adapter
+	e.observer = obs
 	return e.runSample(ctx, caseIndex, sampleIndex), nil
 }
 
@@ -137,6 +149,7 @@ type engine struct {
 	caseMetrics []int
 	opts        Options
 	progress    func(Progress)
+	observer    observability.Observer
 	caseTimeout time.Duration
 }
 
@@ -166,6 +179,7 @@ func newEngine(set *Set, cfg RunConfig) (*engine, error) {
 		metrics:     cfg.Metrics,
 		opts:        opts,
 		progress:    cfg.Progress,
+		observer:    cfg.Observer,
 		caseTimeout: time.Duration(opts.CaseTimeoutMS) * time.Millisecond,
 	}
 	for i, m := range cfg.Metrics {
@@ -380,6 +394,11 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 		return TagCancelled
 	}
 
+	var tr *sampleTrace
+	if e.observer != nil {
+		ctx, tr = e.startSampleTrace(ctx, c.ID, res.SampleID)
+		defer func() { tr.end(&res) }()
+	}
 	info := SampleInfo{SetID: e.set.ID, SetVersion: e.set.Version, Case: c, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si}
 	sess, err := e.newSession(ctx, info)
 	switch {
@@ -401,7 +420,8 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 			}
 			in := TurnInput{CaseID: c.ID, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si, TurnID: t.ID, TurnIndex: ti, Input: t.Input, Turn: t}
 			turnStart := time.Now()
-			out, tag := e.turn(ctx, sess, in)
+			tctx, runID := tr.turn(ctx, ti)
+			out, tag := e.turn(tctx, sess, in)
 			latency := time.Since(turnStart).Milliseconds()
 			if ctx.Err() != nil {
 				fail(ctxTag()) // a late reply is a timeout
@@ -413,7 +433,12 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 			}
 			outputs = append(outputs, out)
 			latencies = append(latencies, latency)
-			res.Turns = append(res.Turns, e.turnResult(ctx, &res, c, ci, si, t, ti, out, latency))
+			tres := e.turnResult(ctx, &res, c, ci, si, t, ti, out, latency)
+			if tr != nil {
+				tres.RunID, tres.TraceID = runID, tr.traceID
+				tr.scores(ctx, tres.Metrics)
+			}
+			res.Turns = append(res.Turns, tres)
 		}
 	}
 	if res.Error == "" && len(e.caseMetrics) > 0 {
@@ -423,6 +448,7 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 			sc := scoreSafely(func() Score { return m.Case.ScoreCase(ctx, ev) })
 			res.Criteria = append(res.Criteria, metricResult(m, ScopeCase, sc))
 		}
+		tr.scores(ctx, res.Criteria)
 		if ctx.Err() != nil {
 			fail(ctxTag())
 		}

@@ -29,6 +29,9 @@ type Correlation struct {
 	Model        string
 	Tool         string
 	CallID       string
+	// Eval ties the span to an eval job, case and sample; children
+	// inherit it (shared, read-only).
+	Eval *EvalIDs
 }
 
 // NewRoot returns a root correlation with a random trace id, a fresh span
@@ -122,7 +125,11 @@ func childOf(ctx context.Context) Correlation {
 	case *remoteParent:
 		return FromRemote(v.rc)
 	}
-	return NewRoot()
+	c := NewRoot()
+	if ids, ok := EvalFromContext(ctx); ok {
+		c.Eval = &ids
+	}
+	return c
 }
 
 func newTraceID() TraceID {

@@ -1,6 +1,8 @@
 package observability
 
 import (
+	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -166,4 +168,183 @@ func unhex(c byte) byte {
 		return c - 'a' + 10
 	}
 	return c - 'A' + 10
+}
+
+// The standard OpenTelemetry variables the binary also reads
+// (ExporterFromEnv).
+const (
+	EnvOTELEndpoint           = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvOTELTracesEndpoint     = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	EnvOTELServiceName        = "OTEL_SERVICE_NAME"
+	EnvOTELResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
+)
+
+// Bounds of OTEL_RESOURCE_ATTRIBUTES.
+const (
+	MaxResourceAttributes     = 32
+	MaxResourceAttrKeyBytes   = 128
+	MaxResourceAttrValueBytes = 256
+	maxResourceEnvBytes       = 8192
+)
+
+// ExporterFromEnv builds the binary's OTLP exporter from the environment,
+// or returns nil, nil when no endpoint variable is set. Precedence:
+//
+//  1. ADK_OTLP_ENDPOINT, an origin (http://host:port): spans go to
+//     /v1/traces, envelopes to /v1/logs.
+//  2. OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, the full traces URL (used as
+//     is); envelopes go to /v1/logs of its origin.
+//  3. OTEL_EXPORTER_OTLP_ENDPOINT, a base URL: /v1/traces and /v1/logs
+//     are appended to its path, as the OpenTelemetry SDKs do.
+//
+// OTEL_EXPORTER_OTLP_HEADERS applies to all three. service.name is
+// OTEL_SERVICE_NAME, else service.name of OTEL_RESOURCE_ATTRIBUTES, else
+// defService; the other resource attributes are kept (bounded, no
+// content or credential keys). Every malformed value is an *EnvError
+// naming the variable (and entry), never echoing a value.
+func ExporterFromEnv(getenv func(string) string, defService string) (*ExporterDescriptor, error) {
+	res, err := ResourceFromEnv(getenv, defService)
+	if err != nil {
+		return nil, err
+	}
+	cfg := OTLPConfig{Timeout: DeploymentOTLPTimeout, AllowPrivateHosts: true, Resource: res}
+	var name string
+	switch {
+	case getenv(EnvOTLPEndpoint) != "":
+		name = EnvOTLPEndpoint
+		cfg.Endpoint = getenv(name)
+	case getenv(EnvOTELTracesEndpoint) != "":
+		name = EnvOTELTracesEndpoint
+		origin, path, err := splitEndpointURL(getenv(name))
+		if err != nil {
+			return nil, &EnvError{Var: name, Reason: err.Error()}
+		}
+		cfg.Endpoint, cfg.TracesPath = origin, path
+	case getenv(EnvOTELEndpoint) != "":
+		name = EnvOTELEndpoint
+		origin, path, err := splitEndpointURL(getenv(name))
+		if err != nil {
+			return nil, &EnvError{Var: name, Reason: err.Error()}
+		}
+		base := strings.TrimSuffix(path, "/")
+		cfg.Endpoint, cfg.TracesPath, cfg.LogsPath = origin, base+"/v1/traces", base+"/v1/logs"
+	default:
+		return nil, nil
+	}
+	if len(getenv(name)) > MaxOTLPEndpointBytes {
+		return nil, &EnvError{Var: name, Reason: "too_long"}
+	}
+	if err := validateEndpoint(cfg.Endpoint); err != nil {
+		return nil, &EnvError{Var: name, Reason: err.(*OTLPConfigError).Reason}
+	}
+	if cfg.Headers, err = ParseOTLPHeadersEnv(getenv(EnvOTLPHeaders)); err != nil {
+		return nil, err
+	}
+	exp, err := NewOTLPExporter(cfg)
+	if err != nil {
+		v, reason := name, "invalid"
+		if ce, ok := err.(*OTLPConfigError); ok {
+			reason = ce.Field + "_" + ce.Reason
+			if ce.Field == "headers" || strings.HasPrefix(ce.Field, "header") {
+				v = EnvOTLPHeaders
+			}
+		}
+		return nil, &EnvError{Var: v, Reason: reason}
+	}
+	return &ExporterDescriptor{ID: DeploymentExporterID, Exporter: exp, Timeout: DeploymentExporterTimeout, FailurePolicy: FailOpen}, nil
+}
+
+// splitEndpointURL splits an http(s) URL into its origin and path (no
+// query, fragment or userinfo).
+func splitEndpointURL(s string) (origin, path string, err error) {
+	if len(s) > MaxOTLPEndpointBytes {
+		return "", "", errors.New("too_long")
+	}
+	u, perr := url.Parse(s)
+	switch {
+	case perr != nil:
+		return "", "", errors.New("invalid")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "", errors.New("scheme")
+	case u.User != nil:
+		return "", "", errors.New("userinfo")
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#"):
+		return "", "", errors.New("query_or_fragment")
+	}
+	path = u.EscapedPath()
+	if path != "" && !validExportPath(path) && !validExportPath(strings.TrimSuffix(path, "/")) {
+		return "", "", errors.New("path")
+	}
+	return u.Scheme + "://" + u.Host, path, nil
+}
+
+// ResourceFromEnv reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+// (comma-separated key=value, values percent-decoded once, at most 32
+// entries, keys ≤128 and values ≤256 bytes, no duplicate, content or
+// credential-like key).
+func ResourceFromEnv(getenv func(string) string, defService string) (Resource, error) {
+	res := Resource{ServiceName: defService}
+	raw := getenv(EnvOTELResourceAttributes)
+	if len(raw) > maxResourceEnvBytes {
+		return res, &EnvError{Var: EnvOTELResourceAttributes, Reason: "too_long"}
+	}
+	if strings.TrimSpace(raw) != "" {
+		entries := strings.Split(raw, ",")
+		if len(entries) > MaxResourceAttributes {
+			return res, &EnvError{Var: EnvOTELResourceAttributes, Reason: "too_many_entries"}
+		}
+		res.Attributes = make(map[string]string, len(entries))
+		for i, e := range entries {
+			fail := func(reason string) (Resource, error) {
+				return res, &EnvError{Var: EnvOTELResourceAttributes, Entry: i + 1, Reason: reason}
+			}
+			k, v, ok := strings.Cut(e, "=")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if !ok || k == "" {
+				return fail("want_key_equals_value")
+			}
+			dv, ok := percentDecodeOnce(v)
+			if !ok || !utf8.ValidString(dv) {
+				return fail("invalid_value_encoding")
+			}
+			switch {
+			case len(k) > MaxResourceAttrKeyBytes || !isAttrKey(k):
+				return fail("invalid_key")
+			case len(dv) > MaxResourceAttrValueBytes:
+				return fail("value_too_long")
+			case IsForbiddenAttributeKey(k) || isSensitiveKey(k):
+				return fail("content_or_credential_key")
+			}
+			if _, dup := res.Attributes[k]; dup {
+				return fail("duplicate_key")
+			}
+			res.Attributes[k] = dv
+		}
+		if sn := res.Attributes["service.name"]; sn != "" {
+			res.ServiceName = sn
+		}
+		if sv := res.Attributes["service.version"]; sv != "" {
+			res.ServiceVersion = sv
+		}
+		delete(res.Attributes, "service.name")
+		delete(res.Attributes, "service.version")
+	}
+	if sn := strings.TrimSpace(getenv(EnvOTELServiceName)); sn != "" {
+		if len(sn) > MaxResourceAttrValueBytes || !utf8.ValidString(sn) {
+			return res, &EnvError{Var: EnvOTELServiceName, Reason: "invalid"}
+		}
+		res.ServiceName = sn
+	}
+	return res, nil
+}
+
+// isAttrKey: printable ASCII without spaces, quotes or separators.
+func isAttrKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == ',' || c == '=' || c == ';' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -41,6 +41,9 @@ type Observation struct {
 	// only ever captured into a v1 envelope, secret-pruned, when content
 	// capture is enabled; it never becomes a span attribute.
 	Content any
+	// Eval, on a span with no eval ids from its parent, names the eval
+	// job, case and sample (KindEval: the sample's root span).
+	Eval *EvalIDs
 }
 
 // Usage counts tokens of a model call.

@@ -4,6 +4,8 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -26,6 +28,9 @@ const (
 type Resource struct {
 	ServiceName    string // default "adk"
 	ServiceVersion string // default "dev"
+	// Attributes are further resource attributes (OTEL_RESOURCE_ATTRIBUTES),
+	// bounded by ResourceFromEnv; they never override the ones above.
+	Attributes map[string]string
 }
 
 func (r Resource) withDefaults() Resource {
@@ -45,6 +50,18 @@ func (r Resource) fill(res pcommon.Resource, scope pcommon.InstrumentationScope)
 	a.PutStr("service.name", r.ServiceName)
 	a.PutStr("service.version", r.ServiceVersion)
 	a.PutStr("telemetry.sdk.language", "go")
+	if len(r.Attributes) > 0 {
+		keys := make([]string, 0, len(r.Attributes))
+		for k := range r.Attributes {
+			if _, taken := a.Get(k); !taken {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a.PutStr(k, r.Attributes[k])
+		}
+	}
 	scope.SetName("adk")
 	scope.SetVersion(r.ServiceVersion)
 }
@@ -142,6 +159,15 @@ func EnvelopeToOTLP(e *Envelope, r Resource) (plog.Logs, error) {
 	} {
 		if v != "" {
 			attrs["adk.metadata."+k] = v
+		}
+	}
+	if e.Event == EventEvaluationResult {
+		// A semconv event: its name, and the score next to the run.
+		lr.SetEventName(e.Event)
+		for k, v := range m.Attributes {
+			if strings.HasPrefix(k, "gen_ai.evaluation.") || strings.HasPrefix(k, "adk.eval.") {
+				attrs[k] = v
+			}
 		}
 	}
 	if err := putAttributes(lr.Attributes(), attrs, 0); err != nil {

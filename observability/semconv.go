@@ -78,6 +78,8 @@ func operationOf(k Kind) (op, spanKind string) {
 		return OpExecuteTool, SpanKindInternal
 	case KindWorkflow:
 		return OpWorkflow, SpanKindInternal
+	case KindEval:
+		return OpEvaluate, SpanKindInternal
 	}
 	return "", ""
 }
@@ -180,6 +182,9 @@ func startAttributes(op string, k Kind, c *Correlation, provider string) Attribu
 	case KindTool:
 		setText(a, AttrToolName, c.Tool, maxAttrValueBytes)
 		setText(a, AttrToolCallID, c.CallID, maxAttrValueBytes)
+	}
+	if c.Eval != nil {
+		c.Eval.setAttributes(a)
 	}
 	return a
 }

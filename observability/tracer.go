@@ -254,6 +254,26 @@ func applyObservation(c *Correlation, o *Observation) {
 	if o.Kind == KindTool {
 		c.Tool, c.CallID = o.Tool, o.CallID
 	}
+	if o.Eval != nil {
+		if c.Eval == nil {
+			c.Eval = o.Eval
+		} else { // fill what the parent (a worker's context) left empty
+			e := *c.Eval
+			if e.CaseID == "" {
+				e.CaseID = o.Eval.CaseID
+			}
+			if e.SampleID == "" {
+				e.SampleID = o.Eval.SampleID
+			}
+			if e.JobID == "" {
+				e.JobID = o.Eval.JobID
+			}
+			if e.WorkerID == "" {
+				e.WorkerID = o.Eval.WorkerID
+			}
+			c.Eval = &e
+		}
+	}
 }
 
 // errorType derives the stable error.type tag: the outcome's own, the

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/evalengine/agentadapter"
 	"github.com/fadcedab/adk/evalengine/httpadapter"
+	"github.com/fadcedab/adk/observability"
 )
 
 // evalRunFlags are the raw flag values of `adk eval run`. Numbers and
@@ -34,6 +36,7 @@ type evalRunFlags struct {
 	passRate, samplePassRate, minSuccessful, maxReportBytes       string
 	emptyCriteria, captureEvents, captureToolContent              string
 	maxPassRateDrop                                               string
+	traceDrain                                                    time.Duration
 }
 
 func newEvalRunCmd() *cobra.Command {
@@ -82,6 +85,7 @@ stderr.`,
 	fl.StringVar(&f.captureEvents, "capture-events", "", "keep agent events in the result: true|false (default true)")
 	fl.StringVar(&f.captureToolContent, "capture-tool-content", "", "keep tool args and results in trajectories: true|false (default false)")
 	fl.StringVar(&f.maxReportBytes, "max-report-bytes", "", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.DurationVar(&f.traceDrain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for traces to reach ADK_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* (1ms..5m)")
 	return cmd
 }
 
@@ -239,7 +243,12 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	adapter, err := f.adapter(cfgData, opts)
+	tracing, err := startLocalTracing(os.Getenv, "adk-eval", f.traceDrain)
+	if err != nil {
+		return err
+	}
+	defer tracing.finish(cmd.ErrOrStderr())
+	adapter, err := f.adapter(cfgData, opts, tracing.tracer)
 	if err != nil {
 		return err
 	}
@@ -255,7 +264,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	}()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rc := evalengine.RunConfig{Adapter: adapter, Metrics: metrics, Options: opts}
+	rc := evalengine.RunConfig{Adapter: adapter, Metrics: metrics, Options: opts, Observer: tracing.tracer}
 	if p := newProgress(cmd.ErrOrStderr()); p != nil {
 		rc.Progress = p.update
 		p.begin(len(set.Cases) * opts.Samples)
@@ -369,7 +378,7 @@ func loadBaseline(path string) (*evalengine.Result, error) {
 
 // adapter builds the agent under evaluation: the AGENT.json agent (a fresh
 // runtime per sample) or, with --agent-url, the HTTP adapter.
-func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options) (evalengine.Adapter, error) {
+func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer) (evalengine.Adapter, error) {
 	if f.agentURL != "" {
 		u, err := url.Parse(f.agentURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -386,7 +395,7 @@ func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options) (evaleng
 	if err != nil {
 		return nil, agentConfigError(err)
 	}
-	a, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents})
+	a, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents, Build: agent.BuildOptions{Observer: obs}})
 	if err != nil {
 		return nil, &cliError{Code: codeInvalidAgentConfig, Err: err}
 	}

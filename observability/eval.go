@@ -1,0 +1,95 @@
+package observability
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// KindEval is one evaluated (case, sample): the root span of the sample's
+// trace, so every turn's run, agent, model and tool span is its
+// descendant and one sample is one trace.
+const KindEval Kind = "eval"
+
+// EventEvaluationResult is the gen-ai semconv event that carries a score.
+const EventEvaluationResult = "gen_ai.evaluation.result"
+
+// Evaluation result attribute keys (gen-ai semconv).
+const (
+	AttrEvaluationName       = "gen_ai.evaluation.name"
+	AttrEvaluationScoreValue = "gen_ai.evaluation.score.value"
+	AttrEvaluationScoreLabel = "gen_ai.evaluation.score.label"
+)
+
+// EvalIDs tie spans to the eval that ran them. They are identifiers, never
+// content; each is bounded like any attribute value (512 bytes; longer is
+// left out).
+type EvalIDs struct {
+	JobID    string
+	CaseID   string
+	SampleID string
+	WorkerID string
+}
+
+type evalKey struct{}
+
+// ContextWithEval returns ctx carrying eval ids for the spans started in
+// it that have none from their parent (a worker sets job and worker; the
+// engine adds case and sample on the sample's span).
+func ContextWithEval(ctx context.Context, ids EvalIDs) context.Context {
+	return context.WithValue(ctx, evalKey{}, ids)
+}
+
+// EvalFromContext returns the eval ids ContextWithEval set, if any.
+func EvalFromContext(ctx context.Context) (EvalIDs, bool) {
+	ids, ok := ctx.Value(evalKey{}).(EvalIDs)
+	return ids, ok
+}
+
+func (ids *EvalIDs) setAttributes(a Attributes) {
+	setText(a, AttrEvalJobID, ids.JobID, maxAttrValueBytes)
+	setText(a, AttrEvalCaseID, ids.CaseID, maxAttrValueBytes)
+	setText(a, AttrEvalSampleID, ids.SampleID, maxAttrValueBytes)
+	setText(a, AttrEvalWorkerID, ids.WorkerID, maxAttrValueBytes)
+}
+
+// EvaluationResult is one metric's verdict on a sample, emitted as a
+// gen_ai.evaluation.result event on the sample's span.
+type EvaluationResult struct {
+	Name  string  // the metric id
+	Score float64 // non-finite scores are left out
+	Label string  // "pass" or "fail"
+}
+
+// EvaluationObserver is the optional part of an Observer that records
+// evaluation results (the Tracer implements it).
+type EvaluationObserver interface {
+	EvaluationResult(ctx context.Context, r EvaluationResult)
+}
+
+var _ EvaluationObserver = (*Tracer)(nil)
+
+// EvaluationResult emits a v1 envelope named gen_ai.evaluation.result on
+// the current span of ctx (the sample's), with the metric name, score and
+// label as attributes. Nothing is emitted without a current span or with
+// no exporter.
+func (t *Tracer) EvaluationResult(ctx context.Context, r EvaluationResult) {
+	c, ok := FromContext(ctx)
+	if !ok || !t.emitting || c.Remote {
+		return
+	}
+	sp := &Span{t: t, corr: c, kind: KindEval, op: OpEvaluate}
+	e := sp.envelope(EventEvaluationResult)
+	e.TimestampMS = time.Now().UnixMilli()
+	attrs := Attributes{}
+	setText(attrs, AttrEvaluationName, r.Name, maxAttrValueBytes)
+	setText(attrs, AttrEvaluationScoreLabel, r.Label, maxAttrValueBytes)
+	if !math.IsNaN(r.Score) && !math.IsInf(r.Score, 0) {
+		attrs[AttrEvaluationScoreValue] = r.Score
+	}
+	if c.Eval != nil {
+		c.Eval.setAttributes(attrs)
+	}
+	e.Metadata.Attributes = attrs
+	_ = t.deliver(ctx, sp, PhaseLifecycle, e)
+}
