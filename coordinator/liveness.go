@@ -117,3 +117,19 @@ func (l *liveness) renewOwner(id string, now time.Time) {
 	}
 	l.owners[id] = now
 }
+
+// states describes the workers of ids this node has heard from, in the
+// order of ids.
+func (l *liveness) states(ids []string, now time.Time) []api.WorkerState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]api.WorkerState, 0, len(ids))
+	for _, id := range ids {
+		w, ok := l.workers[id]
+		if !ok {
+			continue
+		}
+		out = append(out, api.WorkerState{ID: id, Capacity: w.hb.Capacity, Running: len(w.hb.Running), SeenAgoMS: now.Sub(w.at).Milliseconds()})
+	}
+	return out
+}

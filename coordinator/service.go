@@ -478,6 +478,8 @@ func (s *service) capabilities(*api.Request) *api.Reply {
 	if ms, err := s.n.Members(); err == nil {
 		c.Members = ms
 	}
+	c.CommitIndex, c.AppliedIndex = s.n.RaftIndexes()
+	c.WorkerStates = s.n.live.states(s.n.cfg.Workers, time.Now())
 	err := s.n.store.View(func(tx *evalstore.Tx) error {
 		counts, err := tx.Counts()
 		c.ActiveJobs, c.QueuedJobs, c.QueuedBytes, c.RecoveredJobs = counts.Active, counts.Queued, counts.QueuedBytes, counts.Recovered

@@ -254,9 +254,24 @@ type Capabilities struct {
 	Workers            []string `msgpack:"workers" json:"workers"`
 	RejectedResults    int64    `msgpack:"rejected_results" json:"rejected_results"`
 	Members            []Member `msgpack:"members,omitempty" json:"members,omitempty"`
-	Transport          string   `msgpack:"transport" json:"transport"`
-	Cancellation       string   `msgpack:"cancellation" json:"cancellation"`
-	Replay             string   `msgpack:"replay" json:"replay"`
+	// WorkerStates are the allowlisted workers this coordinator has heard
+	// a heartbeat from: capacity, running tasks and the heartbeat's age.
+	WorkerStates []WorkerState `msgpack:"worker_states,omitempty" json:"worker_states"`
+	// CommitIndex and AppliedIndex are the answering node's Raft indexes.
+	CommitIndex  uint64 `msgpack:"commit_index,omitempty" json:"commit_index"`
+	AppliedIndex uint64 `msgpack:"applied_index,omitempty" json:"applied_index"`
+	Transport    string `msgpack:"transport" json:"transport"`
+	Cancellation string `msgpack:"cancellation" json:"cancellation"`
+	Replay       string `msgpack:"replay" json:"replay"`
+}
+
+// WorkerState is a worker as the last heartbeat described it.
+type WorkerState struct {
+	ID       string `msgpack:"id" json:"id"`
+	Capacity int    `msgpack:"capacity" json:"capacity"`
+	Running  int    `msgpack:"running" json:"running"`
+	// SeenAgoMS is how long ago the heartbeat arrived.
+	SeenAgoMS int64 `msgpack:"seen_ago_ms" json:"seen_ago_ms"`
 }
 
 // JobSpec is what a worker needs to run a job's tasks.

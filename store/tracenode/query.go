@@ -2,12 +2,8 @@ package tracenode
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/wire"
@@ -62,68 +58,6 @@ type QueryReply struct {
 	Error           *ReplyError      `msgpack:"error,omitempty"`
 	AppliedSequence uint64           `msgpack:"applied_sequence"`
 	Node            string           `msgpack:"node"`
-}
-
-// Authenticator maps a bearer token to its principal.
-type Authenticator interface {
-	Principal(token string) (string, bool)
-}
-
-// Tokens is a set of bearer tokens stored as SHA-256 hashes.
-type Tokens struct {
-	byHash map[[32]byte]string
-}
-
-// NewTokens builds a token set from plain token → principal pairs (tests,
-// embedded use); only the hashes are kept.
-func NewTokens(plain map[string]string) *Tokens {
-	t := &Tokens{byHash: map[[32]byte]string{}}
-	for tok, p := range plain {
-		t.byHash[sha256.Sum256([]byte(tok))] = p
-	}
-	return t
-}
-
-// LoadTokens reads a tokens file: one "<sha256-hex> <principal>" per line,
-// '#' comments and blank lines ignored. Principals must be subject tokens
-// (they name the principal's signal subject).
-func LoadTokens(path string) (*Tokens, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("tracenode: tokens file: %w", err)
-	}
-	if len(data) > 4<<20 {
-		return nil, errors.New("tracenode: tokens file larger than 4 MiB")
-	}
-	t := &Tokens{byHash: map[[32]byte]string{}}
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		var h [32]byte
-		if len(f) != 2 || len(f[0]) != 64 {
-			return nil, fmt.Errorf("tracenode: tokens file line %d: want \"<sha256-hex> <principal>\"", i+1)
-		}
-		if _, err := hex.Decode(h[:], []byte(f[0])); err != nil {
-			return nil, fmt.Errorf("tracenode: tokens file line %d: bad hash", i+1)
-		}
-		if err := bus.ValidToken(f[1]); err != nil {
-			return nil, fmt.Errorf("tracenode: tokens file line %d: principal: %w", i+1, err)
-		}
-		t.byHash[h] = f[1]
-	}
-	return t, nil
-}
-
-// Principal implements Authenticator.
-func (t *Tokens) Principal(token string) (string, bool) {
-	if token == "" || len(token) > 4096 {
-		return "", false
-	}
-	p, ok := t.byHash[sha256.Sum256([]byte(token))]
-	return p, ok
 }
 
 func (n *Node) serve() error {
@@ -223,10 +157,4 @@ func Query(ctx context.Context, nc *nats.Conn, req QueryRequest) (*QueryReply, e
 		return nil, errors.New("tracenode: query reply without page")
 	}
 	return &reply, nil
-}
-
-// HashToken returns the tokens-file hash of a bearer token.
-func HashToken(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(h[:])
 }

@@ -1,0 +1,113 @@
+package devapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/tracenode"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ClusterView is GET /dev/v1/cluster (and `adk cluster status`).
+type ClusterView struct {
+	// Coordinator is the answering coordinator's capabilities: leader,
+	// Raft members, queue and active counts, workers it heard from. Nil
+	// (with CoordinatorError) when no coordinator answered.
+	Coordinator      *api.Capabilities `json:"coordinator"`
+	CoordinatorError string            `json:"coordinator_error,omitempty"`
+	// Signals is the ADK_SIGNALS stream and each store node's lag.
+	Signals      *StreamView `json:"signals"`
+	SignalsError string      `json:"signals_error,omitempty"`
+}
+
+// StreamView is the signal stream's counters and its store consumers.
+type StreamView struct {
+	Stream   string `json:"stream"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	// Deleted counts messages removed from the middle of the stream;
+	// Dropped those the stream discarded at its limits (first_seq - 1:
+	// evicted from the front).
+	Deleted    int              `json:"deleted"`
+	Dropped    uint64           `json:"dropped"`
+	StoreNodes []StoreNodeView  `json:"store_nodes"`
+	Limits     map[string]int64 `json:"limits"`
+}
+
+// StoreNodeView is one store node's consumer: how far behind it is.
+type StoreNodeView struct {
+	Name       string `json:"name"`
+	Lag        uint64 `json:"lag"`
+	AckPending int    `json:"ack_pending"`
+	Delivered  uint64 `json:"delivered_seq"`
+	AckFloor   uint64 `json:"ack_floor_seq"`
+}
+
+// Cluster gathers the cluster view: the coordinator's capabilities and the
+// signal stream's state. Either half may be missing (its error says why).
+func (s *Server) Cluster(ctx context.Context) *ClusterView {
+	v := &ClusterView{}
+	if s.o.Coord == nil {
+		v.CoordinatorError = "no coordinator client"
+	} else if caps, err := s.o.Coord.Capabilities(ctx); err != nil {
+		v.CoordinatorError = api.AsError(err).Code
+	} else {
+		v.Coordinator = caps
+	}
+	if s.o.NATS == nil {
+		v.SignalsError = "no NATS connection"
+		return v
+	}
+	sv, err := signalsView(ctx, s.o)
+	if err != nil {
+		v.SignalsError = err.Error()
+	}
+	v.Signals = sv
+	return v
+}
+
+func signalsView(ctx context.Context, o Options) (*StreamView, error) {
+	js, err := jetstream.New(o.NATS)
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, bus.SignalStreamName)
+	if err != nil {
+		return nil, err
+	}
+	info := st.CachedInfo()
+	sv := &StreamView{Stream: bus.SignalStreamName, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Deleted: info.State.NumDeleted,
+		StoreNodes: []StoreNodeView{},
+		Limits:     map[string]int64{"max_bytes": info.Config.MaxBytes, "max_msgs": info.Config.MaxMsgs, "max_msg_size": int64(info.Config.MaxMsgSize)}}
+	if info.State.FirstSeq > 1 {
+		sv.Dropped = info.State.FirstSeq - 1
+	}
+	names := st.ConsumerNames(ctx)
+	for name := range names.Name() {
+		node, ok := strings.CutPrefix(name, tracenode.ConsumerName(""))
+		if !ok {
+			continue
+		}
+		c, err := st.Consumer(ctx, name)
+		if err != nil {
+			continue
+		}
+		ci := c.CachedInfo()
+		sv.StoreNodes = append(sv.StoreNodes, StoreNodeView{Name: node, Lag: ci.NumPending, AckPending: ci.NumAckPending,
+			Delivered: ci.Delivered.Stream, AckFloor: ci.AckFloor.Stream})
+	}
+	return sv, names.Err()
+}
+
+func (s *Server) cluster(w http.ResponseWriter, c *call) *Error {
+	ctx, cancel := context.WithTimeout(c.r.Context(), 10*time.Second)
+	defer cancel()
+	return s.writeJSON(w, http.StatusOK, s.Cluster(ctx))
+}

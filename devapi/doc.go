@@ -1,0 +1,15 @@
+// Package devapi is the developer HTTP API: /dev/v1/evaluation/... (CONTRACTS
+// §7), /dev/v1/traces (§4), /dev/v1/cluster, server-sent job events, the
+// OpenAPI description, and the operational endpoints /healthz, /readyz and
+// /metrics every adk process serves.
+//
+// It is a stateless translation of HTTP into the existing NATS services:
+// eval calls go through coordinator/client (writes reach the Raft leader,
+// reads any coordinator), trace pages through the store nodes' query
+// service. Nothing is kept between requests, so a gateway can be killed
+// and another started anywhere.
+//
+// It may import coordinator/api, coordinator/client, store/tracenode,
+// store/tracestore, store/evalstore, evalengine, bus and internal; never
+// coordinator, worker, cmd or testcluster.
+package devapi

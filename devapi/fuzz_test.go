@@ -1,0 +1,68 @@
+package devapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParseQuery: the strict query parser never panics, accepts only the
+// allowed keys once each with bounded UTF-8 values, and every refusal is
+// a 400 invalid_evaluation_query.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{"", "limit=3", "limit=3&limit=4", "scope=a&cursor=%zz", "a", "&&", "format=json&suite_name=x%00",
+		"scope=%E2%82%AC", "run_id=r&after_cursor=18446744073709551616", strings.Repeat("x", 5000)} {
+		f.Add(s)
+	}
+	allowed := []string{"scope", "limit", "cursor", "format", "suite_name", "run_id", "after_cursor"}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, e := parseQuery(raw, allowed)
+		if e != nil {
+			if e.Status != http.StatusBadRequest || e.Code != CodeInvalidQuery || q != nil {
+				t.Fatalf("refusal %+v", e)
+			}
+			return
+		}
+		for k, v := range q {
+			if !isAllowed(k, allowed) || len(v) > MaxQueryValueBytes || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				t.Fatalf("accepted %q=%q", k, v)
+			}
+		}
+		if _, e := queryInt(q, "limit", 0, 1, 1000); e != nil && e.Status != http.StatusBadRequest {
+			t.Fatalf("limit %+v", e)
+		}
+	})
+}
+
+// FuzzParseSubmit: the submission body parser never panics; what it
+// accepts names an agent, a set object and only first-party metrics,
+// and what it refuses is a 400 with a code.
+func FuzzParseSubmit(f *testing.F) {
+	for _, s := range []string{
+		`{"agent_name":"a","set":{"id":"s"}}`,
+		`{"agent_name":"a","set":{},"metrics":[{"id":"l","metric":"latency","threshold":0.5,"config":{"max_ms":100}}]}`,
+		`{"agent_name":"a","set":{},"metrics":[{"id":"j","metric":"llm_judge"}]}`,
+		`{"agent_name":"a","agent_name":"b","set":{}}`,
+		`{"agent_name":"a","set":{},"module":"x"}`,
+		`{"agent_name":"a","set":{}} {}`,
+		`[]`, `{"agent_name":1}`, "\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, e := parseSubmit(data)
+		if e != nil {
+			if e.Status != http.StatusBadRequest || e.Code == "" || req != nil {
+				t.Fatalf("refusal %+v", e)
+			}
+			return
+		}
+		if req.Agent == "" || !isObject(req.Set) {
+			t.Fatalf("accepted %+v", req)
+		}
+		if strings.Contains(string(req.Criteria), "llm_judge") {
+			t.Fatalf("accepted a judge: %s", req.Criteria)
+		}
+	})
+}

@@ -1,0 +1,245 @@
+package devapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/fadcedab/adk/devapi"
+	"github.com/fadcedab/adk/store/tracenode"
+)
+
+const (
+	tokAlice = "alice-token-0123456789"
+	tokBob   = "bob-token-0123456789ab"
+)
+
+func testTokens() *tracenode.Tokens {
+	return tracenode.NewTokenIdentities(map[string]tracenode.Identity{
+		tokAlice: {Principal: "alice", Scopes: []string{"team-a", "shared"}},
+		tokBob:   {Principal: "bob", Scopes: []string{"team-b"}},
+	})
+}
+
+// answer is a response read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) errCode() string {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(a.body, &e)
+	return e.Error.Code
+}
+
+func do(t testing.TB, base, method, path, token string, body []byte, hdr ...string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("content-type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func newServer(t testing.TB, o devapi.Options) (*devapi.Server, string) {
+	t.Helper()
+	if o.Tokens == nil {
+		o.Tokens = testTokens()
+	}
+	s, err := devapi.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.Close()
+		ts.Close()
+	})
+	return s, ts.URL
+}
+
+func checkSecurityHeaders(t *testing.T, what string, a answer) {
+	t.Helper()
+	for k, v := range map[string]string{"cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"} {
+		if got := a.header.Get(k); got != v {
+			t.Errorf("%s: %s = %q, want %q", what, k, got, v)
+		}
+	}
+}
+
+// TestServer_AuthAndErrors: without a coordinator the server still
+// authenticates, refuses bad queries and methods with the contract's
+// codes, and sets the security headers on every answer.
+func TestServer_AuthAndErrors(t *testing.T) {
+	_, base := newServer(t, devapi.Options{})
+	cases := []struct {
+		name, method, path, token string
+		body                      []byte
+		hdr                       []string
+		status                    int
+		code                      string
+	}{
+		{"no token", "GET", "/dev/v1/evaluation/jobs", "", nil, nil, 401, devapi.CodeUnauthorized},
+		{"bad token", "GET", "/dev/v1/evaluation/jobs", "not-a-token-at-all", nil, nil, 401, devapi.CodeUnauthorized},
+		{"basic auth", "GET", "/dev/v1/evaluation/jobs", "", nil, []string{"authorization", "Basic YTpi"}, 401, devapi.CodeUnauthorized},
+		{"unconfigured", "GET", "/dev/v1/evaluation/jobs", tokAlice, nil, nil, 503, devapi.CodeEvaluationUnconfigured},
+		{"unknown query", "GET", "/dev/v1/evaluation/jobs?limt=3", tokAlice, nil, nil, 400, devapi.CodeInvalidQuery},
+		{"duplicate query", "GET", "/dev/v1/evaluation/jobs?limit=3&limit=4", tokAlice, nil, nil, 400, devapi.CodeInvalidQuery},
+		{"bad escape", "GET", "/dev/v1/evaluation/jobs?cursor=%zz", tokAlice, nil, nil, 400, devapi.CodeInvalidQuery},
+		{"foreign scope", "GET", "/dev/v1/evaluation/jobs/eval-0123456789abcdef0123456789abcdef?scope=team-b", tokAlice, nil, nil, 403, devapi.CodeForbidden},
+		{"method", "PATCH", "/dev/v1/evaluation/jobs", tokAlice, nil, nil, 405, devapi.CodeMethodNotAllowed},
+		{"no route", "GET", "/dev/v1/nothing", tokAlice, nil, nil, 404, devapi.CodeRouteNotFound},
+		{"cross origin", "POST", "/dev/v1/evaluation/render", tokAlice, []byte(`{}`), []string{"origin", "https://evil.example"}, 403, devapi.CodeForbidden},
+		{"cross site", "POST", "/dev/v1/evaluation/render", tokAlice, []byte(`{}`), []string{"sec-fetch-site", "cross-site"}, 403, devapi.CodeForbidden},
+		{"not json", "POST", "/dev/v1/evaluation/render", tokAlice, []byte(`{}`), []string{"content-type", "text/plain"}, 415, devapi.CodeUnsupportedMediaType},
+		{"traces unconfigured", "GET", "/dev/v1/traces", tokAlice, nil, nil, 503, devapi.CodeAPIUnavailable},
+		{"trace query", "GET", "/dev/v1/traces?span=1", tokAlice, nil, nil, 400, devapi.CodeInvalidTraceQuery},
+	}
+	for _, tc := range cases {
+		a := do(t, base, tc.method, tc.path, tc.token, tc.body, tc.hdr...)
+		if a.status != tc.status || a.errCode() != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, a.status, a.body, tc.status, tc.code)
+		}
+		checkSecurityHeaders(t, tc.name, a)
+		if ct := a.header.Get("content-type"); ct != "application/json; charset=utf-8" {
+			t.Errorf("%s: content-type %q", tc.name, ct)
+		}
+		switch tc.status {
+		case 401:
+			if !strings.HasPrefix(a.header.Get("www-authenticate"), `Bearer realm="adk"`) {
+				t.Errorf("%s: www-authenticate %q", tc.name, a.header.Get("www-authenticate"))
+			}
+		case 405:
+			if a.header.Get("allow") != "GET, POST" {
+				t.Errorf("%s: allow %q", tc.name, a.header.Get("allow"))
+			}
+		}
+	}
+	// Same-origin writes pass the origin check (and reach the body check).
+	a := do(t, base, "POST", "/dev/v1/evaluation/render", tokAlice, []byte(`{}`), "origin", base)
+	if a.status != 400 || a.errCode() != devapi.CodeInvalidReport {
+		t.Errorf("same origin: %d %s", a.status, a.body)
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/dev/v1/openapi.json"} {
+		a := do(t, base, "GET", p, "", nil)
+		if a.status != 200 {
+			t.Errorf("%s: %d %s", p, a.status, a.body)
+		}
+		checkSecurityHeaders(t, p, a)
+	}
+}
+
+// TestServer_BodyBounds: a body of exactly 64 KiB is read (and judged on
+// its content); one byte more is 413 before any decoding.
+func TestServer_BodyBounds(t *testing.T) {
+	_, base := newServer(t, devapi.Options{})
+	mk := func(n int) []byte {
+		prefix := []byte(`{"format":"json","report":{"pad":"`)
+		suffix := []byte(`"}}`)
+		pad := bytes.Repeat([]byte("x"), n-len(prefix)-len(suffix))
+		return slices.Concat(prefix, pad, suffix)
+	}
+	a := do(t, base, "POST", "/dev/v1/evaluation/render", tokAlice, mk(devapi.MaxBodyBytes))
+	if a.status != 400 || a.errCode() != devapi.CodeInvalidReport {
+		t.Fatalf("exact limit: %d %s", a.status, a.body)
+	}
+	a = do(t, base, "POST", "/dev/v1/evaluation/render", tokAlice, mk(devapi.MaxBodyBytes+1))
+	if a.status != 413 || a.errCode() != devapi.CodeBodyTooLarge {
+		t.Fatalf("one over: %d %s", a.status, a.body)
+	}
+}
+
+// TestServer_UIMounted: the UI handler answers outside /dev/, with the
+// security headers; /dev/v1 keeps its own routes.
+func TestServer_UIMounted(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ui:"+r.URL.Path) })
+	_, base := newServer(t, devapi.Options{UI: ui})
+	a := do(t, base, "GET", "/index.html", "", nil)
+	if a.status != 200 || string(a.body) != "ui:/index.html" {
+		t.Fatalf("ui: %d %s", a.status, a.body)
+	}
+	checkSecurityHeaders(t, "ui", a)
+	if a := do(t, base, "GET", "/dev/v1/none", tokAlice, nil); a.status != 404 {
+		t.Fatalf("dev route: %d", a.status)
+	}
+}
+
+// TestOpenAPI_DocumentsEveryRoute: the checked-in OpenAPI document names
+// exactly the routes and methods the server answers, and the server
+// serves it.
+func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
+	s, base := newServer(t, devapi.Options{})
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	documented := map[string][]string{}
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			if m == "parameters" {
+				continue
+			}
+			documented[p] = append(documented[p], strings.ToUpper(m))
+		}
+		sort.Strings(documented[p])
+	}
+	real := map[string][]string{}
+	for _, r := range s.Routes() {
+		real[r.Pattern] = r.Methods
+	}
+	for p, ms := range real {
+		if !slices.Equal(documented[p], ms) {
+			t.Errorf("route %s: server %v, document %v", p, ms, documented[p])
+		}
+	}
+	for p, ms := range documented {
+		if _, ok := real[p]; !ok {
+			t.Errorf("documented route %s %v does not exist", p, ms)
+		}
+	}
+	a := do(t, base, "GET", "/dev/v1/openapi.json", "", nil)
+	if a.status != 200 || !bytes.Equal(a.body, devapi.OpenAPI) {
+		t.Fatalf("served document: %d", a.status)
+	}
+}
