@@ -9,7 +9,7 @@
 // service. Nothing is kept between requests, so a gateway can be killed
 // and another started anywhere.
 //
-// It may import coordinator/api, coordinator/client, store/tracenode,
-// store/tracestore, store/evalstore, evalengine, bus and internal; never
-// coordinator, worker, cmd or testcluster.
+// It calls the services through coordinator/api, coordinator/client,
+// store/tracenode and store/evalrecord. It must not import worker,
+// cmd/adk, testcluster or Raft.
 package devapi

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // Error codes of the API (CONTRACTS §7, §4 and this package's additions).
@@ -102,24 +102,24 @@ func serviceError(err error) *Error {
 		return (&Error{Status: status, Code: code, Message: msg}).with(details)
 	}
 	switch ae.Code {
-	case evalstore.CodeNotFound:
+	case evalrecord.CodeNotFound:
 		return mk(http.StatusNotFound, CodeNotFound)
 	case api.CodeUnknownAgent:
 		return mk(http.StatusNotFound, CodeAgentNotFound)
 	case api.CodeResultNotReady:
 		return mk(http.StatusConflict, CodeResultNotReady)
-	case api.CodeJobTerminal, api.CodeAlreadyTerminal, evalstore.CodeJobNotCompleted, evalstore.CodeAlreadyExists,
-		evalstore.CodeRevisionConflict, evalstore.CodeStalePhase, evalstore.CodeInvalidTransition:
+	case api.CodeJobTerminal, api.CodeAlreadyTerminal, evalrecord.CodeJobNotCompleted, evalrecord.CodeAlreadyExists,
+		evalrecord.CodeRevisionConflict, evalrecord.CodeStalePhase, evalrecord.CodeInvalidTransition:
 		return mk(http.StatusConflict, CodeStateConflict)
-	case evalstore.CodeJobSetMismatch, evalengine.CodeEvalSetMismatch:
+	case evalrecord.CodeJobSetMismatch, evalengine.CodeEvalSetMismatch:
 		return mk(http.StatusConflict, CodeSetMismatch)
-	case evalstore.CodeQueueFull, api.CodeValidationBusy, evalstore.CodeSetCapacity, evalstore.CodeJobCapacity,
-		evalstore.CodeBaselineCapacity, evalstore.CodeRecordBytes, evalstore.CodeScopeBytes, evalstore.CodeTotalBytes:
+	case evalrecord.CodeQueueFull, api.CodeValidationBusy, evalrecord.CodeSetCapacity, evalrecord.CodeJobCapacity,
+		evalrecord.CodeBaselineCapacity, evalrecord.CodeRecordBytes, evalrecord.CodeScopeBytes, evalrecord.CodeTotalBytes:
 		e := mk(http.StatusTooManyRequests, CodeCapacityReached)
 		e.Header = map[string]string{"retry-after": "1"}
 		return e
 	case api.CodeServiceUnavailable, api.CodeTimeout, api.CodeNotLeader, api.CodeInternal, api.CodeValidationTimeout,
-		api.CodeValidationFailed, api.CodeValidationUnavailable, api.CodeResultDigestMismatch, evalstore.CodeEvalStoreRecoveryFailed:
+		api.CodeValidationFailed, api.CodeValidationUnavailable, api.CodeResultDigestMismatch, evalrecord.CodeEvalStoreRecoveryFailed:
 		return mk(http.StatusServiceUnavailable, CodeServiceUnavailable)
 	}
 	return mk(http.StatusBadRequest, CodeInvalidRequest)

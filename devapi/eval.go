@@ -13,7 +13,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // Paths of the evaluation routes.
@@ -387,7 +387,7 @@ func (s *Server) listSets(w http.ResponseWriter, c *call) *Error {
 // SetAnswer is GET /dev/v1/evaluation/sets/{set_id}/{version}: the set
 // row and its canonical body.
 type SetAnswer struct {
-	evalstore.SetRecord
+	evalrecord.SetRecord
 	Set json.RawMessage `json:"set"`
 }
 
@@ -413,7 +413,7 @@ func (s *Server) getSet(w http.ResponseWriter, c *call) *Error {
 
 // BaselineAnswer is a baseline row with its stored result.
 type BaselineAnswer struct {
-	evalstore.Baseline
+	evalrecord.Baseline
 	Result json.RawMessage `json:"result"`
 }
 

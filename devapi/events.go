@@ -9,13 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // EventID is the id of a job event: it changes whenever the job's phase
 // or progress does, so a reconnecting client that sends it as
 // Last-Event-ID is not sent the state it already has.
-func EventID(j *evalstore.Job) string {
+func EventID(j *evalrecord.Job) string {
 	return fmt.Sprintf("%d-%d-%d-%d", j.Revision, j.Progress.Dispatched, j.Progress.Done, j.Progress.Errors)
 }
 
@@ -38,7 +38,7 @@ type watch struct {
 	jobID   string
 	subs    int
 	mu      sync.Mutex
-	job     *evalstore.Job
+	job     *evalrecord.Job
 	err     *Error
 	changed chan struct{}
 	stop    chan struct{}
@@ -50,7 +50,7 @@ func newWatchHub(s *Server) *watchHub {
 
 // subscribe returns the job's watch (starting its poller) or nil after
 // close.
-func (h *watchHub) subscribe(scope, jobID string, first *evalstore.Job) *watch {
+func (h *watchHub) subscribe(scope, jobID string, first *evalrecord.Job) *watch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -121,7 +121,7 @@ func (h *watchHub) poll(w *watch) {
 	}
 }
 
-func (w *watch) snapshot() (*evalstore.Job, *Error, <-chan struct{}) {
+func (w *watch) snapshot() (*evalrecord.Job, *Error, <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.job, w.err, w.changed
@@ -172,7 +172,7 @@ func (s *Server) events(w http.ResponseWriter, c *call) *Error {
 	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
 		return nil
 	}
-	send := func(j *evalstore.Job) bool {
+	send := func(j *evalrecord.Job) bool {
 		eid := EventID(j)
 		if eid == last {
 			return true
@@ -187,7 +187,7 @@ func (s *Server) events(w http.ResponseWriter, c *call) *Error {
 		}
 		return true
 	}
-	end := func(j *evalstore.Job) {
+	end := func(j *evalrecord.Job) {
 		_, _ = fmt.Fprintf(w, "event: end\nid: %s\ndata: {\"job_id\":%q,\"phase\":%q}\n\n", EventID(j), j.JobID, j.Phase)
 		fl.Flush()
 	}

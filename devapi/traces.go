@@ -14,7 +14,7 @@ import (
 
 // TraceSelectorKeys are the selector query parameters of GET
 // /dev/v1/traces, passed to the store's query service as they are.
-var TraceSelectorKeys = []string{"run_id", "trace_id", "workflow_id", "invocation_id"}
+var TraceSelectorKeys = []string{"run_id", "trace_id", "workflow_id", "invocation_id", "job_id", "case_id", "sample_id"}
 
 // DefaultTraceMaxBytes is the page budget asked of the store when the
 // caller names none: under MaxResponseBytes with room for the envelope.
