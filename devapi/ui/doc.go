@@ -4,7 +4,7 @@
 // on the developer API's listener (devapi.Options.UI), so it uses the same
 // tokens and routes as any client of /dev/v1.
 //
-// It must not import devapi or anything below cmd: it is assets only.
+// It imports only the standard library: it is assets and a file server.
 //
 // # Decisions where issue 15 is silent
 //
