@@ -68,6 +68,9 @@ type Config struct {
 	CPUProfile string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// ADKStderr, when set, also receives adk serve's stderr (with
+	// GODEBUG=gctrace=1 in the environment: the heap over the run).
+	ADKStderr io.Writer
 }
 
 func (c *Config) defaults() {
@@ -122,6 +125,13 @@ type Result struct {
 
 	TracesDisk, NATSDisk int64 // allocated bytes after a clean shutdown
 
+	// Memory of the adk serve process (NATS, JetStream, Badger and the
+	// receiver in one process): PeakRSS is the kernel's high-water mark
+	// (VmHWM) read just before shutdown; PeakRssAnon and PeakRssFile are
+	// the largest values sampled every 100 ms from start-up to then
+	// (RssFile is mmapped files: Badger's tables and value log).
+	PeakRSS, PeakRssAnon, PeakRssFile int64
+
 	Lags         []time.Duration // per probe: sent → queryable
 	ProbesFailed int             // probes refused or never seen
 
@@ -160,6 +170,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer adk.kill()
+	rss := &rssSampler{pid: adk.cmd.Process.Pid}
+	rctx, stopRSS := context.WithCancel(ctx)
+	rssDone := make(chan struct{})
+	go func() { defer close(rssDone); rss.run(rctx) }()
+	defer func() { stopRSS(); <-rssDone }()
 	nc, err := nats.Connect(adk.natsURL, nats.Name("otlpbench"))
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", adk.natsURL, err)
@@ -271,10 +286,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Receiver = labelled(m, "adk_otlp_receiver_events_total", "outcome")
 	res.Bus = labelled(m, "adk_observability_bus_events_total", "counter")
-	if res.Queries, err = measureQueries(wctx, nc, token, last, res.ProbeSpans); err != nil {
+	if res.Queries, err = measureQueries(wctx, nc, token, res.ProbeSpans); err != nil {
 		return nil, fmt.Errorf("query latency: %w", err)
 	}
 
+	stopRSS()
+	<-rssDone
+	res.PeakRssAnon, res.PeakRssFile = rss.maxAnon, rss.maxFile
+	if st, err := procStatus(adk.cmd.Process.Pid); err == nil {
+		res.PeakRSS = st["VmHWM"]
+	}
 	nc.Close()
 	if err := adk.stop(time.Minute); err != nil {
 		return nil, err
@@ -327,6 +348,54 @@ func (b *backlogSampler) run(ctx context.Context) {
 	}
 }
 
+// rssSampler records the largest RssAnon and RssFile of a process, every
+// 100 ms until its context ends.
+type rssSampler struct {
+	pid int
+
+	maxAnon, maxFile int64 // owned by run; read after it returned
+}
+
+func (r *rssSampler) run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if st, err := procStatus(r.pid); err == nil {
+			r.maxAnon = max(r.maxAnon, st["RssAnon"])
+			r.maxFile = max(r.maxFile, st["RssFile"])
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// procStatus returns the kB fields of /proc/PID/status (VmHWM, VmRSS,
+// RssAnon, RssFile, ...) in bytes.
+func procStatus(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, fmt.Errorf("process memory (needs Linux /proc): %w", err)
+	}
+	out := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			out[k] = n << 10
+		}
+	}
+	return out, nil
+}
+
 // adkProcess is a running `adk serve`.
 type adkProcess struct {
 	cmd               *exec.Cmd
@@ -353,6 +422,9 @@ func startADK(cfg Config, dataDir, tokens string) (*adkProcess, error) {
 	}
 	p := &adkProcess{cmd: cmd, stderr: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
+	if cfg.ADKStderr != nil {
+		cmd.Stderr = io.MultiWriter(p.stderr, cfg.ADKStderr)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.ADK, err)
 	}

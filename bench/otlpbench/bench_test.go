@@ -67,6 +67,8 @@ func TestRun_ShortLoadIsStoredAndAccountedFor(t *testing.T) {
 		t.Errorf("probes: %d measured, %d failed", len(r.Lags), r.ProbesFailed)
 	case r.ADKCPU <= 0 || r.TGCPU <= 0 || r.TracesDisk <= 0 || r.NATSDisk <= 0:
 		t.Errorf("cpu adk %v tg %v, disk traces %d nats %d", r.ADKCPU, r.TGCPU, r.TracesDisk, r.NATSDisk)
+	case r.PeakRSS <= 0 || r.PeakRssAnon <= 0 || r.PeakRSS < r.PeakRssAnon:
+		t.Errorf("peak RSS %d, RssAnon %d", r.PeakRSS, r.PeakRssAnon)
 	case r.IngestWall < r.GenWall:
 		t.Errorf("ingestion wall %v shorter than generation wall %v", r.IngestWall, r.GenWall)
 	case r.Queries == nil || len(r.Queries.TraceByID) == 0 || r.Queries.TraceSpans < len(r.Queries.TraceByID)/queryRounds ||
@@ -75,7 +77,7 @@ func TestRun_ShortLoadIsStoredAndAccountedFor(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printReport(&out, []*Result{r})
-	for _, want := range []string{"SUSTAINED STORED SPANS/S", "ADK CPU µs / STORED SPAN", "DISK B / STORED SPAN", "visibility lag", "reference", "trace by id", "run_id search"} {
+	for _, want := range []string{"SUSTAINED STORED SPANS/S", "ADK CPU µs / STORED SPAN", "DISK B / LIVE SPAN", "PEAK RSS", "visibility lag", "reference", "trace by id", "run_id search"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

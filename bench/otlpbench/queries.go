@@ -33,10 +33,13 @@ const (
 	queryRounds  = 4
 )
 
-// measureQueries samples trace ids across the stream (the first event at
-// querySamples evenly spaced cursors) and times their trace-by-id pages,
-// then the run_id pages of the probes that were sent.
-func measureQueries(ctx context.Context, nc *nats.Conn, token string, lastSeq uint64, probeRuns int) (*QueryStats, error) {
+// measureQueries samples trace ids across what the store holds (the first
+// event after querySamples evenly spaced cursors between the oldest live
+// event and the latest: once the store has evicted, a cursor below the
+// oldest one is a replay_gap) and times their trace-by-id pages, then the
+// run_id pages of the probes that were sent (evicted probes' runs answer
+// empty pages, a search all the same).
+func measureQueries(ctx context.Context, nc *nats.Conn, token string, probeRuns int) (*QueryStats, error) {
 	ask := func(sel map[string]string, after *uint64, limit int) (*tracestore.Page, time.Duration, error) {
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -51,10 +54,20 @@ func measureQueries(ctx context.Context, nc *nats.Conn, token string, lastSeq ui
 		}
 		return r.Page, d, nil
 	}
+	head, _, err := ask(nil, nil, 1)
+	if err != nil {
+		return nil, err
+	}
+	if head.OldestAvailableCursor == nil {
+		return nil, fmt.Errorf("the store holds no event (latest cursor %d)", head.LatestCursor)
+	}
+	// After oldest-1 the first event is the oldest; every cursor sampled
+	// is at or above the eviction watermark.
+	first, latest := *head.OldestAvailableCursor-1, head.LatestCursor
 	var traces []string
 	seen := map[string]bool{}
 	for i := range querySamples {
-		after := tracestore.Cursor(1+uint64(i)*lastSeq/querySamples, 0)
+		after := first + uint64(i)*(latest-first)/querySamples
 		p, _, err := ask(nil, &after, 1)
 		if err != nil {
 			return nil, err
