@@ -24,12 +24,26 @@ const (
 	RecordWorkflowLifecycle = "workflow_lifecycle" // a workflow-lifecycle v1 event, JSON
 )
 
-// Defaults of the ADK_SIGNALS stream limits.
+// Defaults of the ADK_SIGNALS stream limits. The stream is a buffer in
+// front of the store nodes, not a second copy of their data: store nodes
+// hold the history, the stream holds what they may still need to replay
+// (their lag, and a restart's catch-up), so MaxBytes bounds it well below
+// a store's size (bus/DESIGN.md, "How long the stream holds").
 const (
-	DefaultSignalMaxBytes   int64 = 1 << 30
+	DefaultSignalMaxBytes   int64 = 256 << 20
 	DefaultSignalMaxMsgs    int64 = 1_000_000
 	DefaultSignalMaxAge           = 24 * time.Hour
 	DefaultSignalMaxMsgSize int32 = 1 << 20
+	// DefaultSignalCompression is S2: JetStream compresses each file block
+	// once it is full (the block being written stays plain), and the span
+	// JSON of a batch compresses several times over (bus/DESIGN.md).
+	DefaultSignalCompression = SignalCompressionS2
+)
+
+// Compression of the ADK_SIGNALS file blocks (SignalStreamConfig.Compression).
+const (
+	SignalCompressionS2   = "s2"
+	SignalCompressionNone = "none"
 )
 
 // SignalStreamConfig bounds the ADK_SIGNALS stream. Zero fields take the
@@ -43,6 +57,10 @@ type SignalStreamConfig struct {
 	// DiscardNew rejects publishes once a limit is reached (the publisher
 	// counts them); the default discards the oldest messages silently.
 	DiscardNew bool
+	// Compression is SignalCompressionS2 (the default when empty) or
+	// SignalCompressionNone. Limits count message bytes before
+	// compression.
+	Compression string
 }
 
 func (c SignalStreamConfig) resolve() (SignalStreamConfig, error) {
@@ -67,6 +85,12 @@ func (c SignalStreamConfig) resolve() (SignalStreamConfig, error) {
 	if c.Replicas != 1 && c.Replicas != 3 {
 		return c, &ConfigError{Field: "Replicas", Reason: "must be 1 or 3"}
 	}
+	if c.Compression == "" {
+		c.Compression = DefaultSignalCompression
+	}
+	if c.Compression != SignalCompressionS2 && c.Compression != SignalCompressionNone {
+		return c, &ConfigError{Field: "Compression", Reason: `must be "s2" or "none"`}
+	}
 	return c, nil
 }
 
@@ -80,18 +104,23 @@ func (c SignalStreamConfig) StreamConfig() (jetstream.StreamConfig, error) {
 	if c.DiscardNew {
 		discard = jetstream.DiscardNew
 	}
+	compression := jetstream.S2Compression
+	if c.Compression == SignalCompressionNone {
+		compression = jetstream.NoCompression
+	}
 	return jetstream.StreamConfig{
-		Name:       SignalStreamName,
-		Subjects:   []string{SignalSubjectPrefix + ">"},
-		Retention:  jetstream.LimitsPolicy,
-		Storage:    jetstream.FileStorage,
-		MaxBytes:   c.MaxBytes,
-		MaxMsgs:    c.MaxMsgs,
-		MaxAge:     c.MaxAge,
-		MaxMsgSize: c.MaxMsgSize,
-		Replicas:   c.Replicas,
-		Discard:    discard,
-		Duplicates: 2 * time.Minute,
+		Name:        SignalStreamName,
+		Subjects:    []string{SignalSubjectPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		MaxBytes:    c.MaxBytes,
+		MaxMsgs:     c.MaxMsgs,
+		MaxAge:      c.MaxAge,
+		MaxMsgSize:  c.MaxMsgSize,
+		Replicas:    c.Replicas,
+		Discard:     discard,
+		Duplicates:  2 * time.Minute,
+		Compression: compression,
 	}, nil
 }
 
@@ -157,6 +186,7 @@ func compareStreamConfig(have, want jetstream.StreamConfig) error {
 		check("max_msg_size", have.MaxMsgSize, want.MaxMsgSize),
 		check("replicas", have.Replicas, want.Replicas),
 		check("discard", have.Discard, want.Discard),
+		check("compression", have.Compression, want.Compression),
 	)
 }
 

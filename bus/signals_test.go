@@ -100,6 +100,19 @@ func TestSignalStream_EnsureIsIdempotentAndReportsMismatch(t *testing.T) {
 	if _, err := bus.EnsureSignalStream(context.Background(), e.js, bus.SignalStreamConfig{Replicas: 2}); !errors.Is(err, bus.ErrInvalidConfig) {
 		t.Fatalf("replicas 2: %v", err)
 	}
+	// S2 by default; a stream compressed otherwise is a mismatch.
+	if got := st.CachedInfo().Config.Compression; got != jetstream.S2Compression {
+		t.Fatalf("compression %v, want s2", got)
+	}
+	c3 := c
+	c3.Compression = bus.SignalCompressionNone
+	if _, err := bus.EnsureSignalStream(context.Background(), e.js, c3); !errors.As(err, &mm) || mm.Field != "compression" {
+		t.Fatalf("compression mismatch: got %v", err)
+	}
+	var ce *bus.ConfigError
+	if _, err := bus.EnsureSignalStream(context.Background(), e.js, bus.SignalStreamConfig{Compression: "zstd"}); !errors.As(err, &ce) || ce.Field != "Compression" {
+		t.Fatalf("compression zstd: %v", err)
+	}
 }
 
 func TestPublisher_BatchesAndExportsEverySignal(t *testing.T) {
