@@ -19,6 +19,12 @@ import (
 // Defaults.
 const (
 	DefaultFetchBatch = 256
+	// DefaultFetchBytes bounds the bytes of stream messages the client
+	// buffers ahead of the prepare loop. Saturated batches are ~200 KB
+	// (512 spans), so 256 messages were ~50 MB of a 512 MiB node's heap;
+	// 8 MiB is ~40 of them, more than two apply groups
+	// (tracestore.MaxApplyGroup) in flight.
+	DefaultFetchBytes = 8 << 20
 	// DefaultPrepareWorkers is the number of prepare workers.
 	DefaultPrepareWorkers = 2
 	// MaxPrepareWorkers bounds PrepareWorkers.
@@ -46,6 +52,9 @@ type Config struct {
 	MaxMsgBytes int
 	// FetchBatch bounds messages buffered from the consumer (256).
 	FetchBatch int
+	// FetchBytes bounds their bytes (DefaultFetchBytes; at least
+	// MaxMsgBytes, so that any message can be delivered).
+	FetchBytes int
 	// PrepareWorkers decode and project messages in parallel (2, ≤16);
 	// they are applied in stream order all the same.
 	PrepareWorkers int
@@ -60,9 +69,15 @@ type Stats struct {
 	Redelivered      uint64 `json:"redelivered_ignored"`
 	MalformedBatches uint64 `json:"malformed_batches"`
 	ApplyFailures    uint64 `json:"apply_failures"`
-	Queries          uint64 `json:"queries"`
-	AuthRejected     uint64 `json:"auth_rejected"`
-	BadRequests      uint64 `json:"bad_requests"`
+	// StreamGapMessages counts stream sequences the node never received:
+	// the stream discarded them (its limits) before the node applied
+	// them. A new node on a stream that no longer starts at sequence 1
+	// counts the history it will never hold (store/DESIGN.md, "Catching
+	// up").
+	StreamGapMessages uint64 `json:"stream_gap_messages"`
+	Queries           uint64 `json:"queries"`
+	AuthRejected      uint64 `json:"auth_rejected"`
+	BadRequests       uint64 `json:"bad_requests"`
 	// PrepareTime and ApplyTime are the wall time spent decoding and
 	// projecting (summed over the prepare workers), and applying to
 	// Badger.
@@ -88,6 +103,7 @@ type Node struct {
 	stopping chan struct{}
 
 	applied, redelivered, malformed, applyFailures atomic.Uint64
+	streamGap                                      atomic.Uint64
 	queries, authRejected, badRequests             atomic.Uint64
 	prepareNS, applyNS                             atomic.Int64
 }
@@ -110,6 +126,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.FetchBatch <= 0 {
 		cfg.FetchBatch = DefaultFetchBatch
 	}
+	if cfg.FetchBytes <= 0 {
+		cfg.FetchBytes = DefaultFetchBytes
+	}
+	cfg.FetchBytes = max(cfg.FetchBytes, cfg.MaxMsgBytes)
 	if cfg.PrepareWorkers <= 0 {
 		cfg.PrepareWorkers = DefaultPrepareWorkers
 	}
@@ -130,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.cons, err = n.consumer(ctx, js); err != nil {
 		return nil, err
 	}
-	if n.iter, err = n.cons.Messages(jetstream.PullMaxMessages(cfg.FetchBatch)); err != nil {
+	if n.iter, err = n.cons.Messages(n.pullLimits()); err != nil {
 		return nil, fmt.Errorf("tracenode: consume: %w", err)
 	}
 	if cfg.Auth != nil {
@@ -331,6 +351,15 @@ func (n *Node) applyLoop() {
 				break gather
 			}
 		}
+		prev := n.cfg.Store.AppliedSeq()
+		for _, g := range group {
+			if g.seq > prev+1 {
+				n.streamGap.Add(g.seq - prev - 1)
+				n.log.Error("the stream no longer holds messages this store has not applied: they are lost to this node",
+					"first_missing", prev+1, "last_missing", g.seq-1)
+			}
+			prev = g.seq
+		}
 		preps = preps[:0]
 		for _, g := range group {
 			<-g.ready // a worker always finishes what it was given
@@ -351,6 +380,12 @@ func (n *Node) applyLoop() {
 			_ = g.msg.Ack()
 		}
 	}
+}
+
+// pullLimits bound what the consumer's client buffers, in messages and
+// bytes.
+func (n *Node) pullLimits() jetstream.PullMessagesOpt {
+	return jetstream.PullMaxMessagesWithBytesLimit(n.cfg.FetchBatch, n.cfg.FetchBytes)
 }
 
 func (n *Node) iterator() jetstream.MessagesContext {
@@ -382,7 +417,7 @@ func (n *Node) resync() bool {
 		cancel()
 		if err == nil {
 			var it jetstream.MessagesContext
-			if it, err = cons.Messages(jetstream.PullMaxMessages(n.cfg.FetchBatch)); err == nil {
+			if it, err = cons.Messages(n.pullLimits()); err == nil {
 				n.mu.Lock()
 				n.iter = it
 				n.mu.Unlock()
@@ -416,7 +451,7 @@ func (n *Node) Stop() {
 func (n *Node) Stats() Stats {
 	return Stats{
 		Applied: n.applied.Load(), Redelivered: n.redelivered.Load(), MalformedBatches: n.malformed.Load(),
-		ApplyFailures: n.applyFailures.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
+		ApplyFailures: n.applyFailures.Load(), StreamGapMessages: n.streamGap.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
 		BadRequests: n.badRequests.Load(), PrepareTime: time.Duration(n.prepareNS.Load()), ApplyTime: time.Duration(n.applyNS.Load()),
 	}
 }

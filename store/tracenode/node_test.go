@@ -2,10 +2,12 @@ package tracenode_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -125,5 +127,122 @@ func TestLoadTokens(t *testing.T) {
 	_ = os.WriteFile(p, []byte("nothex alice\n"), 0o600)
 	if _, err := tracenode.LoadTokens(p); err == nil {
 		t.Fatal("bad file accepted")
+	}
+}
+
+// TestNode_CatchesUpFromACopyOfAPeersStoreOnceTheStreamHasRolled: the
+// stream holds only its last messages (MaxMsgs), so a node started on an
+// empty store gets only those and counts the rest as lost to it; a node
+// started on a copy of a stopped peer's store directory resumes at the
+// peer's applied sequence and then holds exactly what the peer holds
+// (store/DESIGN.md, "Catching up").
+func TestNode_CatchesUpFromACopyOfAPeersStoreOnceTheStreamHasRolled(t *testing.T) {
+	srv, err := bus.StartServer(bus.ServerConfig{Name: "n", StoreDir: t.TempDir(), DontListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{MaxMsgs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	publish := func(i int) uint64 {
+		t.Helper()
+		data, err := json.Marshal(span(trace, "run-1", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, err := js.Publish(ctx, "adk.signal.alice", msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	type running struct {
+		dir   string
+		store *tracestore.Store
+		node  *tracenode.Node
+	}
+	start := func(name, dir string) *running {
+		t.Helper()
+		st, err := tracestore.Open(tracestore.Config{Dir: dir, Small: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := tracenode.Start(ctx, tracenode.Config{Name: name, Conn: nc, Store: st})
+		if err != nil {
+			_ = st.Close()
+			t.Fatal(err)
+		}
+		r := &running{dir: dir, store: st, node: n}
+		t.Cleanup(func() { r.node.Stop(); _ = r.store.Close() })
+		return r
+	}
+	events := func(r *running, seq uint64) []string {
+		t.Helper()
+		if err := r.store.WaitApplied(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+		p, err := r.store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(p.Events))
+		for i, e := range p.Events {
+			out[i] = string(e)
+		}
+		return out
+	}
+
+	a := start("a", t.TempDir())
+	var last uint64
+	for i := range 10 {
+		last = publish(i)
+	}
+	if got := len(events(a, last)); got != 10 {
+		t.Fatalf("peer holds %d events, want 10", got)
+	}
+
+	// A new node on an empty store: the stream starts at sequence 7.
+	b := start("b", t.TempDir())
+	if got := len(events(b, last)); got != 4 {
+		t.Fatalf("new node holds %d events, want the stream's 4", got)
+	}
+	if s := b.node.Stats(); s.StreamGapMessages != 6 || s.Applied != 4 {
+		t.Fatalf("new node: %+v, want 6 sequences lost and 4 applied", s)
+	}
+
+	// Catching up: stop the peer, copy its directory, start both.
+	a.node.Stop()
+	if err := a.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := &running{dir: t.TempDir()}
+	if err := os.CopyFS(c.dir, os.DirFS(a.dir)); err != nil {
+		t.Fatal(err)
+	}
+	a = start("a", a.dir)
+	c = start("c", c.dir)
+	for i := 10; i < 13; i++ {
+		last = publish(i)
+	}
+	want := events(a, last)
+	if got := events(c, last); len(want) != 13 || !slices.Equal(got, want) {
+		t.Fatalf("the copy holds %d events, the peer %d; want the same 13", len(got), len(want))
+	}
+	if s := c.node.Stats(); s.StreamGapMessages != 0 || s.Applied != 3 {
+		t.Fatalf("copy: %+v, want no loss and 3 applied", s)
 	}
 }
