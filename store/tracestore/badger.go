@@ -2,6 +2,7 @@ package tracestore
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -24,6 +25,12 @@ type BadgerTuning struct {
 	NumCompactors           int   // concurrent compactions; never 1
 	// Compression is "snappy" (default), "zstd" or "none".
 	Compression string
+	// PageOutInterval is how often the pages of the mapped value-log
+	// files are handed back to the kernel (MADV_PAGEOUT, Linux): Badger
+	// writes and reads the value log through mmap, so every page it ever
+	// wrote stays in the process's RSS until the kernel needs memory.
+	// Negative: never.
+	PageOutInterval time.Duration
 }
 
 // defaultTuning is the 2-core, 24 GiB node shared with NATS and workers.
@@ -37,15 +44,20 @@ var defaultTuning = BadgerTuning{
 	MemTableSize: 8 << 20, NumMemtables: 3, ValueThreshold: 256,
 	BlockCacheSize: 0, IndexCacheSize: 0, BaseTableSize: 4 << 20,
 	NumLevelZeroTables: 2, NumLevelZeroTablesStall: 10, ValueLogFileSize: 128 << 20,
-	NumCompactors: 2, Compression: "none",
+	NumCompactors: 2, Compression: "none", PageOutInterval: DefaultPageOutInterval,
 }
+
+// DefaultPageOutInterval is the node's PageOutInterval: a saturated node
+// writes ~5-10 MB of value log per second, so RSS holds at most a few
+// seconds of it beyond what queries touch.
+const DefaultPageOutInterval = 5 * time.Second
 
 // smallTuning is for tests: many stores per process.
 var smallTuning = BadgerTuning{
 	MemTableSize: 8 << 20, NumMemtables: 2, ValueThreshold: 256,
 	BlockCacheSize: 8 << 20, IndexCacheSize: 4 << 20, BaseTableSize: 2 << 20,
 	NumLevelZeroTables: 2, NumLevelZeroTablesStall: 8, ValueLogFileSize: 16 << 20,
-	NumCompactors: 2, Compression: "snappy",
+	NumCompactors: 2, Compression: "snappy", PageOutInterval: -1,
 }
 
 // resolve fills zero fields from def and checks Badger's traps: a
@@ -72,6 +84,9 @@ func (t BadgerTuning) resolve(def BadgerTuning) (BadgerTuning, error) {
 	or(&t.NumLevelZeroTablesStall, def.NumLevelZeroTablesStall)
 	or64(&t.ValueLogFileSize, def.ValueLogFileSize)
 	or(&t.NumCompactors, def.NumCompactors)
+	if t.PageOutInterval == 0 {
+		t.PageOutInterval = def.PageOutInterval
+	}
 	if t.Compression == "" {
 		t.Compression = def.Compression
 	}
@@ -99,14 +114,14 @@ func (t BadgerTuning) resolve(def BadgerTuning) (BadgerTuning, error) {
 // badgerOptions builds Badger's options. Conflict detection is off: the
 // store writes only through WriteBatch from one applier. Metrics are off:
 // they cost an expvar map update per bloom-filter probe on every get.
-func badgerOptions(cfg Config) (badger.Options, error) {
+func badgerOptions(cfg Config) (badger.Options, BadgerTuning, error) {
 	def := defaultTuning
 	if cfg.Small {
 		def = smallTuning
 	}
 	t, err := cfg.Badger.resolve(def)
 	if err != nil {
-		return badger.Options{}, err
+		return badger.Options{}, t, err
 	}
 	comp := map[string]options.CompressionType{"snappy": options.Snappy, "zstd": options.ZSTD, "none": options.None}[t.Compression]
 	o := badger.DefaultOptions(cfg.Dir).
@@ -132,5 +147,5 @@ func badgerOptions(cfg Config) (badger.Options, error) {
 		// value in the LSM, up to the batch limit (and Badger's 1 MiB cap).
 		o = o.WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(min(t.MemTableSize*15/100, 1<<20))
 	}
-	return o, nil
+	return o, t, nil
 }

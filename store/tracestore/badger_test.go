@@ -8,7 +8,7 @@ import (
 func TestBadgerTuning_Resolve(t *testing.T) {
 	t.Run("defaults open", func(t *testing.T) {
 		for _, small := range []bool{false, true} {
-			if _, err := badgerOptions(Config{InMemory: true, Small: small}); err != nil {
+			if _, _, err := badgerOptions(Config{InMemory: true, Small: small}); err != nil {
 				t.Fatalf("small=%v: %v", small, err)
 			}
 		}
@@ -21,7 +21,7 @@ func TestBadgerTuning_Resolve(t *testing.T) {
 		"unknown compression":                   {Compression: "lz4"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := badgerOptions(Config{InMemory: true, Badger: tu})
+			_, _, err := badgerOptions(Config{InMemory: true, Badger: tu})
 			if !errors.Is(err, ErrInvalidOptions) {
 				t.Fatalf("got %v, want invalid options", err)
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -193,7 +194,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	bo, err := badgerOptions(cfg)
+	bo, tuning, err := badgerOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -219,14 +220,33 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.recv = newReceivers(o, now, sink)
-	go s.gcLoop(cfg.InMemory)
+	pageOut := time.Duration(0)
+	if !cfg.InMemory {
+		pageOut = tuning.PageOutInterval
+	}
+	go s.gcLoop(cfg.InMemory, bo.Dir, pageOut)
 	return s, nil
 }
 
-func (s *Store) gcLoop(inMemory bool) {
+// gcLoop reclaims value-log garbage every 5 minutes and, every pageOut
+// (> 0), hands the value log's mapped pages back to the kernel.
+func (s *Store) gcLoop(inMemory bool, dir string, pageOut time.Duration) {
 	defer close(s.gcDone)
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()
+	var po <-chan time.Time
+	if pageOut > 0 {
+		// /proc/self/maps names files by their absolute, resolved path.
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				dir = real
+			}
+			pt := time.NewTicker(pageOut)
+			defer pt.Stop()
+			po = pt.C
+		}
+	}
 	for {
 		select {
 		case <-s.gcStop:
@@ -236,6 +256,8 @@ func (s *Store) gcLoop(inMemory bool) {
 				for s.db.RunValueLogGC(0.5) == nil {
 				}
 			}
+		case <-po:
+			pageOutMapped(dir, ".vlog", ".sst")
 		}
 	}
 }
