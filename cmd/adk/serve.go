@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -42,6 +43,23 @@ type serveOptions struct {
 	ready func(url string)
 }
 
+// DefaultStoreNodeMemoryLimit is the Go runtime's soft memory limit
+// (debug.SetMemoryLimit) of adk serve and adk store unless GOMEMLIMIT is
+// set: a store node is sized to run in 512 MiB (store/DESIGN.md, "A
+// store node in 512 MiB"). The Go heap (NATS, JetStream's buffers,
+// Badger's memtables, the order index, the receiver's queues) gets this
+// much; the rest of the 512 MiB is mapped Badger files and the runtime.
+// Without a limit the collector lets the heap reach twice what is live.
+const DefaultStoreNodeMemoryLimit = 384 << 20
+
+// setStoreNodeMemoryLimit applies DefaultStoreNodeMemoryLimit unless the
+// operator set GOMEMLIMIT (which the runtime has already applied).
+func setStoreNodeMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultStoreNodeMemoryLimit)
+	}
+}
+
 func newServeCmd() *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
@@ -67,6 +85,7 @@ adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
 				return err
 			}
 			defer stopProfile()
+			setStoreNodeMemoryLimit()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, o, cmd.OutOrStdout())
@@ -158,7 +177,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if err := bus.WaitJetStreamReady(sctx, js); err != nil {
 		return err
 	}
-	if _, err := bus.EnsureSignalStream(sctx, js, bus.SignalStreamConfig{MaxBytes: 1 << 30}); err != nil {
+	if _, err := bus.EnsureSignalStream(sctx, js, bus.SignalStreamConfig{}); err != nil {
 		return err
 	}
 	if o.otlpAddr != "" {
@@ -257,6 +276,7 @@ another node creates it) before the node starts.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "adk store: node %s, data %s, queries %s\n", o.name, o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
+			setStoreNodeMemoryLimit()
 			return runStoreNode(ctx, nc, o.dataDir, o.name, auth, nil)
 		},
 	}
