@@ -138,6 +138,9 @@ func WorkerPermissions(workerID, password string) User {
 			ResultSubjectPrefix + "*." + workerID,
 			HeartbeatSubjectPrefix + workerID,
 			CoordSubjectPrefix + "job_spec",
+			// Task traces, under the principal of each job it runs
+			// (worker/signals.go): a worker serves every scope.
+			SignalSubjectPrefix + "*",
 		},
 		SubscribeAllow: []string{WorkerInboxPrefix(workerID) + ".>"},
 	}

@@ -501,7 +501,7 @@ func (s *service) jobSpec(req *api.Request) *api.Reply {
 		if err != nil {
 			return nil, err
 		}
-		return &api.Reply{Spec: &api.JobSpec{JobID: j.JobID, Set: st.Body, Agent: j.Spec.Agent,
+		return &api.Reply{Spec: &api.JobSpec{JobID: j.JobID, Scope: j.Scope, Set: st.Body, Agent: j.Spec.Agent,
 			Options: j.Spec.Options, Criteria: j.Spec.Criteria}}, nil
 	})
 }

@@ -419,6 +419,9 @@ func (s *Span) envelope(event string) *Envelope {
 			attrs["node_id"] = o.NodeID
 		}
 	}
+	if c.Eval != nil {
+		c.Eval.setAttributes(attrs)
+	}
 	if len(attrs) > 0 {
 		e.Metadata.Attributes = attrs
 	}

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"github.com/fadcedab/adk/observability"
 	"sort"
 
 	"github.com/fadcedab/adk/agent"
@@ -32,7 +33,7 @@ func (a trustedAgent) adapter(captureEvents bool) evalengine.Adapter {
 // loadAgentFiles parses every AGENT.json once (agent.LoadConfig) into the
 // default adapter. The files are the worker's own configuration: a job
 // only names an agent.
-func loadAgentFiles(files map[string]string) (map[string]trustedAgent, error) {
+func loadAgentFiles(files map[string]string, obs observability.Observer) (map[string]trustedAgent, error) {
 	if len(files) > MaxAgentFiles {
 		return nil, fmt.Errorf("worker: %d agent files, at most %d", len(files), MaxAgentFiles)
 	}
@@ -54,11 +55,12 @@ func loadAgentFiles(files map[string]string) (map[string]trustedAgent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("worker: agent %s: %w", name, err)
 		}
-		events, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: true})
+		build := agent.BuildOptions{Observer: obs}
+		events, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: true, Build: build})
 		if err != nil {
 			return nil, fmt.Errorf("worker: agent %s: %w", name, err)
 		}
-		plain, err := agentadapter.New(cfg, agentadapter.Options{})
+		plain, err := agentadapter.New(cfg, agentadapter.Options{Build: build})
 		if err != nil {
 			return nil, fmt.Errorf("worker: agent %s: %w", name, err)
 		}
@@ -69,8 +71,12 @@ func loadAgentFiles(files map[string]string) (map[string]trustedAgent, error) {
 
 // trustedAgents merges the configured adapters and agent files; a name
 // given twice is a configuration error.
-func trustedAgents(cfg Config) (map[string]trustedAgent, error) {
-	out, err := loadAgentFiles(cfg.AgentFiles)
+func trustedAgents(cfg Config, tracer *observability.Tracer) (map[string]trustedAgent, error) {
+	var obs observability.Observer // nil: the runtime's Nop (a nil *Tracer is not nil)
+	if tracer != nil {
+		obs = tracer
+	}
+	out, err := loadAgentFiles(cfg.AgentFiles, obs)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fadcedab/adk/observability"
 	"log/slog"
 	"sort"
 	"sync"
@@ -50,6 +51,12 @@ type Config struct {
 	// results may still be in flight (default 30 s).
 	RecentWindow time.Duration
 	Logger       *slog.Logger
+	// Signals, when set, traces every task: its spans and envelopes are
+	// published into ADK_SIGNALS under the principal that owns the job
+	// (its scope, from the coordinator's job spec). Export, when set,
+	// also receives every signal (an OTLP backend from the environment).
+	Signals *bus.PublisherPool
+	Export  observability.AsyncSink
 }
 
 // Worker runs tasks. Start it with Start; Stop kills its tasks and waits.
@@ -77,6 +84,11 @@ type Worker struct {
 	results *resultBatcher
 
 	executed atomic.Int64
+
+	// tracer traces tasks (nil: untraced); signals routes its signals to
+	// their job's principal.
+	tracer  *observability.Tracer
+	signals *jobSignals
 }
 
 type jobSpec struct {
@@ -124,7 +136,17 @@ func Start(cfg Config) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	agents, err := trustedAgents(cfg)
+	var tracer *observability.Tracer
+	var signals *jobSignals
+	if cfg.Signals != nil || cfg.Export != nil {
+		signals = &jobSignals{pool: cfg.Signals, export: cfg.Export}
+		t, err := observability.New(observability.Config{Async: signals})
+		if err != nil {
+			return nil, err
+		}
+		tracer = t
+	}
+	agents, err := trustedAgents(cfg, tracer)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +155,8 @@ func Start(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents,
-		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}}
+		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{},
+		tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
@@ -453,7 +476,12 @@ func (w *Worker) run(ctx context.Context, task api.Task) (res api.Result, ok boo
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterInitFailed)
 			break
 		}
-		sample, err = spec.runner.Run(ctx, ta.adapter(spec.p.Options.CaptureEvents), task.CaseIndex, task.Sample)
+		var obs observability.Observer // nil: untraced (a nil *Tracer is not)
+		if w.tracer != nil {
+			obs = w.tracer
+			ctx = observability.ContextWithEval(ctx, observability.EvalIDs{JobID: task.JobID, WorkerID: w.cfg.ID})
+		}
+		sample, err = spec.runner.RunObserved(ctx, ta.adapter(spec.p.Options.CaptureEvents), obs, task.CaseIndex, task.Sample)
 		if err != nil {
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterFailed)
 		}
@@ -481,6 +509,7 @@ func (w *Worker) spec(ctx context.Context, jobID string) (*jobSpec, error) {
 			for k, old := range w.specs {
 				if isClosed(old.ready) {
 					delete(w.specs, k)
+					w.signals.forget(k)
 					break
 				}
 			}
@@ -492,7 +521,11 @@ func (w *Worker) spec(ctx context.Context, jobID string) (*jobSpec, error) {
 	if fetch {
 		// The worker's context, not the task's: a task killed meanwhile
 		// must not fail the fetch its siblings wait for.
-		s.p, s.runner, s.agent, s.err = w.fetchSpec(w.ctx, jobID)
+		var scope string
+		s.p, s.runner, s.agent, scope, s.err = w.fetchSpec(w.ctx, jobID)
+		if s.err == nil {
+			w.signals.own(jobID, scope)
+		}
 		close(s.ready)
 		if s.err != nil {
 			// Not cached: the next task of the job asks again.
@@ -524,11 +557,11 @@ func isClosed(c chan struct{}) bool {
 }
 
 // fetchSpec asks the coordinators for a job's spec and validates it once.
-func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepared, *evalengine.SampleRunner, string, error) {
+func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepared, *evalengine.SampleRunner, string, string, error) {
 	subj, _ := bus.CoordSubject(api.OpJobSpec)
 	req, err := wire.Encode(api.KindRequest, &api.Request{Scope: "_", JobID: jobID})
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
@@ -541,7 +574,7 @@ func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepa
 		}
 		var rep api.Reply
 		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", "", err
 		}
 		if rep.Err != nil || rep.Spec == nil {
 			// A follower may not have applied the job yet.
@@ -554,16 +587,16 @@ func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepa
 		}
 		p, err := evalengine.Prepare(rep.Spec.Set, rep.Spec.Criteria, rep.Spec.Options)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", "", err
 		}
 		r, err := evalengine.NewSampleRunner(p.Set, p.Metrics, p.Options)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", "", err
 		}
-		return p, r, rep.Spec.Agent, nil
+		return p, r, rep.Spec.Agent, rep.Spec.Scope, nil
 	}
 	if lastErr == nil {
 		lastErr = ctx.Err()
 	}
-	return nil, nil, "", fmt.Errorf("job spec %s: %w", jobID, lastErr)
+	return nil, nil, "", "", fmt.Errorf("job spec %s: %w", jobID, lastErr)
 }

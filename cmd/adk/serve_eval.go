@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
@@ -28,20 +30,23 @@ type serveEvalOptions struct {
 	agents   []string
 	raftAddr string
 	capacity int
+	drain    time.Duration
 }
 
 func (o *serveEvalOptions) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json of the embedded worker (repeatable; none: no worker)")
 	fl.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:0", "Raft address of the embedded one-node coordinator")
 	fl.IntVar(&o.capacity, "capacity", defaultServeCapacity, fmt.Sprintf("samples the embedded worker runs at once, 1..%d", maxWorkerCapacity))
+	fl.DurationVar(&o.drain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for the worker's traces to be published (1ms..5m)")
 }
 
 // serveEval is the eval half of `adk serve`: a one-node Raft coordinator
 // and, with --agent, one worker, both on in-process connections.
 type serveEval struct {
-	coord  *coordinator.Node
-	worker *worker.Worker
-	conns  []*nats.Conn
+	coord   *coordinator.Node
+	worker  *worker.Worker
+	tracing *fleetTracing
+	conns   []*nats.Conn
 }
 
 // startServeEval starts the coordinator (bootstrapping a one-voter
@@ -80,7 +85,15 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout 
 			return nil, err
 		}
 		s.conns = append(s.conns, wnc)
-		s.worker, err = worker.Start(worker.Config{ID: serveWorkerID, NATS: wnc, Capacity: o.capacity, AgentFiles: agents, Logger: log})
+		if o.drain == 0 {
+			o.drain = defaultTraceDrain
+		}
+		if s.tracing, err = startFleetTracing(wnc, os.Getenv, "adk-serve", o.drain); err != nil {
+			return nil, err
+		}
+		wc := worker.Config{ID: serveWorkerID, NATS: wnc, Capacity: o.capacity, AgentFiles: agents, Logger: log}
+		s.tracing.workerConfig(&wc)
+		s.worker, err = worker.Start(wc)
 		if err != nil {
 			return nil, &cliError{Code: codeInvalidAgentConfig, Detail: err.Error(), Err: err}
 		}
@@ -99,6 +112,9 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout 
 func (s *serveEval) stop() {
 	if s.worker != nil {
 		s.worker.Stop()
+	}
+	if s.tracing != nil {
+		s.tracing.finish(os.Stderr)
 	}
 	if s.coord != nil {
 		s.coord.Stop()

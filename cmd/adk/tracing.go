@@ -6,7 +6,11 @@ import (
 	"io"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/worker"
 )
 
 // defaultTraceDrain bounds how long a process waits at exit for its
@@ -85,4 +89,48 @@ func (lt *localTracing) close() {
 	if lt.otlp != nil {
 		_ = lt.otlp.Close()
 	}
+}
+
+// fleetTracing is the signal path of a worker (`adk worker`, `adk serve`'s
+// embedded one): a publisher per job principal into ADK_SIGNALS over the
+// worker's connection, and, when the environment names an OTLP endpoint,
+// the same signals to it through a local bus.
+type fleetTracing struct {
+	pool  *bus.PublisherPool
+	local *localTracing // its tracer is unused: only the bus exports
+	drain time.Duration
+}
+
+func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string, drain time.Duration) (*fleetTracing, error) {
+	local, err := startLocalTracing(getenv, service, drain)
+	if err != nil {
+		return nil, err
+	}
+	return &fleetTracing{pool: bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0), local: local, drain: drain}, nil
+}
+
+// workerConfig fills the worker's signal fields.
+func (ft *fleetTracing) workerConfig(c *worker.Config) {
+	c.Signals = ft.pool
+	if ft.local.bus != nil {
+		c.Export = ft.local.bus
+	}
+}
+
+// finish drains the publishers (within the drain bound) and the local
+// bus, and writes one stderr line when signals were dropped.
+func (ft *fleetTracing) finish(stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), ft.drain)
+	_ = ft.pool.Drain(ctx)
+	cancel()
+	ft.pool.Close()
+	var dropped, total uint64
+	for _, st := range ft.pool.Stats() {
+		total += st.Accepted + st.Rejected + st.DroppedNewest + st.TooLarge
+		dropped += st.ExportFailed + st.PermanentFailures + st.Rejected + st.DroppedNewest + st.DroppedOldest + st.TooLarge + st.ClosedDropped
+	}
+	if dropped > 0 {
+		fmt.Fprintf(stderr, "adk: traces: %d of %d signals not published to %s\n", dropped, total, bus.SignalStreamName)
+	}
+	ft.local.finish(stderr)
 }

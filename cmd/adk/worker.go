@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -38,6 +39,7 @@ type workerOptions struct {
 	capacity int
 	agents   []string
 	logLevel string
+	drain    time.Duration
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -68,6 +70,7 @@ job only names the agent. --config FILE reads {"id", "nats", "capacity",
 	fl.IntVar(&o.capacity, "capacity", 4, fmt.Sprintf("samples run at once, 1..%d", maxWorkerCapacity))
 	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json (repeatable)")
 	fl.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	fl.DurationVar(&o.drain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for task traces to be published (1ms..5m)")
 	return cmd
 }
 
@@ -158,7 +161,14 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout,
 		return err
 	}
 	defer nc.Close()
-	w, err := worker.Start(worker.Config{ID: wf.ID, NATS: nc, Capacity: wf.Capacity, AgentFiles: wf.Agents, Logger: log})
+	tracing, err := startFleetTracing(nc, os.Getenv, "adk-worker", o.drain)
+	if err != nil {
+		return err
+	}
+	defer tracing.finish(stderr)
+	wc := worker.Config{ID: wf.ID, NATS: nc, Capacity: wf.Capacity, AgentFiles: wf.Agents, Logger: log}
+	tracing.workerConfig(&wc)
+	w, err := worker.Start(wc)
 	if err != nil {
 		var ce *cliError
 		if errors.As(err, &ce) {

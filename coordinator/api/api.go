@@ -277,6 +277,10 @@ type WorkerState struct {
 // JobSpec is what a worker needs to run a job's tasks.
 type JobSpec struct {
 	JobID    string `msgpack:"job_id"`
+	// Scope is the job's app scope: the principal its traces are
+	// published under (from the Raft-replicated job, never from the task
+	// or the worker's configuration).
+	Scope    string `msgpack:"scope,omitempty"`
 	Set      []byte `msgpack:"set"` // canonical JSON of the set revision
 	Agent    string `msgpack:"agent"`
 	Options  []byte `msgpack:"options,omitempty"`

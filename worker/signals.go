@@ -1,0 +1,76 @@
+package worker
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/observability"
+)
+
+// errNoPrincipal refuses a signal of a job whose owner the worker does not
+// know (or whose scope cannot name a principal): it is dropped and
+// counted, never published under another principal.
+var errNoPrincipal = errors.New("worker: signal of a job without a trace principal")
+
+// jobSignals is the worker tracer's async sink. Every signal carries its
+// job's id (adk.eval.job_id, set from the task on the sample's span); the
+// principal it is published under is the job's scope as the coordinator's
+// job spec names it. The task, the agent and the worker's configuration
+// never choose it, so a job's traces land only under its owner.
+type jobSignals struct {
+	pool   *bus.PublisherPool      // nil: no fleet publishing
+	export observability.AsyncSink // nil: no direct OTLP export
+
+	principals sync.Map // job id → principal
+	noOwner    atomic.Uint64
+}
+
+// own records the principal of a job (its scope). A scope that is not a
+// subject token cannot name a signal subject: such a job is not traced
+// into the store (its signals count as no_principal).
+func (j *jobSignals) own(jobID, scope string) {
+	if j == nil || bus.ValidToken(scope) != nil {
+		return
+	}
+	j.principals.Store(jobID, scope)
+}
+
+func (j *jobSignals) forget(jobID string) {
+	if j != nil {
+		j.principals.Delete(jobID)
+	}
+}
+
+// Enqueue implements observability.AsyncSink.
+func (j *jobSignals) Enqueue(s observability.Signal) error {
+	if j.export != nil {
+		_ = j.export.Enqueue(s) // its own drops are its own counters
+	}
+	if j.pool == nil {
+		return nil
+	}
+	p, ok := j.principals.Load(jobOf(s))
+	if !ok {
+		j.noOwner.Add(1)
+		return errNoPrincipal
+	}
+	pub, err := j.pool.Publisher(p.(string))
+	if err != nil {
+		return err
+	}
+	return pub.Enqueue(s)
+}
+
+func jobOf(s observability.Signal) string {
+	var a observability.Attributes
+	switch x := s.(type) {
+	case *observability.SpanSignal:
+		a = x.Attributes
+	case *observability.Envelope:
+		a = x.Metadata.Attributes
+	}
+	id, _ := a[observability.AttrEvalJobID].(string)
+	return id
+}
