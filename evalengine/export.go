@@ -204,7 +204,7 @@ func markdownFailures(b *strings.Builder, fs []CaseFailure) {
 	for _, f := range fs {
 		fmt.Fprintf(b, "\n### %s\n\n%s (sample pass rate %s, threshold %s)\n\n", mdCell(f.CaseID), mdCell(f.Reason), f4(f.SamplePassRate), f4(f.SamplePassRateThreshold))
 		for _, s := range f.Samples {
-			fmt.Fprintf(b, "- Sample %d: %s\n", s.SampleIndex, s.Status)
+			fmt.Fprintf(b, "- Sample %d: %s%s\n", s.SampleIndex, s.Status, s.traceSuffix())
 			if s.Error != "" {
 				fmt.Fprintf(b, "  - Error: %s\n", mdCell(s.Error))
 			}

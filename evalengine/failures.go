@@ -65,6 +65,9 @@ type SampleFailure struct {
 	Metrics    []FailedMetric      `json:"metrics"`
 	Response   *ResponseMismatch   `json:"response,omitempty"`
 	Trajectory *TrajectoryMismatch `json:"trajectory,omitempty"`
+	// TraceID names the sample's trace when the run was traced
+	// (adk trace query --trace-id).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // ResponseMismatch is the first turn whose response differed from the
@@ -147,7 +150,7 @@ func metricReason(m *MetricResult) string {
 }
 
 func sampleFailure(s *SampleResult) SampleFailure {
-	sf := SampleFailure{SampleIndex: s.SampleIndex, Status: s.Status, Error: excerptString(s.Error)}
+	sf := SampleFailure{SampleIndex: s.SampleIndex, Status: s.Status, Error: excerptString(s.Error), TraceID: s.TraceID}
 	var metrics []MetricResult
 	metrics = append(metrics, s.Criteria...)
 	for ti := range s.Turns {
@@ -286,7 +289,7 @@ func (f *CaseFailure) Details() string {
 	fmt.Fprintf(&b, "case %s: %s", f.CaseID, f.Reason)
 	fmt.Fprintf(&b, "\nsample pass rate %s (threshold %s)", f4(f.SamplePassRate), f4(f.SamplePassRateThreshold))
 	for _, s := range f.Samples {
-		fmt.Fprintf(&b, "\nsample %d: %s", s.SampleIndex, s.Status)
+		fmt.Fprintf(&b, "\nsample %d: %s%s", s.SampleIndex, s.Status, s.traceSuffix())
 		if s.Error != "" {
 			fmt.Fprintf(&b, "\n  error: %s", s.Error)
 		}
@@ -304,6 +307,14 @@ func (f *CaseFailure) Details() string {
 		fmt.Fprintf(&b, "\n%d more failed samples not shown", f.OmittedSamples)
 	}
 	return b.String()
+}
+
+// traceSuffix is " (trace ID)" for a traced sample, else "".
+func (s *SampleFailure) traceSuffix() string {
+	if s.TraceID == "" {
+		return ""
+	}
+	return " (trace " + s.TraceID + ")"
 }
 
 func (t *TrajectoryMismatch) position() string {

@@ -201,6 +201,9 @@ type SampleResult struct {
 	Criteria    []MetricResult   `json:"criteria"` // case-scope metrics
 	Metadata    map[string]any   `json:"metadata"` // the case's metadata
 	Error       string           `json:"error,omitempty"`
+	// TraceID names the sample's trace when the run was traced (each
+	// turn also records it, with its run id).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // TurnResult is one turn of one sample.

@@ -397,6 +397,7 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 	var tr *sampleTrace
 	if e.observer != nil {
 		ctx, tr = e.startSampleTrace(ctx, c.ID, res.SampleID)
+		res.TraceID = tr.traceID
 		defer func() { tr.end(&res) }()
 	}
 	info := SampleInfo{SetID: e.set.ID, SetVersion: e.set.Version, Case: c, CaseIndex: ci, SampleID: res.SampleID, SampleIndex: si}

@@ -15,6 +15,9 @@ var updateGolden = flag.Bool("update", false, "rewrite cmd/adk/testdata/golden")
 // timings are the only bytes that differ between two runs of one eval.
 var timings = regexp.MustCompile(`time="[0-9.]+"`)
 
+// traceIDs are the samples' trace ids, new on every run.
+var traceIDs = regexp.MustCompile(`[0-9a-f]{32}`)
+
 // htmlDuration is the run's duration in the HTML report's summary.
 var htmlDuration = regexp.MustCompile(`<dd>[0-9]+ ms</dd>`)
 
@@ -39,6 +42,7 @@ func TestEvalRun_FailureReasonsInEveryFormat(t *testing.T) {
 			}
 			out := timings.ReplaceAll([]byte(r.stdout), []byte(`time="T"`))
 			out = htmlDuration.ReplaceAll(out, []byte(`<dd>T ms</dd>`))
+			out = traceIDs.ReplaceAll(out, []byte(`TRACE_ID`))
 			golden := filepath.Join("testdata", "golden", "reasons."+format)
 			if *updateGolden {
 				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
