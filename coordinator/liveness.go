@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,7 +130,30 @@ func (l *liveness) states(ids []string, now time.Time) []api.WorkerState {
 		if !ok {
 			continue
 		}
-		out = append(out, api.WorkerState{ID: id, Capacity: w.hb.Capacity, Running: len(w.hb.Running), SeenAgoMS: now.Sub(w.at).Milliseconds()})
+		out = append(out, api.WorkerState{ID: id, Capacity: w.hb.Capacity, Running: len(w.hb.Running), SeenAgoMS: now.Sub(w.at).Milliseconds(), Agents: w.hb.Agents})
 	}
+	return out
+}
+
+// liveAgents returns the agents offered by the allowlisted workers heard
+// from within the worker TTL, sorted and unique.
+func (n *Node) liveAgents(now time.Time) []string {
+	ttl := n.cfg.Timing.WorkerTTL
+	seen := map[string]bool{}
+	n.live.mu.Lock()
+	for id, w := range n.live.workers {
+		if !n.allow[id] || now.Sub(w.at) > ttl {
+			continue
+		}
+		for _, a := range w.hb.Agents {
+			seen[a] = true
+		}
+	}
+	n.live.mu.Unlock()
+	out := make([]string, 0, len(seen))
+	for a := range seen {
+		out = append(out, a)
+	}
+	sort.Strings(out)
 	return out
 }

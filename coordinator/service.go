@@ -480,6 +480,7 @@ func (s *service) capabilities(*api.Request) *api.Reply {
 	}
 	c.CommitIndex, c.AppliedIndex = s.n.RaftIndexes()
 	c.WorkerStates = s.n.live.states(s.n.cfg.Workers, time.Now())
+	c.Agents = s.n.liveAgents(time.Now())
 	err := s.n.store.View(func(tx *evalstore.Tx) error {
 		counts, err := tx.Counts()
 		c.ActiveJobs, c.QueuedJobs, c.QueuedBytes, c.RecoveredJobs = counts.Active, counts.Queued, counts.QueuedBytes, counts.Recovered

@@ -72,6 +72,8 @@ type Worker struct {
 	runs   chan struct{}  // running samples: Capacity
 
 	agents map[string]trustedAgent
+	// agentNames are the agents' names, sorted, announced in heartbeats.
+	agentNames []string
 
 	fenced     atomic.Bool
 	lastLeader atomic.Int64 // unix nanos of the last leader answer
@@ -154,7 +156,7 @@ func Start(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents,
+	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents),
 		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{},
 		tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)
@@ -220,7 +222,7 @@ func (w *Worker) heartbeatLoop() {
 
 func (w *Worker) heartbeat(subj string, seq uint64) {
 	now := time.Now()
-	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq}
+	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq, Agents: w.agentNames}
 	w.mu.Lock()
 	for ref := range w.running {
 		hb.Running = append(hb.Running, ref)
@@ -599,4 +601,18 @@ func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepa
 		lastErr = ctx.Err()
 	}
 	return nil, nil, "", "", fmt.Errorf("job spec %s: %w", jobID, lastErr)
+}
+
+// agentNames returns the names a worker announces: sorted, at most
+// api.MaxHeartbeatAgents.
+func agentNames(agents map[string]trustedAgent) []string {
+	names := make([]string, 0, len(agents))
+	for n := range agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) > api.MaxHeartbeatAgents {
+		names = names[:api.MaxHeartbeatAgents]
+	}
+	return names
 }

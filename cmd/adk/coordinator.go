@@ -89,7 +89,13 @@ the file).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := o.resolve(cmd.Flags().Changed); err != nil {
+			changed := func(name string) bool {
+				if name == "nats" {
+					return o.nats.changed(cmd.Flags())
+				}
+				return cmd.Flags().Changed(name)
+			}
+			if err := o.resolve(changed); err != nil {
 				return err
 			}
 			stopProfile, err := startCPUProfile(envCoordinatorCPUProfile)
@@ -101,7 +107,7 @@ the file).`,
 		},
 	}
 	fl := cmd.Flags()
-	o.nats.register(fl, "nats", "NATS URL(s), comma separated")
+	o.nats.register(fl, "")
 	fl.StringVar(&o.configFile, "config", "", "coordinator config file (JSON, at most 1 MiB)")
 	fl.StringVar(&o.id, "id", "", "node id (Raft server id), a subject token (required)")
 	fl.StringVar(&o.dataDir, "data-dir", "", "directory for the Raft log, snapshots and the eval store (required)")
@@ -187,13 +193,13 @@ func (o *coordinatorOptions) resolve(changed func(flag string) bool) error {
 
 func (o *coordinatorOptions) config() (coordinator.Config, error) {
 	var missing []string
-	for _, m := range []struct{ name, v string }{{"id", o.id}, {"data_dir", o.dataDir}} {
+	for _, m := range []struct{ name, v string }{{"--id", o.id}, {"--data-dir", o.dataDir}} {
 		if m.v == "" {
 			missing = append(missing, m.name)
 		}
 	}
 	if len(o.workers) == 0 {
-		missing = append(missing, "workers")
+		missing = append(missing, "--workers")
 	}
 	if len(missing) > 0 {
 		return coordinator.Config{}, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
@@ -261,7 +267,7 @@ func runCoordinator(ctx context.Context, o coordinatorOptions, stdout, stderr io
 	if cfg.Logger, err = newLogger(stderr, o.logLevel); err != nil {
 		return err
 	}
-	nc, err := o.nats.connect("nats", "adk-coordinator-"+o.id)
+	nc, err := o.nats.connect("adk-coordinator-" + o.id)
 	if err != nil {
 		return err
 	}

@@ -89,16 +89,16 @@ func TestWorkerAndCoordinatorFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--agent", "a=x.json"}, "missing_required_options: id"},
-		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: agent"},
+		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--agent", "a=x.json"}, "missing_required_options: --id"},
+		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: --agent"},
 		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1", "--agent", "nopath"}, "is not NAME=AGENT.json"},
 		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1", "--agent", "a=x.json", "--capacity", "0"}, "invalid_positive_integer: capacity"},
-		{[]string{"coordinator", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: id,data_dir,workers"},
+		{[]string{"coordinator", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: --id,--data-dir,--workers"},
 		{[]string{"coordinator", "--id", "c1", "--data-dir", "d", "--workers", "w1", "--peers", "c1=127.0.0.1:1", "--nats", "nats://127.0.0.1:1"}, "--peers needs --bootstrap"},
-		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--config", "a.json", "--eval-set", "s.json"}, "--config is local"},
-		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--agent", "travel", "--agent-url", "http://127.0.0.1:1/", "--eval-set", "s.json"}, "--agent-url is local"},
-		{[]string{"eval", "run", "--agent", "travel", "--eval-set", "s.json"}, "--agent needs --cluster"},
-		{[]string{"eval", "status", "j1"}, "missing_required_options: cluster"},
+		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--config", "a.json", "--eval-set", "s.json"}, "--nats runs on a cluster, which takes --agent NAME"},
+		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--agent", "travel", "--agent-url", "http://127.0.0.1:1/", "--eval-set", "s.json"}, "conflicting_options: --agent-url,--agent"},
+		{[]string{"eval", "run", "--agent", "travel", "--eval-set", "s.json"}, "eval_file_unreadable: eval_set"},
+		{[]string{"eval", "status", "j1"}, "missing_required_options: --nats"},
 	} {
 		var errb bytes.Buffer
 		if code := run(tc.args, io.Discard, &errb); code != exitError || !strings.Contains(errb.String(), tc.want) {

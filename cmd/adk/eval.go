@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -78,39 +80,66 @@ atomically to OUT, or to stdout with -.`,
 
 func newEvalReportCmd() *cobra.Command {
 	var format, output, suite string
+	var cf clusterFlags
 	cmd := &cobra.Command{
-		Use:   "report RESULT.json",
-		Short: "Render a saved result or baseline comparison (offline)",
+		Use:   "report (RESULT.json | JOB_ID [--nats URL])",
+		Short: "Render a saved result, a baseline comparison or a cluster job's result",
 		Long: `Render a result document (adk eval run --format json) or a baseline
 comparison in another format. The document is re-validated strictly first.
-JUnit, SARIF and annotations need a result, not a comparison.`,
+JUnit, SARIF and annotations need a result, not a comparison.
+
+With --nats (or $ADK_CLUSTER set and no such file) the argument is a job id
+and the cluster's stored result is rendered.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			if err := checkOutputPath(output); err != nil {
 				return err
 			}
-			data, err := readCapped("result", args[0], maxSetFileBytes)
-			if err != nil {
-				return err
-			}
-			v, err := decodeReportInput(data)
-			if err != nil {
-				return err
+			var v any
+			if cf.changed(cmd.Flags()) || (cf.url != "" && !fileExists(args[0])) {
+				r, err := clusterResult(cmd.Context(), &cf, args[0])
+				if err != nil {
+					return err
+				}
+				v = r
+			} else {
+				data, err := readCapped("result", args[0], maxSetFileBytes)
+				if err != nil {
+					return err
+				}
+				if v, err = decodeReportInput(data); err != nil {
+					return err
+				}
 			}
 			rendered, err := evalengine.Render(v, format, evalengine.ExportOptions{SuiteName: suite})
 			if err != nil {
 				return engineError(codeReportRenderFailed, err)
 			}
-			return emitReport(cmd.OutOrStdout(), output, rendered)
+			return emitReport(reportWriter(cmd, output), output, rendered)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", evalengine.FormatMarkdown, "report format: json, markdown, junit, sarif, annotations, html")
-	cmd.Flags().StringVar(&output, "output", "-", "also write the report atomically to this file (- for stdout only)")
-	cmd.Flags().StringVar(&suite, "suite-name", "", "suite/tool name in JUnit and SARIF (default adk_eval)")
+	registerReportFlags(cmd, &format, &output, &suite, evalengine.FormatMarkdown)
+	cf.register(cmd)
 	return cmd
+}
+
+// clusterResult fetches a cluster job's result.
+func clusterResult(ctx context.Context, cf *clusterFlags, jobID string) (*evalengine.Result, error) {
+	cl, done, err := cf.client()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	j, err := cl.Status(ctx, cf.scope, jobID)
+	if err != nil {
+		return nil, serviceError(err)
+	}
+	return fetchResult(ctx, cl, cf.scope, j)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // decodeReportInput reads a result or, when the document says it is one, a

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -45,33 +46,71 @@ const (
 	statusInterval = 200 * time.Millisecond
 )
 
-// natsFlags are the connection flags shared by the cluster commands.
+// natsFlags are the NATS connection flags of every command that connects:
+// one URL flag, --nats (default $ADK_CLUSTER), and one credentials set,
+// --nats-creds, --nats-nkey, --nats-user (password from
+// $ADK_NATS_PASSWORD). Older spellings stay as hidden aliases: --cluster
+// (eval commands), --server (store, trace) and --creds (store).
 type natsFlags struct {
 	url, creds, nkey, user string
 }
 
-func (f *natsFlags) register(fs *pflag.FlagSet, name, help string) {
-	fs.StringVar(&f.url, name, os.Getenv(envCluster), help+" (default $"+envCluster+")")
+// natsURLAliases are the hidden old names of --nats.
+var natsURLAliases = []string{"cluster", "server"}
+
+// register adds the flags; def is the URL when neither --nats nor
+// $ADK_CLUSTER gives one ("" makes --nats required).
+func (f *natsFlags) register(fs *pflag.FlagSet, def string) {
+	help := "NATS URL(s), comma separated (default $" + envCluster
+	if def != "" {
+		help += ", else " + def
+	}
+	help += ")"
+	d := envDefault(envCluster, def)
+	fs.StringVar(&f.url, "nats", d, help)
+	fs.Lookup("nats").DefValue = def
+	for _, alias := range natsURLAliases {
+		fs.StringVar(&f.url, alias, d, "old name of --nats")
+		_ = fs.MarkHidden(alias)
+	}
 	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
+	fs.StringVar(&f.creds, "creds", "", "old name of --nats-creds")
+	_ = fs.MarkHidden("creds")
 	fs.StringVar(&f.nkey, "nats-nkey", "", "NATS nkey seed file")
 	fs.StringVar(&f.user, "nats-user", "", "NATS user; the password is read from $"+envNATSPassword)
 }
 
-// connect dials NATS with the configured credentials. bus.Connect scrubs
-// URL credentials from its errors.
-func (f *natsFlags) connect(flag, name string, extra ...nats.Option) (*nats.Conn, error) {
-	if f.url == "" {
-		return nil, &cliError{Code: codeMissingRequired, Reason: optionName(flag)}
+// changed reports whether the URL was given on the command line (under any
+// of its names).
+func (f *natsFlags) changed(fs *pflag.FlagSet) bool {
+	for _, n := range append([]string{"nats"}, natsURLAliases...) {
+		if fs.Changed(n) {
+			return true
+		}
 	}
-	opts := []bus.Option{bus.WithName(name), bus.WithConnectTimeout(5 * time.Second)}
+	return false
+}
+
+// busOptions are the credentials as bus options.
+func (f *natsFlags) busOptions() []bus.Option {
 	switch {
 	case f.creds != "":
-		opts = append(opts, bus.WithCredsFile(f.creds))
+		return []bus.Option{bus.WithCredsFile(f.creds)}
 	case f.nkey != "":
-		opts = append(opts, bus.WithNkeySeedFile(f.nkey))
+		return []bus.Option{bus.WithNkeySeedFile(f.nkey)}
 	case f.user != "":
-		opts = append(opts, bus.WithUserPassword(f.user, os.Getenv(envNATSPassword)))
+		return []bus.Option{bus.WithUserPassword(f.user, os.Getenv(envNATSPassword))}
 	}
+	return nil
+}
+
+// connect dials NATS with the configured credentials. bus.Connect scrubs
+// URL credentials from its errors.
+func (f *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
+	if f.url == "" {
+		return nil, &cliError{Code: codeMissingRequired, Reason: "--nats", Detail: "the NATS URL of the cluster, or set $" + envCluster}
+	}
+	opts := append([]bus.Option{bus.WithName(name), bus.WithConnectTimeout(5 * time.Second)}, f.busOptions()...)
 	if len(extra) > 0 {
 		opts = append(opts, bus.WithNATSOptions(extra...))
 	}
@@ -82,7 +121,17 @@ func (f *natsFlags) connect(flag, name string, extra ...nats.Option) (*nats.Conn
 	return nc, nil
 }
 
-// clusterFlags are what every `adk eval <op> --cluster` command takes.
+// defaultNATSURL is the URL of the commands that default to a local
+// `adk serve` (store, trace).
+const defaultNATSURL = "nats://127.0.0.1:4222"
+
+// dial connects like bus.Connect does for the trace commands (their errors
+// are bus's own), with the credentials flags applied.
+func (f *natsFlags) dial(extra ...bus.Option) (*nats.Conn, error) {
+	return bus.Connect(f.url, append(f.busOptions(), extra...)...)
+}
+
+// clusterFlags are what every cluster eval command takes.
 type clusterFlags struct {
 	natsFlags
 	scope   string
@@ -90,17 +139,78 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command) {
-	f.natsFlags.register(cmd.Flags(), "cluster", "NATS URL of the eval cluster")
+	f.natsFlags.register(cmd.Flags(), "")
 	cmd.Flags().StringVar(&f.scope, "scope", "default", "app scope of the jobs")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "timeout of one service call")
 }
 
 func (f *clusterFlags) client() (*client.Client, func(), error) {
-	nc, err := f.connect("cluster", "adk-cli")
+	nc, err := f.connect("adk-cli")
 	if err != nil {
 		return nil, nil, err
 	}
 	return client.New(nc, f.timeout), nc.Close, nil
+}
+
+// liveAgents asks the cluster which agents its live workers offer.
+func liveAgents(ctx context.Context, cl *client.Client) ([]string, error) {
+	caps, err := cl.Capabilities(ctx)
+	if err != nil {
+		return nil, serviceError(err)
+	}
+	return caps.Agents, nil
+}
+
+// agentWait is how long checkClusterAgent waits for an agent to appear: a
+// worker that just started announces its agents with its first heartbeat
+// (every second by default), so a fleet started a moment ago is not
+// mistaken for one without the agent.
+const agentWait = 3 * time.Second
+
+// checkClusterAgent refuses, before anything is submitted, an agent no
+// live worker offers, naming the ones they do.
+func checkClusterAgent(ctx context.Context, cl *client.Client, agent string) error {
+	deadline := time.Now().Add(agentWait)
+	for {
+		agents, err := liveAgents(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(agents, agent) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			detail := "no live worker offers an agent"
+			if len(agents) > 0 {
+				detail = "live workers offer: " + strings.Join(agents, ", ")
+			}
+			return &cliError{Code: api.CodeUnknownAgent, Reason: agent, Detail: detail}
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &cliError{Code: codeEvaluationFailed, Reason: "interrupted"}
+		case <-t.C:
+		}
+	}
+}
+
+// completeAgents completes --agent with the agents the cluster's live
+// workers offer (nothing when the cluster cannot be reached).
+func (f *clusterFlags) completeAgents(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if f.url == "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cl, done, err := f.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+	defer cancel()
+	agents, _ := liveAgents(ctx, cl)
+	return agents, cobra.ShellCompDirectiveNoFileComp
 }
 
 // serviceError maps a coordinator error onto the CLI's one-line error.
@@ -116,18 +226,9 @@ func serviceError(err error) error {
 	return &cliError{Code: ae.Code, Reason: ae.Reason, Detail: ae.Detail, Err: err}
 }
 
-// attachClusterEvalCmds adds the cluster commands to `adk eval` and lets
-// `eval run` and `eval report` take --cluster.
+// attachClusterEvalCmds adds the cluster job commands to `adk eval`.
 func attachClusterEvalCmds(eval *cobra.Command) *cobra.Command {
 	eval.AddCommand(newEvalSubmitCmd(), newEvalStatusCmd(), newEvalResultCmd(), newEvalCancelCmd(), newEvalJobsCmd())
-	for _, sub := range eval.Commands() {
-		switch sub.Name() {
-		case "run":
-			extendEvalRun(sub)
-		case "report":
-			extendEvalReport(sub)
-		}
-	}
 	return eval
 }
 
@@ -140,7 +241,7 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// newJobCmd builds a `JOB_ID --cluster URL` command: it connects, runs do
+// newJobCmd builds a `JOB_ID --nats URL` command: it connects, runs do
 // with the coordinator client, and closes the connection.
 func newJobCmd(use, short string, do func(cmd *cobra.Command, cl *client.Client, scope, id string) error) *cobra.Command {
 	var cf clusterFlags
@@ -162,7 +263,7 @@ func newJobCmd(use, short string, do func(cmd *cobra.Command, cl *client.Client,
 }
 
 func newEvalStatusCmd() *cobra.Command {
-	return newJobCmd("status JOB_ID --cluster URL", "Show a cluster job's phase and progress (JSON)",
+	return newJobCmd("status JOB_ID [--nats URL]", "Show a cluster job's phase and progress (JSON)",
 		func(cmd *cobra.Command, cl *client.Client, scope, id string) error {
 			j, err := cl.Status(cmd.Context(), scope, id)
 			if err != nil {
@@ -173,7 +274,7 @@ func newEvalStatusCmd() *cobra.Command {
 }
 
 func newEvalResultCmd() *cobra.Command {
-	return newJobCmd("result JOB_ID --cluster URL", "Print a completed cluster job's result document (JSON)",
+	return newJobCmd("result JOB_ID [--nats URL]", "Print a completed cluster job's result document (JSON)",
 		func(cmd *cobra.Command, cl *client.Client, scope, id string) error {
 			res, err := cl.Result(cmd.Context(), scope, id)
 			if err != nil {
@@ -185,7 +286,7 @@ func newEvalResultCmd() *cobra.Command {
 }
 
 func newEvalCancelCmd() *cobra.Command {
-	return newJobCmd("cancel JOB_ID --cluster URL", "Cancel a queued or running cluster job",
+	return newJobCmd("cancel JOB_ID [--nats URL]", "Cancel a queued or running cluster job",
 		func(cmd *cobra.Command, cl *client.Client, scope, id string) error {
 			j, err := cl.Cancel(cmd.Context(), scope, id)
 			if err != nil {
@@ -200,7 +301,7 @@ func newEvalJobsCmd() *cobra.Command {
 	var limit int
 	var cursor string
 	cmd := &cobra.Command{
-		Use:   "jobs --cluster URL",
+		Use:   "jobs [--nats URL]",
 		Short: "List a scope's cluster jobs (JSON page)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -235,10 +336,10 @@ type clusterJob struct {
 func prepareClusterJob(agentName, setPath, criteriaPath string, opts evalengine.Options) (*clusterJob, error) {
 	var missing []string
 	if agentName == "" {
-		missing = append(missing, "agent")
+		missing = append(missing, "--agent")
 	}
 	if setPath == "" {
-		missing = append(missing, "eval_set")
+		missing = append(missing, "--eval-set")
 	}
 	if len(missing) > 0 {
 		return nil, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
@@ -279,73 +380,60 @@ func newOwnerID() string {
 }
 
 func newEvalSubmitCmd() *cobra.Command {
-	var cf clusterFlags
-	f := &evalRunFlags{}
-	var agentName string
+	f := newEvalRunFlags()
 	var detach bool
 	cmd := &cobra.Command{
-		Use:   "submit --cluster URL --agent NAME --eval-set SET.json [flags]",
+		Use:   "submit --agent NAME --eval-set SET.json [--nats URL] [flags]",
 		Short: "Submit an eval job to a cluster; print the job (JSON)",
 		Long: `Submit a job and print it. With --detach the cluster owns the job and the
 command returns at once; without, this process is the job's owner: it
 renews its owner lease until the job ends (Ctrl-C cancels the job) and
-prints the final job.`,
+prints the final job. An agent no live worker offers is refused (exit 1)
+before anything is submitted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options()
 			if err != nil {
 				return err
 			}
-			job, err := prepareClusterJob(agentName, f.evalSet, f.criteria, opts)
+			job, err := prepareClusterJob(f.agentName, f.evalSet, f.criteria, opts)
 			if err != nil {
 				return err
 			}
-			cl, done, err := cf.client()
+			cl, done, err := f.cluster.client()
 			if err != nil {
 				return err
 			}
 			defer done()
+			if err := checkClusterAgent(cmd.Context(), cl, job.agent); err != nil {
+				return err
+			}
 			if detach {
-				j, err := cl.Submit(cmd.Context(), cf.scope, job.req)
+				j, err := cl.Submit(cmd.Context(), f.cluster.scope, job.req)
 				if err != nil {
 					return serviceError(err)
 				}
 				return writeJSON(cmd.OutOrStdout(), j)
 			}
-			j, err := runOwnedJob(cmd, cl, cf.scope, job)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			j, err := runOwnedJob(ctx, cmd, cl, f.cluster.scope, job)
 			if err != nil {
 				return err
 			}
 			return writeJSON(cmd.OutOrStdout(), j)
 		},
 	}
-	cf.register(cmd)
-	registerClusterJobFlags(cmd.Flags(), f, &agentName)
+	f.cluster.register(cmd)
+	f.registerJob(cmd)
 	cmd.Flags().BoolVar(&detach, "detach", false, "return after submitting; the cluster owns the job")
 	return cmd
-}
-
-// registerClusterJobFlags are the job-defining flags of `eval submit`,
-// named as `eval run` names them.
-func registerClusterJobFlags(fl *pflag.FlagSet, f *evalRunFlags, agentName *string) {
-	fl.StringVar(agentName, "agent", "", "agent name, one the cluster's workers are configured with")
-	fl.StringVar(&f.evalSet, "eval-set", "", "eval set: schema 2, schema 1, Google ADK .evalset.json or .test.json (at most 16 MiB)")
-	fl.StringVar(&f.criteria, "criteria", "", `criteria file (default [{"id":"response","criterion":"exact_response"}])`)
-	fl.StringVar(&f.samples, "samples", "", "samples per case, 1..100 (default 1)")
-	fl.StringVar(&f.timeout, "timeout", "", "whole-run timeout in ms (default 60000)")
-	fl.StringVar(&f.caseTimeout, "case-timeout", "", "per-sample timeout in ms (default 30000)")
-	fl.StringVar(&f.passRate, "pass-rate-threshold", "", "share of cases that must pass, 0..1 (default 1)")
-	fl.StringVar(&f.samplePassRate, "sample-pass-rate-threshold", "", "share of a case's samples that must pass, 0..1 (default 1)")
-	fl.StringVar(&f.minSuccessful, "min-successful-samples", "", "samples of a case that must finish without error (default --samples)")
-	fl.StringVar(&f.emptyCriteria, "empty-criteria", "", "an empty criteria list is an error or passes: error|pass (default error)")
-	fl.StringVar(&f.captureEvents, "capture-events", "", "keep agent events in the result: true|false (default true)")
-	fl.StringVar(&f.captureToolContent, "capture-tool-content", "", "keep tool args and results in trajectories: true|false (default false)")
 }
 
 // runOwnedJob submits a job owned by this process, renews the owner lease
 // while it waits, shows progress on a terminal, and cancels the job when
 // interrupted. It returns the terminal job.
-func runOwnedJob(cmd *cobra.Command, cl *client.Client, scope string, job *clusterJob) (*evalrecord.Job, error) {
+func runOwnedJob(ctx context.Context, cmd *cobra.Command, cl *client.Client, scope string, job *clusterJob) (*evalrecord.Job, error) {
 	owner := newOwnerID()
 	lease, err := cl.KeepOwner(owner, ownerRenew)
 	if err != nil {
@@ -353,13 +441,11 @@ func runOwnedJob(cmd *cobra.Command, cl *client.Client, scope string, job *clust
 	}
 	defer lease.Stop()
 	job.req.Owner, job.req.OwnerTTLMS = owner, ownerTTL.Milliseconds()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	j, err := cl.Submit(ctx, scope, job.req)
 	if err != nil {
 		return nil, serviceError(err)
 	}
-	p := newClusterProgress(cmd.ErrOrStderr(), j.JobID)
+	p := newClusterProgress(progressWriter(cmd), j.JobID)
 	defer p.end()
 	t := time.NewTicker(statusInterval)
 	defer t.Stop()
@@ -432,125 +518,4 @@ func fetchResult(ctx context.Context, cl *client.Client, scope string, j *evalre
 		return nil, engineError(codeInvalidEvalReportInput, err)
 	}
 	return r, nil
-}
-
-// extendEvalRun adds --cluster and --agent to `eval run`: with --cluster
-// the run is a job on the cluster, owned by this process, with the same
-// report and exit code a local run gives.
-func extendEvalRun(run *cobra.Command) {
-	var cf clusterFlags
-	var agentName string
-	cf.register(run)
-	run.Flags().StringVar(&agentName, "agent", "", "with --cluster: the agent name the cluster's workers are configured with")
-	local := run.RunE
-	run.RunE = func(cmd *cobra.Command, args []string) error {
-		if cf.url == "" {
-			if agentName != "" {
-				return usageError{errors.New("--agent needs --cluster (a local run takes --config)")}
-			}
-			return local(cmd, args)
-		}
-		return runEvalOnCluster(cmd, &cf, agentName)
-	}
-	run.Use = "run (--config AGENT.json | --agent-url URL | --cluster URL --agent NAME) --eval-set SET.json [flags]"
-}
-
-// runFlagsOf reads `eval run`'s string flags back by name.
-func runFlagsOf(cmd *cobra.Command) *evalRunFlags {
-	get := func(name string) string {
-		v, _ := cmd.Flags().GetString(name)
-		return v
-	}
-	return &evalRunFlags{
-		config: get("config"), agentURL: get("agent-url"), evalSet: get("eval-set"), criteria: get("criteria"), baseline: get("baseline"),
-		tolerances: get("metric-tolerances"), judgeConfig: get("judge-config"), format: get("format"),
-		output: get("output"), suiteName: get("suite-name"), samples: get("samples"), concurrency: get("concurrency"),
-		sampleConcurrency: get("sample-concurrency"), timeout: get("timeout"), caseTimeout: get("case-timeout"),
-		passRate: get("pass-rate-threshold"), samplePassRate: get("sample-pass-rate-threshold"),
-		minSuccessful: get("min-successful-samples"), maxReportBytes: get("max-report-bytes"),
-		emptyCriteria: get("empty-criteria"), captureEvents: get("capture-events"),
-		captureToolContent: get("capture-tool-content"), maxPassRateDrop: get("max-pass-rate-drop"),
-	}
-}
-
-func runEvalOnCluster(cmd *cobra.Command, cf *clusterFlags, agentName string) error {
-	f := runFlagsOf(cmd)
-	if f.config != "" {
-		return usageError{errors.New("--config is local: a cluster runs the agents its workers are configured with (--agent)")}
-	}
-	if f.agentURL != "" {
-		return usageError{errors.New("--agent-url is local: a cluster runs the agents its workers are configured with (--agent)")}
-	}
-	if f.judgeConfig != "" {
-		return usageError{errors.New("--judge-config is local: a cluster's judges are the workers' own")}
-	}
-	opts, cmpOpts, err := f.validate()
-	if err != nil {
-		return err
-	}
-	job, err := prepareClusterJob(agentName, f.evalSet, f.criteria, opts)
-	if err != nil {
-		return err
-	}
-	baseline, err := f.loadBaseline(&cmpOpts)
-	if err != nil {
-		return err
-	}
-	cl, done, err := cf.client()
-	if err != nil {
-		return err
-	}
-	defer done()
-	j, err := runOwnedJob(cmd, cl, cf.scope, job)
-	if err != nil {
-		return err
-	}
-	result, err := fetchResult(cmd.Context(), cl, cf.scope, j)
-	if err != nil {
-		return err
-	}
-	return f.report(cmd, result, baseline, cmpOpts, opts, nil)
-}
-
-// extendEvalReport lets `eval report JOB_ID --cluster URL` render a
-// cluster job's stored result.
-func extendEvalReport(report *cobra.Command) {
-	var cf clusterFlags
-	cf.register(report)
-	local := report.RunE
-	report.RunE = func(cmd *cobra.Command, args []string) error {
-		if cf.url == "" {
-			return local(cmd, args)
-		}
-		get := func(name string) string {
-			v, _ := cmd.Flags().GetString(name)
-			return v
-		}
-		format, output := get("format"), get("output")
-		if err := checkFormat(format); err != nil {
-			return err
-		}
-		if err := checkOutputPath(output); err != nil {
-			return err
-		}
-		cl, done, err := cf.client()
-		if err != nil {
-			return err
-		}
-		defer done()
-		j, err := cl.Status(cmd.Context(), cf.scope, args[0])
-		if err != nil {
-			return serviceError(err)
-		}
-		result, err := fetchResult(cmd.Context(), cl, cf.scope, j)
-		if err != nil {
-			return err
-		}
-		rendered, err := evalengine.Render(result, format, evalengine.ExportOptions{SuiteName: get("suite-name")})
-		if err != nil {
-			return engineError(codeReportRenderFailed, err)
-		}
-		return emitReport(cmd.OutOrStdout(), output, rendered)
-	}
-	report.Use = "report (RESULT.json | JOB_ID --cluster URL)"
 }

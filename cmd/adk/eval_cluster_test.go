@@ -95,8 +95,17 @@ func TestClusterEvalCLI_RunEqualsLocalRun(t *testing.T) {
 	if !strings.Contains(detached, `"job_id"`) {
 		t.Fatalf("submit --detach: %s", detached)
 	}
-	// A job naming an agent no worker trusts fails its samples, not the CLI.
-	runCLI(t, exitFailed, "eval", "run", "--cluster", url, "--agent", "nobody", "--eval-set", travelSet, "--format", "markdown")
+	// An agent no live worker offers is refused before anything is
+	// submitted, naming the agents that are offered.
+	var out, errb bytes.Buffer
+	before := strings.Count(runCLI(t, exitOK, "eval", "jobs", "--nats", url), `"job_id"`)
+	if code := run([]string{"eval", "run", "--nats", url, "--agent", "nobody", "--eval-set", travelSet}, &out, &errb); code != exitError ||
+		!strings.Contains(errb.String(), "unknown_eval_agent: nobody (live workers offer: travel)") || out.Len() != 0 {
+		t.Fatalf("unknown agent: exit %d stderr %q", code, errb.String())
+	}
+	if after := strings.Count(runCLI(t, exitOK, "eval", "jobs", "--nats", url), `"job_id"`); after != before {
+		t.Fatalf("a job was submitted for an unknown agent: %d jobs, was %d", after, before)
+	}
 }
 
 // TestClusterServeBinary_EvalRunAndCleanShutdown runs the README's "Running
@@ -164,7 +173,7 @@ func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 
 	local := runCLI(t, exitOK, "eval", "run", "--config", travelAgent, "--eval-set", travelSet, "--criteria", travelCriteria, "--format", "markdown")
 	for i := range evalArgs {
-		if i > 0 && evalArgs[i-1] == "--cluster" {
+		if i > 0 && evalArgs[i-1] == "--nats" {
 			evalArgs[i] = url
 		}
 	}

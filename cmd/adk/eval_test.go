@@ -77,7 +77,7 @@ func TestEvalRun_ExitCodes(t *testing.T) {
 		}
 	})
 	t.Run("an error exits 1", func(t *testing.T) {
-		oneErrorLine(t, runADK(t, dir, nil, "eval", "run", "--config", "good.json"), "missing_required_options: eval_set")
+		oneErrorLine(t, runADK(t, dir, nil, "eval", "run", "--config", "good.json"), "missing_required_options: --eval-set")
 	})
 }
 

@@ -20,7 +20,9 @@ const (
 
 // evalCompareFlags are the raw flag values of `adk eval compare`.
 type evalCompareFlags struct {
-	format, output, suiteName, tolerances, maxPassRateDrop, maxReportBytes string
+	format, output, suiteName, tolerances string
+	maxPassRateDrop                       float64
+	maxReportBytes                        int
 }
 
 func newEvalCompareCmd() *cobra.Command {
@@ -40,30 +42,22 @@ is also written atomically to PATH; stdout and the file hold the same bytes.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.format, "format", evalengine.FormatMarkdown, "report format: json or markdown")
+	choiceFlag(cmd, &f.format, "format", evalengine.CodeInvalidReportFormat, evalengine.FormatMarkdown, "report format",
+		[]string{evalengine.FormatJSON, evalengine.FormatMarkdown})
 	fl.StringVar(&f.output, "output", "-", "also write the report atomically to this file (- for stdout only)")
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction}")
-	fl.StringVar(&f.maxPassRateDrop, "max-pass-rate-drop", "", "allowed pass-rate drop, 0..1 (default 0)")
+	fl.Var(&fractionValue{dst: &f.maxPassRateDrop, name: "max-pass-rate-drop"}, "max-pass-rate-drop", "allowed pass-rate drop, 0..1")
 	fl.StringVar(&f.suiteName, "suite-name", "", "suite name of the report (default adk_eval)")
-	fl.StringVar(&f.maxReportBytes, "max-report-bytes", "", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.Var(&posIntValue{dst: &f.maxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
 	return cmd
 }
 
 func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, currentPath string) error {
-	if f.format != evalengine.FormatJSON && f.format != evalengine.FormatMarkdown {
-		return &cliError{Code: evalengine.CodeInvalidReportFormat, Detail: "compare renders json or markdown"}
-	}
 	if err := checkOutputPath(f.output); err != nil {
 		return err
 	}
-	var opts evalengine.CompareOptions
-	if err := parseFraction("max-pass-rate-drop", f.maxPassRateDrop, &opts.MaxPassRateDrop); err != nil {
-		return err
-	}
-	maxBytes := 0
-	if err := parsePositive("max-report-bytes", f.maxReportBytes, &maxBytes); err != nil {
-		return err
-	}
+	opts := evalengine.CompareOptions{MaxPassRateDrop: f.maxPassRateDrop}
+	maxBytes := f.maxReportBytes
 	if f.tolerances != "" {
 		t, err := loadTolerances(f.tolerances)
 		if err != nil {
@@ -84,7 +78,7 @@ func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, curre
 	if err != nil {
 		return engineError(codeComparisonFailed, err)
 	}
-	if err := emitReport(cmd.OutOrStdout(), f.output, out); err != nil {
+	if err := emitReport(reportWriter(cmd, f.output), f.output, out); err != nil {
 		return err
 	}
 	if !cmp.Passed || !current.Passed {
@@ -95,8 +89,11 @@ func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, curre
 
 // evalStatsFlags are the raw flag values of `adk eval stats`.
 type evalStatsFlags struct {
-	confidence, maxMeanDrop, requireSignificance string
-	format, output, maxReportBytes               string
+	confidence          string
+	maxMeanDrop         float64
+	requireSignificance bool
+	format, output      string
+	maxReportBytes      int
 }
 
 func newEvalStatsCmd() *cobra.Command {
@@ -121,22 +118,21 @@ ones pooled, on case outcomes and on every metric: exit 2 when it regressed,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.confidence, "confidence", "", "confidence level of every interval and the gate: 0.90, 0.95 or 0.99 (default 0.95)")
-	fl.StringVar(&f.maxMeanDrop, "max-mean-drop", "", "tolerated fall of the pass rate or a metric's mean, 0..1 (default 0)")
-	fl.StringVar(&f.requireSignificance, "require-significance", "", "fail only on a statistically significant drop: true|false (default true)")
-	fl.StringVar(&f.format, "format", evalengine.FormatText, "report format: text, markdown or json")
+	_ = cmd.RegisterFlagCompletionFunc("confidence", cobra.FixedCompletions([]string{"0.90", "0.95", "0.99"}, cobra.ShellCompDirectiveNoFileComp))
+	fl.Var(&fractionValue{dst: &f.maxMeanDrop, name: "max-mean-drop"}, "max-mean-drop", "tolerated fall of the pass rate or a metric's mean, 0..1")
+	f.requireSignificance = evalengine.DefaultStatsOptions().Gate.RequireSignificance
+	f.maxMeanDrop = evalengine.DefaultStatsOptions().Gate.MaxMeanDrop
+	boolFlag(fl, &f.requireSignificance, "require-significance", "fail only on a statistically significant drop")
+	choiceFlag(cmd, &f.format, "format", evalengine.CodeInvalidReportFormat, evalengine.FormatText, "report format",
+		[]string{evalengine.FormatText, evalengine.FormatMarkdown, evalengine.FormatJSON})
 	fl.StringVar(&f.output, "output", "-", "also write the report atomically to this file (- for stdout only)")
-	fl.StringVar(&f.maxReportBytes, "max-report-bytes", "", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.Var(&posIntValue{dst: &f.maxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
 	return cmd
 }
 
 func runEvalStats(cmd *cobra.Command, f *evalStatsFlags, paths []string) error {
 	o := evalengine.DefaultStatsOptions()
-	switch f.format {
-	case evalengine.FormatText, evalengine.FormatMarkdown, evalengine.FormatJSON:
-		o.Format = f.format
-	default:
-		return &cliError{Code: evalengine.CodeInvalidReportFormat, Detail: "stats renders text, markdown or json"}
-	}
+	o.Format = f.format
 	if err := checkOutputPath(f.output); err != nil {
 		return err
 	}
@@ -147,14 +143,10 @@ func runEvalStats(cmd *cobra.Command, f *evalStatsFlags, paths []string) error {
 		}
 		o.Gate.ConfidenceLevel = x
 	}
-	if err := parseFraction("max-mean-drop", f.maxMeanDrop, &o.Gate.MaxMeanDrop); err != nil {
-		return err
-	}
-	if err := parseBool("require-significance", f.requireSignificance, &o.Gate.RequireSignificance); err != nil {
-		return err
-	}
-	if err := parsePositive("max-report-bytes", f.maxReportBytes, &o.MaxBytes); err != nil {
-		return err
+	o.Gate.MaxMeanDrop = f.maxMeanDrop
+	o.Gate.RequireSignificance = f.requireSignificance
+	if f.maxReportBytes != 0 {
+		o.MaxBytes = f.maxReportBytes
 	}
 	if len(paths) > evalengine.MaxStatsReportInputs {
 		return &cliError{Code: evalengine.CodeInvalidEvaluationStatistic, Reason: "result_count", Detail: strconv.Itoa(len(paths))}
@@ -174,7 +166,7 @@ func runEvalStats(cmd *cobra.Command, f *evalStatsFlags, paths []string) error {
 		}
 		return engineError(codeStatisticsFailed, err)
 	}
-	if err := emitReport(cmd.OutOrStdout(), f.output, out); err != nil {
+	if err := emitReport(reportWriter(cmd, f.output), f.output, out); err != nil {
 		return err
 	}
 	if !doc.Passed {

@@ -2,20 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"html/template"
-	"math"
+	"io"
 	"net/url"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fadcedab/adk/agent"
 	"github.com/fadcedab/adk/evalengine"
@@ -24,235 +25,217 @@ import (
 	"github.com/fadcedab/adk/observability"
 )
 
-// evalRunFlags are the raw flag values of `adk eval run`. Numbers and
-// booleans are taken as strings so that a bad value gets the contract's
-// typed error ({invalid_positive_integer, samples}) instead of a generic
-// flag-parse message.
-type evalRunFlags struct {
-	config, agentURL, evalSet, criteria, baseline, tolerances, judgeConfig string
-	format, output, suiteName                                              string
+// CLI defaults of the run timeouts, sized for real providers: one sample
+// of a multi-turn case against a hosted model with tool calls takes tens of
+// seconds, and a rate-limited run of a few hundred samples takes tens of
+// minutes. The library's defaults (evalengine.DefaultOptions, 60 s and
+// 30 s) are the contract's and unchanged.
+const (
+	defaultRunTimeout  = time.Hour // evalengine.MaxTimeoutMS
+	defaultCaseTimeout = 5 * time.Minute
+)
 
-	samples, concurrency, sampleConcurrency, timeout, caseTimeout string
-	passRate, samplePassRate, minSuccessful, maxReportBytes       string
-	emptyCriteria, captureEvents, captureToolContent              string
-	maxPassRateDrop                                               string
-	traceDrain                                                    time.Duration
+// evalRunFlags are the flags of `adk eval run` (and, for the job-defining
+// ones, `adk eval submit`). The typed flags write straight into opts.
+type evalRunFlags struct {
+	config, agentURL, agentName, evalSet, criteria, judgeConfig string
+	baseline, tolerances                                        string
+	format, output, suiteName                                   string
+
+	opts            evalengine.Options
+	maxPassRateDrop float64
+	cluster         clusterFlags
+	traceDrain      time.Duration
+}
+
+func newEvalRunFlags() *evalRunFlags {
+	f := &evalRunFlags{opts: evalengine.DefaultOptions()}
+	f.opts.TimeoutMS = int(defaultRunTimeout.Milliseconds())
+	f.opts.CaseTimeoutMS = int(defaultCaseTimeout.Milliseconds())
+	return f
+}
+
+// registerJob registers the flags that define what runs and how it is
+// judged; `eval run` and `eval submit` share them.
+func (f *evalRunFlags) registerJob(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.agentName, "agent", "", "run on the cluster (--nats) with this agent, one its live workers offer")
+	_ = cmd.RegisterFlagCompletionFunc("agent", f.cluster.completeAgents)
+	fl.StringVar(&f.evalSet, "eval-set", "", "eval set: schema 2, schema 1, Google ADK .evalset.json or .test.json (at most 16 MiB)")
+	fl.StringVar(&f.criteria, "criteria", "", `criteria file (default [{"id":"response","criterion":"exact_response"}])`)
+	o := &f.opts
+	fl.Var(&posIntValue{dst: &o.Samples, name: "samples", valid: "1..100"}, "samples", "samples per case, 1..100")
+	fl.Var(&msDurationValue{dst: &o.TimeoutMS, name: "timeout", max: time.Hour}, "timeout", "whole-run timeout, e.g. 30m; a plain integer is milliseconds; at most 1h")
+	fl.Var(&msDurationValue{dst: &o.CaseTimeoutMS, name: "case-timeout", max: time.Hour}, "case-timeout", "per-sample timeout (all its turns), e.g. 90s; a plain integer is milliseconds")
+	fl.Var(&fractionValue{dst: &o.PassRateThreshold, name: "pass-rate-threshold"}, "pass-rate-threshold", "share of cases that must pass, 0..1")
+	fl.Var(&fractionValue{dst: &o.SamplePassRateThreshold, name: "sample-pass-rate-threshold"}, "sample-pass-rate-threshold", "share of a case's samples that must pass, 0..1")
+	fl.Var(&posIntValue{dst: &o.MinSuccessfulSamples, name: "min-successful-samples", valid: "1..--samples"}, "min-successful-samples", "samples of a case that must finish without error (default --samples)")
+	choiceFlag(cmd, &o.EmptyCriteria, "empty-criteria", codeInvalidEmptyCriteria, evalengine.EmptyCriteriaError,
+		"an empty criteria list is an error or passes", []string{evalengine.EmptyCriteriaError, evalengine.EmptyCriteriaPass})
+	boolFlag(fl, &o.CaptureEvents, "capture-events", "keep agent events in the result")
+	boolFlag(fl, &o.CaptureToolContent, "capture-tool-content", "keep tool args and results in trajectories")
+}
+
+// boolFlag registers a typed boolean flag (--flag alone is true).
+func boolFlag(fl *pflag.FlagSet, dst *bool, name, usage string) {
+	fl.Var(&boolValue{dst: dst, name: name}, name, usage)
+	fl.Lookup(name).NoOptDefVal = "true"
+	fl.Lookup(name).DefValue = strconv.FormatBool(*dst)
 }
 
 func newEvalRunCmd() *cobra.Command {
-	f := &evalRunFlags{}
+	f := newEvalRunFlags()
 	cmd := &cobra.Command{
-		Use:   "run (--config AGENT.json | --agent-url URL) --eval-set SET.json [flags]",
+		Use:   "run (--config AGENT.json | --agent-url URL | --agent NAME [--nats URL]) --eval-set SET.json [flags]",
 		Short: "Evaluate an agent on an eval set; exit 0 pass, 2 failed or regressed, 1 error",
-		Long: `Run every case of the eval set through the agent (a fresh agent, runner and
-session per case and sample), score it with the criteria, and print the report.
-An agent written in any language can be evaluated over HTTP instead: with
---agent-url every turn is one POST of {case_id, sample_id, turn_id,
-turn_index, input, session_id}, answered by {output, events?, metadata?}
-(see examples/http-agent/README.md).
+		Long: `Run every case of the eval set through the agent, score it with the criteria,
+and print the report. What names the agent picks the runner:
 
+  --config AGENT.json   locally: a fresh agent, runner and session per sample
+  --agent-url URL       locally, over HTTP: every turn is one POST of
+                        {case_id, sample_id, turn_id, turn_index, input,
+                        session_id}, answered by {output, events?, metadata?}
+                        (see examples/http-agent/README.md)
+  --agent NAME          on the cluster at --nats (default $ADK_CLUSTER), as a
+                        job this process owns; NAME must be an agent a live
+                        worker offers, else exit 1 before anything runs
+
+Both runners produce the same result document and the same report.
 Exit codes: 0 the evaluation passed (and did not regress against --baseline),
 2 it completed but failed its thresholds or regressed, 1 any error (one line
 on stderr). With --output PATH the report is also written atomically to PATH;
-stdout and the file hold the same bytes. On a terminal, progress is drawn on
-stderr.`,
+stdout and the file hold the same bytes (--quiet: the file only). On a
+terminal, progress is drawn on stderr.
+
+Default timeouts are sized for hosted models: --case-timeout 5m per sample,
+--timeout 1h for the whole run (the maximum). Durations take Go syntax (30s,
+5m, 1h); a plain integer is milliseconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runEval(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "agent config (AGENT.json, at most 1 MiB)")
+	fl.StringVar(&f.config, "config", "", "agent config (AGENT.json, at most 1 MiB): run locally")
 	fl.StringVar(&f.agentURL, "agent-url", "", "evaluate an HTTP agent at this http(s) URL instead of --config (one POST per turn)")
-	fl.StringVar(&f.evalSet, "eval-set", "", "eval set: schema 2, schema 1, Google ADK .evalset.json or .test.json (at most 16 MiB)")
-	fl.StringVar(&f.criteria, "criteria", "", `criteria file (default [{"id":"response","criterion":"exact_response"}])`)
+	f.registerJob(cmd)
 	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms"}`)
 	fl.StringVar(&f.baseline, "baseline", "", "baseline result JSON to compare against (at most 16 MiB)")
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction} (needs --baseline)")
-	fl.StringVar(&f.maxPassRateDrop, "max-pass-rate-drop", "", "allowed pass-rate drop against the baseline, 0..1 (needs --baseline; default 0)")
-	fl.StringVar(&f.format, "format", evalengine.FormatJSON, "report format: json, markdown, junit, sarif, annotations, html")
-	fl.StringVar(&f.output, "output", "-", "also write the report atomically to this file (- for stdout only)")
-	fl.StringVar(&f.suiteName, "suite-name", "", "suite/tool name in JUnit and SARIF (default adk_eval)")
-	fl.StringVar(&f.samples, "samples", "", "samples per case, 1..100 (default 1)")
-	fl.StringVar(&f.concurrency, "concurrency", "", "samples in flight, 1..256 (default 1)")
-	fl.StringVar(&f.sampleConcurrency, "sample-concurrency", "", "samples of one case in flight, 1..256 (default --concurrency)")
-	fl.StringVar(&f.timeout, "timeout", "", "whole-run timeout in ms (default 60000)")
-	fl.StringVar(&f.caseTimeout, "case-timeout", "", "per-sample timeout in ms (default 30000)")
-	fl.StringVar(&f.passRate, "pass-rate-threshold", "", "share of cases that must pass, 0..1 (default 1)")
-	fl.StringVar(&f.samplePassRate, "sample-pass-rate-threshold", "", "share of a case's samples that must pass, 0..1 (default 1)")
-	fl.StringVar(&f.minSuccessful, "min-successful-samples", "", "samples of a case that must finish without error (default --samples)")
-	fl.StringVar(&f.emptyCriteria, "empty-criteria", "", "an empty criteria list is an error or passes: error|pass (default error)")
-	fl.StringVar(&f.captureEvents, "capture-events", "", "keep agent events in the result: true|false (default true)")
-	fl.StringVar(&f.captureToolContent, "capture-tool-content", "", "keep tool args and results in trajectories: true|false (default false)")
-	fl.StringVar(&f.maxReportBytes, "max-report-bytes", "", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.Var(&fractionValue{dst: &f.maxPassRateDrop, name: "max-pass-rate-drop"}, "max-pass-rate-drop", "allowed pass-rate drop against the baseline, 0..1 (needs --baseline)")
+	registerReportFlags(cmd, &f.format, &f.output, &f.suiteName, evalengine.FormatJSON)
+	o := &f.opts
+	fl.Var(&posIntValue{dst: &o.Concurrency, name: "concurrency", valid: "1..256"}, "concurrency", "samples in flight, 1..256")
+	fl.Var(&posIntValue{dst: &o.SampleConcurrency, name: "sample-concurrency", valid: "1..256"}, "sample-concurrency", "samples of one case in flight, 1..256 (default --concurrency)")
+	fl.Var(&posIntValue{dst: &o.MaxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
 	fl.DurationVar(&f.traceDrain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for traces to reach ADK_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* (1ms..5m)")
+	f.cluster.register(cmd)
 	return cmd
+}
+
+// registerReportFlags registers --format (completed in the shell),
+// --output and --suite-name.
+func registerReportFlags(cmd *cobra.Command, format, output, suite *string, def string) {
+	choiceFlag(cmd, format, "format", evalengine.CodeInvalidReportFormat, def, "report format", evalengine.Formats())
+	cmd.Flags().StringVar(output, "output", "-", "also write the report atomically to this file (- for stdout only)")
+	cmd.Flags().StringVar(suite, "suite-name", "", "suite/tool name in JUnit and SARIF (default adk_eval)")
 }
 
 // optionName is the contract's name of a flag (--case-timeout ⇒ case_timeout).
 func optionName(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
 
-func parsePositive(flag, v string, dst *int) error {
-	if v == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return &cliError{Code: codeInvalidPositiveInt, Reason: optionName(flag)}
-	}
-	*dst = n
-	return nil
+// optionFlags names the flag of each option Normalize can refuse.
+var optionFlags = map[string]string{
+	"concurrency": "--concurrency 1..256", "sample_concurrency": "--sample-concurrency 1..256",
+	"sample_count": "--samples 1..100", "timeout_ms": "--timeout 1ms..1h", "case_timeout_ms": "--case-timeout 1ms..1h",
+	"min_successful_samples": "--min-successful-samples 1..--samples", "max_report_bytes": "--max-report-bytes 1..16777216",
 }
 
-func parseFraction(flag, v string, dst *float64) error {
-	if v == "" {
-		return nil
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(x) || x < 0 || x > 1 {
-		return &cliError{Code: codeInvalidFraction, Reason: optionName(flag)}
-	}
-	*dst = x
-	return nil
-}
-
-func parseBool(flag, v string, dst *bool) error {
-	switch v {
-	case "":
-	case "true":
-		*dst = true
-	case "false":
-		*dst = false
-	default:
-		return &cliError{Code: codeInvalidBoolean, Reason: optionName(flag)}
-	}
-	return nil
-}
-
-// options turns the flags into checked run options.
+// options returns the checked run options.
 func (f *evalRunFlags) options() (evalengine.Options, error) {
-	o := evalengine.DefaultOptions()
-	for _, p := range []struct {
-		flag, v string
-		dst     *int
-	}{
-		{"samples", f.samples, &o.Samples},
-		{"concurrency", f.concurrency, &o.Concurrency},
-		{"sample-concurrency", f.sampleConcurrency, &o.SampleConcurrency},
-		{"timeout", f.timeout, &o.TimeoutMS},
-		{"case-timeout", f.caseTimeout, &o.CaseTimeoutMS},
-		{"min-successful-samples", f.minSuccessful, &o.MinSuccessfulSamples},
-		{"max-report-bytes", f.maxReportBytes, &o.MaxReportBytes},
-	} {
-		if err := parsePositive(p.flag, p.v, p.dst); err != nil {
-			return o, err
-		}
-	}
-	if err := parseFraction("pass-rate-threshold", f.passRate, &o.PassRateThreshold); err != nil {
-		return o, err
-	}
-	if err := parseFraction("sample-pass-rate-threshold", f.samplePassRate, &o.SamplePassRateThreshold); err != nil {
-		return o, err
-	}
-	switch f.emptyCriteria {
-	case "":
-	case evalengine.EmptyCriteriaError, evalengine.EmptyCriteriaPass:
-		o.EmptyCriteria = f.emptyCriteria
-	default:
-		return o, &cliError{Code: codeInvalidEmptyCriteria, Reason: "empty_criteria"}
-	}
-	if err := parseBool("capture-events", f.captureEvents, &o.CaptureEvents); err != nil {
-		return o, err
-	}
-	if err := parseBool("capture-tool-content", f.captureToolContent, &o.CaptureToolContent); err != nil {
-		return o, err
-	}
-	n, err := o.Normalize()
+	n, err := f.opts.Normalize()
 	if err != nil {
 		var ee *evalengine.Error
 		if errors.As(err, &ee) {
-			return o, &cliError{Code: ee.Code, Reason: ee.Detail, Err: err}
+			return n, &cliError{Code: ee.Code, Reason: ee.Detail, Detail: optionFlags[ee.Detail], Err: err}
 		}
-		return o, engineError("", err)
+		return n, engineError("", err)
 	}
 	return n, nil
 }
 
-// checkFormat validates a report format name.
-func checkFormat(format string) error {
-	if !slices.Contains(evalengine.Formats(), format) {
-		return &cliError{Code: evalengine.CodeInvalidReportFormat}
+// evalRunner is one way to run an eval: locally or on a cluster. Both
+// return the same result document; the report and the exit code are the
+// caller's.
+type evalRunner interface {
+	// prepare reads and checks every input, before anything runs.
+	prepare(f *evalRunFlags, opts evalengine.Options) error
+	// run evaluates and returns the result.
+	run(ctx context.Context, cmd *cobra.Command, f *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error)
+	// secrets are the credential values the inputs named, scrubbed from
+	// errors and reports.
+	secrets() []string
+	// finish releases what prepare started (the local trace export,
+	// drained within --trace-drain); it never changes the verdict.
+	finish(stderr io.Writer)
+}
+
+// runner picks the runner from what names the agent, and checks that the
+// flags given belong to it.
+func (f *evalRunFlags) runner(cmd *cobra.Command) (evalRunner, error) {
+	var named []string
+	for _, n := range []struct{ flag, v string }{{"--config", f.config}, {"--agent-url", f.agentURL}, {"--agent", f.agentName}} {
+		if n.v != "" {
+			named = append(named, n.flag)
+		}
 	}
-	return nil
+	if len(named) > 1 {
+		return nil, &cliError{Code: codeConflictingOptions, Reason: strings.Join(named, ","), Detail: "name the agent once: --config or --agent-url run locally, --agent on a cluster"}
+	}
+	var missing []string
+	if len(named) == 0 {
+		missing = append(missing, "--config|--agent-url|--agent")
+	}
+	if f.evalSet == "" {
+		missing = append(missing, "--eval-set")
+	}
+	if len(missing) > 0 {
+		return nil, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ","),
+			Detail: "--config AGENT.json or --agent-url URL runs locally, --agent NAME on the cluster at --nats"}
+	}
+	if f.agentName == "" {
+		if f.cluster.changed(cmd.Flags()) {
+			return nil, usageError{errors.New("--nats runs on a cluster, which takes --agent NAME (--config and --agent-url are local)")}
+		}
+		return &localRunner{}, nil
+	}
+	if f.judgeConfig != "" {
+		return nil, usageError{errors.New("--judge-config is local: a cluster's judges are the workers' own")}
+	}
+	return &clusterRunner{cf: &f.cluster}, nil
 }
 
 // runEval is `adk eval run`.
 func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
-	var missing []string
-	if f.config == "" && f.agentURL == "" {
-		missing = append(missing, "config")
-	}
-	if f.config != "" && f.agentURL != "" {
-		return &cliError{Code: codeConflictingOptions, Reason: "config,agent_url"}
-	}
-	if f.evalSet == "" {
-		missing = append(missing, "eval_set")
-	}
-	if len(missing) > 0 {
-		return &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
-	}
-	opts, cmpOpts, err := f.validate()
+	r, err := f.runner(cmd)
 	if err != nil {
 		return err
 	}
-
-	// The agent config comes first: from here on, every error message is
-	// scrubbed of the secrets its api_key_env variables hold.
-	var cfgData []byte
-	var secrets []string
-	if f.config != "" {
-		if cfgData, err = readCapped("config", f.config, maxConfigFileBytes); err != nil {
-			return err
-		}
-		secrets = configSecrets(cfgData)
-	}
-	defer func() { err = redact(err, secrets) }()
-	var judge *evalengine.ModelEnv
-	if f.judgeConfig != "" {
-		if judge, err = loadJudgeConfig(f.judgeConfig); err != nil {
-			return err
-		}
-		secrets = append(secrets, judgeSecrets(judge)...)
-	}
-
-	set, _, err := loadEvalSetFormat(f.evalSet)
+	opts, cmpOpts, err := f.validate(cmd)
 	if err != nil {
 		return err
 	}
-	metrics := evalengine.DefaultCriteria()
-	if f.criteria != "" {
-		data, err := readCapped("criteria", f.criteria, maxConfigFileBytes)
-		if err != nil {
-			return err
-		}
-		if metrics, err = evalengine.ParseCriteriaWithOptions(data, evalengine.CriteriaOptions{Judge: judge}); err != nil {
-			return engineError("", err)
-		}
+	// From here on every error message is scrubbed of the secrets the
+	// inputs name (the agent config's api_key_env variables, the judge's).
+	defer func() { err = redact(err, r.secrets()) }()
+	defer r.finish(cmd.ErrOrStderr())
+	if err := r.prepare(f, opts); err != nil {
+		return err
 	}
 	baseline, err := f.loadBaseline(&cmpOpts)
 	if err != nil {
 		return err
 	}
-	tracing, err := startLocalTracing(os.Getenv, "adk-eval", f.traceDrain)
-	if err != nil {
-		return err
-	}
-	defer tracing.finish(cmd.ErrOrStderr())
-	adapter, err := f.adapter(cfgData, opts, tracing.tracer)
-	if err != nil {
-		return err
-	}
-
 	stopProfiles, err := startProfiles()
 	if err != nil {
 		return err
@@ -264,27 +247,116 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	}()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rc := evalengine.RunConfig{Adapter: adapter, Metrics: metrics, Options: opts, Observer: tracing.tracer}
-	if p := newProgress(cmd.ErrOrStderr()); p != nil {
+	result, err := r.run(ctx, cmd, f, opts)
+	if err != nil {
+		return err
+	}
+	return f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
+}
+
+// localRunner runs the eval in this process.
+type localRunner struct {
+	creds   []string
+	set     *evalengine.Set
+	metrics []evalengine.Metric
+	adapter evalengine.Adapter
+	tracing *localTracing
+}
+
+func (l *localRunner) secrets() []string { return l.creds }
+
+func (l *localRunner) finish(stderr io.Writer) {
+	if l.tracing != nil {
+		l.tracing.finish(stderr)
+	}
+}
+
+func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
+	// The agent config comes first, so its secrets scrub every later error.
+	var cfgData []byte
+	var err error
+	if f.config != "" {
+		if cfgData, err = readCapped("config", f.config, maxConfigFileBytes); err != nil {
+			return err
+		}
+		l.creds = configSecrets(cfgData)
+	}
+	var judge *evalengine.ModelEnv
+	if f.judgeConfig != "" {
+		if judge, err = loadJudgeConfig(f.judgeConfig); err != nil {
+			return err
+		}
+		l.creds = append(l.creds, judgeSecrets(judge)...)
+	}
+	if l.set, _, err = loadEvalSetFormat(f.evalSet); err != nil {
+		return err
+	}
+	l.metrics = evalengine.DefaultCriteria()
+	if f.criteria != "" {
+		data, err := readCapped("criteria", f.criteria, maxConfigFileBytes)
+		if err != nil {
+			return err
+		}
+		if l.metrics, err = evalengine.ParseCriteriaWithOptions(data, evalengine.CriteriaOptions{Judge: judge}); err != nil {
+			return engineError("", err)
+		}
+	}
+	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain); err != nil {
+		return err
+	}
+	l.adapter, err = f.adapter(cfgData, opts, l.tracing.tracer)
+	return err
+}
+
+func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error) {
+	rc := evalengine.RunConfig{Adapter: l.adapter, Metrics: l.metrics, Options: opts, Observer: l.tracing.tracer}
+	if p := newProgress(progressWriter(cmd)); p != nil {
 		rc.Progress = p.update
-		p.begin(len(set.Cases) * opts.Samples)
+		p.begin(len(l.set.Cases) * opts.Samples)
 		defer p.end()
 	}
-	result, err := evalengine.Run(ctx, set, rc)
+	result, err := evalengine.Run(ctx, l.set, rc)
 	if err != nil {
-		return engineError(codeEvaluationFailed, err)
+		return nil, engineError(codeEvaluationFailed, err)
 	}
-	return f.report(cmd, result, baseline, cmpOpts, opts, secrets)
+	return result, nil
+}
+
+// clusterRunner runs the eval as a job on a cluster, owned by this process.
+type clusterRunner struct {
+	cf  *clusterFlags
+	job *clusterJob
+}
+
+func (*clusterRunner) secrets() []string { return nil }
+func (*clusterRunner) finish(io.Writer)  {}
+
+func (c *clusterRunner) prepare(f *evalRunFlags, opts evalengine.Options) (err error) {
+	c.job, err = prepareClusterJob(f.agentName, f.evalSet, f.criteria, opts)
+	return err
+}
+
+func (c *clusterRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunFlags, _ evalengine.Options) (*evalengine.Result, error) {
+	cl, done, err := c.cf.client()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := checkClusterAgent(ctx, cl, c.job.agent); err != nil {
+		return nil, err
+	}
+	j, err := runOwnedJob(ctx, cmd, cl, c.cf.scope, c.job)
+	if err != nil {
+		return nil, err
+	}
+	return fetchResult(ctx, cl, c.cf.scope, j)
 }
 
 // validate checks the flags every `eval run` checks before reading a file,
-// local or on a cluster: format, output path, run options, and the
-// comparison options (which need --baseline).
-func (f *evalRunFlags) validate() (evalengine.Options, evalengine.CompareOptions, error) {
-	var cmpOpts evalengine.CompareOptions
-	if err := checkFormat(f.format); err != nil {
-		return evalengine.Options{}, cmpOpts, err
-	}
+// local or on a cluster: the output path, run options, and the comparison
+// options (which need --baseline).
+func (f *evalRunFlags) validate(cmd *cobra.Command) (evalengine.Options, evalengine.CompareOptions, error) {
+	cmpOpts := evalengine.CompareOptions{MaxPassRateDrop: f.maxPassRateDrop}
 	if err := checkOutputPath(f.output); err != nil {
 		return evalengine.Options{}, cmpOpts, err
 	}
@@ -292,11 +364,8 @@ func (f *evalRunFlags) validate() (evalengine.Options, evalengine.CompareOptions
 	if err != nil {
 		return evalengine.Options{}, cmpOpts, err
 	}
-	if err := parseFraction("max-pass-rate-drop", f.maxPassRateDrop, &cmpOpts.MaxPassRateDrop); err != nil {
-		return evalengine.Options{}, cmpOpts, err
-	}
-	if f.baseline == "" && (f.maxPassRateDrop != "" || f.tolerances != "") {
-		return evalengine.Options{}, cmpOpts, &cliError{Code: codeBaselineRequired}
+	if f.baseline == "" && (cmd.Flags().Changed("max-pass-rate-drop") || f.tolerances != "") {
+		return evalengine.Options{}, cmpOpts, &cliError{Code: codeBaselineRequired, Detail: "--max-pass-rate-drop and --metric-tolerances compare against --baseline RESULT.json"}
 	}
 	return opts, cmpOpts, nil
 }
@@ -351,7 +420,7 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.R
 	// The engine prunes and redacts what it records; this is the last
 	// line: no credential the machine holds leaves in a report.
 	data = scrubReport(data, secrets)
-	if err := emitReport(cmd.OutOrStdout(), f.output, data); err != nil {
+	if err := emitReport(reportWriter(cmd, f.output), f.output, data); err != nil {
 		return err
 	}
 	if !passed {

@@ -39,10 +39,19 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Distributed evaluation and trace system for LLM agents",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
+	root.SetVersionTemplate(versionText())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().BoolP("quiet", "q", false, "no progress line, and no report on stdout when --output names a file (errors still go to stderr)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		// A typed flag's own error already names the flag and what is
+		// valid, with the contract's code.
+		var ce *cliError
+		if errors.As(err, &ce) {
+			return ce
+		}
 		return usageError{err}
 	})
 	root.AddCommand(newVersionCmd(), attachClusterEvalCmds(newEvalCmd()))
@@ -63,7 +72,7 @@ func (e usageError) Unwrap() error { return e.err }
 // as a single line: no usage dump, no stack trace.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(joinBoolArgs(root, args))
 	err := root.Execute()
 	if err == nil {
 		return exitOK
@@ -79,4 +88,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(stderr, "adk: %s\n", msg)
 	return code
+}
+
+// quiet reports whether --quiet was given.
+func quiet(cmd *cobra.Command) bool {
+	q, _ := cmd.Flags().GetBool("quiet")
+	return q
+}
+
+// progressWriter is where progress lines go: stderr, or nowhere with
+// --quiet.
+func progressWriter(cmd *cobra.Command) io.Writer {
+	if quiet(cmd) {
+		return io.Discard
+	}
+	return cmd.ErrOrStderr()
+}
+
+// reportWriter is where a report's stdout copy goes: stdout, unless
+// --quiet and --output names a file (the report is never lost).
+func reportWriter(cmd *cobra.Command, output string) io.Writer {
+	if quiet(cmd) && output != "" && output != "-" {
+		return io.Discard
+	}
+	return cmd.OutOrStdout()
 }

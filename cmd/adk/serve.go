@@ -71,7 +71,7 @@ stream to Badger, and the adk.trace.v1.query service. Queries are
 authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>").
 It also runs a one-node Raft eval coordinator (the adk.coord.v1 service)
 and, with --agent NAME=AGENT.json, one worker trusted with those agents, so
-adk eval run --cluster nats://HOST:PORT --agent NAME runs jobs on it.`,
+adk eval run --nats nats://HOST:PORT --agent NAME runs jobs on it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.dataDir == "" {
@@ -236,7 +236,8 @@ func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tra
 
 // storeOptions configure `adk store`.
 type storeOptions struct {
-	server, dataDir, name, tokensFile, creds string
+	nats                      natsFlags
+	dataDir, name, tokensFile string
 }
 
 func newStoreCmd() *cobra.Command {
@@ -264,11 +265,7 @@ another node creates it) before the node starts.`,
 				}
 				auth = t
 			}
-			var opts []bus.Option
-			if o.creds != "" {
-				opts = append(opts, bus.WithCredsFile(o.creds))
-			}
-			nc, err := bus.Connect(o.server, opts...)
+			nc, err := o.nats.connect("adk-store-" + o.name)
 			if err != nil {
 				return err
 			}
@@ -280,10 +277,9 @@ another node creates it) before the node starts.`,
 			return runStoreNode(ctx, nc, o.dataDir, o.name, auth, nil)
 		},
 	}
-	cmd.Flags().StringVar(&o.server, "server", "nats://127.0.0.1:4222", "NATS server URL(s)")
+	o.nats.register(cmd.Flags(), defaultNATSURL)
 	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "trace store directory (required)")
 	cmd.Flags().StringVar(&o.name, "name", "store-1", "node name (its durable consumer is adk-store-<name>)")
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service")
-	cmd.Flags().StringVar(&o.creds, "creds", "", "NATS credentials file")
 	return cmd
 }

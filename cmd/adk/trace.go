@@ -24,7 +24,7 @@ import (
 const traceTokenEnv = "ADK_TRACE_TOKEN"
 
 type traceFlags struct {
-	server       string
+	nats         natsFlags
 	token        string
 	runID        string
 	traceID      string
@@ -47,7 +47,7 @@ func newTraceCmd() *cobra.Command {
 }
 
 func addTraceFlags(cmd *cobra.Command, f *traceFlags) {
-	cmd.Flags().StringVar(&f.server, "server", "nats://127.0.0.1:4222", "NATS server URL(s)")
+	f.nats.register(cmd.Flags(), defaultNATSURL)
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token (default $"+traceTokenEnv+")")
 	cmd.Flags().StringVar(&f.runID, "run-id", "", "select by run_id")
 	cmd.Flags().StringVar(&f.traceID, "trace-id", "", "select by trace_id")
@@ -70,7 +70,7 @@ func (f *traceFlags) request(after *uint64) (tracenode.QueryRequest, error) {
 		return tracenode.QueryRequest{}, usageError{errors.New("a bearer token is required (--token or $" + traceTokenEnv + ")")}
 	}
 	if f.format != "json" && f.format != "table" && f.format != "tree" {
-		return tracenode.QueryRequest{}, usageError{errors.New("--format must be json, table or tree")}
+		return tracenode.QueryRequest{}, usageError{fmt.Errorf("--format is one of json, table, tree; got %q", f.format)}
 	}
 	sel := map[string]string{}
 	for k, v := range map[string]string{"run_id": f.runID, "trace_id": f.traceID, "workflow_id": f.workflowID, "invocation_id": f.invocationID} {
@@ -109,7 +109,7 @@ func newTraceQueryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			nc, err := bus.Connect(f.server, bus.WithMaxReconnects(0))
+			nc, err := f.nats.dial(bus.WithMaxReconnects(0))
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func newTraceTailCmd() *cobra.Command {
 			if f.format == "tree" {
 				return usageError{errors.New("--format tree is for trace query; tail prints json or table")}
 			}
-			nc, err := bus.Connect(f.server)
+			nc, err := f.nats.dial()
 			if err != nil {
 				return err
 			}

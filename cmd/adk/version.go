@@ -39,9 +39,13 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "adk %s\ncommit %s\ngo %s %s/%s\n",
-				version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprint(cmd.OutOrStdout(), versionText())
 			return err
 		},
 	}
+}
+
+// versionText is what `adk version` and `adk --version` print.
+func versionText() string {
+	return fmt.Sprintf("adk %s\ncommit %s\ngo %s %s/%s\n", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

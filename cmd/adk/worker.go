@@ -64,7 +64,7 @@ job only names the agent. --config FILE reads {"id", "nats", "capacity",
 		},
 	}
 	fl := cmd.Flags()
-	o.nats.register(fl, "nats", "NATS URL(s), comma separated")
+	o.nats.register(fl, "")
 	fl.StringVar(&o.config, "config", "", "worker config file (JSON, at most 1 MiB)")
 	fl.StringVar(&o.id, "id", "", "worker id: its NATS user and task subject token (required)")
 	fl.IntVar(&o.capacity, "capacity", 4, fmt.Sprintf("samples run at once, 1..%d", maxWorkerCapacity))
@@ -109,7 +109,7 @@ func (o *workerOptions) resolve(cmd *cobra.Command) (workerFile, error) {
 	if cmd.Flags().Changed("id") || wf.ID == "" {
 		wf.ID = o.id
 	}
-	if cmd.Flags().Changed("nats") || wf.NATS == "" {
+	if o.nats.changed(cmd.Flags()) || wf.NATS == "" {
 		wf.NATS = o.nats.url
 	}
 	if cmd.Flags().Changed("capacity") || wf.Capacity == 0 {
@@ -124,13 +124,13 @@ func (o *workerOptions) resolve(cmd *cobra.Command) (workerFile, error) {
 	}
 	var missing []string
 	if wf.ID == "" {
-		missing = append(missing, "id")
+		missing = append(missing, "--id")
 	}
 	if wf.NATS == "" {
-		missing = append(missing, "nats")
+		missing = append(missing, "--nats")
 	}
 	if len(wf.Agents) == 0 {
-		missing = append(missing, "agent")
+		missing = append(missing, "--agent")
 	}
 	if len(missing) > 0 {
 		return wf, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
@@ -156,7 +156,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout,
 		return err
 	}
 	o.nats.url = wf.NATS
-	nc, err := o.nats.connect("nats", "adk-worker-"+wf.ID, nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wf.ID)))
+	nc, err := o.nats.connect("adk-worker-"+wf.ID, nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wf.ID)))
 	if err != nil {
 		return err
 	}

@@ -252,8 +252,11 @@ type Capabilities struct {
 	PendingSubmissions int      `msgpack:"pending_submissions" json:"pending_submissions"`
 	RecoveredJobs      int      `msgpack:"recovered_jobs" json:"recovered_jobs"`
 	Workers            []string `msgpack:"workers" json:"workers"`
-	RejectedResults    int64    `msgpack:"rejected_results" json:"rejected_results"`
-	Members            []Member `msgpack:"members,omitempty" json:"members,omitempty"`
+	// Agents are the agents the live workers offer (heard from within the
+	// worker TTL), sorted and unique.
+	Agents          []string `msgpack:"agents,omitempty" json:"agents,omitempty"`
+	RejectedResults int64    `msgpack:"rejected_results" json:"rejected_results"`
+	Members         []Member `msgpack:"members,omitempty" json:"members,omitempty"`
 	// WorkerStates are the allowlisted workers this coordinator has heard
 	// a heartbeat from: capacity, running tasks and the heartbeat's age.
 	WorkerStates []WorkerState `msgpack:"worker_states,omitempty" json:"worker_states"`
@@ -272,6 +275,8 @@ type WorkerState struct {
 	Running  int    `msgpack:"running" json:"running"`
 	// SeenAgoMS is how long ago the heartbeat arrived.
 	SeenAgoMS int64 `msgpack:"seen_ago_ms" json:"seen_ago_ms"`
+	// Agents are the agents the worker offers.
+	Agents []string `msgpack:"agents,omitempty" json:"agents,omitempty"`
 }
 
 // JobSpec is what a worker needs to run a job's tasks.
@@ -392,7 +397,15 @@ type Heartbeat struct {
 	Running  []TaskRef `msgpack:"running"`
 	Seq      uint64    `msgpack:"seq"`
 	Recent   []TaskRef `msgpack:"recent,omitempty"`
+	// Agents are the agent names the worker runs, sorted (at most
+	// MaxHeartbeatAgents), so a client can refuse an unknown agent before
+	// it submits.
+	Agents []string `msgpack:"agents,omitempty"`
 }
+
+// MaxHeartbeatAgents bounds Heartbeat.Agents (a worker's agent files are
+// bounded the same way, worker.MaxAgentFiles).
+const MaxHeartbeatAgents = 256
 
 // MaxRecentRefs bounds Heartbeat.Recent so a heartbeat stays well inside
 // SmallLimits however fast the worker finishes tasks.
