@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/fadcedab/adk/agent/internal/httpx"
@@ -31,6 +32,41 @@ type Config struct {
 	MaxBackoffMS     int      `json:"max_backoff_ms,omitempty"`
 	Temperature      *float64 `json:"temperature,omitempty"`
 	MaxOutputTokens  int      `json:"max_output_tokens,omitempty"`
+	// MaxTokensParam names the request field of the output bound:
+	// "max_tokens" (what most OpenAI-compatible servers know),
+	// "max_completion_tokens" (what OpenAI's reasoning models require and
+	// its newer models accept), or "" for auto: max_completion_tokens for
+	// the o-series and gpt-5 model families, max_tokens otherwise.
+	MaxTokensParam string `json:"max_tokens_param,omitempty"`
+	// APIVersion, when set, is sent as the api-version query parameter
+	// (Azure OpenAI: base_url https://RESOURCE.openai.azure.com/openai/
+	// deployments/DEPLOYMENT, api_version 2024-10-21).
+	APIVersion string `json:"api_version,omitempty"`
+	// APIKeyHeader is how the key is sent: "authorization" (Authorization:
+	// Bearer KEY) or "api-key" (api-key: KEY, Azure). Default: api-key
+	// when api_version is set, else authorization.
+	APIKeyHeader string `json:"api_key_header,omitempty"`
+}
+
+// Values of Config.MaxTokensParam and Config.APIKeyHeader.
+const (
+	ParamMaxTokens           = "max_tokens"
+	ParamMaxCompletionTokens = "max_completion_tokens"
+	HeaderAuthorization      = "authorization"
+	HeaderAPIKey             = "api-key"
+)
+
+// needsMaxCompletionTokens reports whether a model family refuses
+// max_tokens (OpenAI's reasoning models: o1, o3, o4-mini, gpt-5, ...).
+func needsMaxCompletionTokens(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:] // "openai/o3-mini" on a router
+	}
+	if strings.HasPrefix(m, "gpt-5") {
+		return true
+	}
+	return len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9'
 }
 
 // Provider is the OpenAI-compatible model.Provider.
@@ -75,11 +111,48 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai config: %w", err)
 	}
-	p := &Provider{cfg: cfg, endpoint: base + "/chat/completions", header: http.Header{}, client: client}
+	switch cfg.MaxTokensParam {
+	case "", ParamMaxTokens, ParamMaxCompletionTokens:
+	default:
+		return nil, fmt.Errorf("openai config: max_tokens_param %q is not one of %s, %s", cfg.MaxTokensParam, ParamMaxTokens, ParamMaxCompletionTokens)
+	}
+	header := cfg.APIKeyHeader
+	switch {
+	case header == "" && cfg.APIVersion != "":
+		header = HeaderAPIKey
+	case header == "":
+		header = HeaderAuthorization
+	case header != HeaderAuthorization && header != HeaderAPIKey:
+		return nil, fmt.Errorf("openai config: api_key_header %q is not one of %s, %s", cfg.APIKeyHeader, HeaderAuthorization, HeaderAPIKey)
+	}
+	endpoint := base + "/chat/completions"
+	if cfg.APIVersion != "" {
+		if strings.ContainsAny(cfg.APIVersion, "&?#/ ") || len(cfg.APIVersion) > 64 {
+			return nil, fmt.Errorf("openai config: api_version must be a version such as 2024-10-21")
+		}
+		endpoint += "?api-version=" + url.QueryEscape(cfg.APIVersion)
+	}
+	p := &Provider{cfg: cfg, endpoint: endpoint, header: http.Header{}, client: client}
 	if key != "" {
-		p.header.Set("Authorization", "Bearer "+key)
+		if header == HeaderAPIKey {
+			p.header.Set("api-key", key)
+		} else {
+			p.header.Set("Authorization", "Bearer "+key)
+		}
 	}
 	return p, nil
+}
+
+// completionTokens reports whether the output bound goes in
+// max_completion_tokens for this model.
+func (p *Provider) completionTokens(model string) bool {
+	switch p.cfg.MaxTokensParam {
+	case ParamMaxCompletionTokens:
+		return true
+	case ParamMaxTokens:
+		return false
+	}
+	return needsMaxCompletionTokens(model)
 }
 
 // Name reports "openai".
@@ -94,6 +167,8 @@ type (
 		ResponseFormat *responseFormat `json:"response_format,omitempty"`
 		Temperature    *float64        `json:"temperature,omitempty"`
 		MaxTokens      int             `json:"max_tokens,omitempty"`
+		// MaxCompletionTokens replaces MaxTokens where the model needs it.
+		MaxCompletionTokens int `json:"max_completion_tokens,omitempty"`
 	}
 	chatMessage struct {
 		Role       string         `json:"role"`
@@ -168,6 +243,9 @@ func (p *Provider) encode(req *model.Request) ([]byte, error) {
 	}
 	if req.MaxOutputTokens > 0 {
 		cr.MaxTokens = req.MaxOutputTokens
+	}
+	if p.completionTokens(cr.Model) {
+		cr.MaxCompletionTokens, cr.MaxTokens = cr.MaxTokens, 0
 	}
 	for _, m := range req.Messages {
 		switch m.Role {

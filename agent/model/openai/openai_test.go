@@ -290,6 +290,9 @@ func TestOpenAI_Config(t *testing.T) {
 		"unset key env": {Model: "m", APIKeyEnv: "EMPTY_KEY"},
 		"attempts":      {Model: "m", MaxAttempts: 99},
 		"other":         {Provider: "gemini", Model: "m"},
+		"tokens param":  {Model: "m", MaxTokensParam: "max_output_tokens"},
+		"key header":    {Model: "m", APIKeyHeader: "x-api-key"},
+		"api version":   {Model: "m", APIVersion: "2024-10-21&x=1"},
 	} {
 		_, err := New(cfg, nil)
 		if err == nil {
@@ -299,5 +302,89 @@ func TestOpenAI_Config(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"provider":"openai","model":"m","colour":1}`)); err == nil {
 		t.Error("unknown key accepted")
+	}
+}
+
+const okAnswer = `{"id":"r1","model":"m","choices":[{"finish_reason":"stop","message":{"content":"hi"}}]}`
+
+// TestOpenAI_MaxCompletionTokens: reasoning models refuse max_tokens, so the
+// output bound goes in max_completion_tokens for them (auto) or whenever the
+// config says so; other models keep max_tokens.
+func TestOpenAI_MaxCompletionTokens(t *testing.T) {
+	var seen map[string]any
+	srv, _ := server(t, func(w http.ResponseWriter, _ *http.Request, body map[string]any, _ int) {
+		if _, both := body["max_tokens"]; both {
+			if _, ok := body["max_completion_tokens"]; ok {
+				w.WriteHeader(400) // a real server refuses both
+				return
+			}
+		}
+		seen = body
+		_, _ = io.WriteString(w, okAnswer)
+	})
+	for _, tc := range []struct {
+		model, param, want string
+	}{
+		{"gpt-test", "", "max_tokens"},
+		{"gpt-4o", "", "max_tokens"},
+		{"o3-mini", "", "max_completion_tokens"},
+		{"o1", "", "max_completion_tokens"},
+		{"gpt-5-mini", "", "max_completion_tokens"},
+		{"openai/o4-mini", "", "max_completion_tokens"},
+		{"gpt-test", ParamMaxCompletionTokens, "max_completion_tokens"},
+		{"o3", ParamMaxTokens, "max_tokens"},
+	} {
+		p := provider(t, srv, func(c *Config) { c.Model, c.MaxTokensParam, c.MaxOutputTokens = tc.model, tc.param, 77 })
+		if _, err := p.Generate(context.Background(), request()); err != nil {
+			t.Fatalf("%s/%q: %v", tc.model, tc.param, err)
+		}
+		other := "max_tokens"
+		if tc.want == other {
+			other = "max_completion_tokens"
+		}
+		if seen[tc.want] != 77.0 || seen[other] != nil {
+			t.Errorf("%s/%q: sent %v=%v %v=%v, want %s", tc.model, tc.param, tc.want, seen[tc.want], other, seen[other], tc.want)
+		}
+	}
+}
+
+// TestOpenAI_AzureDeployment talks to a fake Azure OpenAI deployment: the
+// api-version query parameter on every call and the key in the api-key
+// header, never in Authorization.
+func TestOpenAI_AzureDeployment(t *testing.T) {
+	const version = "2024-10-21"
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.URL.Path != "/openai/deployments/chat-dep/chat/completions" || r.URL.Query().Get("api-version") != version ||
+			r.Header.Get("api-key") != plantedKey || r.Header.Get("Authorization") != "" {
+			w.WriteHeader(401)
+			return
+		}
+		_, _ = io.WriteString(w, okAnswer)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		httpx.Transport.CloseIdleConnections()
+	})
+	t.Setenv("TEST_AZURE_KEY", plantedKey)
+	p, err := Parse([]byte(`{"provider":"openai","base_url":"` + srv.URL + `/openai/deployments/chat-dep","model":"gpt-4o",
+		"api_key_env":"TEST_AZURE_KEY","api_version":"` + version + `","max_attempts":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.Generate(context.Background(), request())
+	if err != nil || resp.Message.Text() != "hi" || calls.Load() != 1 {
+		t.Fatalf("azure call: %v (calls %d)", err, calls.Load())
+	}
+	// api_key_header "authorization" keeps the bearer form for a proxy
+	// that wants api-version but not Azure's header: refused here.
+	p2 := provider(t, srv, func(c *Config) {
+		c.BaseURL, c.APIVersion, c.APIKeyHeader, c.MaxAttempts = srv.URL+"/openai/deployments/chat-dep", version, HeaderAuthorization, 1
+	})
+	if _, err := p2.Generate(context.Background(), request()); err == nil {
+		t.Fatal("bearer auth accepted by the fake Azure deployment")
+	} else {
+		assertNoKey(t, err)
 	}
 }
