@@ -32,7 +32,7 @@ func TestCLI_NoSurprises(t *testing.T) {
 			args       []string
 			code, want string
 		}{
-			{with("--format", "html"), "invalid_eval_report_format: html", "--format is one of json, markdown, junit, sarif, annotations"},
+			{with("--format", "pdf"), "invalid_eval_report_format: pdf", "--format is one of " + strings.Join(evalengine.Formats(), ", ")},
 			{with("--empty-criteria", "maybe"), "invalid_empty_criteria_policy: empty_criteria", `--empty-criteria is one of error, pass, got "maybe"`},
 			{with("--samples", "zero"), "invalid_positive_integer: samples", `--samples wants an integer 1..100, got "zero"`},
 			{with("--samples", "101"), "invalid_eval_options: sample_count", "--samples 1..100"},
@@ -40,7 +40,7 @@ func TestCLI_NoSurprises(t *testing.T) {
 			{with("--capture-events", "yes"), "invalid_boolean: capture_events", "--capture-events wants true or false"},
 			{with("--timeout", "soon"), "invalid_duration: timeout", "such as 30s or 5m (a plain integer is milliseconds)"},
 			{with("--case-timeout", "2h"), "invalid_duration: case_timeout", "1ms..1h0m0s"},
-			{[]string{"eval", "report", "r.json", "--format", "html"}, "invalid_eval_report_format: html", "json, markdown, junit, sarif, annotations"},
+			{[]string{"eval", "report", "r.json", "--format", "pdf"}, "invalid_eval_report_format: pdf", strings.Join(evalengine.Formats(), ", ")},
 			{[]string{"eval", "compare", "a.json", "b.json", "--format", "junit"}, "invalid_eval_report_format: junit", "--format is one of json, markdown"},
 			{[]string{"eval", "stats", "a.json", "--format", "xml"}, "invalid_eval_report_format: xml", "--format is one of text, markdown, json"},
 			{[]string{"eval", "status", "j1"}, "missing_required_options: --nats", "$ADK_CLUSTER"},
