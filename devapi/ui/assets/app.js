@@ -31,6 +31,11 @@
     }
     return el;
   }
+  // fill replaces an element's children (arrays flattened, null skipped).
+  function fill(el, ...kids) {
+    while (el.firstChild) el.firstChild.remove();
+    return add(el, kids);
+  }
   function h(tag, attrs, ...kids) {
     const el = document.createElement(tag);
     setAttrs(el, attrs);
@@ -64,7 +69,7 @@
   }
   function statusBadge(s) {
     const kind = { passed: 'pass', completed: 'pass', PASS: 'pass', failed: 'fail', FAIL: 'fail', error: 'warn',
-      partial: 'warn', timed_out: 'fail', cancelled: 'warn', not_evaluated: 'warn', missing: 'warn' }[s] || 'info';
+      partial: 'warn', REGRESSION: 'fail', timed_out: 'fail', cancelled: 'warn', not_evaluated: 'warn', missing: 'warn' }[s] || 'info';
     return badge(String(s), kind);
   }
   function kv(pairs) {
@@ -274,7 +279,9 @@
 
   // ---- pages -------------------------------------------------------------
   function pageLogin() {
-    const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true });
+    // No name attribute: were the form ever submitted natively, the token
+    // would not be part of it (and the CSP's form-action 'none' blocks it).
+    const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true });
     const err = h('div');
     const form = h('form', { class: 'stack', 'aria-labelledby': 'login-h', on: { submit: async (e) => {
       e.preventDefault();
@@ -286,7 +293,7 @@
         // view still work.
         if (!(x instanceof ApiError) || x.status === 401) {
           sessionStorage.removeItem(TOKEN_KEY);
-          err.replaceChildren(errorBox(x) || '');
+          fill(err, errorBox(x) || '');
           return;
         }
       }
@@ -300,10 +307,10 @@
   }
 
   function jobRow(j, cells) {
-    cells.phase.replaceChildren(statusBadge(j.phase));
+    fill(cells.phase, statusBadge(j.phase));
     const p = j.progress || {};
     const total = p.tasks_total || 0, done = p.tasks_done || 0;
-    cells.progress.replaceChildren(h('div', { class: 'bar', role: 'progressbar', 'aria-label': 'tasks done',
+    fill(cells.progress, h('div', { class: 'bar', role: 'progressbar', 'aria-label': 'tasks done',
       'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': done },
     h('span', { 'data-w': total ? Math.round(100 * done / total) : 0 })), ' ', done + '/' + total + (p.tasks_error ? ' (' + p.tasks_error + ' errors)' : ''));
     const bar = cells.progress.querySelector('.bar > span');
@@ -318,19 +325,19 @@
     const submitErr = h('div');
     const form = h('form', { class: 'stack', on: { submit: async (e) => {
       e.preventDefault();
-      submitErr.replaceChildren();
+      fill(submitErr);
       let body;
       try {
         body = { agent_name: agent.value.trim(), set: JSON.parse(set.value) };
         if (metrics.value.trim()) body.metrics = JSON.parse(metrics.value);
       } catch (x) {
-        submitErr.replaceChildren(h('div', { class: 'error', role: 'alert' }, 'The eval set and metrics must be JSON: ' + x.message));
+        fill(submitErr, h('div', { class: 'error', role: 'alert' }, 'The eval set and metrics must be JSON: ' + x.message));
         return;
       }
       try {
         const job = await api(API + '/evaluation/jobs', { method: 'POST', body });
         location.hash = route('jobs', job.job_id);
-      } catch (x) { submitErr.replaceChildren(errorBox(x) || ''); }
+      } catch (x) { fill(submitErr, errorBox(x) || ''); }
     } } },
     h('label', { for: 'agent' }, 'Agent name'), agent,
     h('label', { for: 'set' }, 'Eval set (JSON)'), set,
@@ -357,9 +364,9 @@
         if (job.phase !== 'completed' || fetched >= 25) return;
         fetched++;
         jobResult(job.job_id, sig.signal).then((r) => {
-          cells.rate.replaceChildren(statusBadge(r.passed ? 'PASS' : 'FAIL'), ' ', f4(r.pass_rate));
+          fill(cells.rate, statusBadge(r.passed ? 'PASS' : 'FAIL'), ' ', f4(r.pass_rate));
           cells.iv.textContent = intervalText(r.pass_rate_interval);
-        }).catch((e) => cells.rate.replaceChildren(errorBox(e) || ''));
+        }).catch((e) => fill(cells.rate, errorBox(e) || ''));
       };
       showResult(j);
       if (!TERMINAL.has(j.phase) && streams < 8) {
@@ -410,13 +417,13 @@
     const trouble = h('div', { role: 'status' });
     const htmlBtn = h('button', { type: 'button', on: { click: () => downloadReport(id, trouble) } }, 'Download HTML report');
     const cancel = h('button', { type: 'button', on: { click: async () => {
-      try { await api(API + '/evaluation/jobs/' + encodeURIComponent(id), { method: 'DELETE' }); say('Cancellation requested.'); } catch (e) { trouble.replaceChildren(errorBox(e) || ''); }
+      try { await api(API + '/evaluation/jobs/' + encodeURIComponent(id), { method: 'DELETE' }); say('Cancellation requested.'); } catch (e) { fill(trouble, errorBox(e) || ''); }
     } } }, 'Cancel job');
     let shown = false;
     const render = async (j) => {
       const cells = { phase: h('span'), progress: h('span'), duration: h('span') };
       jobRow(j, cells);
-      head.replaceChildren(kv([
+      fill(head, kv([
         ['Status', cells.phase], ['Progress', cells.progress], ['Eval set', (j.eval_set_id || '') + ' ' + (j.eval_set_version || '')],
         ['Owner (scope)', j.scope || ''], ['Created', when(j.created_at)], ['Duration', cells.duration],
         j.reason ? ['Reason', h('code', null, j.reason)] : null]),
@@ -428,15 +435,15 @@
         shown = true;
         try {
           const r = await jobResult(id, sig.signal);
-          body.replaceChildren(h('h2', null, 'Result'), resultSummary(r), h('h2', null, 'Cases'), caseTable(id, r));
-        } catch (e) { body.replaceChildren(errorBox(e) || ''); }
+          fill(body, h('h2', null, 'Result'), resultSummary(r), h('h2', null, 'Cases'), caseTable(id, r));
+        } catch (e) { fill(body, errorBox(e) || ''); }
       }
     };
     let j;
     try { j = await api(API + '/evaluation/jobs/' + encodeURIComponent(id), { signal: sig.signal }); } catch (e) { return [h('h1', null, 'Job ', id), errorBox(e)]; }
     await render(j);
     if (!TERMINAL.has(j.phase)) {
-      watchJob(id, sig.signal, (x) => { render(x); }, (e) => trouble.replaceChildren(h('div', { class: 'notice' },
+      watchJob(id, sig.signal, (x) => { render(x); }, (e) => fill(trouble, h('div', { class: 'notice' },
         'Live updates interrupted (' + (e.code || '') + '): ' + (e.message || '') + ' — reconnecting.')));
     }
     return [h('h1', null, 'Job ', h('code', null, id)), head, trouble, body];
@@ -453,7 +460,7 @@
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-    } catch (e) { where.replaceChildren(errorBox(e) || ''); }
+    } catch (e) { fill(where, errorBox(e) || ''); }
   }
 
   function mismatchOf(sample) {
@@ -541,7 +548,7 @@
   }
 
   async function completedJobs(signal) {
-    const page = await listJobs(signal, 200);
+    const page = await listJobs(signal, 100);
     return (page.items || []).filter((j) => j.phase === 'completed');
   }
   function jobSelect(id, label, jobs, chosen) {
@@ -580,8 +587,8 @@
         const options = { max_pass_rate_drop: Number(q.get('max_pass_rate_drop') || 0) };
         if (q.get('metric_tolerances')) options.metric_tolerances = JSON.parse(q.get('metric_tolerances'));
         const cmp = await api(API + '/evaluation/compare', { method: 'POST', body: { baseline: base, current: cur, options }, signal: sig.signal });
-        res.replaceChildren(comparisonView(cmp, base, cur));
-      } catch (e) { res.replaceChildren(errorBox(e) || ''); }
+        fill(res, comparisonView(cmp, base, cur));
+      } catch (e) { fill(res, errorBox(e) || ''); }
     }
     return out;
   }
@@ -682,12 +689,11 @@
     const fetchPage = async () => {
       const p = new URLSearchParams(sel);
       p.set('after_cursor', String(cursor));
-      p.set('limit', '500');
       try {
         const page = await api(API + '/traces?' + p.toString(), { signal: sig.signal });
         for (const e of page.events || []) events.push(e);
         cursor = page.next_cursor || cursor;
-        notice.replaceChildren(h('p', { class: 'muted' }, events.length + ' event(s); cursor ' + cursor + ' of ' + page.latest_cursor +
+        fill(notice, h('p', { class: 'muted' }, events.length + ' event(s); cursor ' + cursor + ' of ' + page.latest_cursor +
           (page.oldest_available_cursor != null ? '; oldest available ' + page.oldest_available_cursor : '') + (page.truncated ? '; page truncated, more follows' : '')));
         return page;
       } catch (e) {
@@ -696,7 +702,7 @@
           // from the oldest event still stored.
           const d = e.details || {};
           const lost = (d.oldest_available_cursor || 0) - cursor - 1;
-          notice.replaceChildren(h('div', { class: 'notice', role: 'alert' }, 'Replay gap: events after cursor ' + cursor + ' up to ' +
+          fill(notice, h('div', { class: 'notice', role: 'alert' }, 'Replay gap: events after cursor ' + cursor + ' up to ' +
             (d.evicted_through != null ? d.evicted_through : '?') + ' were evicted before they could be read' + (lost > 0 ? ' (' + lost + ' lost)' : '') +
             '; resuming at the oldest available event ' + (d.oldest_available_cursor != null ? d.oldest_available_cursor : '?') + '.'));
           cursor = Math.max(0, (d.oldest_available_cursor || 1) - 1);
@@ -710,16 +716,16 @@
         const page = await fetchPage();
         if (!page.truncated) break;
       }
-    } catch (e) { wf.replaceChildren(errorBox(e) || ''); return out; }
-    wf.replaceChildren(waterfall(events));
+    } catch (e) { fill(wf, errorBox(e) || ''); return out; }
+    fill(wf, waterfall(events));
     if (q.get('tail') === '1') {
       (async () => {
         while (!sig.signal.aborted) {
           await pause(1000, sig.signal);
           if (sig.signal.aborted) return;
           const before = events.length;
-          try { await fetchPage(); } catch (e) { notice.replaceChildren(errorBox(e) || ''); continue; }
-          if (events.length !== before) wf.replaceChildren(waterfall(events));
+          try { await fetchPage(); } catch (e) { fill(notice, errorBox(e) || ''); continue; }
+          if (events.length !== before) fill(wf, waterfall(events));
         }
       })();
     }
@@ -826,7 +832,7 @@
     if (!token() || parts[0] === 'login') {
       content = pageLogin();
     } else {
-      main.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+      fill(main, h('p', { class: 'muted' }, 'Loading…'));
       try {
         switch (parts[0] || 'jobs') {
           case 'jobs':
@@ -845,7 +851,7 @@
       }
     }
     if (sig.signal.aborted) return;
-    main.replaceChildren(...[content].flat(Infinity).filter(Boolean));
+    fill(main, content);
     document.title = 'adk · ' + (parts[0] || 'jobs');
     main.setAttribute('data-ready', raw);
   }
