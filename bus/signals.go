@@ -142,8 +142,12 @@ func (e *StreamMismatchError) Error() string {
 func (e *StreamMismatchError) Unwrap() error { return ErrStreamMismatch }
 
 // EnsureSignalStream creates ADK_SIGNALS, or verifies that the existing
-// stream has the requested configuration. A mismatch is a
-// *StreamMismatchError; the stream is never silently changed.
+// stream has the requested configuration. Its bounds and compression
+// (max_bytes, max_msgs, max_age, max_msg_size, discard, compression) are
+// operator settings: when only they differ the stream is updated in place,
+// keeping its messages and sequence numbers (the store nodes' cursors).
+// Any other difference (subjects, retention, storage, replicas) is a
+// *StreamMismatchError and the stream is left unchanged.
 func EnsureSignalStream(ctx context.Context, js jetstream.JetStream, c SignalStreamConfig) (jetstream.Stream, error) {
 	want, err := c.StreamConfig()
 	if err != nil {
@@ -163,30 +167,50 @@ func EnsureSignalStream(ctx context.Context, js jetstream.JetStream, c SignalStr
 	if err != nil {
 		return nil, fmt.Errorf("bus: look up stream %s: %w", want.Name, err)
 	}
-	if err := compareStreamConfig(st.CachedInfo().Config, want); err != nil {
+	have := st.CachedInfo().Config
+	if err := compareStreamIdentity(have, want); err != nil {
 		return nil, err
+	}
+	if compareStreamBounds(have, want) == nil {
+		return st, nil
+	}
+	// Only the bounds differ. Keep what the stream has that this package
+	// does not set (e.g. a description an operator added).
+	upd := have
+	upd.MaxBytes, upd.MaxMsgs, upd.MaxAge, upd.MaxMsgSize = want.MaxBytes, want.MaxMsgs, want.MaxAge, want.MaxMsgSize
+	upd.Discard, upd.Compression = want.Discard, want.Compression
+	if st, err = js.UpdateStream(ctx, upd); err != nil {
+		return nil, fmt.Errorf("bus: update the bounds of stream %s: %w", want.Name, err)
 	}
 	return st, nil
 }
 
-func compareStreamConfig(have, want jetstream.StreamConfig) error {
-	check := func(field string, h, w any) error {
-		if fmt.Sprint(h) != fmt.Sprint(w) {
-			return &StreamMismatchError{Stream: want.Name, Field: field, Have: fmt.Sprint(h), Want: fmt.Sprint(w)}
-		}
-		return nil
+func checkField(stream, field string, h, w any) error {
+	if fmt.Sprint(h) != fmt.Sprint(w) {
+		return &StreamMismatchError{Stream: stream, Field: field, Have: fmt.Sprint(h), Want: fmt.Sprint(w)}
 	}
+	return nil
+}
+
+// compareStreamIdentity compares what cannot change under the store nodes.
+func compareStreamIdentity(have, want jetstream.StreamConfig) error {
 	return errors.Join(
-		check("subjects", strings.Join(have.Subjects, ","), strings.Join(want.Subjects, ",")),
-		check("retention", have.Retention, want.Retention),
-		check("storage", have.Storage, want.Storage),
-		check("max_bytes", have.MaxBytes, want.MaxBytes),
-		check("max_msgs", have.MaxMsgs, want.MaxMsgs),
-		check("max_age", have.MaxAge, want.MaxAge),
-		check("max_msg_size", have.MaxMsgSize, want.MaxMsgSize),
-		check("replicas", have.Replicas, want.Replicas),
-		check("discard", have.Discard, want.Discard),
-		check("compression", have.Compression, want.Compression),
+		checkField(want.Name, "subjects", strings.Join(have.Subjects, ","), strings.Join(want.Subjects, ",")),
+		checkField(want.Name, "retention", have.Retention, want.Retention),
+		checkField(want.Name, "storage", have.Storage, want.Storage),
+		checkField(want.Name, "replicas", have.Replicas, want.Replicas),
+	)
+}
+
+// compareStreamBounds compares what EnsureSignalStream updates in place.
+func compareStreamBounds(have, want jetstream.StreamConfig) error {
+	return errors.Join(
+		checkField(want.Name, "max_bytes", have.MaxBytes, want.MaxBytes),
+		checkField(want.Name, "max_msgs", have.MaxMsgs, want.MaxMsgs),
+		checkField(want.Name, "max_age", have.MaxAge, want.MaxAge),
+		checkField(want.Name, "max_msg_size", have.MaxMsgSize, want.MaxMsgSize),
+		checkField(want.Name, "discard", have.Discard, want.Discard),
+		checkField(want.Name, "compression", have.Compression, want.Compression),
 	)
 }
 

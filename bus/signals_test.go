@@ -80,34 +80,46 @@ func drain(t *testing.T, p *bus.Publisher) {
 	}
 }
 
-func TestSignalStream_EnsureIsIdempotentAndReportsMismatch(t *testing.T) {
+func TestSignalStream_EnsureIsIdempotentUpdatesBoundsAndReportsMismatch(t *testing.T) {
 	e := newSignalEnv(t)
 	c := bus.SignalStreamConfig{MaxMsgs: 100, MaxBytes: 1 << 20, MaxAge: time.Hour, MaxMsgSize: 64 << 10, DiscardNew: true}
-	e.ensure(t, c)
+	st := e.ensure(t, c)
 	e.ensure(t, c) // same config: no error, no change
+	// S2 by default.
+	if got := st.CachedInfo().Config.Compression; got != jetstream.S2Compression {
+		t.Fatalf("compression %v, want s2", got)
+	}
+	if _, err := e.js.Publish(context.Background(), "adk.signal.alice", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
 
+	// Bounds and compression are updated in place; the messages and
+	// their sequence numbers stay.
 	c2 := c
-	c2.MaxMsgs = 200
-	_, err := bus.EnsureSignalStream(context.Background(), e.js, c2)
+	c2.MaxMsgs, c2.MaxBytes, c2.DiscardNew, c2.Compression = 200, 2<<20, false, bus.SignalCompressionNone
+	e.ensure(t, c2)
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := info.Config; cfg.MaxMsgs != 200 || cfg.MaxBytes != 2<<20 || cfg.Discard != jetstream.DiscardOld ||
+		cfg.Compression != jetstream.NoCompression || info.State.LastSeq != 1 || info.State.Msgs != 1 {
+		t.Fatalf("after the update: %+v, state %+v", cfg, info.State)
+	}
+
+	// Replicas is not a bound: refused, nothing changes.
+	c3 := c2
+	c3.Replicas = 3
+	_, err = bus.EnsureSignalStream(context.Background(), e.js, c3)
 	var mm *bus.StreamMismatchError
-	if !errors.As(err, &mm) || mm.Field != "max_msgs" || !errors.Is(err, bus.ErrStreamMismatch) {
+	if !errors.As(err, &mm) || mm.Field != "replicas" || !errors.Is(err, bus.ErrStreamMismatch) {
 		t.Fatalf("mismatch: got %v", err)
 	}
-	st, err := e.js.Stream(context.Background(), bus.SignalStreamName)
-	if err != nil || st.CachedInfo().Config.MaxMsgs != 100 {
+	if info, err := st.Info(context.Background()); err != nil || info.Config.Replicas != 1 || info.Config.MaxMsgs != 200 {
 		t.Fatalf("stream changed: %v", err)
 	}
 	if _, err := bus.EnsureSignalStream(context.Background(), e.js, bus.SignalStreamConfig{Replicas: 2}); !errors.Is(err, bus.ErrInvalidConfig) {
 		t.Fatalf("replicas 2: %v", err)
-	}
-	// S2 by default; a stream compressed otherwise is a mismatch.
-	if got := st.CachedInfo().Config.Compression; got != jetstream.S2Compression {
-		t.Fatalf("compression %v, want s2", got)
-	}
-	c3 := c
-	c3.Compression = bus.SignalCompressionNone
-	if _, err := bus.EnsureSignalStream(context.Background(), e.js, c3); !errors.As(err, &mm) || mm.Field != "compression" {
-		t.Fatalf("compression mismatch: got %v", err)
 	}
 	var ce *bus.ConfigError
 	if _, err := bus.EnsureSignalStream(context.Background(), e.js, bus.SignalStreamConfig{Compression: "zstd"}); !errors.As(err, &ce) || ce.Field != "Compression" {
