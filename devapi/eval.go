@@ -302,6 +302,10 @@ func ContentType(format string) string {
 		return "text/markdown; charset=utf-8"
 	case evalengine.FormatJUnit:
 		return "application/xml; charset=utf-8"
+	case evalengine.FormatHTML:
+		// The self-contained report (issue 15); the UI downloads it, it
+		// carries its own CSP and no script.
+		return "text/html; charset=utf-8"
 	}
 	return "application/json; charset=utf-8"
 }

@@ -56,7 +56,7 @@ func startUIStack(t *testing.T) uiStack {
 	t.Helper()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte(tracenode.HashToken(uiToken)+" alice scopes=team-a\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(tracenode.HashToken(uiToken)+" team-a\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -248,6 +248,29 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 		b.screenshot("job", "Pass rate", "Wilson", "<img src=x onerror=alert(1)>", "weather-pune")
 	})
 
+	t.Run("the job's HTML report", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/dev/v1/evaluation/jobs/"+badJob+"/report?format=html", nil)
+		req.Header.Set("Authorization", "Bearer "+uiToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+			!bytes.Contains(body, []byte("&lt;script&gt;alert(3)&lt;/script&gt;")) {
+			t.Fatalf("report: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	})
+
+	t.Run("every control has a label", func(t *testing.T) {
+		b.t = t
+		unlabelled := get(b, "labels", chromedp.Evaluate[int](`[...document.querySelectorAll('input,select,textarea')].filter((e) => e.labels.length === 0).length`))
+		if unlabelled != 0 {
+			t.Errorf("%d form controls without a label", unlabelled)
+		}
+	})
+
 	t.Run("open a failed case and see its diff", func(t *testing.T) {
 		b.t = t
 		b.run("open the case", chromedp.Click(chromedp.CSS(`table[aria-label="Cases"] a[href$="/cases/1"]`)),
@@ -266,14 +289,25 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 		}
 		c := res.Cases[1]
 		s.exportSampleTrace(t, badJob, c.CaseID, c.Samples[0].SampleID)
-		// The sample's trace link searches by its eval ids. The spans came
-		// in over OTLP, whose receiver keeps run_id but not the adk.eval.*
-		// attributes, so the search goes on by run id from the form.
-		b.run("open the trace link", chromedp.Click(chromedp.CSS(`section.sample a[href^="#/traces"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`main[data-ready^="traces"]`)))
-		if v := get(b, "job_id field", chromedp.Value(chromedp.CSS("#sel-job_id"))); v != badJob {
-			t.Errorf("the trace link searched job_id %q, want %q", v, badJob)
+		// The sample's trace link opens the trace the worker recorded
+		// (workers trace every task under the job's scope, which is this
+		// token's principal).
+		if c.Samples[0].TraceID == "" {
+			t.Fatal("the sample names no trace")
 		}
+		testutil.WaitFor(t, 20*time.Second, "the sample's waterfall", func() bool {
+			b.run("open the trace link", chromedp.Navigate(s.base+"/#/jobs/"+badJob+"/cases/1"), chromedp.WaitVisible(chromedp.CSS("section.sample")),
+				chromedp.Click(chromedp.CSS(`section.sample a[href^="#/traces"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`main[data-ready^="traces"]`)))
+			n := get(b, "waterfall rows", chromedp.Evaluate[int](`document.querySelectorAll('table[aria-label="Span waterfall"] tbody tr').length`))
+			return n > 0
+		})
+		if v := get(b, "trace_id field", chromedp.Value(chromedp.CSS("#sel-trace_id"))); v != c.Samples[0].TraceID {
+			t.Errorf("the trace link searched trace_id %q, want %q", v, c.Samples[0].TraceID)
+		}
+		b.screenshot("sample-trace", "Waterfall")
+		// Spans an instrumented agent exported over OTLP, found by run id
+		// from the search form.
 		// The trace reaches the store asynchronously: search until the
 		// waterfall shows it.
 		testutil.WaitFor(t, 20*time.Second, "the waterfall", func() bool {

@@ -733,6 +733,10 @@
   }
   const GENAI = ['gen_ai.operation.name', 'gen_ai.provider.name', 'gen_ai.request.model', 'gen_ai.response.model', 'gen_ai.tool.name',
     'gen_ai.tool.call.id', 'gen_ai.response.finish_reasons', 'gen_ai.usage.input_tokens', 'gen_ai.usage.output_tokens', 'error.type', 'status', 'outcome'];
+  function nanos(ns) {
+    if (ns < 1e6) return Math.round(ns / 1e3) + ' µs';
+    return (ns / 1e6).toFixed(1) + ' ms';
+  }
   function waterfall(events) {
     const spans = new Map();
     const others = [];
@@ -769,7 +773,7 @@
           const name = h('td', null, s.name || s.id);
           name.style.paddingLeft = (0.5 + depth(s)) + 'rem';
           return h('tr', { class: err ? 'mismatch' : null }, name, h('td', null, s.kind || ''),
-            h('td', { class: 'num' }, ((s.start - t0) / 1e6).toFixed(1) + ' ms'), h('td', { class: 'num' }, s.end ? ((s.end - s.start) / 1e6).toFixed(1) + ' ms' : 'open'),
+            h('td', { class: 'num' }, nanos(s.start - t0)), h('td', { class: 'num' }, s.end ? nanos(s.end - s.start) : 'open'),
             h('td', null, h('div', { class: 'wf', 'aria-hidden': 'true' }, bar)), h('td', null, attrs.join(' · '), err ? [' ', badge('error', 'fail')] : null));
         })));
     }
