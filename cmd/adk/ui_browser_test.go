@@ -135,7 +135,7 @@ func (s uiStack) apiCall(t *testing.T, method, path string, body any, out any) i
 // exportSampleTrace sends, as an instrumented agent would over OTLP, the
 // spans of one sample: an agent span, a model call and a failing tool call
 // with gen-ai attributes, tagged with the eval's ids.
-func (s uiStack) exportSampleTrace(t *testing.T, jobID, caseID, sampleID string) {
+func (s uiStack) exportSampleTrace(t *testing.T, runID, jobID, caseID, sampleID string) {
 	t.Helper()
 	td := ptrace.NewTraces()
 	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
@@ -154,7 +154,7 @@ func (s uiStack) exportSampleTrace(t *testing.T, jobID, caseID, sampleID string)
 		a.PutStr("adk.eval.job_id", jobID)
 		a.PutStr("adk.eval.case_id", caseID)
 		a.PutStr("adk.eval.sample_id", sampleID)
-		a.PutStr("run_id", "ui-run")
+		a.PutStr("run_id", runID)
 		for k, v := range attrs {
 			a.PutStr(k, v)
 		}
@@ -288,7 +288,7 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 			t.Fatalf("result: %d", code)
 		}
 		c := res.Cases[1]
-		s.exportSampleTrace(t, badJob, c.CaseID, c.Samples[0].SampleID)
+		s.exportSampleTrace(t, "ui-run", badJob, c.CaseID, c.Samples[0].SampleID)
 		// The sample's trace link opens the trace the worker recorded
 		// (workers trace every task under the job's scope, which is this
 		// token's principal).
@@ -322,6 +322,19 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 			return false
 		})
 		b.screenshot("trace", "invoke_agent travel", "execute_tool <svg onload=alert(5)>", "gen_ai.request.model=scripted-1", "error.type=tool_error")
+	})
+
+	t.Run("live tail", func(t *testing.T) {
+		b.t = t
+		b.run("tail page", chromedp.Navigate(s.base+"/#/traces?run_id=ui-tail&tail=1"),
+			chromedp.WaitVisible(chromedp.CSS(`main[data-ready*="tail=1"]`)))
+		if n := get(b, "rows", chromedp.Evaluate[int](`document.querySelectorAll('table[aria-label="Span waterfall"] tbody tr').length`)); n != 0 {
+			t.Fatalf("%d spans before any were sent", n)
+		}
+		s.exportSampleTrace(t, "ui-tail", badJob, "c", "s")
+		// The page polls from its cursor; the new spans appear without a
+		// reload.
+		b.run("the spans arrive", void(chromedp.Poll[bool](`document.querySelectorAll('table[aria-label="Span waterfall"] tbody tr').length === 3`)))
 	})
 
 	t.Run("compare two results", func(t *testing.T) {
