@@ -72,3 +72,48 @@ func BenchmarkEngine10kSamples(b *testing.B) {
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10_000), "ns/sample")
 	b.ReportMetric(float64(b.N*10_000)/time.Since(start).Seconds(), "samples/s")
 }
+
+// BenchmarkRenderHTML1kFailingSamples renders the HTML report of a 1,000-sample
+// result whose samples all fail (the worst case: every sample is drawn
+// with its diff and trajectory) and reports its size.
+func BenchmarkRenderHTML1kFailingSamples(b *testing.B) {
+	set := benchSet(b)
+	metrics := []evalengine.Metric{
+		mustCriterion(b, "response", evalengine.CriterionExactResponse, 1, nil),
+		mustCriterion(b, "trajectory", evalengine.CriterionToolTrajectory, 1, map[string]any{"match": "exact"}),
+	}
+	o := evalengine.DefaultOptions()
+	o.Samples = 10 // 10,000 failing samples exceed the result budget
+	o.Concurrency = 64
+	r, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{Adapter: failingAdapter{}, Metrics: metrics, Options: o})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var n int
+	for i := 0; i < b.N; i++ {
+		out, err := evalengine.RenderHTML(r, nil, evalengine.ExportOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(out)
+	}
+	b.ReportMetric(float64(n), "bytes")
+}
+
+// failingAdapter answers every turn wrongly with a different tool.
+type failingAdapter struct{}
+
+type failingSession struct{}
+
+func (failingAdapter) NewSession(context.Context, evalengine.SampleInfo) (evalengine.Session, error) {
+	return failingSession{}, nil
+}
+
+func (failingSession) Turn(context.Context, evalengine.TurnInput) (evalengine.TurnOutput, error) {
+	return evalengine.TurnOutput{Output: "not the answer you expected",
+		Trajectory: []evalengine.ToolStep{{Kind: evalengine.KindToolCall, Tool: "search"}}}, nil
+}
+
+func (failingSession) Close() error { return nil }
