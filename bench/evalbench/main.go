@@ -9,6 +9,10 @@
 //     concurrency 64 and 256. Goals: within 10% of the Little's-law bound
 //     (concurrency / 0.2 s), under 1 ms CPU per sample, peak RSS under
 //     150 MiB at 5,000 samples.
+//  3. Tracing (issue 13): the 5,000-sample run at concurrency 256 and the
+//     scripted JSON run again with ADK_TRACING=off, in the same run (A/B):
+//     tracing on with no exporter must keep ≥95% of the untraced
+//     throughput; the CPU/sample column is the traced sample's CPU.
 //
 // CPU time and peak RSS are the adk child's own (rusage). Inputs are
 // generated into a temporary directory that is removed afterwards.
@@ -78,6 +82,14 @@ func main() {
 			"--samples", "100", "--concurrency", strconv.Itoa(*scriptedConc), "--capture-events", "false", "--format", format)
 		r.name = "scripted 0 ms, no events, " + format
 		rows = append(rows, r)
+		if format == "json" {
+			childEnv = []string{"ADK_TRACING=off"}
+			r := runADK(*adk, dir, "scripted-json-untraced", 10_000, *scriptedConc, 0, "eval", "run", "--config", "scripted.json", "--eval-set", "set100.json",
+				"--samples", "100", "--concurrency", strconv.Itoa(*scriptedConc), "--capture-events", "false", "--format", format)
+			childEnv = nil
+			r.name = "scripted 0 ms, json, ADK_TRACING=off"
+			rows = append(rows, r)
+		}
 	}
 
 	if !*skipOpenAI {
@@ -95,6 +107,14 @@ func main() {
 					"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json")
 				r.name = fmt.Sprintf("openai fake, %v", *delay)
 				rows = append(rows, r)
+				if n == 5000 && conc == 256 {
+					childEnv = []string{"ADK_TRACING=off"}
+					r := runADK(*adk, dir, fmt.Sprintf("openai-%d-c%d-untraced", n, conc), n, conc, *delay, "eval", "run", "--config", "openai.json", "--eval-set", set,
+						"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json")
+					childEnv = nil
+					r.name = fmt.Sprintf("openai fake, %v, ADK_TRACING=off", *delay)
+					rows = append(rows, r)
+				}
 			}
 		}
 		stop()
@@ -116,11 +136,15 @@ type row struct {
 // profileDir is -profile: where runADK asks the child to write profiles.
 var profileDir string
 
+// childEnv is added to the next adk child's environment (the A/B switch).
+var childEnv []string
+
 func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args ...string) row {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), childEnv...)
 	if profileDir != "" {
-		cmd.Env = append(os.Environ(),
+		cmd.Env = append(cmd.Env,
 			"ADK_EVAL_CPUPROFILE="+filepath.Join(profileDir, label+".cpu.pprof"),
 			"ADK_EVAL_MEMPROFILE="+filepath.Join(profileDir, label+".heap.pprof"))
 	}

@@ -46,6 +46,7 @@ type evalRunFlags struct {
 	maxPassRateDrop float64
 	cluster         clusterFlags
 	traceDrain      time.Duration
+	traceTo         string
 }
 
 func newEvalRunFlags() *evalRunFlags {
@@ -128,6 +129,7 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	fl.Var(&posIntValue{dst: &o.Concurrency, name: "concurrency", valid: "1..256"}, "concurrency", "samples in flight, 1..256")
 	fl.Var(&posIntValue{dst: &o.SampleConcurrency, name: "sample-concurrency", valid: "1..256"}, "sample-concurrency", "samples of one case in flight, 1..256 (default --concurrency)")
 	fl.Var(&posIntValue{dst: &o.MaxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.StringVar(&f.traceTo, "trace-to", "", "also publish this run's traces into the cluster at this NATS URL, under --scope (read them with adk trace query)")
 	fl.DurationVar(&f.traceDrain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for traces to reach ADK_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* (1ms..5m)")
 	f.cluster.register(cmd)
 	return cmd
@@ -301,15 +303,16 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 			return engineError("", err)
 		}
 	}
-	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain); err != nil {
+	to := traceTarget{url: f.traceTo, principal: f.cluster.scope}
+	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain, to); err != nil {
 		return err
 	}
-	l.adapter, err = f.adapter(cfgData, opts, l.tracing.tracer)
+	l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer())
 	return err
 }
 
 func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error) {
-	rc := evalengine.RunConfig{Adapter: l.adapter, Metrics: l.metrics, Options: opts, Observer: l.tracing.tracer}
+	rc := evalengine.RunConfig{Adapter: l.adapter, Metrics: l.metrics, Options: opts, Observer: l.tracing.observer()}
 	if p := newProgress(progressWriter(cmd)); p != nil {
 		rc.Progress = p.update
 		p.begin(len(l.set.Cases) * opts.Samples)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,29 @@ func TestClusterEvalTraces_QueryByJobFromASecondStoreNode(t *testing.T) {
 			t.Fatalf("principal other sees team's trace")
 		}
 		break
+	}
+
+	// A local run sends its traces into the cluster with --trace-to, under
+	// --scope; the trace ids of its result resolve there.
+	local := runCLI(t, exitOK, "eval", "run", "--config", travelAgent, "--eval-set", travelSet, "--criteria", travelCriteria, "--trace-to", url, "--scope", "team")
+	if err := json.Unmarshal([]byte(local), &doc); err != nil {
+		t.Fatal(err)
+	}
+	_, localTraces := sampleTraces(t, doc)
+	for tid := range localTraces {
+		testutil.WaitFor(t, 10*time.Second, "the local run's trace in the cluster", func() bool {
+			return len(traceQuery(t, url, "tok-team", "--trace-id", tid).Events) > 0
+		})
+	}
+}
+
+func TestEvalRun_TraceToUnreachableClusterKeepsTheVerdict(t *testing.T) {
+	r, _ := travelEval(t, nil, "--trace-to", "nats://127.0.0.1:1", "--trace-drain", "200ms")
+	if r.code != exitOK || !strings.Contains(r.stderr, "signals not published to --trace-to") {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	r, _ = travelEval(t, nil, "--trace-to", "nats://127.0.0.1:1", "--scope", "a.b")
+	if r.code != exitError || !strings.Contains(r.stderr, "invalid_trace_target") {
+		t.Fatalf("bad scope: exit %d stderr %q", r.code, r.stderr)
 	}
 }

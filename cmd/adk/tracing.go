@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,8 +18,15 @@ import (
 // signals to reach the exporter (--trace-drain).
 const defaultTraceDrain = 5 * time.Second
 
-// codeInvalidTraceDrain rejects --trace-drain.
-const codeInvalidTraceDrain = "invalid_trace_drain"
+// envTracing turns tracing off (ADK_TRACING=off): no spans, no trace or
+// run ids in results. The A/B switch of the benchmark, and an escape hatch.
+const envTracing = "ADK_TRACING"
+
+// Error codes of the tracing flags.
+const (
+	codeInvalidTraceDrain  = "invalid_trace_drain"
+	codeInvalidTraceTarget = "invalid_trace_target"
+)
 
 // localTracing is the signal path of a process without NATS: a Tracer
 // publishing into the in-process bounded bus, whose exporter is the OTLP
@@ -31,13 +39,46 @@ type localTracing struct {
 	bus    *observability.LocalBus
 	otlp   *observability.OTLPExporter
 	drain  time.Duration
+	// --trace-to: the cluster's publisher (nil when it was unreachable,
+	// then every signal counts in unreachable).
+	toCluster   bool
+	nc          *nats.Conn
+	pub         *bus.Publisher
+	unreachable atomic.Uint64
+}
+
+// traceTarget is --trace-to: a cluster's NATS URL and the principal the
+// signals are published under (--scope).
+type traceTarget struct{ url, principal string }
+
+// Enqueue is the tracer's sink: the local bus (OTLP) and the cluster.
+func (lt *localTracing) Enqueue(s observability.Signal) error {
+	var err error
+	if lt.bus != nil {
+		err = lt.bus.Enqueue(s)
+	}
+	if lt.toCluster {
+		if lt.pub == nil {
+			lt.unreachable.Add(1)
+		} else if perr := lt.pub.Enqueue(s); err == nil {
+			err = perr
+		}
+	}
+	return err
 }
 
 // startLocalTracing reads the export environment; a malformed variable is
 // a typed error naming it (never its value).
-func startLocalTracing(getenv func(string) string, service string, drain time.Duration) (*localTracing, error) {
+func startLocalTracing(getenv func(string) string, service string, drain time.Duration, to traceTarget) (*localTracing, error) {
 	if drain <= 0 || drain > observability.MaxLocalBusDrain {
 		return nil, &cliError{Code: codeInvalidTraceDrain, Reason: "trace_drain: a duration in 1ms..5m"}
+	}
+	switch getenv(envTracing) {
+	case "", "on":
+	case "off":
+		return &localTracing{drain: drain}, nil
+	default:
+		return nil, &observability.EnvError{Var: envTracing, Reason: "want_on_or_off"}
 	}
 	desc, err := observability.ExporterFromEnv(getenv, service)
 	if err != nil {
@@ -51,7 +92,24 @@ func startLocalTracing(getenv func(string) string, service string, drain time.Du
 			_ = lt.otlp.Close()
 			return nil, err
 		}
-		cfg.Async = lt.bus
+		cfg.Async = lt
+	}
+	if to.url != "" {
+		if err := bus.ValidToken(to.principal); err != nil {
+			lt.close()
+			return nil, &cliError{Code: codeInvalidTraceTarget, Reason: "scope: the principal of --trace-to must be a subject token"}
+		}
+		lt.toCluster = true
+		cfg.Async = lt
+		// Unreachable is not an error: the eval runs, its signals count as
+		// dropped (one stderr line at the end).
+		if nc, err := bus.Connect(to.url, bus.WithName("adk-eval-trace"), bus.WithConnectTimeout(2*time.Second), bus.WithMaxReconnects(3)); err == nil {
+			if pub, err := bus.NewPublisher(nc, bus.PublisherConfig{Principal: to.principal}); err == nil {
+				lt.nc, lt.pub = nc, pub
+			} else {
+				nc.Close()
+			}
+		}
 	}
 	if lt.tracer, err = observability.New(cfg); err != nil {
 		lt.close()
@@ -60,16 +118,39 @@ func startLocalTracing(getenv func(string) string, service string, drain time.Du
 	return lt, nil
 }
 
+// observer is the tracer as an Observer, nil (untraced) when tracing is
+// off: a nil *Tracer in an interface would not be nil.
+func (lt *localTracing) observer() observability.Observer {
+	if lt.tracer == nil {
+		return nil
+	}
+	return lt.tracer
+}
+
 // finish drains the bus within the drain bound, stops it, and writes one
 // line to stderr when any signal was dropped. It never changes the run's
 // verdict or exit code.
 func (lt *localTracing) finish(stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), lt.drain)
 	if lt.bus != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), lt.drain)
 		_ = lt.bus.Drain(ctx)
-		cancel()
 	}
+	if lt.pub != nil {
+		_ = lt.pub.Drain(ctx)
+	}
+	cancel()
 	lt.close()
+	if lt.toCluster {
+		var dropped, total uint64 = lt.unreachable.Load(), lt.unreachable.Load()
+		if lt.pub != nil {
+			st := lt.pub.Stats()
+			total += st.Accepted + st.Rejected + st.DroppedNewest + st.TooLarge
+			dropped += st.ExportFailed + st.PermanentFailures + st.Rejected + st.DroppedNewest + st.DroppedOldest + st.TooLarge + st.ClosedDropped
+		}
+		if dropped > 0 {
+			fmt.Fprintf(stderr, "adk: traces: %d of %d signals not published to --trace-to\n", dropped, total)
+		}
+	}
 	if lt.bus == nil {
 		return
 	}
@@ -82,6 +163,12 @@ func (lt *localTracing) finish(stderr io.Writer) {
 func (lt *localTracing) close() {
 	if lt.bus != nil {
 		lt.bus.Close()
+	}
+	if lt.pub != nil {
+		lt.pub.Close()
+	}
+	if lt.nc != nil {
+		lt.nc.Close()
 	}
 	if lt.tracer != nil {
 		_ = lt.tracer.Close(context.Background())
@@ -102,7 +189,7 @@ type fleetTracing struct {
 }
 
 func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string, drain time.Duration) (*fleetTracing, error) {
-	local, err := startLocalTracing(getenv, service, drain)
+	local, err := startLocalTracing(getenv, service, drain, traceTarget{})
 	if err != nil {
 		return nil, err
 	}
