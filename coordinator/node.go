@@ -39,6 +39,7 @@ type Limits struct {
 	MaxQueue           int           // queued jobs, default 1000
 	MaxQueueBytes      int64         // default 64 MiB
 	TaskTimeout        time.Duration // upper bound of one task, default 1 h
+	JobTimeout         time.Duration // upper bound of a job's timeout_ms, default 1 h
 	MaxPendingSubmits  int           // concurrent validations, default 64
 	ValidationTimeout  time.Duration // per submit, default 1 s
 	DefaultOwnerTTL    time.Duration // when a submit names an owner without TTL, default 10 s
@@ -59,6 +60,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TaskTimeout <= 0 {
 		l.TaskTimeout = time.Hour
+	}
+	if l.JobTimeout <= 0 {
+		l.JobTimeout = time.Hour
 	}
 	if l.MaxPendingSubmits <= 0 {
 		l.MaxPendingSubmits = 64

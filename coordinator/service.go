@@ -247,7 +247,7 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	job := evalrecord.Job{
 		JobID: newJobID(), Scope: req.Scope, EvalSetID: p.Set.ID, EvalSetVersion: p.Set.Version, Metadata: meta,
 		Spec: evalrecord.JobSpec{SetDigest: set.Digest, Agent: sub.Agent, Options: opts, Criteria: sub.Criteria,
-			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: int64(p.Options.TimeoutMS),
+			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: min(int64(p.Options.TimeoutMS), lim.JobTimeout.Milliseconds()),
 			Cases: len(p.Set.Cases), Samples: p.Options.Samples},
 	}
 	return &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now}, nil

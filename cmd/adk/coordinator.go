@@ -5,50 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
-	"github.com/fadcedab/adk/internal/jsonlimit"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/evalrecord"
 )
 
-// Config file error codes of `adk coordinator` and `adk worker`.
-const (
-	codeInvalidCoordinatorConfig = "invalid_coordinator_config"
-	codeInvalidWorkerConfig      = "invalid_worker_config"
-)
-
-// coordinatorFile is the optional JSON config of `adk coordinator` (at
-// most 1 MiB, internal/jsonlimit, unknown keys refused). Flags override it
-// key by key; a relative data_dir is relative to the file. Credentials
-// never go in it: use --nats-creds and friends.
-type coordinatorFile struct {
-	ID           string   `json:"id"`
-	NATS         string   `json:"nats"`
-	DataDir      string   `json:"data_dir"`
-	RaftAddr     string   `json:"raft_addr"`
-	Bootstrap    bool     `json:"bootstrap"`
-	Join         bool     `json:"join"`
-	Peers        []string `json:"peers"` // id=raft-address
-	Workers      []string `json:"workers"`
-	Coordinators []string `json:"coordinators"`
-	Replicas     int      `json:"replicas"`
-	LogLevel     string   `json:"log_level"`
-}
-
-// coordinatorOptions configure `adk coordinator`.
+// coordinatorOptions configure `adk coordinator`: identity flags, and the
+// settings (--config and the common keys' flags) for the rest.
 type coordinatorOptions struct {
 	nats         natsFlags
-	configFile   string
+	set          *settings.Flags
 	id           string
 	dataDir      string
 	raftAddr     string
@@ -58,7 +34,8 @@ type coordinatorOptions struct {
 	workers      []string
 	coordinators []string
 	replicas     int
-	logLevel     string
+	// file is the resolved settings (defaults < file < flags).
+	file settings.File
 }
 
 func newCoordinatorCmd() *cobra.Command {
@@ -81,10 +58,12 @@ reachable from them (not 0.0.0.0). A restarted node ignores --bootstrap and
 --join and resumes from --data-dir; stopping a node does not remove it from
 the cluster.
 
---config FILE reads {"id", "nats", "data_dir", "raft_addr", "bootstrap",
-"join", "peers": ["id=addr"], "workers", "coordinators", "replicas",
-"log_level"} instead (flags override it; a relative data_dir is relative to
-the file).`,
+--config FILE reads the settings file (adk config defaults prints every
+key): the "coordinator" section holds these flags' keys ("id", "nats",
+"data_dir", "raft_addr", "bootstrap", "join", "peers": ["id=addr"],
+"workers", "coordinators", "replicas") and the job service's limits
+(admission, timeouts, eval-store quotas), "log" the log level and format.
+Flags win over the file; a relative data_dir is relative to the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -106,9 +85,15 @@ the file).`,
 			return runCoordinator(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	fl := cmd.Flags()
+	registerCoordinatorFlags(cmd.Flags(), &o)
+	return cmd
+}
+
+// registerCoordinatorFlags registers `adk coordinator`'s flags into o.
+func registerCoordinatorFlags(fl *pflag.FlagSet, o *coordinatorOptions) {
 	o.nats.register(fl, "")
-	fl.StringVar(&o.configFile, "config", "", "coordinator config file (JSON, at most 1 MiB)")
+	o.set = settings.Bind(fl, "log.level", "log.format", "coordinator.max_running_jobs", "coordinator.max_queued_jobs",
+		"coordinator.max_queued_bytes", "coordinator.task_timeout", "coordinator.job_timeout")
 	fl.StringVar(&o.id, "id", "", "node id (Raft server id), a subject token (required)")
 	fl.StringVar(&o.dataDir, "data-dir", "", "directory for the Raft log, snapshots and the eval store (required)")
 	fl.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7100", "Raft TCP address: bound here and advertised to peers")
@@ -118,49 +103,28 @@ the file).`,
 	fl.StringSliceVar(&o.workers, "workers", nil, "allowlisted worker ids (required)")
 	fl.StringSliceVar(&o.coordinators, "coordinators", nil, "coordinator ids allowed to --join while this node leads")
 	fl.IntVar(&o.replicas, "replicas", 1, "replicas of the ADK_TASKS and ADK_RESULTS streams (1 or 3)")
-	fl.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
-	return cmd
 }
 
-// readConfigFile decodes a bounded, closed JSON config file into v: at
-// most 1 MiB, internal/jsonlimit's limits, unknown keys refused. Errors
-// carry the jsonlimit code and the offending key, never a value.
-func readConfigFile(name, code, path string, v any) error {
-	data, err := readCapped(name, path, maxConfigFileBytes)
-	if err != nil {
-		return err
+// settingsError turns a refused settings key into the CLI's one-line
+// error: invalid_settings: KEY (what is valid).
+func settingsError(err error) error {
+	var se *settings.Error
+	if errors.As(err, &se) {
+		return &cliError{Code: settings.Code, Reason: se.Key, Detail: se.Reason, Err: err}
 	}
-	if err := jsonlimit.Unmarshal(data, jsonlimit.Limits{MaxBytes: maxConfigFileBytes}, v); err != nil {
-		reason := jsonlimit.ErrorCode(err)
-		if reason == "" {
-			reason = "invalid_json"
-		}
-		detail := ""
-		var je *jsonlimit.Error
-		if errors.As(err, &je) {
-			detail = je.Key
-			if detail == "" && je.Path != "$" {
-				detail = je.Path
-			}
-		}
-		return &cliError{Code: code, Reason: reason, Detail: detail, Err: err}
-	}
-	return nil
+	return err
 }
 
-// resolve merges --config under the flags: a flag given on the command
-// line wins, a file key fills a flag left at its default.
+// resolve merges the settings (defaults < --config < settings flags) and
+// fills the identity flags left at their defaults from the file's
+// coordinator section: a flag given on the command line wins.
 func (o *coordinatorOptions) resolve(changed func(flag string) bool) error {
-	if o.configFile == "" {
-		return nil
+	f, err := o.set.Resolve()
+	if err != nil {
+		return settingsError(err)
 	}
-	var f coordinatorFile
-	if err := readConfigFile("config", codeInvalidCoordinatorConfig, o.configFile, &f); err != nil {
-		return err
-	}
-	if f.DataDir != "" && !filepath.IsAbs(f.DataDir) {
-		f.DataDir = filepath.Join(filepath.Dir(o.configFile), f.DataDir)
-	}
+	o.file = f
+	c := f.Coordinator
 	str := func(flag string, dst *string, v string) {
 		if !changed(flag) && v != "" {
 			*dst = v
@@ -171,22 +135,21 @@ func (o *coordinatorOptions) resolve(changed func(flag string) bool) error {
 			*dst = v
 		}
 	}
-	str("id", &o.id, f.ID)
-	str("nats", &o.nats.url, f.NATS)
-	str("data-dir", &o.dataDir, f.DataDir)
-	str("raft-addr", &o.raftAddr, f.RaftAddr)
-	str("log-level", &o.logLevel, f.LogLevel)
-	list("peers", &o.peers, f.Peers)
-	list("workers", &o.workers, f.Workers)
-	list("coordinators", &o.coordinators, f.Coordinators)
+	str("id", &o.id, c.ID)
+	str("nats", &o.nats.url, c.NATS)
+	str("data-dir", &o.dataDir, c.DataDir)
+	str("raft-addr", &o.raftAddr, c.RaftAddr)
+	list("peers", &o.peers, c.Peers)
+	list("workers", &o.workers, c.Workers)
+	list("coordinators", &o.coordinators, c.Coordinators)
 	if !changed("bootstrap") {
-		o.bootstrap = f.Bootstrap
+		o.bootstrap = o.bootstrap || c.Bootstrap
 	}
 	if !changed("join") {
-		o.join = f.Join
+		o.join = o.join || c.Join
 	}
-	if !changed("replicas") && f.Replicas != 0 {
-		o.replicas = f.Replicas
+	if !changed("replicas") && o.set.ConfigPath() != "" {
+		o.replicas = c.Replicas
 	}
 	return nil
 }
@@ -222,7 +185,8 @@ func (o *coordinatorOptions) config() (coordinator.Config, error) {
 		}
 	}
 	cfg := coordinator.Config{ID: o.id, DataDir: o.dataDir, RaftAddr: o.raftAddr, Bootstrap: o.bootstrap, Join: o.join,
-		Workers: o.workers, Coordinators: o.coordinators, Streams: bus.TaskStreamConfig{Replicas: o.replicas}}
+		Workers: o.workers, Coordinators: o.coordinators, Streams: bus.TaskStreamConfig{Replicas: o.replicas},
+		Limits: o.file.Coordinator.Limits(), StoreLimits: o.file.Coordinator.StoreLimits()}
 	for _, p := range o.peers {
 		id, addr, ok := strings.Cut(p, "=")
 		if !ok || id == "" || addr == "" {
@@ -231,14 +195,6 @@ func (o *coordinatorOptions) config() (coordinator.Config, error) {
 		cfg.Peers = append(cfg.Peers, coordinator.Peer{ID: id, Addr: addr})
 	}
 	return cfg, nil
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Errorf("--log-level %q", level)}
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // coordinatorStartError gives a failed start its typed code first: a held
@@ -264,9 +220,7 @@ func runCoordinator(ctx context.Context, o coordinatorOptions, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	if cfg.Logger, err = newLogger(stderr, o.logLevel); err != nil {
-		return err
-	}
+	cfg.Logger = o.file.Log.Logger(stderr)
 	nc, err := o.nats.connect("adk-coordinator-" + o.id)
 	if err != nil {
 		return err

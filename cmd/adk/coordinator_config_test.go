@@ -8,20 +8,35 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/fadcedab/adk/coordinator"
 )
 
-// TestCoordinatorConfigFile: the file fills what the flags leave at their
-// defaults, a flag given on the command line wins, a relative data_dir is
-// relative to the file, and the result is the coordinator's Config.
+// parseCoordinator parses args into a coordinatorOptions as the command
+// does and resolves them.
+func parseCoordinator(t *testing.T, args ...string) (*coordinatorOptions, error) {
+	t.Helper()
+	o := &coordinatorOptions{}
+	fl := pflag.NewFlagSet("coordinator", pflag.ContinueOnError)
+	registerCoordinatorFlags(fl, o)
+	if err := fl.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o, o.resolve(fl.Changed)
+}
+
+// TestCoordinatorConfigFile: the settings file's coordinator section fills
+// what the flags leave at their defaults, a flag given on the command line
+// wins, a relative data_dir is relative to the file, and the result is the
+// coordinator's Config with the file's limits.
 func TestCoordinatorConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	path := writeFile(t, dir, "coord.json", `{"id": "c1", "nats": "nats://n1:4222", "data_dir": "data", "raft_addr": "10.0.0.1:7100",
+	path := writeFile(t, dir, "coord.json", `{"coordinator": {"id": "c1", "nats": "nats://n1:4222", "data_dir": "data", "raft_addr": "10.0.0.1:7100",
 		"bootstrap": true, "peers": ["c1=10.0.0.1:7100", "c2=10.0.0.2:7100"], "workers": ["w1", "w2"],
-		"coordinators": ["c3"], "replicas": 3, "log_level": "info"}`)
-	o := coordinatorOptions{configFile: path, id: "c2", raftAddr: "127.0.0.1:7100", replicas: 1, logLevel: "warn", workers: []string{"w9"}}
-	flags := map[string]bool{"id": true, "workers": true}
-	if err := o.resolve(func(f string) bool { return flags[f] }); err != nil {
+		"coordinators": ["c3"], "replicas": 3, "max_running_jobs": 2, "max_queued_jobs": 0}, "log": {"level": "info"}}`)
+	o, err := parseCoordinator(t, "--config", path, "--id", "c2", "--workers", "w9", "--max-running-jobs", "1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := o.config()
@@ -30,18 +45,21 @@ func TestCoordinatorConfigFile(t *testing.T) {
 	}
 	want := coordinator.Config{ID: "c2", DataDir: filepath.Join(dir, "data"), RaftAddr: "10.0.0.1:7100", Bootstrap: true,
 		Peers: []coordinator.Peer{{ID: "c1", Addr: "10.0.0.1:7100"}, {ID: "c2", Addr: "10.0.0.2:7100"}}, Workers: []string{"w9"},
-		Coordinators: []string{"c3"}}
+		Coordinators: []string{"c3"}, Limits: o.file.Coordinator.Limits(), StoreLimits: o.file.Coordinator.StoreLimits()}
 	want.Streams.Replicas = 3
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config\n got %+v\nwant %+v", cfg, want)
 	}
-	if o.nats.url != "nats://n1:4222" || o.logLevel != "info" {
-		t.Errorf("nats %q log level %q from the file", o.nats.url, o.logLevel)
+	if o.nats.url != "nats://n1:4222" || o.file.Log.Level != "info" {
+		t.Errorf("nats %q log level %q from the file", o.nats.url, o.file.Log.Level)
+	}
+	if cfg.Limits.MaxConcurrency != 1 || cfg.Limits.MaxQueue != -1 {
+		t.Errorf("limits %+v: want the flag's 1 running job and the file's empty queue", cfg.Limits)
 	}
 
 	// A flag set to its default value on the command line still wins.
-	o = coordinatorOptions{configFile: path, replicas: 1}
-	if err := o.resolve(func(f string) bool { return f == "replicas" || f == "bootstrap" }); err != nil {
+	o, err = parseCoordinator(t, "--config", path, "--replicas", "1", "--bootstrap=false")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if o.replicas != 1 || o.bootstrap {
@@ -51,15 +69,17 @@ func TestCoordinatorConfigFile(t *testing.T) {
 
 func TestCoordinatorConfigFileErrors(t *testing.T) {
 	dir := t.TempDir()
-	big := `{"workers": ["` + strings.Repeat("w", 1<<20) + `"]}`
+	big := `{"coordinator": {"workers": ["` + strings.Repeat("w", 1<<20) + `"]}}`
 	for _, tc := range []struct {
 		name, content, want string
 	}{
-		{"unknown.json", `{"id": "c1", "password": "hunter2"}`, "invalid_coordinator_config: unknown_field (password)"},
-		{"type.json", `{"replicas": "three"}`, "invalid_coordinator_config: "},
-		{"syntax.json", `{"id": `, "invalid_coordinator_config: "},
-		{"big.json", big, "file_too_large"},
-		{"both.json", `{"id": "c1", "data_dir": "d", "workers": ["w1"], "bootstrap": true, "join": true}`, "--join and --bootstrap exclude each other"},
+		{"unknown.json", `{"coordinator": {"id": "c1", "password": "hunter2"}}`, "invalid_settings: password (unknown_field)"},
+		{"flat.json", `{"id": "c1"}`, "invalid_settings: id (unknown_field)"},
+		{"type.json", `{"coordinator": {"replicas": "three"}}`, "invalid_settings: $.coordinator.replicas"},
+		{"syntax.json", `{"coordinator": `, "invalid_settings: "},
+		{"big.json", big, "invalid_settings: --config (file above 1048576 bytes)"},
+		{"bound.json", `{"coordinator": {"max_running_jobs": 300}}`, "invalid_settings: coordinator.max_running_jobs (must be 1..256)"},
+		{"both.json", `{"coordinator": {"id": "c1", "data_dir": "d", "workers": ["w1"], "bootstrap": true, "join": true}}`, "--join and --bootstrap exclude each other"},
 	} {
 		path := writeFile(t, dir, tc.name, tc.content)
 		var errb bytes.Buffer
@@ -72,8 +92,8 @@ func TestCoordinatorConfigFileErrors(t *testing.T) {
 		}
 	}
 	var errb bytes.Buffer
-	if code := run([]string{"worker", "--config", writeFile(t, dir, "w.json", `{"id": "w1", "secret": "x"}`)}, io.Discard, &errb); code != exitError ||
-		!strings.Contains(errb.String(), "invalid_worker_config: unknown_field (secret)") {
+	if code := run([]string{"worker", "--config", writeFile(t, dir, "w.json", `{"worker": {"id": "w1", "secret": "x"}}`)}, io.Discard, &errb); code != exitError ||
+		!strings.Contains(errb.String(), "invalid_settings: secret (unknown_field)") {
 		t.Errorf("worker config with an unknown key: exit %d, stderr %q", code, errb.String())
 	}
 }

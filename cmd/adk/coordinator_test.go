@@ -92,7 +92,7 @@ func TestWorkerAndCoordinatorFlagErrors(t *testing.T) {
 		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--agent", "a=x.json"}, "missing_required_options: --id"},
 		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: --agent"},
 		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1", "--agent", "nopath"}, "is not NAME=AGENT.json"},
-		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1", "--agent", "a=x.json", "--capacity", "0"}, "invalid_positive_integer: capacity"},
+		{[]string{"worker", "--id", "w1", "--nats", "nats://127.0.0.1:1", "--agent", "a=x.json", "--capacity", "0"}, "invalid_settings: worker.capacity (must be 1..4096)"},
 		{[]string{"coordinator", "--nats", "nats://127.0.0.1:1"}, "missing_required_options: --id,--data-dir,--workers"},
 		{[]string{"coordinator", "--id", "c1", "--data-dir", "d", "--workers", "w1", "--peers", "c1=127.0.0.1:1", "--nats", "nats://127.0.0.1:1"}, "--peers needs --bootstrap"},
 		{[]string{"eval", "run", "--cluster", "nats://127.0.0.1:1", "--config", "a.json", "--eval-set", "s.json"}, "--nats runs on a cluster, which takes --agent NAME"},

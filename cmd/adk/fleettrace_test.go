@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/tracenode"
 )
 
@@ -86,7 +88,8 @@ func TestClusterEvalTraces_QueryByJobFromASecondStoreNode(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- runStoreNode(ctx, nc, t.TempDir(), "second", tracenode.NewTokens(map[string]string{"tok-team": "team", "tok-other": "other"}), func() { close(ready) })
+		done <- runStoreNode(ctx, nc, t.TempDir(), "second", tracenode.NewTokens(map[string]string{"tok-team": "team", "tok-other": "other"}),
+			settings.Defaults().Store.Options(), slog.New(slog.DiscardHandler), func() { close(ready) })
 	}()
 	defer func() {
 		cancel()

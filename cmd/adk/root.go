@@ -59,6 +59,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newStoreCmd())
 	root.AddCommand(newTraceCmd())
+	root.AddCommand(newConfigCmd())
 	return root
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/store/otlpreceiver"
@@ -41,6 +42,43 @@ type serveOptions struct {
 	// ready, when set, receives the client URL once everything is up
 	// (tests).
 	ready func(url string)
+	// set binds --config and the settings flags; file is what they
+	// resolve to.
+	set  *settings.Flags
+	file settings.File
+}
+
+// serveSettingsKeys are the settings `adk serve` has flags for.
+var serveSettingsKeys = []string{"log.level", "log.format", "coordinator.max_running_jobs", "coordinator.max_queued_jobs",
+	"coordinator.task_timeout", "coordinator.job_timeout", "serve.worker_capacity",
+	"store.max_events", "store.max_bytes", "store.retention", "store.content_policy"}
+
+// resolve merges the settings under the flags: serve's own flags fill from
+// the file's serve section, the embedded worker's agents from
+// worker.agents, unless given on the command line.
+func (o *serveOptions) resolve(changed func(string) bool) error {
+	f, err := o.set.Resolve()
+	if err != nil {
+		return settingsError(err)
+	}
+	o.file = f
+	if !changed("data-dir") && f.Serve.DataDir != "" {
+		o.dataDir = f.Serve.DataDir
+	}
+	if !changed("host") {
+		o.host = f.Serve.Host
+	}
+	if !changed("port") {
+		o.port = f.Serve.Port
+	}
+	if !changed("raft-addr") {
+		o.eval.raftAddr = f.Serve.RaftAddr
+	}
+	o.eval.capacity = f.Serve.WorkerCapacity
+	if len(o.eval.agents) == 0 {
+		o.eval.agentFiles = f.Worker.Agents
+	}
+	return nil
 }
 
 // DefaultStoreNodeMemoryLimit is the Go runtime's soft memory limit
@@ -71,9 +109,18 @@ stream to Badger, and the adk.trace.v1.query service. Queries are
 authenticated by the bearer tokens of --tokens (lines "<sha256-hex> <principal>").
 It also runs a one-node Raft eval coordinator (the adk.coord.v1 service)
 and, with --agent NAME=AGENT.json, one worker trusted with those agents, so
-adk eval run --nats nats://HOST:PORT --agent NAME runs jobs on it.`,
+adk eval run --nats nats://HOST:PORT --agent NAME runs jobs on it.
+
+--config FILE reads the settings file (adk config defaults prints every
+key): job admission and timeouts ("coordinator"), the trace store's limits
+and content policy ("store"), the ADK_SIGNALS stream ("signals"), the
+embedded worker's agents ("worker.agents"), "serve" and "log". Flags win
+over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.resolve(cmd.Flags().Changed); err != nil {
+				return err
+			}
 			if o.dataDir == "" {
 				return usageError{errors.New("--data-dir is required")}
 			}
@@ -96,6 +143,7 @@ adk eval run --nats nats://HOST:PORT --agent NAME runs jobs on it.`,
 	cmd.Flags().IntVar(&o.port, "port", 4222, "NATS client port (-1 picks a free one)")
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service (without it no queries are served)")
 	o.eval.register(cmd.Flags())
+	o.set = settings.Bind(cmd.Flags(), serveSettingsKeys...)
 	cmd.Flags().StringVar(&o.otlpAddr, "otlp-addr", "", "OTLP/HTTP listen address for POST /v1/traces and GET /metrics, e.g. 127.0.0.1:4318 (off by default; needs --tokens)")
 	return cmd
 }
@@ -138,6 +186,9 @@ var errDataDirHeld = errors.New("data dir held by another process")
 // runServe runs until ctx ends, then shuts everything down in reverse
 // order: query service and store node, store, connection, server.
 func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
+	if o.set == nil { // called without flags (tests): the defaults
+		o.file = settings.Defaults()
+	}
 	var auth tracenode.Authenticator
 	if o.tokensFile != "" {
 		t, err := tracenode.LoadTokens(o.tokensFile)
@@ -177,7 +228,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if err := bus.WaitJetStreamReady(sctx, js); err != nil {
 		return err
 	}
-	if _, err := bus.EnsureSignalStream(sctx, js, bus.SignalStreamConfig{}); err != nil {
+	if _, err := bus.EnsureSignalStream(sctx, js, o.file.Signals.StreamConfig()); err != nil {
 		return err
 	}
 	if o.otlpAddr != "" {
@@ -192,12 +243,13 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
-	ev, err := startServeEval(srv, o.dataDir, o.eval, stdout, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	log := o.file.Log.Logger(os.Stderr)
+	ev, err := startServeEval(srv, o.dataDir, o.eval, o.file.Coordinator, stdout, log)
 	if err != nil {
 		return err
 	}
 	defer ev.stop()
-	return runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, func() {
+	return runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, o.file.Store.Options(), log, func() {
 		if o.ready != nil {
 			o.ready(srv.ClientURL())
 		}
@@ -207,12 +259,11 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 // runStoreNode runs a trace store node on nc until ctx ends: the store in
 // dir, lifecycle receivers publishing through a per-principal publisher
 // pool, the durable consumer and (with auth) the query service.
-func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tracenode.Authenticator, ready func()) error {
+func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tracenode.Authenticator,
+	opts tracestore.Options, log *slog.Logger, ready func()) error {
 	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
 	defer pool.Close()
-	st, err := tracestore.Open(tracestore.Config{Dir: dir, Options: tracestore.Options{
-		MaxEvents: 1_000_000, MaxEventsPerPrincipal: 1_000_000, MaxBytes: 1 << 30, MaxBytesPerPrincipal: 1 << 30, Retention: 24 * time.Hour,
-	}, LifecycleSink: func(principal string, data []byte) error {
+	st, err := tracestore.Open(tracestore.Config{Dir: dir, Options: opts, LifecycleSink: func(principal string, data []byte) error {
 		return pool.PublishRecord(principal, bus.RecordWorkflowLifecycle, data)
 	}})
 	if err != nil {
@@ -221,8 +272,7 @@ func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tra
 	defer func() { _ = st.Close() }()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	node, err := tracenode.Start(sctx, tracenode.Config{Name: name, Conn: nc, Store: st, Auth: auth,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	node, err := tracenode.Start(sctx, tracenode.Config{Name: name, Conn: nc, Store: st, Auth: auth, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -238,6 +288,7 @@ func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tra
 type storeOptions struct {
 	nats                      natsFlags
 	dataDir, name, tokensFile string
+	set                       *settings.Flags
 }
 
 func newStoreCmd() *cobra.Command {
@@ -248,9 +299,28 @@ func newStoreCmd() *cobra.Command {
 		Long: `store consumes ADK_SIGNALS with its own durable consumer into a Badger trace
 store in --data-dir, and with --tokens serves adk.trace.v1.query in the
 queue group every store node joins. The stream must exist (adk serve or
-another node creates it) before the node starts.`,
+another node creates it) before the node starts.
+
+--config FILE reads the settings file (adk config defaults prints every
+key): its "store" section holds "name", "nats", "data_dir" and the trace
+store's limits, retention and content policy, "log" the log level and
+format. Flags win over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := o.set.Resolve()
+			if err != nil {
+				return settingsError(err)
+			}
+			changed := cmd.Flags().Changed
+			if !changed("data-dir") && f.Store.DataDir != "" {
+				o.dataDir = f.Store.DataDir
+			}
+			if !changed("name") && f.Store.Name != "" {
+				o.name = f.Store.Name
+			}
+			if !o.nats.changed(cmd.Flags()) && f.Store.NATS != "" {
+				o.nats.url = f.Store.NATS
+			}
 			if o.dataDir == "" {
 				return usageError{errors.New("--data-dir is required")}
 			}
@@ -274,12 +344,13 @@ another node creates it) before the node starts.`,
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "adk store: node %s, data %s, queries %s\n", o.name, o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
 			setStoreNodeMemoryLimit()
-			return runStoreNode(ctx, nc, o.dataDir, o.name, auth, nil)
+			return runStoreNode(ctx, nc, o.dataDir, o.name, auth, f.Store.Options(), f.Log.Logger(os.Stderr), nil)
 		},
 	}
 	o.nats.register(cmd.Flags(), defaultNATSURL)
 	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "trace store directory (required)")
 	cmd.Flags().StringVar(&o.name, "name", "store-1", "node name (its durable consumer is adk-store-<name>)")
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service")
+	o.set = settings.Bind(cmd.Flags(), "log.level", "log.format", "store.max_events", "store.max_bytes", "store.retention", "store.content_policy")
 	return cmd
 }

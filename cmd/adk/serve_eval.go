@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/worker"
 )
 
@@ -31,12 +33,14 @@ type serveEvalOptions struct {
 	raftAddr string
 	capacity int
 	drain    time.Duration
+	// agentFiles are the settings file's worker.agents, used when no
+	// --agent is given.
+	agentFiles map[string]string
 }
 
 func (o *serveEvalOptions) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json of the embedded worker (repeatable; none: no worker)")
 	fl.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:0", "Raft address of the embedded one-node coordinator")
-	fl.IntVar(&o.capacity, "capacity", defaultServeCapacity, fmt.Sprintf("samples the embedded worker runs at once, 1..%d", maxWorkerCapacity))
 	fl.DurationVar(&o.drain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for the worker's traces to be published (1ms..5m)")
 }
 
@@ -51,10 +55,13 @@ type serveEval struct {
 
 // startServeEval starts the coordinator (bootstrapping a one-voter
 // cluster in dataDir/coordinator the first time) and the worker.
-func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout io.Writer, log *slog.Logger) (_ *serveEval, err error) {
+func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, c settings.Coordinator, stdout io.Writer, log *slog.Logger) (_ *serveEval, err error) {
 	agents := map[string]string{}
 	if err := parseAgentFlags(o.agents, agents); err != nil {
 		return nil, err
+	}
+	if len(o.agents) == 0 {
+		maps.Copy(agents, o.agentFiles)
 	}
 	if o.capacity == 0 {
 		o.capacity = defaultServeCapacity
@@ -75,7 +82,7 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, stdout 
 	s.conns = append(s.conns, nc)
 	s.coord, err = coordinator.Start(coordinator.Config{ID: serveWorkerID, DataDir: filepath.Join(dataDir, "coordinator"),
 		RaftAddr: o.raftAddr, Bootstrap: true, NATS: nc, Workers: []string{serveWorkerID},
-		Streams: bus.TaskStreamConfig{Replicas: 1}, Logger: log})
+		Streams: bus.TaskStreamConfig{Replicas: 1}, Logger: log, Limits: c.Limits(), StoreLimits: c.StoreLimits()})
 	if err != nil {
 		return nil, coordinatorStartError(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/tracenode"
 )
 
@@ -174,7 +176,8 @@ func TestStoreNodeAgainstExternalNATS(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- runStoreNode(ctx, nc, t.TempDir(), "second", tracenode.NewTokens(map[string]string{"tok-alice": "alice"}), func() { close(ready) })
+		done <- runStoreNode(ctx, nc, t.TempDir(), "second", tracenode.NewTokens(map[string]string{"tok-alice": "alice"}),
+			settings.Defaults().Store.Options(), slog.New(slog.DiscardHandler), func() { close(ready) })
 	}()
 	select {
 	case <-ready:

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -16,31 +15,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/worker"
 )
 
-// workerFile is the optional JSON config of `adk worker` (at most 1 MiB,
-// internal/jsonlimit, unknown keys refused). Flags override it; agent paths are relative to
-// the file. Credentials never go in it: use --nats-creds and friends.
-type workerFile struct {
-	ID       string            `json:"id"`
-	NATS     string            `json:"nats"`
-	Capacity int               `json:"capacity"`
-	Agents   map[string]string `json:"agents"`
-}
-
-// maxWorkerCapacity bounds --capacity.
-const maxWorkerCapacity = 4096
-
+// workerOptions configure `adk worker`: identity and agent flags, and the
+// settings (--config, --capacity, --log-level, --log-format).
 type workerOptions struct {
-	nats     natsFlags
-	config   string
-	id       string
-	capacity int
-	agents   []string
-	logLevel string
-	drain    time.Duration
+	nats   natsFlags
+	set    *settings.Flags
+	id     string
+	agents []string
+	drain  time.Duration
 }
+
+// maxWorkerCapacity bounds a worker's capacity.
+const maxWorkerCapacity = settings.MaxWorkerCapacity
 
 func newWorkerCmd() *cobra.Command {
 	var o workerOptions
@@ -49,8 +39,11 @@ func newWorkerCmd() *cobra.Command {
 		Short: "Run an eval worker until SIGINT/SIGTERM",
 		Long: `worker runs the tasks the cluster dispatches to its id, with the agents it
 is configured with: each --agent NAME=AGENT.json is parsed once at start; a
-job only names the agent. --config FILE reads {"id", "nats", "capacity",
-"agents": {NAME: PATH}} instead (flags override it).`,
+job only names the agent. --config FILE reads the settings file (adk config
+defaults prints every key): its "worker" section holds "id", "nats",
+"capacity" and "agents": {NAME: PATH} (relative to the file), "log" the log
+level and format. Flags win over the file; --agent flags replace the file's
+agents as a whole.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -65,11 +58,9 @@ job only names the agent. --config FILE reads {"id", "nats", "capacity",
 	}
 	fl := cmd.Flags()
 	o.nats.register(fl, "")
-	fl.StringVar(&o.config, "config", "", "worker config file (JSON, at most 1 MiB)")
+	o.set = settings.Bind(fl, "worker.capacity", "log.level", "log.format")
 	fl.StringVar(&o.id, "id", "", "worker id: its NATS user and task subject token (required)")
-	fl.IntVar(&o.capacity, "capacity", 4, fmt.Sprintf("samples run at once, 1..%d", maxWorkerCapacity))
 	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json (repeatable)")
-	fl.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fl.DurationVar(&o.drain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for task traces to be published (1ms..5m)")
 	return cmd
 }
@@ -90,36 +81,23 @@ func parseAgentFlags(flags []string, into map[string]string) error {
 	return nil
 }
 
-func (o *workerOptions) resolve(cmd *cobra.Command) (workerFile, error) {
-	var wf workerFile
-	if o.config != "" {
-		if err := readConfigFile("config", codeInvalidWorkerConfig, o.config, &wf); err != nil {
-			return wf, err
-		}
-		dir := filepath.Dir(o.config)
-		for name, p := range wf.Agents {
-			if !filepath.IsAbs(p) {
-				wf.Agents[name] = filepath.Join(dir, p)
-			}
-		}
+func (o *workerOptions) resolve(cmd *cobra.Command) (settings.File, settings.Worker, error) {
+	f, err := o.set.Resolve()
+	if err != nil {
+		return f, f.Worker, settingsError(err)
 	}
-	if wf.Agents == nil {
-		wf.Agents = map[string]string{}
-	}
+	wf := f.Worker
 	if cmd.Flags().Changed("id") || wf.ID == "" {
 		wf.ID = o.id
 	}
 	if o.nats.changed(cmd.Flags()) || wf.NATS == "" {
 		wf.NATS = o.nats.url
 	}
-	if cmd.Flags().Changed("capacity") || wf.Capacity == 0 {
-		wf.Capacity = o.capacity
-	}
 	if len(o.agents) > 0 {
 		// Flags replace the file's agents as a whole.
 		wf.Agents = map[string]string{}
 		if err := parseAgentFlags(o.agents, wf.Agents); err != nil {
-			return wf, err
+			return f, wf, err
 		}
 	}
 	var missing []string
@@ -133,28 +111,22 @@ func (o *workerOptions) resolve(cmd *cobra.Command) (workerFile, error) {
 		missing = append(missing, "--agent")
 	}
 	if len(missing) > 0 {
-		return wf, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
-	}
-	if wf.Capacity < 1 || wf.Capacity > maxWorkerCapacity {
-		return wf, &cliError{Code: codeInvalidPositiveInt, Reason: "capacity"}
+		return f, wf, &cliError{Code: codeMissingRequired, Reason: strings.Join(missing, ",")}
 	}
 	if err := bus.ValidToken(wf.ID); err != nil {
-		return wf, usageError{fmt.Errorf("--id: %v", err)}
+		return f, wf, usageError{fmt.Errorf("--id: %v", err)}
 	}
-	return wf, nil
+	return f, wf, nil
 }
 
 // runWorker runs until ctx ends, then stops the worker (its tasks are
 // killed; the coordinator fails them) and closes its connection.
 func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout, stderr io.Writer) error {
-	wf, err := o.resolve(cmd)
+	f, wf, err := o.resolve(cmd)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, o.logLevel)
-	if err != nil {
-		return err
-	}
+	log := f.Log.Logger(stderr)
 	o.nats.url = wf.NATS
 	nc, err := o.nats.connect("adk-worker-"+wf.ID, nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wf.ID)))
 	if err != nil {
