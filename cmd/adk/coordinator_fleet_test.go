@@ -209,8 +209,8 @@ func TestClusterCoordinatorProcesses(t *testing.T) {
 					// The config file sets what the flags do not; --id
 					// overrides the file's.
 					cfg := writeFile(t, t.TempDir(), "coordinator.json",
-						`{"id": "wrong", "nats": "`+url+`", "data_dir": "`+dirs[id]+`", "raft_addr": "127.0.0.1:0", "join": true,
-						  "workers": ["w1", "w2"], "coordinators": ["c1", "c2", "c3"], "log_level": "error"}`)
+						`{"coordinator": {"id": "wrong", "nats": "`+url+`", "data_dir": "`+dirs[id]+`", "raft_addr": "127.0.0.1:0", "join": true,
+						  "workers": ["w1", "w2"], "coordinators": ["c1", "c2", "c3"]}, "log": {"level": "error"}}`)
 					args = []string{"coordinator", "--config", cfg, "--id", id}
 				}
 				coords[id] = procs.start(id, args...)
