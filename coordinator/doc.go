@@ -1,5 +1,5 @@
 // Package coordinator is the Raft-replicated eval job coordinator: a
-// hashicorp/raft node (TCP transport, raft-boltdb log and stable store,
+// hashicorp/raft node (TCP transport, raft-wal log and stable store,
 // batched applies) whose FSM applies typed commands (one type byte plus a
 // msgpack body) to the Badger eval store (store/evalstore); the
 // adk.coord.v1 NATS micro service every node serves (writes forwarded to
