@@ -14,7 +14,7 @@ import (
 
 type nopFSM struct{}
 
-func (nopFSM) Apply(*raft.Log) any                  { return nil }
+func (nopFSM) Apply(*raft.Log) any                 { return nil }
 func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nopSnap{}, nil }
 func (nopFSM) Restore(r io.ReadCloser) error       { return r.Close() }
 
