@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,11 +90,26 @@ func TestConfigValidateErrors(t *testing.T) {
 
 // TestClusterSettings_MaxRunningJobsQueuesSecondJob: a limit changed in the
 // settings file takes effect without a rebuild. `adk serve` with
-// coordinator.max_running_jobs 1 and no worker admits the first job
-// (running: nothing runs its tasks) and queues the second.
+// coordinator.max_running_jobs 1 and a worker whose agent's model (a fake
+// OpenAI server on 127.0.0.1) never answers admits the first job (running)
+// and queues the second.
 func TestClusterSettings_MaxRunningJobsQueuesSecondJob(t *testing.T) {
+	release := make(chan struct{})
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // hold every model call until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(model.Close)
+	t.Cleanup(func() { close(release) })
+	t.Setenv("ADK_TEST_SLOW_KEY", "k")
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "adk.json", `{"coordinator": {"max_running_jobs": 1}, "serve": {"port": -1}}`)
+	writeFile(t, dir, "slow.json", `{"schema_version":1,"name":"slow","model":{"provider":"openai","model":"m",
+		"base_url":"`+model.URL+`/v1","api_key_env":"ADK_TEST_SLOW_KEY","max_attempts":1}}`)
+	cfg := writeFile(t, dir, "adk.json", `{"coordinator": {"max_running_jobs": 1}, "serve": {"port": -1},
+		"worker": {"agents": {"slow": "slow.json"}}}`)
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	var o serveOptions
 	o.set = settings.Bind(fs, serveSettingsKeys...)
@@ -128,7 +145,7 @@ func TestClusterSettings_MaxRunningJobsQueuesSecondJob(t *testing.T) {
 	phase := regexp.MustCompile(`"phase":\s*"(\w+)"`)
 	var phases []string
 	for range 2 {
-		out := runCLI(t, exitOK, "eval", "submit", "--cluster", url, "--agent", "travel", "--eval-set", travelSet, "--detach")
+		out := runCLI(t, exitOK, "eval", "submit", "--nats", url, "--agent", "slow", "--eval-set", travelSet, "--detach")
 		m := phase.FindStringSubmatch(out)
 		if m == nil {
 			t.Fatalf("submit: %s", out)
