@@ -26,6 +26,10 @@
 //	Render(result|comparison, format, ExportOptions) -> bytes
 //	Failures(result) -> []CaseFailure    why each case failed; the one source
 //	                                     of reasons for every renderer
+//	ParseGoogleTestConfig(bytes)          adk-python test_config.json criteria
+//	                                     mapped onto adk's (googleconfig.go)
+//	ScenarioRouter, GoogleScenarioUser    conversation_scenario cases through the
+//	                                     LLM user simulator (googlescenario.go)
 //	RenderHTML(result, comparison, ExportOptions) -> one self-contained page
 //	CompareReport(baseline, current, ...)     `adk eval compare`
 //	StatsReport(results, StatsOptions)        `adk eval stats`

@@ -190,6 +190,12 @@ func markdownResult(r *Result) []byte {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
 	}
 	markdownFailures(&b, Failures(r))
+	if ne := notEvaluatedCases(r); len(ne) > 0 {
+		b.WriteString("\n## Not evaluated\n\n| Case | Reason |\n| --- | --- |\n")
+		for _, c := range ne {
+			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(c[0]), mdCell(c[1]))
+		}
+	}
 	return []byte(b.String())
 }
 

@@ -181,8 +181,19 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 			return nil, newErr(CodeDuplicateCaseID, eid)
 		}
 		seen[eid] = true
-		if _, ok := gget(cm, "conversation_scenario"); ok {
-			return nil, reasonErr(CodeUnsupportedGoogleCase, "conversation_scenario", eid)
+		if sv, ok := gget(cm, "conversation_scenario"); ok && sv != nil {
+			if cv, ok := gget(cm, "conversation"); ok && cv != nil {
+				return nil, reasonErr(CodeInvalidGoogleEvalSet, "conversation_and_conversation_scenario", eid)
+			}
+			c, err := googleScenarioCase(eid, sv)
+			if err != nil {
+				return nil, err
+			}
+			if si, ok := gget(cm, "session_input"); ok {
+				c.SessionInput = si
+			}
+			s.Cases = append(s.Cases, c)
+			continue
 		}
 		convV, _ := gget(cm, "conversation")
 		conv, ok := convV.([]any)

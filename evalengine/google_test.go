@@ -125,7 +125,8 @@ func TestLoadSet_GoogleLegacyTestJSON(t *testing.T) {
 
 func TestLoadSet_GoogleErrors(t *testing.T) {
 	cases := []struct{ doc, code string }{
-		{`{"eval_set_id":"x","eval_cases":[{"eval_id":"s","conversation_scenario":{"starting_prompt":"hi"}}]}`, evalengine.CodeUnsupportedGoogleCase},
+		{`{"eval_set_id":"x","eval_cases":[{"eval_id":"s","conversation_scenario":{"starting_prompt":"hi"},"conversation":[{"user_content":{"parts":[{"text":"q"}]}}]}]}`, evalengine.CodeInvalidGoogleEvalSet},
+		{`{"eval_set_id":"x","eval_cases":[{"eval_id":"s","conversation_scenario":{"conversation_plan":"p"}}]}`, evalengine.CodeInvalidGoogleEvalSet},
 		{`{"eval_set_id":"","eval_cases":[]}`, evalengine.CodeInvalidEvalSetID},
 		{`{"eval_set_id":"x","eval_cases":[{"eval_id":"a","conversation":[]}]}`, evalengine.CodeCaseHasNoTurns},
 		{`{"eval_set_id":"x","eval_cases":[{"eval_id":"a","conversation":[{"final_response":{"parts":[{"text":"x"}]}}]}]}`, evalengine.CodeMissingTurnInput},

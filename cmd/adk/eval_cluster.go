@@ -331,6 +331,7 @@ type clusterJob struct {
 	req     api.SubmitRequest
 	opts    evalengine.Options
 	samples int
+	skipped []string // conversation_scenario cases left out
 }
 
 func prepareClusterJob(agentName, setPath, criteriaPath string, opts evalengine.Options) (*clusterJob, error) {
@@ -348,13 +349,17 @@ func prepareClusterJob(agentName, setPath, criteriaPath string, opts evalengine.
 	if err != nil {
 		return nil, err
 	}
+	// A cluster simulates no users: conversation_scenario cases are left
+	// out and reported not_evaluated.
+	var skipped []string
+	set, skipped = evalengine.WithoutScenarioCases(set)
 	// The canonical schema-2 document: the cluster sees exactly the set
 	// a local run would (a Google ADK file's derived ids included).
 	setDoc, err := evalengine.EncodeSet(set)
 	if err != nil {
 		return nil, engineError(evalengine.CodeInvalidEvalSet, err)
 	}
-	j := &clusterJob{agent: agentName, set: set, opts: opts}
+	j := &clusterJob{agent: agentName, set: set, opts: opts, skipped: skipped}
 	j.req = api.SubmitRequest{Set: setDoc, Agent: agentName}
 	if criteriaPath != "" {
 		data, err := readCapped("criteria", criteriaPath, maxConfigFileBytes)

@@ -33,7 +33,18 @@ type judgeConfigFile struct {
 // file is bounded (1 MiB, internal/jsonlimit) and closed (unknown keys are
 // refused). Errors name keys and variables, never values.
 func loadJudgeConfig(path string) (*evalengine.ModelEnv, error) {
-	data, err := readCapped("judge_config", path, maxConfigFileBytes)
+	return loadModelConfig(path, "judge_config", codeInvalidJudgeConfig)
+}
+
+// codeInvalidUserSimulatorConfig is a bad --user-simulator-config.
+const codeInvalidUserSimulatorConfig = "invalid_user_simulator_config"
+
+// loadModelConfig reads a machine's model configuration: the judge's
+// (--judge-config) or the LLM user simulator's (--user-simulator-config),
+// which have the same shape. name is the file's option name, code the
+// error code of a bad file.
+func loadModelConfig(path, name, code string) (*evalengine.ModelEnv, error) {
+	data, err := readCapped(name, path, maxConfigFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +59,9 @@ func loadJudgeConfig(path string) (*evalengine.ModelEnv, error) {
 		if errors.As(err, &je) && je.Key != "" {
 			detail = je.Key
 		}
-		return nil, &cliError{Code: codeInvalidJudgeConfig, Reason: reason, Detail: detail, Err: err}
+		return nil, &cliError{Code: code, Reason: reason, Detail: detail, Err: err}
 	}
-	bad := func(key string) error { return &cliError{Code: codeInvalidJudgeConfig, Reason: key} }
+	bad := func(key string) error { return &cliError{Code: code, Reason: key} }
 	if jc.Provider != evalengine.ProviderGemini && jc.Provider != evalengine.ProviderOpenAI {
 		return nil, bad("provider")
 	}
@@ -66,7 +77,7 @@ func loadJudgeConfig(path string) (*evalengine.ModelEnv, error) {
 	}
 	if jc.APIKeyEnv != "" {
 		if os.Getenv(jc.APIKeyEnv) == "" {
-			return nil, &cliError{Code: codeInvalidJudgeConfig, Reason: "api_key_env_unset", Detail: jc.APIKeyEnv}
+			return nil, &cliError{Code: code, Reason: "api_key_env_unset", Detail: jc.APIKeyEnv}
 		}
 		pc["api_key_env"] = jc.APIKeyEnv
 	}

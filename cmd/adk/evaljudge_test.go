@@ -17,7 +17,7 @@ import (
 func fakeGemini(t *testing.T, sawKey *atomic.Value) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		key := r.Header.Get("x-goog-api-key")
 		sawKey.Store(key)
 		if !strings.HasSuffix(r.URL.Path, ":generateContent") {
@@ -25,6 +25,11 @@ func fakeGemini(t *testing.T, sawKey *atomic.Value) *httptest.Server {
 			return
 		}
 		answer, _ := json.Marshal(map[string]any{"score": 0.8, "rationale": "polite and correct; key " + key})
+		if strings.Contains(string(body), "simulating a human user") {
+			// The same machine config drives the LLM user simulator
+			// (--user-simulator-config): this user is satisfied at once.
+			answer, _ = json.Marshal(map[string]any{"done": true, "message": ""})
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"candidates": []any{map[string]any{

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,6 +40,7 @@ const (
 // ones, `adk eval submit`). The typed flags write straight into opts.
 type evalRunFlags struct {
 	config, agentURL, agentName, evalSet, criteria, judgeConfig string
+	userSimConfig, adkTestConfig                                string
 	baseline, tolerances                                        string
 	format, output, suiteName                                   string
 
@@ -121,6 +123,8 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	fl.StringVar(&f.agentURL, "agent-url", "", "evaluate an HTTP agent at this http(s) URL instead of --config (one POST per turn)")
 	f.registerJob(cmd)
 	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms"}`)
+	fl.StringVar(&f.userSimConfig, "user-simulator-config", "", "this machine's LLM user simulator for Google ADK conversation_scenario cases (same shape as --judge-config); without it they are not_evaluated")
+	fl.StringVar(&f.adkTestConfig, "adk-test-config", "", "Google ADK test_config.json whose criteria to use (default: test_config.json beside a Google ADK eval set, when --criteria is not given)")
 	fl.StringVar(&f.baseline, "baseline", "", "baseline result JSON to compare against (at most 16 MiB)")
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction} (needs --baseline)")
 	fl.Var(&fractionValue{dst: &f.maxPassRateDrop, name: "max-pass-rate-drop"}, "max-pass-rate-drop", "allowed pass-rate drop against the baseline, 0..1 (needs --baseline)")
@@ -180,6 +184,9 @@ type evalRunner interface {
 	// finish releases what prepare started (the local trace export,
 	// drained within --trace-drain); it never changes the verdict.
 	finish(stderr io.Writer)
+	// skipped are the conversation_scenario cases left out for want of a
+	// user simulator.
+	skipped() []string
 }
 
 // runner picks the runner from what names the agent, and checks that the
@@ -190,6 +197,9 @@ func (f *evalRunFlags) runner(cmd *cobra.Command) (evalRunner, error) {
 		if n.v != "" {
 			named = append(named, n.flag)
 		}
+	}
+	if f.adkTestConfig != "" && f.criteria != "" {
+		return nil, &cliError{Code: codeConflictingOptions, Reason: "--criteria,--adk-test-config", Detail: "name the criteria once"}
 	}
 	if len(named) > 1 {
 		return nil, &cliError{Code: codeConflictingOptions, Reason: strings.Join(named, ","), Detail: "name the agent once: --config or --agent-url run locally, --agent on a cluster"}
@@ -213,6 +223,9 @@ func (f *evalRunFlags) runner(cmd *cobra.Command) (evalRunner, error) {
 	}
 	if f.judgeConfig != "" {
 		return nil, usageError{errors.New("--judge-config is local: a cluster's judges are the workers' own")}
+	}
+	if f.userSimConfig != "" {
+		return nil, usageError{errors.New("--user-simulator-config is local: a cluster does not simulate users (its conversation_scenario cases are not_evaluated)")}
 	}
 	return &clusterRunner{cf: &f.cluster}, nil
 }
@@ -253,6 +266,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	evalengine.MarkNotEvaluated(result, r.skipped(), evalengine.NotEvaluatedUserSimulator)
 	return f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
 }
 
@@ -263,9 +277,11 @@ type localRunner struct {
 	metrics []evalengine.Metric
 	adapter evalengine.Adapter
 	tracing *localTracing
+	skip    []string
 }
 
 func (l *localRunner) secrets() []string { return l.creds }
+func (l *localRunner) skipped() []string { return l.skip }
 
 func (l *localRunner) finish(stderr io.Writer) {
 	if l.tracing != nil {
@@ -290,16 +306,24 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 		}
 		l.creds = append(l.creds, judgeSecrets(judge)...)
 	}
-	if l.set, _, err = loadEvalSetFormat(f.evalSet); err != nil {
+	var userSim *evalengine.ModelEnv
+	if f.userSimConfig != "" {
+		if userSim, err = loadModelConfig(f.userSimConfig, "user_simulator_config", codeInvalidUserSimulatorConfig); err != nil {
+			return err
+		}
+		l.creds = append(l.creds, judgeSecrets(userSim)...)
+	}
+	var format evalengine.SetFormat
+	if l.set, format, err = loadEvalSetFormat(f.evalSet); err != nil {
+		return err
+	}
+	criteria, maxTurns, err := f.criteriaDoc(format)
+	if err != nil {
 		return err
 	}
 	l.metrics = evalengine.DefaultCriteria()
-	if f.criteria != "" {
-		data, err := readCapped("criteria", f.criteria, maxConfigFileBytes)
-		if err != nil {
-			return err
-		}
-		if l.metrics, err = evalengine.ParseCriteriaWithOptions(data, evalengine.CriteriaOptions{Judge: judge}); err != nil {
+	if criteria != nil {
+		if l.metrics, err = evalengine.ParseCriteriaWithOptions(criteria, evalengine.CriteriaOptions{Judge: judge}); err != nil {
 			return engineError("", err)
 		}
 	}
@@ -307,8 +331,51 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain, to); err != nil {
 		return err
 	}
-	l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer())
-	return err
+	if l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer()); err != nil {
+		return err
+	}
+	if userSim == nil {
+		l.set, l.skip = evalengine.WithoutScenarioCases(l.set)
+		return nil
+	}
+	l.adapter = &evalengine.ScenarioRouter{Script: l.adapter, Scenario: &evalengine.ScenarioAdapter{
+		Agent:   l.adapter,
+		NewUser: evalengine.GoogleScenarioUser(evalengine.LLMUserConfig{}, *userSim, maxTurns),
+		// One user turn is one model call: the simulation's callback bound
+		// (30 s at most) covers the user simulator's own request timeout.
+		Options: evalengine.SimulationOptions{CallbackTimeoutMS: 30_000, MaxSteps: maxTurns + 1, MaxValueBytes: evalengine.DefaultSimulationOptions().MaxValueBytes},
+	}}
+	return nil
+}
+
+// criteriaDoc returns the criteria document to use (nil: the default) and
+// the scenario turn bound: --criteria, else --adk-test-config, else a
+// test_config.json beside a Google ADK eval set (as adk-python's
+// AgentEvaluator finds it).
+func (f *evalRunFlags) criteriaDoc(format evalengine.SetFormat) ([]byte, int, error) {
+	if f.criteria != "" {
+		data, err := readCapped("criteria", f.criteria, maxConfigFileBytes)
+		return data, evalengine.DefaultScenarioMaxTurns, err
+	}
+	path := f.adkTestConfig
+	if path == "" && format != evalengine.SetFormatADK {
+		beside := filepath.Join(filepath.Dir(f.evalSet), evalengine.GoogleTestConfigFile)
+		if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() {
+			path = beside
+		}
+	}
+	if path == "" {
+		return nil, evalengine.DefaultScenarioMaxTurns, nil
+	}
+	data, err := readCapped("adk_test_config", path, maxConfigFileBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	tc, err := evalengine.ParseGoogleTestConfig(data)
+	if err != nil {
+		return nil, 0, engineError("", err)
+	}
+	return tc.Criteria, tc.MaxTurns, nil
 }
 
 func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error) {
@@ -331,8 +398,9 @@ type clusterRunner struct {
 	job *clusterJob
 }
 
-func (*clusterRunner) secrets() []string { return nil }
-func (*clusterRunner) finish(io.Writer)  {}
+func (*clusterRunner) secrets() []string   { return nil }
+func (*clusterRunner) finish(io.Writer)    {}
+func (c *clusterRunner) skipped() []string { return c.job.skipped }
 
 func (c *clusterRunner) prepare(f *evalRunFlags, opts evalengine.Options) (err error) {
 	c.job, err = prepareClusterJob(f.agentName, f.evalSet, f.criteria, opts)
