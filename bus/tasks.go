@@ -30,6 +30,11 @@ const (
 	OwnerSubjectPrefix = "adk.owner."
 	// AllOwnersSubject matches every owner renewal.
 	AllOwnersSubject = OwnerSubjectPrefix + "*"
+	// KillSubjectPrefix prefixes the leader's kill notices to a worker:
+	// adk.kill.<worker> (core NATS; only coordinators may publish). A job
+	// ending (cancel, owner lost, timeout) stops its tasks at once instead
+	// of at the worker's next heartbeat answer.
+	KillSubjectPrefix = "adk.kill."
 	// TaskDuplicateWindow is the Nats-Msg-Id window of ADK_TASKS.
 	TaskDuplicateWindow = 2 * time.Minute
 )
@@ -38,6 +43,9 @@ const (
 func HeartbeatSubject(workerID string) (string, error) {
 	return subject(HeartbeatSubjectPrefix, workerID)
 }
+
+// KillSubject returns adk.kill.<workerID>.
+func KillSubject(workerID string) (string, error) { return subject(KillSubjectPrefix, workerID) }
 
 // OwnerSubject returns adk.owner.<ownerID>.
 func OwnerSubject(ownerID string) (string, error) { return subject(OwnerSubjectPrefix, ownerID) }
@@ -142,7 +150,7 @@ func WorkerPermissions(workerID, password string) User {
 			// (worker/signals.go): a worker serves every scope.
 			SignalSubjectPrefix + "*",
 		},
-		SubscribeAllow: []string{WorkerInboxPrefix(workerID) + ".>"},
+		SubscribeAllow: []string{WorkerInboxPrefix(workerID) + ".>", KillSubjectPrefix + workerID},
 	}
 }
 

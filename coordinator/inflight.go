@@ -27,6 +27,7 @@ type inflightIndex struct {
 
 type inflightTask struct {
 	worker     string
+	epoch      int64
 	assignedAt int64
 	deadlineAt int64
 }
@@ -46,7 +47,7 @@ func (x *inflightIndex) assigned(as []evalstore.Assignment, accepted []bool, now
 	}
 	for i, a := range as {
 		if i < len(accepted) && accepted[i] {
-			x.tasks[api.TaskRef{JobID: a.JobID, Index: a.Index}] = inflightTask{worker: a.Worker, assignedAt: now, deadlineAt: now + ttl[a.JobID]}
+			x.tasks[api.TaskRef{JobID: a.JobID, Index: a.Index}] = inflightTask{worker: a.Worker, epoch: a.Epoch, assignedAt: now, deadlineAt: now + ttl[a.JobID]}
 		}
 	}
 }
@@ -82,7 +83,7 @@ func (x *inflightIndex) ensureLocked(store *evalstore.Store) error {
 				if err != nil {
 					return err
 				}
-				tasks[api.TaskRef{JobID: a.JobID, Index: a.Index}] = inflightTask{worker: w, assignedAt: t.AssignedAt, deadlineAt: t.DeadlineAt}
+				tasks[api.TaskRef{JobID: a.JobID, Index: a.Index}] = inflightTask{worker: w, epoch: t.Epoch, assignedAt: t.AssignedAt, deadlineAt: t.DeadlineAt}
 			}
 		}
 		return nil
@@ -103,19 +104,20 @@ func (x *inflightIndex) byWorker(store *evalstore.Store) (map[string][]*evalreco
 	}
 	out := map[string][]*evalrecord.Task{}
 	for ref, t := range x.tasks {
-		out[t.worker] = append(out[t.worker], &evalrecord.Task{JobID: ref.JobID, Index: ref.Index, Worker: t.worker,
+		out[t.worker] = append(out[t.worker], &evalrecord.Task{JobID: ref.JobID, Index: ref.Index, Worker: t.worker, Epoch: t.epoch,
 			State: evalrecord.TaskAssigned, AssignedAt: t.assignedAt, DeadlineAt: t.deadlineAt})
 	}
 	return out, nil
 }
 
-// assignedTo reports which worker a task is assigned to ("" when it is
-// not in flight).
-func (x *inflightIndex) assignedTo(store *evalstore.Store, ref api.TaskRef) (string, error) {
+// assignedTo reports which worker, and which incarnation of it, a task is
+// assigned to ("" when it is not in flight).
+func (x *inflightIndex) assignedTo(store *evalstore.Store, ref api.TaskRef) (string, int64, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := x.ensureLocked(store); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return x.tasks[ref].worker, nil
+	t := x.tasks[ref]
+	return t.worker, t.epoch, nil
 }

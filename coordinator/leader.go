@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -288,6 +289,13 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 		for _, tk := range tasks {
 			ref := api.TaskRef{JobID: tk.JobID, Index: tk.Index}
 			switch {
+			case ok && tk.Epoch != 0 && seen.hb.Epoch != 0 && tk.Epoch != seen.hb.Epoch:
+				// A new incarnation heartbeats under this id: the one the
+				// task was for is gone (the new one drops its messages).
+				// Failing them now frees the capacity they hold at once,
+				// instead of after the dispatch grace.
+				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
+					State: evalrecord.TaskFailed, Tag: evalengine.TagWorkerLost})
 			case now.UnixMilli() > tk.DeadlineAt:
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
 					State: evalrecord.TaskFailed, Tag: evalengine.TagTimeout})
@@ -404,12 +412,20 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 			tc = &transitionCmd{To: evalrecord.PhaseTimedOut, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalrecord.ReasonDeadlineExceeded}}
 		case j.Spec.Owner != "" && n.ownerExpired(j, now, gainedAt):
 			tc = &transitionCmd{To: evalrecord.PhaseCancelled, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalrecord.ReasonOwnerLost}}
+		case j.Progress.Dispatched < j.Progress.Total && n.agentUnavailable(j, now, gainedAt):
+			// Fail closed (CONTRACTS §6): nothing could ever run the rest,
+			// so the job ends now, not at its deadline; a worker joining
+			// later finds it terminal.
+			tc = &transitionCmd{To: evalrecord.PhaseFailed, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: api.CodeWorkerNodeUnavailable}}
 		default:
 			continue
 		}
 		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalrecord.Phase{evalrecord.PhaseRunning}, n.admission(), now.UnixMilli()
 		proposed := time.Now()
 		_, err := n.propose(ctx, cmdTransition, tc)
+		if err == nil && tc.To != evalrecord.PhaseCompleted {
+			n.pushKills(v, j.JobID)
+		}
 		if tc.To == evalrecord.PhaseCompleted && tc.timing != nil {
 			t := tc.timing
 			n.log.Info("job completed", "job", j.JobID, "tasks", j.Progress.Total, "result_bytes", len(tc.Patch.Result), "cached", t.cached,
@@ -429,6 +445,64 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 	}
 	return nil
 }
+
+// agentUnavailable reports whether no live allowlisted worker has offered
+// the job's agent for two worker leases: since the job started, this node
+// became leader, or the last worker offering it was heard. Two, so a
+// worker restarted under its id (a deploy, a crash loop) does not fail
+// the jobs only it serves.
+func (n *Node) agentUnavailable(j *evalrecord.Job, now, gainedAt time.Time) bool {
+	grace := 2 * n.cfg.Timing.WorkerTTL
+	since := gainedAt
+	if s := time.UnixMilli(j.StartedAt); s.After(since) {
+		since = s
+	}
+	if now.Sub(since) <= grace {
+		return false
+	}
+	for _, w := range n.cfg.Workers {
+		seen, ok := n.live.worker(w)
+		if ok && now.Sub(seen.at) <= grace && slices.Contains(seen.hb.Agents, j.Spec.Agent) {
+			return false
+		}
+	}
+	return true
+}
+
+// pushKills tells the workers holding a job's in-flight tasks to kill
+// them now (adk.kill.<worker>, core NATS), instead of at their next
+// heartbeat answer: an ended job (owner lost, cancelled, timed out) stops
+// calling its provider within a round trip. Best effort: the heartbeat
+// answer still kills whatever a lost notice missed.
+func (n *Node) pushKills(v *leaderView, jobID string) {
+	for w, tasks := range v.inflight {
+		var rep api.HeartbeatReply
+		for _, tk := range tasks {
+			if tk.JobID == jobID {
+				rep.Kill = append(rep.Kill, api.TaskRef{JobID: tk.JobID, Index: tk.Index})
+			}
+		}
+		if len(rep.Kill) == 0 {
+			continue
+		}
+		subj, err := bus.KillSubject(w)
+		if err != nil {
+			continue
+		}
+		rep.Leader = n.cfg.ID
+		for len(rep.Kill) > 0 {
+			k := min(len(rep.Kill), maxKillRefs)
+			part := api.HeartbeatReply{Leader: rep.Leader, Kill: rep.Kill[:k]}
+			if b, err := wire.Encode(api.KindHBReply, &part); err == nil {
+				_ = n.nc.Publish(subj, b)
+			}
+			rep.Kill = rep.Kill[k:]
+		}
+	}
+}
+
+// maxKillRefs bounds one kill notice (well inside api.SmallLimits).
+const maxKillRefs = 2048
 
 func (n *Node) ownerExpired(j *evalrecord.Job, now, gainedAt time.Time) bool {
 	ttl := time.Duration(j.Spec.OwnerTTLMS) * time.Millisecond
@@ -572,8 +646,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *dispatched, acks chan<- []pendingPub) error {
 	t := n.cfg.Timing
 	type slot struct {
-		id   string
-		free int
+		id     string
+		epoch  int64
+		free   int
+		agents []string
 	}
 	var slots []*slot
 	for _, w := range n.cfg.Workers {
@@ -581,8 +657,16 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 		if !ok || now.Sub(seen.at) > t.WorkerTTL {
 			continue
 		}
-		if free := seen.hb.Capacity - len(v.inflight[w]); free > 0 {
-			slots = append(slots, &slot{id: w, free: free})
+		// The predecessor's tasks of a restarted worker were failed above
+		// (this view predates that): they hold no capacity of the new one.
+		held := 0
+		for _, tk := range v.inflight[w] {
+			if tk.Epoch == 0 || seen.hb.Epoch == 0 || tk.Epoch == seen.hb.Epoch {
+				held++
+			}
+		}
+		if free := seen.hb.Capacity - held; free > 0 {
+			slots = append(slots, &slot{id: w, epoch: seen.hb.Epoch, free: free, agents: seen.hb.Agents})
 		}
 	}
 	var as []evalstore.Assignment
@@ -590,9 +674,11 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 	for _, j := range v.active {
 		for idx := j.Progress.Dispatched; idx < j.Progress.Total && len(as) < maxCmd; idx++ {
 			// The worker with the most free slots takes the next task.
+			// Only workers that offer the job's agent: any other could
+			// only fail the sample (adapter_init_failed).
 			best := -1
 			for i, s := range slots {
-				if s.free > 0 && (best < 0 || s.free > slots[best].free) {
+				if s.free > 0 && (best < 0 || s.free > slots[best].free) && slices.Contains(s.agents, j.Spec.Agent) {
 					best = i
 				}
 			}
@@ -600,7 +686,7 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 				break
 			}
 			slots[best].free--
-			as = append(as, evalstore.Assignment{JobID: j.JobID, Index: idx, Worker: slots[best].id})
+			as = append(as, evalstore.Assignment{JobID: j.JobID, Index: idx, Worker: slots[best].id, Epoch: slots[best].epoch})
 		}
 	}
 	if len(as) == 0 {
@@ -629,7 +715,7 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 			order = append(order, a.Worker)
 		}
 		byWorker[a.Worker] = append(byWorker[a.Worker], api.Task{JobID: a.JobID, Index: a.Index, CaseIndex: ci,
-			Sample: si, Worker: a.Worker, DeadlineAt: now.UnixMilli() + j.Spec.TaskTTLMS})
+			Sample: si, Worker: a.Worker, DeadlineAt: now.UnixMilli() + j.Spec.TaskTTLMS, Epoch: a.Epoch})
 	}
 	var futures []pendingPub
 	for _, w := range order {
@@ -812,6 +898,13 @@ func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
 	outs := make([]evalstore.Outcome, 0, len(msgs))
 	for _, m := range msgs {
 		for _, r := range n.decodeResults(m.Subject(), m.Data()) {
+			if r.Tag != "" {
+				// Killed by its worker (a fence): failed now, with its
+				// reason, not left to its deadline.
+				outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
+					State: evalrecord.TaskFailed, Tag: r.Tag})
+				continue
+			}
 			outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
 				State: evalrecord.TaskDone, Sample: r.Sample, Error: r.Error})
 		}
@@ -855,7 +948,7 @@ func (n *Node) decodeResults(subj string, data []byte) []api.Result {
 	}
 	out := rs[:0]
 	for _, r := range rs {
-		if !n.allow[r.Worker] || r.Worker != sender {
+		if !n.allow[r.Worker] || r.Worker != sender || r.Tag != "" && r.Tag != evalengine.TagWorkerLost {
 			n.rejected.Add(1)
 			continue
 		}

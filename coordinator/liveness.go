@@ -60,7 +60,7 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 		return // not allowlisted: never answered, never dispatched to
 	}
 	var hb api.Heartbeat
-	if err := wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb); err != nil || hb.Worker != id {
+	if err := wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb); err != nil || hb.Worker != id || len(hb.Agents) > api.MaxHeartbeatAgents {
 		return
 	}
 	n.live.mu.Lock()
@@ -69,13 +69,14 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 	if !n.leading.Load() || m.Reply == "" {
 		return
 	}
-	rep := api.HeartbeatReply{Leader: n.cfg.ID}
+	rep := api.HeartbeatReply{Leader: n.cfg.ID, WorkerTTLMS: n.cfg.Timing.WorkerTTL.Milliseconds()}
 	for _, ref := range hb.Running {
-		w, err := n.fsm.inflight.assignedTo(n.store, ref)
+		w, epoch, err := n.fsm.inflight.assignedTo(n.store, ref)
 		if err != nil {
 			return // no answer: the worker keeps its tasks until the next one
 		}
-		if w != id {
+		// Another worker's, decided, or addressed to another incarnation.
+		if w != id || epoch != 0 && hb.Epoch != 0 && epoch != hb.Epoch {
 			rep.Kill = append(rep.Kill, ref)
 		}
 	}

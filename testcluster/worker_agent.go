@@ -16,6 +16,9 @@ import (
 type ScriptedAgent struct {
 	// TurnDelay makes every turn take this long (honouring ctx).
 	TurnDelay time.Duration
+	// Gate, when set, holds every turn until it is closed (or ctx ends):
+	// a test decides when a running sample finishes.
+	Gate chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]int // sample id -> sessions started
@@ -60,6 +63,13 @@ func (s *scriptedSession) Turn(ctx context.Context, in evalengine.TurnInput) (ev
 	s.a.calls++
 	s.a.lastCall = time.Now()
 	s.a.mu.Unlock()
+	if s.a.Gate != nil {
+		select {
+		case <-ctx.Done():
+			return evalengine.TurnOutput{}, ctx.Err()
+		case <-s.a.Gate:
+		}
+	}
 	if s.a.TurnDelay > 0 {
 		t := time.NewTimer(s.a.TurnDelay)
 		defer t.Stop()

@@ -78,19 +78,42 @@ type Worker struct {
 	fenced     atomic.Bool
 	lastLeader atomic.Int64 // unix nanos of the last leader answer
 
-	mu      sync.Mutex // guards running, recent, specs
-	running map[api.TaskRef]context.CancelFunc
-	recent  map[api.TaskRef]time.Time
-	specs   map[string]*jobSpec
+	// epoch names this incarnation (api.Heartbeat.Epoch): tasks addressed
+	// to another are dropped unrun.
+	epoch int64
+	// answeredSent is when the last heartbeat the leader answered was
+	// sent (unix nanos), workerTTL the lease that answer announced: a
+	// held task starts only while that answer is fresh (startable).
+	answeredSent atomic.Int64
+	workerTTL    atomic.Int64
+	killSub      *nats.Subscription
+
+	mu       sync.Mutex // guards running, recent, specs, seen, answered
+	running  map[api.TaskRef]*heldTask
+	recent   map[api.TaskRef]time.Time
+	specs    map[string]*jobSpec
+	seen     taskSet       // every task this process accepted: run at most once
+	answered chan struct{} // closed and replaced at each leader answer
+
+	dropped atomic.Int64 // tasks refused: another epoch, or seen before
 
 	results *resultBatcher
 
-	executed atomic.Int64
+	executed  atomic.Int64
+	suspended atomic.Bool // SuspendHeartbeats
 
 	// tracer traces tasks (nil: untraced); signals routes its signals to
 	// their job's principal.
 	tracer  *observability.Tracer
 	signals *jobSignals
+}
+
+// heldTask is a task the worker holds (running or waiting for a run
+// slot): cancel kills it; fenced says the worker killed it itself (a
+// fence), so it reports the task failed (worker_lost) at once.
+type heldTask struct {
+	cancel context.CancelFunc
+	fenced atomic.Bool
 }
 
 type jobSpec struct {
@@ -157,11 +180,18 @@ func Start(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents),
-		running: map[api.TaskRef]context.CancelFunc{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{},
-		tracer: tracer, signals: signals}
+		running: map[api.TaskRef]*heldTask{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{},
+		answered: make(chan struct{}), epoch: newEpoch(), tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
+	killSubj, _ := bus.KillSubject(cfg.ID)
+	// Kill notices: a job that ended stops its tasks here within a round
+	// trip, not at the next heartbeat answer.
+	if w.killSub, err = cfg.NATS.Subscribe(killSubj, w.onKill); err != nil {
+		w.cancel()
+		return nil, fmt.Errorf("worker: subscribe %s: %w", killSubj, err)
+	}
 	w.wg.Add(1)
 	go func() { defer w.wg.Done(); w.heartbeatLoop() }()
 	// Several fetchers overlap the fetch and ack round trips; each still
@@ -175,9 +205,95 @@ func Start(cfg Config) (*Worker, error) {
 
 // Stop kills running tasks, stops the loops and waits for them.
 func (w *Worker) Stop() {
+	_ = w.killSub.Unsubscribe()
 	w.cancel()
-	w.killAll()
+	w.killAll(false)
 	w.wg.Wait()
+}
+
+// LastAnswer returns when the last heartbeat the leader answered was sent
+// (zero before the first answer).
+func (w *Worker) LastAnswer() time.Time {
+	if sent := w.answeredSent.Load(); sent != 0 {
+		return time.Unix(0, sent)
+	}
+	return time.Time{}
+}
+
+// Epoch returns this incarnation's epoch (api.Heartbeat.Epoch).
+func (w *Worker) Epoch() int64 { return w.epoch }
+
+// Dropped counts task deliveries refused unrun: addressed to another
+// incarnation, or a task this process already accepted (a message the
+// NATS server redelivered after forgetting its ack in a crash).
+func (w *Worker) Dropped() int64 { return w.dropped.Load() }
+
+// lastEpoch makes epochs strictly increase within a process (tests start
+// several incarnations of one id in one process).
+var lastEpoch atomic.Int64
+
+// newEpoch returns an epoch no earlier incarnation used: the start time
+// in nanoseconds, past any epoch of this process.
+func newEpoch() int64 {
+	for {
+		prev, now := lastEpoch.Load(), time.Now().UnixNano()
+		if now <= prev {
+			now = prev + 1
+		}
+		if lastEpoch.CompareAndSwap(prev, now) {
+			return now
+		}
+	}
+}
+
+// SuspendHeartbeats stops (true) or resumes (false) sending heartbeats,
+// as a stopped process (SIGSTOP) or a lost route looks to the leader;
+// fault tests use it in-process. Tasks keep running, and the worker still
+// fences itself after FenceAfter without an answer.
+func (w *Worker) SuspendHeartbeats(on bool) { w.suspended.Store(on) }
+
+func (w *Worker) onKill(m *nats.Msg) {
+	var rep api.HeartbeatReply
+	if wire.Decode(m.Data, api.SmallLimits, api.KindHBReply, &rep) == nil {
+		w.kill(rep.Kill)
+	}
+}
+
+// startable reports whether a held task may start now: the leader
+// answered a heartbeat sent less than half its worker lease ago (and of
+// FenceAfter), so it has not failed this worker's tasks as lost, and that
+// answer's kills are applied.
+func (w *Worker) startable() bool {
+	sent, ttl := w.answeredSent.Load(), w.workerTTL.Load()
+	if sent == 0 {
+		return false
+	}
+	window := w.cfg.FenceAfter
+	if ttl > 0 && time.Duration(ttl) < window {
+		window = time.Duration(ttl)
+	}
+	return time.Since(time.Unix(0, sent)) < window/2
+}
+
+// waitStartable waits until a task may start (startable) and reports
+// false if ctx ended first (killed, deadline, stopping).
+func (w *Worker) waitStartable(ctx context.Context) bool {
+	for {
+		w.mu.Lock()
+		ch := w.answered
+		w.mu.Unlock()
+		if ctx.Err() != nil {
+			return false
+		}
+		if w.startable() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // ID returns the worker id.
@@ -196,11 +312,16 @@ func (w *Worker) Running() int {
 // Executed counts tasks this worker started.
 func (w *Worker) Executed() int64 { return w.executed.Load() }
 
-func (w *Worker) killAll() {
+// killAll kills every held task; fenced marks them killed by a fence, so
+// each is reported failed (worker_lost) at once.
+func (w *Worker) killAll(fenced bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, cancel := range w.running {
-		cancel()
+	for _, h := range w.running {
+		if fenced {
+			h.fenced.Store(true)
+		}
+		h.cancel()
 	}
 }
 
@@ -222,7 +343,11 @@ func (w *Worker) heartbeatLoop() {
 
 func (w *Worker) heartbeat(subj string, seq uint64) {
 	now := time.Now()
-	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq, Agents: w.agentNames}
+	if w.suspended.Load() {
+		w.fenceIfSilent()
+		return
+	}
+	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq, Epoch: w.epoch, Agents: w.agentNames}
 	w.mu.Lock()
 	for ref := range w.running {
 		hb.Running = append(hb.Running, ref)
@@ -259,15 +384,30 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 			if w.fenced.Swap(false) {
 				w.log.Info("leader back, unfenced", "leader", rep.Leader)
 			}
+			// Kills first, then the answer counts: a held task waiting
+			// for one (waitStartable) sees its kill before it may start.
 			w.kill(rep.Kill)
+			w.workerTTL.Store(int64(time.Duration(rep.WorkerTTLMS) * time.Millisecond))
+			if sent := now.UnixNano(); sent > w.answeredSent.Load() {
+				w.answeredSent.Store(sent)
+			}
+			w.mu.Lock()
+			close(w.answered)
+			w.answered = make(chan struct{})
+			w.mu.Unlock()
 			return
 		}
 	}
+	w.fenceIfSilent()
+}
+
+// fenceIfSilent fences the worker when no leader answered for FenceAfter.
+func (w *Worker) fenceIfSilent() {
 	if time.Since(time.Unix(0, w.lastLeader.Load())) > w.cfg.FenceAfter && !w.fenced.Swap(true) {
 		// Owner death kills remote work: without a leader nobody can take
 		// our results, and a full restart will fail these jobs anyway.
 		w.log.Warn("no leader: fencing, killing running tasks")
-		w.killAll()
+		w.killAll(true)
 	}
 }
 
@@ -275,8 +415,8 @@ func (w *Worker) kill(refs []api.TaskRef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range refs {
-		if cancel, ok := w.running[r]; ok {
-			cancel()
+		if h, ok := w.running[r]; ok {
+			h.cancel()
 		}
 	}
 }
@@ -374,6 +514,11 @@ func (w *Worker) releaseSlots(n int) {
 // acks the message first (at most once: an unacked message is never run)
 // and then runs each task as a run slot frees; the message's slot is
 // released when its last task ends.
+//
+// A task addressed to another incarnation of this worker id, or one this
+// process has accepted before, is dropped unrun: JetStream flushes its
+// consumer state periodically, so a server killed -9 can deliver an acked
+// message again, to this process or to a successor under the same id.
 func (w *Worker) accept(m jetstream.Msg) {
 	tasks, err := api.DecodeTasks(m.Data(), w.cfg.ID)
 	if err != nil {
@@ -383,27 +528,37 @@ func (w *Worker) accept(m jetstream.Msg) {
 		return
 	}
 	type held struct {
-		task   api.Task
-		ref    api.TaskRef
-		ctx    context.Context
-		cancel context.CancelFunc
+		task api.Task
+		ref  api.TaskRef
+		ctx  context.Context
+		h    *heldTask
 	}
-	hs := make([]held, len(tasks))
+	hs := make([]held, 0, len(tasks))
 	w.mu.Lock()
-	for i, t := range tasks {
+	for _, t := range tasks {
 		ref := api.TaskRef{JobID: t.JobID, Index: t.Index}
+		if t.Epoch != w.epoch || !w.seen.add(ref) {
+			w.dropped.Add(1)
+			continue
+		}
 		ctx, cancel := context.WithDeadline(w.ctx, time.UnixMilli(t.DeadlineAt))
-		hs[i] = held{task: t, ref: ref, ctx: ctx, cancel: cancel}
-		w.running[ref] = cancel
+		h := &heldTask{cancel: cancel}
+		hs = append(hs, held{task: t, ref: ref, ctx: ctx, h: h})
+		w.running[ref] = h
 	}
 	w.mu.Unlock()
+	if len(hs) == 0 {
+		_ = m.Ack()
+		<-w.slots
+		return
+	}
 	end := func(h held, acked bool) {
-		h.cancel()
+		h.h.cancel()
 		w.mu.Lock()
 		delete(w.running, h.ref)
-		if acked {
+		if acked && !h.h.fenced.Load() {
 			// Not acked: never run and no result coming; unreported, the
-			// leader fails it as lost.
+			// leader fails it as lost. Fenced: reported failed already.
 			w.recent[h.ref] = time.Now()
 		}
 		w.mu.Unlock()
@@ -423,7 +578,14 @@ func (w *Worker) accept(m jetstream.Msg) {
 			each.Go(func() {
 				select {
 				case w.runs <- struct{}{}:
-					res, ok := w.run(h.ctx, h.task)
+					// Only with a fresh leader answer: a worker resumed
+					// after a stop asks first, and the answer kills the
+					// tasks the leader failed meanwhile.
+					var res api.Result
+					ok := false
+					if w.waitStartable(h.ctx) {
+						res, ok = w.run(h.ctx, h.task)
+					}
 					// The run slot is the sample's; the result's group
 					// commit (resultWindow) and publish do not hold it.
 					<-w.runs
@@ -435,6 +597,14 @@ func (w *Worker) accept(m jetstream.Msg) {
 				case <-h.ctx.Done():
 					// Killed or past its deadline while waiting for a run
 					// slot: never started, and the leader owns the outcome.
+				}
+				if h.h.fenced.Load() {
+					// Killed by our own fence: the leader learns it now
+					// (failed, worker_lost), not at the task's deadline.
+					r := api.Result{JobID: h.task.JobID, Index: h.task.Index, Worker: w.cfg.ID, Tag: evalengine.TagWorkerLost}
+					if err := w.results.publish(r); err != nil {
+						w.log.Warn("report fenced task", "task", h.task.ID(), "err", err)
+					}
 				}
 				end(h, true)
 			})

@@ -39,10 +39,13 @@ const (
 )
 
 // Owner lease of a CLI that waits for its job: the job is cancelled when
-// the CLI stops renewing for ownerTTL.
+// the CLI stops renewing for ownerTTL. Short, so a killed CLI's job stops
+// calling its provider within ~2.5 s (the leader cancels at the lapse and
+// pushes the kills to the workers at once); five renewals fit in it, so
+// a loaded machine delaying one or two does not lose the job.
 const (
-	ownerTTL       = 10 * time.Second
-	ownerRenew     = 2 * time.Second
+	ownerTTL       = 2 * time.Second
+	ownerRenew     = 400 * time.Millisecond
 	statusInterval = 200 * time.Millisecond
 )
 

@@ -78,6 +78,9 @@ const (
 	// CodeResultDigestMismatch: a paged result did not reassemble to the
 	// digest the coordinator announced.
 	CodeResultDigestMismatch = "eval_result_digest_mismatch"
+	// CodeWorkerNodeUnavailable: no live allowlisted worker offers the
+	// job's agent (CONTRACTS §6: fail closed, not at the deadline).
+	CodeWorkerNodeUnavailable = "eval_worker_node_unavailable"
 )
 
 // Error is a typed service error: a stable Code, a bounded Detail and, for
@@ -301,6 +304,12 @@ type Task struct {
 	Sample     int    `msgpack:"sample"`
 	Worker     string `msgpack:"worker"`
 	DeadlineAt int64  `msgpack:"deadline_at"` // epoch ms
+	// Epoch is the incarnation of Worker the task is for (its heartbeats'
+	// Epoch when the leader dispatched it). A worker runs only tasks of
+	// its own epoch: a message that outlived the process it was for (a
+	// NATS server that forgot an ack in a crash, a restart under the same
+	// id) is dropped, never run.
+	Epoch int64 `msgpack:"epoch,omitempty"`
 }
 
 // TaskBatch is several tasks for one worker in one message on
@@ -374,6 +383,11 @@ type Result struct {
 	Worker string `msgpack:"worker"`
 	Sample []byte `msgpack:"sample"` // evalengine.SampleResult JSON
 	Error  bool   `msgpack:"error,omitempty"`
+	// Tag, when set, reports the task failed without a sample, for that
+	// reason: the worker killed it before it could finish (only
+	// evalengine.TagWorkerLost, for a worker that fenced itself, is
+	// accepted). The leader fails it at once instead of at its deadline.
+	Tag string `msgpack:"tag,omitempty"`
 }
 
 // ResultBatch is several results of one job from one worker in one
@@ -397,9 +411,17 @@ type Heartbeat struct {
 	Running  []TaskRef `msgpack:"running"`
 	Seq      uint64    `msgpack:"seq"`
 	Recent   []TaskRef `msgpack:"recent,omitempty"`
+	// Epoch names this incarnation of the worker (chosen at its start,
+	// never reused: the start time in ns). Tasks are dispatched to an
+	// epoch; when a new epoch appears under an id, the leader fails the
+	// tasks of the old one as lost at once, so a worker restarted under
+	// the same id gets work as soon as its predecessor's tasks are failed.
+	Epoch int64 `msgpack:"epoch,omitempty"`
 	// Agents are the agent names the worker runs, sorted (at most
 	// MaxHeartbeatAgents), so a client can refuse an unknown agent before
-	// it submits.
+	// it submits. The leader dispatches a job only to workers offering its
+	// agent, and fails it closed (eval_worker_node_unavailable) when no
+	// live allowlisted worker does.
 	Agents []string `msgpack:"agents,omitempty"`
 }
 
@@ -416,6 +438,13 @@ const MaxRecentRefs = 2048
 type HeartbeatReply struct {
 	Leader string    `msgpack:"leader"`
 	Kill   []TaskRef `msgpack:"kill,omitempty"`
+	// WorkerTTLMS is the leader's worker lease: after that long without a
+	// heartbeat it fails the worker's tasks. A worker starts a held task
+	// only while its last answered heartbeat was sent less than half of
+	// it ago, so a worker resumed after a stop (SIGSTOP, a long pause)
+	// never starts a task the leader has already failed: it first asks,
+	// and the answer kills those.
+	WorkerTTLMS int64 `msgpack:"worker_ttl_ms,omitempty"`
 }
 
 // OwnerRenew renews an owner lease (published on adk.owner.<owner>).

@@ -121,6 +121,7 @@ type Task struct {
 	JobID      string `msgpack:"job"`
 	Index      int    `msgpack:"idx"`
 	Worker     string `msgpack:"worker"`
+	Epoch      int64  `msgpack:"epoch,omitempty"` // the worker incarnation (Assignment.Epoch)
 	State      string `msgpack:"state"`
 	AssignedAt int64  `msgpack:"assigned_at"`
 	DeadlineAt int64  `msgpack:"deadline_at"`

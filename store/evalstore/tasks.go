@@ -16,6 +16,11 @@ type Assignment struct {
 	JobID  string `msgpack:"job"`
 	Index  int    `msgpack:"idx"`
 	Worker string `msgpack:"worker"`
+	// Epoch is the worker incarnation the task is addressed to (the epoch
+	// of its heartbeats when it was dispatched; 0: unknown). A restarted
+	// worker has a new epoch: it never runs its predecessor's tasks, and
+	// the leader fails them as lost as soon as it hears the new epoch.
+	Epoch int64 `msgpack:"epoch,omitempty"`
 }
 
 // Assign records assignments; it returns, per assignment, whether it was
@@ -38,7 +43,7 @@ func (tx *Tx) Assign(as []Assignment, now int64) ([]bool, error) {
 		if j.Phase != evalrecord.PhaseRunning || a.Index != j.Progress.Dispatched || a.Index >= j.Progress.Total || a.Worker == "" {
 			continue
 		}
-		t := evalrecord.Task{JobID: a.JobID, Index: a.Index, Worker: a.Worker, State: evalrecord.TaskAssigned,
+		t := evalrecord.Task{JobID: a.JobID, Index: a.Index, Worker: a.Worker, Epoch: a.Epoch, State: evalrecord.TaskAssigned,
 			AssignedAt: now, DeadlineAt: now + j.Spec.TaskTTLMS}
 		v, err := encode(&t)
 		if err != nil {

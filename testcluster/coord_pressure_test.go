@@ -1,0 +1,247 @@
+package testcluster_test
+
+// Regression tests for the findings of issue 17 ("the fleet under
+// pressure"), each deterministic: the fault is driven by the test, never
+// left to timing.
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/evalrecord"
+	"github.com/fadcedab/adk/testcluster"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// timing returns the test timing with changes.
+func timing(f func(*coordinator.Timing)) coordinator.Timing {
+	t := coordinator.Timing{
+		RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
+		Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
+		WorkerTTL: time.Second, DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second,
+		ResultAckWait: 2 * time.Second,
+	}
+	f(&t)
+	return t
+}
+
+// redeliver publishes task messages again, as a NATS server that lost
+// their acks in a crash delivers them again (a new message id: the
+// original's is what the leader's dedupe window holds), and waits until
+// worker 0 has taken them and holds nothing.
+func redeliver(t *testing.T, c *testcluster.EvalCluster, msgs [][]byte) {
+	t.Helper()
+	nc := c.ConnectCoord()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, _ := bus.TaskSubject("w0")
+	for i, data := range msgs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := js.Publish(ctx, subj, data, jetstream.WithMsgID("redelivered-"+strconv.FormatInt(time.Now().UnixNano(), 10)+"-"+strconv.Itoa(i)))
+		cancel()
+		if err != nil {
+			t.Fatalf("redeliver: %v", err)
+		}
+	}
+	testutil.WaitFor(t, 15*time.Second, "redelivered tasks taken by w0, none held", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		cons, err := js.Consumer(ctx, bus.TasksStream, bus.WorkerConsumer("w0"))
+		if err != nil {
+			return false
+		}
+		ci, err := cons.Info(ctx)
+		w := c.Worker(0)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && w != nil && w.Running() == 0
+	})
+}
+
+func TestClusterEval_RedeliveredTaskNeverRunsTwice(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 2})
+	cl := c.Client()
+	// What the leader published to w0, seen as a core subscriber.
+	snoop, err := c.ConnectCoord().SubscribeSync(bus.TaskSubjectPrefix + "w0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := submit(t, cl, testcluster.EvalSet("redeliver", 6), evalengine.DefaultOptions(), "")
+	c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+	var msgs [][]byte
+	for {
+		m, err := snoop.NextMsg(100 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		msgs = append(msgs, m.Data)
+	}
+	if len(msgs) == 0 {
+		t.Fatal("no task message seen")
+	}
+	checkAtMostOnce(t, c.Agent)
+
+	// The NATS server restarts (its JetStream state from disk), and the
+	// messages come again: to the same worker process, then to a new
+	// incarnation under the same id.
+	c.NATS.Kill(0)
+	c.NATS.Restart(0)
+	t.Run("same process", func(t *testing.T) {
+		redeliver(t, c, msgs)
+		checkAtMostOnce(t, c.Agent)
+	})
+	t.Run("new incarnation", func(t *testing.T) {
+		c.StopWorker(0)
+		c.StartWorker(0)
+		redeliver(t, c, msgs)
+		checkAtMostOnce(t, c.Agent)
+	})
+	if n := len(c.Agent.Executions()); n != 6 {
+		t.Fatalf("%d distinct samples executed, want 6", n)
+	}
+}
+
+func TestClusterEval_FencedTasksFailAtOnceAsWorkerLost(t *testing.T) {
+	// The worker fences long before the leader would call it lost, and
+	// the task deadline is far away: only the worker's own report can
+	// end these tasks within the test.
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 4,
+		Agent:  &testcluster.ScriptedAgent{TurnDelay: time.Minute},
+		Timing: timing(func(t *coordinator.Timing) { t.WorkerTTL = time.Minute; t.DispatchGrace = time.Minute }), FenceAfter: 300 * time.Millisecond})
+	cl := c.Client()
+	opts := evalengine.DefaultOptions()
+	opts.CaseTimeoutMS = 120_000
+	id := submit(t, cl, testcluster.EvalSet("fenced", 4), opts, "")
+	testutil.WaitFor(t, 10*time.Second, "4 tasks running on w0", func() bool { n, _ := c.Agent.Calls(); return n == 4 })
+	w := c.Worker(0)
+	w.SuspendHeartbeats(true)
+	testutil.WaitFor(t, 10*time.Second, "w0 fenced", w.Fenced)
+	w.SuspendHeartbeats(false)
+	c.WaitJob(cl, scope, id, 20*time.Second, "completed")
+	res, err := cl.Result(context.Background(), scope, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleErrors(t, res); got[evalengine.TagWorkerLost] != 4 {
+		t.Fatalf("sample errors %v, want 4 %s", got, evalengine.TagWorkerLost)
+	}
+}
+
+func TestClusterEval_RestartedWorkerGetsWorkAtOnce(t *testing.T) {
+	// A long dispatch grace: without epochs the predecessor's tasks hold
+	// the id's capacity until it passes.
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 2,
+		Agent:  &testcluster.ScriptedAgent{TurnDelay: 300 * time.Millisecond},
+		Timing: timing(func(t *coordinator.Timing) { t.DispatchGrace = time.Minute }), Logger: testLogger(t)})
+	cl := c.Client()
+	opts := evalengine.DefaultOptions()
+	opts.CaseTimeoutMS = 120_000
+	id := submit(t, cl, testcluster.EvalSet("restart-same-id", 40), opts, "")
+	testutil.WaitFor(t, 10*time.Second, "w0 running", func() bool { return c.Worker(0).Running() > 0 })
+	c.StopWorker(0)
+	w := c.StartWorker(0)
+	testutil.WaitFor(t, 15*time.Second, "the new incarnation runs tasks", func() bool {
+		return w.Executed() > 0
+	})
+	c.WaitJob(cl, scope, id, 30*time.Second, "completed")
+	res, err := cl.Result(context.Background(), scope, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleErrors(t, res); got[evalengine.TagTimeout] != 0 {
+		t.Fatalf("sample errors %v", got)
+	}
+	checkAtMostOnce(t, c.Agent)
+}
+
+func TestClusterEval_ResumedWorkerNeverStartsDecidedTasks(t *testing.T) {
+	// One run slot and two prefetched tasks; the worker goes silent past
+	// its lease (the leader fails all three as lost) but not past its
+	// fence, its running sample ends, and only then is it heard again.
+	gate := make(chan struct{})
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 1,
+		Agent: &testcluster.ScriptedAgent{Gate: gate}, FenceAfter: time.Minute})
+	cl := c.Client()
+	id := submit(t, cl, testcluster.EvalSet("resumed", 3), evalengine.DefaultOptions(), "")
+	w := c.Worker(0)
+	testutil.WaitFor(t, 10*time.Second, "w0 holds 3, runs 1", func() bool { n, _ := c.Agent.Calls(); return w.Running() == 3 && n == 1 })
+	w.SuspendHeartbeats(true)
+	testutil.WaitFor(t, 10*time.Second, "tasks failed as lost", func() bool { return progress(t, c, id).Errors == 3 })
+	close(gate)
+	testutil.WaitFor(t, 10*time.Second, "the running sample ended", func() bool { return w.Running() < 3 })
+	w.SuspendHeartbeats(false)
+	testutil.WaitFor(t, 10*time.Second, "w0 idle", func() bool { return w.Running() == 0 })
+	if n, _ := c.Agent.Calls(); n != 1 {
+		t.Fatalf("%d provider calls, want 1: a task the leader had failed was started", n)
+	}
+	c.WaitJob(cl, scope, id, 10*time.Second, "completed")
+}
+
+func TestClusterEval_OwnerDeathStopsProviderCallsAtOnce(t *testing.T) {
+	// Heartbeats every 5 s: a kill can only arrive in time as a notice.
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0", "w1"}, Capacity: 4,
+		Agent:             &testcluster.ScriptedAgent{TurnDelay: 100 * time.Millisecond},
+		Timing:            timing(func(t *coordinator.Timing) { t.WorkerTTL = 20 * time.Second; t.FenceLease = 20 * time.Second }),
+		HeartbeatInterval: 5 * time.Second})
+	cl := c.Client()
+	lease, err := cl.KeepOwner("cli-dies", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := cl.Submit(context.Background(), scope, api.SubmitRequest{Set: testcluster.EvalSet("owner-dies", 400), Agent: "scripted",
+		Options: mustJSON(t, evalengine.DefaultOptions()), Owner: "cli-dies", OwnerTTLMS: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, "progress", func() bool { return progress(t, c, j.JobID).Done >= 8 })
+	lease.Stop()
+	c.WaitJob(cl, scope, j.JobID, 10*time.Second, "cancelled")
+	if got, _ := cl.Status(context.Background(), scope, j.JobID); got.Reason != evalrecord.ReasonOwnerLost {
+		t.Fatalf("reason %q", got.Reason)
+	}
+	// Well before the next heartbeat answer could carry the kills.
+	testutil.WaitFor(t, 3*time.Second, "workers idle", func() bool { return c.Worker(0).Running() == 0 && c.Worker(1).Running() == 0 })
+}
+
+func TestClusterEval_AgentNoLiveWorkerOffersFailsClosed(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 2})
+	cl := c.Client()
+	c.StopWorker(0)
+	opts := evalengine.DefaultOptions()
+	opts.TimeoutMS = 600_000
+	// More tasks than w0 holds: the leader may still think it alive and
+	// hand it some, but never all.
+	id := submit(t, cl, testcluster.EvalSet("no-worker", 20), opts, "")
+	c.WaitJob(cl, scope, id, 15*time.Second, "failed")
+	j, err := cl.Status(context.Background(), scope, id)
+	if err != nil || j.Reason != api.CodeWorkerNodeUnavailable {
+		t.Fatalf("%+v %v", j, err)
+	}
+	// A worker joining later does not resurrect it.
+	c.StartWorker(0)
+	testutil.WaitFor(t, 10*time.Second, "w0 answered", func() bool { return !c.Worker(0).LastAnswer().IsZero() })
+	d := submit(t, cl, testcluster.EvalSet("no-worker-after", 2), opts, "")
+	c.WaitJob(cl, scope, d, 15*time.Second, "completed")
+	if j, _ := cl.Status(context.Background(), scope, id); j.Phase != evalrecord.PhaseFailed {
+		t.Fatalf("resurrected: %s", j.Phase)
+	}
+	if calls, _ := c.Agent.Calls(); calls != 2 {
+		t.Fatalf("%d provider calls, want the later job's 2", calls)
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return nil
+}
