@@ -145,7 +145,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 				n.log.Warn("lease renewal", "err", err)
 			}
 		}
-		if !n.IsLeader() {
+		if !n.IsLeader() || n.stopped.Load() {
 			return
 		}
 		if err := n.leaderTick(ctx, gainedAt, d, acks); err != nil && ctx.Err() == nil {
@@ -433,11 +433,11 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 				"commit_ms", ms(time.Since(proposed)), "err", err)
 		}
 		if err != nil && tc.To == evalrecord.PhaseCompleted && !errors.Is(err, evalrecord.ErrStalePhase) && !api.AsError(err).Retryable() {
-			// The result cannot be stored (quota, transaction size): fail the
-			// job with the reason instead of retrying forever.
-			n.log.Warn("store result", "job", j.JobID, "err", err)
-			tc.To, tc.Patch = evalrecord.PhaseFailed, evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: "evaluation_result_persistence_failed: " + api.AsError(err).Code}
-			_, err = n.propose(ctx, cmdTransition, tc)
+			// The result cannot be stored (quota, transaction size): the
+			// service stops, fail closed (CONTRACTS §6), and the job stays
+			// running; failing only the job would lose its result silently.
+			n.failStop(api.Errorf(api.CodeResultPersistenceFailed, "job %s: %s", j.JobID, api.AsError(err).Code))
+			return nil
 		}
 		if err != nil && !errors.Is(err, evalrecord.ErrStalePhase) {
 			return err

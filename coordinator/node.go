@@ -171,6 +171,11 @@ type Node struct {
 	kick     chan struct{} // results applied: schedule now (cap 1)
 	existing bool          // DataDir had Raft state at start
 
+	// fatal receives the error that stopped this node's service (fail
+	// closed); stopped makes the leader loop and writes stand still.
+	fatal   chan error
+	stopped atomic.Bool
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // monitorLeadership, forward handlers
@@ -225,6 +230,7 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 	}()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.fatal = make(chan error, 1)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -331,6 +337,24 @@ func (n *Node) startRaft() error {
 
 // Stop leaves the service, stops the leader loop, shuts Raft down and
 // closes the stores. It is safe on a partly started node.
+// Fatal delivers the error that stopped this node's service, fail closed
+// (CONTRACTS §6 "Fail-closed stops"): a job result the eval store refuses
+// to persist (evaluation_result_persistence_failed). The node then takes
+// no more decisions, the job stays running, and the caller must Stop it
+// and exit with the error; another coordinator that leads next meets the
+// same refusal and stops too, so the service stops rather than lose the
+// result.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// failStop stops this node's service with err (see Fatal).
+func (n *Node) failStop(err error) {
+	if n.stopped.Swap(true) {
+		return
+	}
+	n.log.Error("stopping the eval service (fail closed)", "err", err)
+	n.fatal <- err
+}
+
 func (n *Node) Stop() {
 	if n.svc != nil {
 		n.svc.stop()

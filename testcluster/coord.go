@@ -14,6 +14,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/worker"
 	"github.com/nats-io/nats.go"
 )
@@ -34,6 +35,8 @@ type EvalOptions struct {
 	AgentFiles map[string]string
 	Limits     coordinator.Limits
 	Timing     coordinator.Timing
+	// StoreLimits are each coordinator's eval-store quotas.
+	StoreLimits evalstore.Limits
 	// HeartbeatInterval and FenceAfter for workers.
 	HeartbeatInterval, FenceAfter time.Duration
 	// MemTableSize for each coordinator's Badger (default 16 MiB; a
@@ -174,7 +177,7 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 	n, err := coordinator.Start(coordinator.Config{
 		ID: cn.ID, DataDir: cn.Dir, RaftAddr: cn.Addr, Bootstrap: bootstrap, NATS: nc,
 		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
-		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger,
+		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger, StoreLimits: c.opts.StoreLimits,
 	})
 	if err != nil {
 		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)

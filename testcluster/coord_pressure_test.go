@@ -6,8 +6,7 @@ package testcluster_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalrecord"
+	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/testcluster"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -137,11 +137,14 @@ func TestClusterEval_FencedTasksFailAtOnceAsWorkerLost(t *testing.T) {
 }
 
 func TestClusterEval_RestartedWorkerGetsWorkAtOnce(t *testing.T) {
-	// A long dispatch grace: without epochs the predecessor's tasks hold
-	// the id's capacity until it passes.
+	// A long worker lease and dispatch grace: without epochs the
+	// predecessor's tasks hold the id's capacity until one passes (the
+	// restart is far shorter than the lease, so the id never looks lost).
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 2,
-		Agent:  &testcluster.ScriptedAgent{TurnDelay: 300 * time.Millisecond},
-		Timing: timing(func(t *coordinator.Timing) { t.DispatchGrace = time.Minute }), Logger: testLogger(t)})
+		Agent: &testcluster.ScriptedAgent{TurnDelay: 300 * time.Millisecond},
+		Timing: timing(func(t *coordinator.Timing) {
+			t.WorkerTTL, t.DispatchGrace, t.FenceLease = time.Minute, time.Minute, time.Minute
+		})})
 	cl := c.Client()
 	opts := evalengine.DefaultOptions()
 	opts.CaseTimeoutMS = 120_000
@@ -187,29 +190,39 @@ func TestClusterEval_ResumedWorkerNeverStartsDecidedTasks(t *testing.T) {
 }
 
 func TestClusterEval_OwnerDeathStopsProviderCallsAtOnce(t *testing.T) {
-	// Heartbeats every 5 s: a kill can only arrive in time as a notice.
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0", "w1"}, Capacity: 4,
-		Agent:             &testcluster.ScriptedAgent{TurnDelay: 100 * time.Millisecond},
-		Timing:            timing(func(t *coordinator.Timing) { t.WorkerTTL = 20 * time.Second; t.FenceLease = 20 * time.Second }),
-		HeartbeatInterval: 5 * time.Second})
+	// Heartbeats every 30 s and 2 s samples with 12 held per worker: the
+	// kills can only arrive in time as notices, and without them the
+	// held tasks would keep starting for 4 s more.
+	agent := &testcluster.ScriptedAgent{TurnDelay: 2 * time.Second}
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0", "w1"}, Capacity: 4, Agent: agent,
+		Timing:            timing(func(t *coordinator.Timing) { t.WorkerTTL, t.FenceLease = time.Minute, time.Minute }),
+		HeartbeatInterval: 30 * time.Second})
 	cl := c.Client()
 	lease, err := cl.KeepOwner("cli-dies", 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := cl.Submit(context.Background(), scope, api.SubmitRequest{Set: testcluster.EvalSet("owner-dies", 400), Agent: "scripted",
-		Options: mustJSON(t, evalengine.DefaultOptions()), Owner: "cli-dies", OwnerTTLMS: 1000})
+	opts := evalengine.DefaultOptions()
+	opts.CaseTimeoutMS = 60_000
+	j, err := cl.Submit(context.Background(), scope, api.SubmitRequest{Set: testcluster.EvalSet("owner-dies", 100), Agent: "scripted",
+		Options: mustJSON(t, opts), Owner: "cli-dies", OwnerTTLMS: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 15*time.Second, "progress", func() bool { return progress(t, c, j.JobID).Done >= 8 })
+	testutil.WaitFor(t, 15*time.Second, "24 tasks held, 8 running", func() bool {
+		n, _ := agent.Calls()
+		return n >= 8 && c.Worker(0).Running()+c.Worker(1).Running() == 24
+	})
 	lease.Stop()
+	stopped := time.Now()
 	c.WaitJob(cl, scope, j.JobID, 10*time.Second, "cancelled")
 	if got, _ := cl.Status(context.Background(), scope, j.JobID); got.Reason != evalrecord.ReasonOwnerLost {
 		t.Fatalf("reason %q", got.Reason)
 	}
-	// Well before the next heartbeat answer could carry the kills.
-	testutil.WaitFor(t, 3*time.Second, "workers idle", func() bool { return c.Worker(0).Running() == 0 && c.Worker(1).Running() == 0 })
+	testutil.WaitFor(t, 15*time.Second, "workers idle", func() bool { return c.Worker(0).Running() == 0 && c.Worker(1).Running() == 0 })
+	if _, last := agent.Calls(); last.Sub(stopped) > 3*time.Second {
+		t.Fatalf("provider called %v after the owner's last renewal (want < 3 s)", last.Sub(stopped).Round(time.Millisecond))
+	}
 }
 
 func TestClusterEval_AgentNoLiveWorkerOffersFailsClosed(t *testing.T) {
@@ -239,9 +252,24 @@ func TestClusterEval_AgentNoLiveWorkerOffersFailsClosed(t *testing.T) {
 	}
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+func TestClusterEval_ResultPersistenceFailureStopsService(t *testing.T) {
+	// A record quota the set and job fit in but the result does not.
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"},
+		StoreLimits: evalstore.Limits{MaxRecordBytes: 8 << 10}})
+	cl := c.Client()
+	leader := c.Leader()
+	id := submit(t, cl, testcluster.EvalSet("unstorable", 40), evalengine.DefaultOptions(), "")
+	select {
+	case err := <-leader.Fatal():
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeResultPersistenceFailed {
+			t.Fatalf("fatal %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the service did not stop")
 	}
-	return nil
+	// Fail closed: the job is not failed (nor completed) behind the stop.
+	if j, err := cl.Status(context.Background(), scope, id); err != nil || j.Phase != evalrecord.PhaseRunning {
+		t.Fatalf("%+v %v", j, err)
+	}
 }

@@ -94,6 +94,7 @@ type Worker struct {
 	specs    map[string]*jobSpec
 	seen     taskSet       // every task this process accepted: run at most once
 	answered chan struct{} // closed and replaced at each leader answer
+	hbKick   chan struct{} // a held task waits for an answer: heartbeat now
 
 	dropped atomic.Int64 // tasks refused: another epoch, or seen before
 
@@ -181,7 +182,7 @@ func Start(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents),
 		running: map[api.TaskRef]*heldTask{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{},
-		answered: make(chan struct{}), epoch: newEpoch(), tracer: tracer, signals: signals}
+		answered: make(chan struct{}), hbKick: make(chan struct{}, 1), epoch: newEpoch(), tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
@@ -289,6 +290,10 @@ func (w *Worker) waitStartable(ctx context.Context) bool {
 			return true
 		}
 		select {
+		case w.hbKick <- struct{}{}: // ask now, not at the next tick
+		default:
+		}
+		select {
 		case <-ch:
 		case <-ctx.Done():
 			return false
@@ -337,6 +342,7 @@ func (w *Worker) heartbeatLoop() {
 		case <-w.ctx.Done():
 			return
 		case <-t.C:
+		case <-w.hbKick:
 		}
 	}
 }
@@ -375,7 +381,9 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 	}
 	b, err := wire.Encode(api.KindHeartbeat, &hb)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.HeartbeatInterval)
+		// At most a couple of seconds: with no leader answering, the next
+		// attempt must not wait a whole (possibly long) interval.
+		ctx, cancel := context.WithTimeout(w.ctx, min(w.cfg.HeartbeatInterval, 2*time.Second))
 		msg, rerr := w.cfg.NATS.RequestWithContext(ctx, subj, b)
 		cancel()
 		var rep api.HeartbeatReply
@@ -434,10 +442,12 @@ func (w *Worker) fetchLoop() {
 			cons = c
 			break
 		}
+		// The leader creates the consumer once it leads: poll for it,
+		// at most a heartbeat apart.
 		select {
 		case <-w.ctx.Done():
 			return
-		case <-time.After(w.cfg.HeartbeatInterval):
+		case <-time.After(min(w.cfg.HeartbeatInterval, 250*time.Millisecond)):
 		}
 	}
 	for {

@@ -236,6 +236,12 @@ func runCoordinator(ctx context.Context, o coordinatorOptions, stdout, stderr io
 	}
 	defer n.Stop()
 	fmt.Fprintf(stdout, "adk coordinator %s: raft %s, data %s, workers %s\n", o.id, n.RaftAddr(), o.dataDir, strings.Join(o.workers, ","))
-	<-ctx.Done()
-	return nil
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-n.Fatal():
+		// Fail closed: the service stopped itself (CONTRACTS §6); the
+		// process exits with the typed reason.
+		return err
+	}
 }

@@ -81,6 +81,9 @@ const (
 	// CodeWorkerNodeUnavailable: no live allowlisted worker offers the
 	// job's agent (CONTRACTS §6: fail closed, not at the deadline).
 	CodeWorkerNodeUnavailable = "eval_worker_node_unavailable"
+	// CodeResultPersistenceFailed: the eval store refused a job's result;
+	// the service stops (fail closed) and the job stays running.
+	CodeResultPersistenceFailed = "evaluation_result_persistence_failed"
 )
 
 // Error is a typed service error: a stable Code, a bounded Detail and, for
