@@ -328,11 +328,11 @@ func (c *EvalCluster) stopAll() {
 // WaitJob polls status until the job reaches phase (or fails the test).
 func (c *EvalCluster) WaitJob(cl *client.Client, scope, jobID string, d time.Duration, phases ...string) string {
 	c.t.Helper()
-	var last string
+	var last, reason string
 	var lastErr error
 	defer func() {
 		if c.t.Failed() {
-			c.t.Logf("job %s: last phase %q, last status error %v", jobID, last, lastErr)
+			c.t.Logf("job %s: last phase %q (reason %q), last status error %v", jobID, last, reason, lastErr)
 		}
 	}()
 	testutil.WaitFor(c.t, d, fmt.Sprintf("job %s in %v", jobID, phases), func() bool {
@@ -341,7 +341,7 @@ func (c *EvalCluster) WaitJob(cl *client.Client, scope, jobID string, d time.Dur
 			lastErr = err
 			return false
 		}
-		last = string(j.Phase)
+		last, reason = string(j.Phase), j.Reason
 		for _, p := range phases {
 			if last == p {
 				return true
