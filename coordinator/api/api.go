@@ -287,7 +287,7 @@ type WorkerState struct {
 
 // JobSpec is what a worker needs to run a job's tasks.
 type JobSpec struct {
-	JobID    string `msgpack:"job_id"`
+	JobID string `msgpack:"job_id"`
 	// Scope is the job's app scope: the principal its traces are
 	// published under (from the Raft-replicated job, never from the task
 	// or the worker's configuration).
