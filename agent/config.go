@@ -292,6 +292,9 @@ type BuildOptions struct {
 	Funcs map[string]func(ctx context.Context, tc *ToolContext, args map[string]any) (any, error)
 	// Callbacks attaches agent-local callbacks by agent name.
 	Callbacks map[string]Callbacks
+	// WrapModel, if set, wraps every agent's model provider of this build
+	// (e.g. the eval response cache); modelName is the config's model.
+	WrapModel func(p model.Provider, modelName string) model.Provider
 }
 
 // Build makes a fresh agent tree and Runner from the prepared config. The
@@ -378,11 +381,15 @@ func (c *Config) buildAgent(p *preparedAgent, opts *BuildOptions) (Agent, error)
 			tools = append(tools, configTool{Tool: NewFuncTool(ts.Name, ts.Description, ts.Parameters, fn), schema: ft.schema})
 		}
 	}
+	provider := p.provider
+	if opts.WrapModel != nil && provider != nil {
+		provider = opts.WrapModel(provider, p.modelName)
+	}
 	return NewLLMAgent(LLMConfig{
 		Name:         s.Name,
 		Description:  s.Description,
 		Instruction:  s.Instruction,
-		Model:        p.provider,
+		Model:        provider,
 		ModelName:    p.modelName,
 		Tools:        tools,
 		SubAgents:    subs,

@@ -75,7 +75,11 @@ func checkResult(r *Result) (*Result, error) {
 
 // verifyResult recomputes r from its samples and compares the encoding
 // with the decoded document doc.
-func verifyResult(r *Result, doc any) error {
+func verifyResult(r *Result, doc any) error { return verifyResultN(r, doc, MaxCases) }
+
+// verifyResultN is verifyResult with a case bound (a streamed result may
+// hold more cases than a single document).
+func verifyResultN(r *Result, doc any, maxCases int) error {
 	bad := func(reason, detail string) error { return reasonErr(CodeInvalidEvalResult, reason, detail) }
 	if r.EvalSetSchemaVersion != 1 && r.EvalSetSchemaVersion != 2 {
 		return bad("eval_set_schema_version", "")
@@ -83,7 +87,7 @@ func verifyResult(r *Result, doc any) error {
 	if r.EvalSetID == "" || r.EvalSetVersion == "" {
 		return bad("eval_set_identity", "")
 	}
-	if r.SampleCount < 1 || r.SampleCount > MaxSamplesPerCase || len(r.Cases) > MaxCases {
+	if r.SampleCount < 1 || r.SampleCount > MaxSamplesPerCase || len(r.Cases) > maxCases {
 		return bad("sample_count", "")
 	}
 	if !isFraction(r.PassRateThreshold) {

@@ -16,7 +16,17 @@ const (
 	FormatJUnit       = "junit"
 	FormatSARIF       = "sarif"
 	FormatAnnotations = "annotations"
+	// FormatJSONL is the sample stream (stream.go): a header line, one
+	// line per sample in case order, the summary line. It is bounded per
+	// line, not by MaxBytes, so it carries results too big for one
+	// 16 MiB document.
+	FormatJSONL = "jsonl"
 )
+
+// MetadataResponseCache is the result metadata key under which a run with
+// a response cache records {mode, hits, misses, writes}; the Markdown
+// report prints it.
+const MetadataResponseCache = "response_cache"
 
 // Export defaults and bounds.
 const (
@@ -36,13 +46,18 @@ type ExportOptions struct {
 	// SuiteName names the JUnit suite and the SARIF/JUnit tool; 1..256
 	// bytes of UTF-8, default "adk_eval".
 	SuiteName string
-	// MaxBytes bounds the output, ≤16 MiB (the default).
+	// MaxBytes bounds the output, ≤16 MiB (the default). The jsonl
+	// format is bounded per line instead.
 	MaxBytes int
+	// StreamDigests go into the jsonl header (see StreamHeader), so a
+	// jsonl report can be given to `adk eval run --resume` to render the
+	// run again without running anything.
+	StreamDigests map[string]string
 }
 
 // Formats lists the export formats in a fixed order.
 func Formats() []string {
-	return []string{FormatJSON, FormatMarkdown, FormatJUnit, FormatSARIF, FormatAnnotations, FormatHTML}
+	return []string{FormatJSON, FormatMarkdown, FormatJUnit, FormatSARIF, FormatAnnotations, FormatHTML, FormatJSONL}
 }
 
 // Render is the one canonical renderer. v is a *Result or a *Comparison
@@ -120,6 +135,11 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		} else {
 			out = markdownComparison(cmp)
 		}
+	case FormatJSONL:
+		if res == nil || res.ResultSchemaVersion != ResultSchemaVersion {
+			return nil, reasonErr(CodeInvalidExportResult, "result_required", format)
+		}
+		return streamResult(res, opts.StreamDigests)
 	case FormatJUnit, FormatSARIF, FormatAnnotations:
 		if res == nil {
 			return nil, reasonErr(CodeInvalidExportResult, "result_required", format)
@@ -181,6 +201,9 @@ func markdownResult(r *Result) []byte {
 		return []byte(b.String())
 	}
 	fmt.Fprintf(&b, "Pass rate: %s (%d/%d cases passed, threshold %s; %s)\n\n", f4(r.PassRate), r.PassedCaseCount, r.CaseCount, f4(r.PassRateThreshold), wilsonText(r.PassRateInterval))
+	if rc, ok := r.Metadata[MetadataResponseCache].(map[string]any); ok {
+		fmt.Fprintf(&b, "Response cache (%s): %v hits, %v misses\n\n", mdCell(fmt.Sprint(rc["mode"])), rc["hits"], rc["misses"])
+	}
 	b.WriteString("## Metrics\n\n| Metric | Scope | Average | Status |\n| --- | --- | --- | --- |\n")
 	for _, m := range r.Metrics {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(m.MetricID), m.Scope, f4(m.AverageScore), passFail(m.Passed))

@@ -38,6 +38,17 @@ func LoadSet(data []byte) (*Set, SetFormat, error) {
 
 // LoadSetWithOptions is LoadSet with options.
 func LoadSetWithOptions(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
+	if opts.MaxCases < 0 || opts.MaxCases > MaxCases {
+		return nil, "", newErr(CodeInvalidEvalOptions, "max_cases")
+	}
+	s, f, err := loadSet(data, opts)
+	if err == nil && opts.MaxCases > 0 && len(s.Cases) > opts.MaxCases {
+		return nil, "", newErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases))+" > "+strconv.Itoa(opts.MaxCases))
+	}
+	return s, f, err
+}
+
+func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
 	v, deadline, err := decodeSet(data, opts)
 	if err != nil {
 		return nil, "", err

@@ -9,7 +9,7 @@ import (
 const (
 	MaxConcurrency        = 256
 	MaxSamplesPerCase     = 100
-	MaxTotalSamples       = 10_000
+	MaxTotalSamples       = 1_000_000 // issue 19: 100,000 cases × 10 samples
 	MaxTimeoutMS          = 3_600_000
 	MaxReportBytes        = 16 << 20
 	DefaultTimeoutMS      = 60_000
@@ -124,7 +124,7 @@ func (o Options) Normalize() (Options, error) {
 	return o, nil
 }
 
-// checkSampleTotal enforces cases × samples ≤ 10 000.
+// checkSampleTotal enforces cases × samples ≤ MaxTotalSamples.
 func (o Options) checkSampleTotal(cases int) error {
 	if total := cases * o.Samples; total > MaxTotalSamples {
 		return newErr(CodeSampleLimitExceeded, strconv.Itoa(total)+" > "+strconv.Itoa(MaxTotalSamples))

@@ -401,137 +401,190 @@ func mean(xs []float64) float64 {
 // aggregate is the pure aggregation over samples grouped by case, each
 // group ordered by sample index.
 func aggregate(h aggHeader, descs []metricDesc, byCase [][]SampleResult) *Result {
-	r := &Result{
-		ResultSchemaVersion:  ResultSchemaVersion,
-		EvalSetSchemaVersion: h.setSchema,
-		EvalSetID:            h.setID,
-		EvalSetVersion:       h.setVersion,
-		PassRateThreshold:    h.passRateThreshold,
-		CaseCount:            len(byCase),
-		SampleCount:          h.samples,
-		DurationMS:           h.durationMS,
-		Metrics:              make([]MetricSummary, len(descs)),
-		Cases:                make([]CaseResult, len(byCase)),
-		Metadata:             h.metadata,
-	}
-	pos := make(map[string]int, len(descs))
-	for i, d := range descs {
-		pos[d.id] = i
-	}
-	runTally := make([]metricTally, len(descs))
-	caseTally := make([]metricTally, len(descs))
+	a := newRunAgg(h, descs, len(byCase))
 	for ci, samples := range byCase {
-		for i := range caseTally {
-			caseTally[i] = metricTally{}
-		}
-		c := CaseResult{
-			SampleCount:             len(samples),
-			SamplePassRateThreshold: h.samplePassRateThreshold,
-			MinSuccessfulSamples:    h.minSuccessful,
-			Samples:                 samples,
-			Criteria:                make([]MetricResult, len(descs)),
-		}
-		if len(samples) > 0 {
-			c.CaseID = samples[0].CaseID
-			c.Trajectory = samples[0].Trajectory
-			c.Metadata = samples[0].Metadata
-		}
-		outcomes := make([]float64, 0, len(samples))
-		for si := range samples {
-			s := &samples[si]
-			c.DurationMS += s.DurationMS
-			if s.Status == SampleStatusError {
-				c.ErrorSampleCount++
-			} else {
-				c.SuccessfulSampleCount++
-				if s.Passed {
-					c.PassedSampleCount++
-					outcomes = append(outcomes, 1)
-				} else {
-					outcomes = append(outcomes, 0)
-				}
-			}
-			for mi := range s.Criteria {
-				if p, ok := pos[s.Criteria[mi].MetricID]; ok {
-					caseTally[p].add(&s.Criteria[mi])
-				}
-			}
-			for ti := range s.Turns {
-				for mi := range s.Turns[ti].Metrics {
-					if p, ok := pos[s.Turns[ti].Metrics[mi].MetricID]; ok {
-						caseTally[p].add(&s.Turns[ti].Metrics[mi])
-					}
-				}
-			}
-		}
-		if c.SuccessfulSampleCount > 0 {
-			c.SamplePassRate = float64(c.PassedSampleCount) / float64(c.SuccessfulSampleCount)
-		}
-		c.SampleStatistics = NewStatistics(outcomes)
-		c.Passed = c.SuccessfulSampleCount >= h.minSuccessful && c.SamplePassRate >= h.samplePassRateThreshold
-		switch {
-		case c.SuccessfulSampleCount == 0:
-			c.Status = SampleStatusError
-			c.Passed = false
-		case c.ErrorSampleCount > 0:
-			c.Status = CaseStatusPartial
-		case c.Passed:
-			c.Status = SampleStatusPassed
-		default:
-			c.Status = SampleStatusFailed
-		}
-		for i, d := range descs {
-			t := &caseTally[i]
-			mr := MetricResult{MetricID: d.id, Kind: d.kind, Scope: d.scope, Threshold: d.threshold, Score: mean(t.ok)}
-			switch {
-			case t.total() == 0 || (len(t.ok) == 0 && t.errs == 0):
-				mr.Status = StatusNotEvaluated
-			case len(t.ok) == t.total():
-				mr.Status = StatusOK
-			case len(t.ok) == 0:
-				mr.Status = StatusError
-			default:
-				mr.Status = StatusPartial
-			}
-			mr.Passed = mr.Status == StatusOK && mr.Score >= d.threshold
-			mr.Metadata = map[string]any{
-				"sample_count":        t.total(),
-				"error_count":         t.errs,
-				"not_evaluated_count": t.notEv,
-				"statistics":          NewStatistics(t.ok),
-			}
-			c.Criteria[i] = mr
-			rt := &runTally[i]
-			rt.ok = append(rt.ok, t.ok...)
-			rt.errs += t.errs
-			rt.notEv += t.notEv
-		}
-		switch {
-		case c.Passed:
-			r.PassedCaseCount++
-		}
-		switch c.Status {
-		case SampleStatusError:
-			r.ErrorCaseCount++
-		case CaseStatusPartial:
-			r.PartialCaseCount++
-		}
-		r.Cases[ci] = c
+		a.addCase(ci, samples)
+	}
+	return a.finish(h.durationMS)
+}
+
+// runAgg aggregates a run case by case, in any case order: the local
+// run that drops samples (RunConfig.DropSamples) adds each case as soon
+// as its samples are done and keeps only its aggregate. The result is the
+// same as adding the cases in order: the scores that the run-level
+// statistics pool are kept per case and pooled in case order at finish.
+type runAgg struct {
+	h         aggHeader
+	descs     []metricDesc
+	pos       map[string]int
+	r         *Result
+	caseTally []metricTally // scratch of addCase
+	okScores  [][][]float64 // [case][metric] ok scores, pooled at finish
+	errs      []int         // per metric, over the run
+	notEv     []int
+}
+
+func newRunAgg(h aggHeader, descs []metricDesc, cases int) *runAgg {
+	a := &runAgg{
+		h:     h,
+		descs: descs,
+		pos:   make(map[string]int, len(descs)),
+		r: &Result{
+			ResultSchemaVersion:  ResultSchemaVersion,
+			EvalSetSchemaVersion: h.setSchema,
+			EvalSetID:            h.setID,
+			EvalSetVersion:       h.setVersion,
+			PassRateThreshold:    h.passRateThreshold,
+			CaseCount:            cases,
+			SampleCount:          h.samples,
+			Metrics:              make([]MetricSummary, len(descs)),
+			Cases:                make([]CaseResult, cases),
+			Metadata:             h.metadata,
+		},
+		caseTally: make([]metricTally, len(descs)),
+		okScores:  make([][][]float64, cases),
+		errs:      make([]int, len(descs)),
+		notEv:     make([]int, len(descs)),
 	}
 	for i, d := range descs {
-		t := &runTally[i]
-		avg := mean(t.ok)
+		a.pos[d.id] = i
+	}
+	return a
+}
+
+// addCase aggregates case ci from its samples, ordered by sample index.
+func (a *runAgg) addCase(ci int, samples []SampleResult) {
+	h, descs, pos, r := &a.h, a.descs, a.pos, a.r
+	caseTally := a.caseTally
+	for i := range caseTally {
+		caseTally[i] = metricTally{}
+	}
+	c := CaseResult{
+		SampleCount:             len(samples),
+		SamplePassRateThreshold: h.samplePassRateThreshold,
+		MinSuccessfulSamples:    h.minSuccessful,
+		Samples:                 samples,
+		Criteria:                make([]MetricResult, len(descs)),
+	}
+	if len(samples) > 0 {
+		c.CaseID = samples[0].CaseID
+		c.Trajectory = samples[0].Trajectory
+		c.Metadata = samples[0].Metadata
+	}
+	outcomes := make([]float64, 0, len(samples))
+	for si := range samples {
+		s := &samples[si]
+		c.DurationMS += s.DurationMS
+		if s.Status == SampleStatusError {
+			c.ErrorSampleCount++
+		} else {
+			c.SuccessfulSampleCount++
+			if s.Passed {
+				c.PassedSampleCount++
+				outcomes = append(outcomes, 1)
+			} else {
+				outcomes = append(outcomes, 0)
+			}
+		}
+		for mi := range s.Criteria {
+			if p, ok := pos[s.Criteria[mi].MetricID]; ok {
+				caseTally[p].add(&s.Criteria[mi])
+			}
+		}
+		for ti := range s.Turns {
+			for mi := range s.Turns[ti].Metrics {
+				if p, ok := pos[s.Turns[ti].Metrics[mi].MetricID]; ok {
+					caseTally[p].add(&s.Turns[ti].Metrics[mi])
+				}
+			}
+		}
+	}
+	if c.SuccessfulSampleCount > 0 {
+		c.SamplePassRate = float64(c.PassedSampleCount) / float64(c.SuccessfulSampleCount)
+	}
+	c.SampleStatistics = NewStatistics(outcomes)
+	c.Passed = c.SuccessfulSampleCount >= h.minSuccessful && c.SamplePassRate >= h.samplePassRateThreshold
+	switch {
+	case c.SuccessfulSampleCount == 0:
+		c.Status = SampleStatusError
+		c.Passed = false
+	case c.ErrorSampleCount > 0:
+		c.Status = CaseStatusPartial
+	case c.Passed:
+		c.Status = SampleStatusPassed
+	default:
+		c.Status = SampleStatusFailed
+	}
+	ok := make([][]float64, len(descs))
+	for i, d := range descs {
+		t := &caseTally[i]
+		mr := MetricResult{MetricID: d.id, Kind: d.kind, Scope: d.scope, Threshold: d.threshold, Score: mean(t.ok)}
+		switch {
+		case t.total() == 0 || (len(t.ok) == 0 && t.errs == 0):
+			mr.Status = StatusNotEvaluated
+		case len(t.ok) == t.total():
+			mr.Status = StatusOK
+		case len(t.ok) == 0:
+			mr.Status = StatusError
+		default:
+			mr.Status = StatusPartial
+		}
+		mr.Passed = mr.Status == StatusOK && mr.Score >= d.threshold
+		mr.Metadata = map[string]any{
+			"sample_count":        t.total(),
+			"error_count":         t.errs,
+			"not_evaluated_count": t.notEv,
+			"statistics":          NewStatistics(t.ok),
+		}
+		c.Criteria[i] = mr
+		ok[i] = t.ok
+		a.errs[i] += t.errs
+		a.notEv[i] += t.notEv
+	}
+	a.okScores[ci] = ok
+	if c.Passed {
+		r.PassedCaseCount++
+	}
+	switch c.Status {
+	case SampleStatusError:
+		r.ErrorCaseCount++
+	case CaseStatusPartial:
+		r.PartialCaseCount++
+	}
+	r.Cases[ci] = c
+}
+
+// finish pools the run-level metric summaries (in case order) and the
+// verdict.
+func (a *runAgg) finish(durationMS int64) *Result {
+	r := a.r
+	r.DurationMS = durationMS
+	for i, d := range a.descs {
+		n := 0
+		for ci := range a.okScores {
+			if a.okScores[ci] != nil {
+				n += len(a.okScores[ci][i])
+			}
+		}
+		pooled := make([]float64, 0, n)
+		for ci := range a.okScores {
+			if a.okScores[ci] != nil {
+				pooled = append(pooled, a.okScores[ci][i]...)
+			}
+		}
+		avg := mean(pooled)
+		errs, notEv := a.errs[i], a.notEv[i]
 		r.Metrics[i] = MetricSummary{
 			MetricID:          d.id,
 			Kind:              d.kind,
 			Scope:             d.scope,
 			AverageScore:      avg,
 			Threshold:         d.threshold,
-			Passed:            len(t.ok) > 0 && t.errs == 0 && t.notEv == 0 && avg >= d.threshold,
-			EvaluatedCount:    len(t.ok),
-			ErrorCount:        t.errs,
-			NotEvaluatedCount: t.notEv,
-			Statistics:        NewStatistics(t.ok),
+			Passed:            len(pooled) > 0 && errs == 0 && notEv == 0 && avg >= d.threshold,
+			EvaluatedCount:    len(pooled),
+			ErrorCount:        errs,
+			NotEvaluatedCount: notEv,
+			Statistics:        NewStatistics(pooled),
 		}
 	}
 	if r.CaseCount > 0 {

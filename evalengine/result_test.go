@@ -280,7 +280,7 @@ func TestRender_GoldenAndDeterministic(t *testing.T) {
 				if !bytes.HasSuffix(out, []byte("\n")) {
 					t.Fatal("output must end with a newline")
 				}
-				if format != evalengine.FormatJSON && format != evalengine.FormatHTML && bytes.Contains(out, []byte("q1")) {
+				if format != evalengine.FormatJSON && format != evalengine.FormatHTML && format != evalengine.FormatJSONL && bytes.Contains(out, []byte("q1")) {
 					t.Fatal("content-minimal export contains a prompt")
 				}
 				golden := filepath.Join("testdata", "golden", v.name+"."+format)

@@ -53,6 +53,24 @@ type RunConfig struct {
 	// records its run_id and trace_id, and every metric verdict is a
 	// gen_ai.evaluation.result event when the observer records them.
 	Observer observability.Observer
+	// Finished are samples of this same set, metrics and options that an
+	// interrupted run recorded (a resume journal, see ReadStream). They
+	// are not run again and enter the result as they are.
+	Finished []StreamSample
+	// OnSample, if set, is called with every sample this run finishes, one
+	// call at a time, before Progress. It is not called for Finished
+	// samples, nor for samples that the run's deadline or cancellation cut
+	// off (those count as unfinished: a resumed run runs them again).
+	OnSample func(caseIndex int, s *SampleResult)
+	// DropSamples is for runs too big for one document: OnSample streams
+	// every sample out (a StreamWriter), the engine keeps only each
+	// case's aggregate once its samples are done, serves cases case-major
+	// (a case's samples together, so few cases hold samples at once) and
+	// applies no report budget. OnSample then also gets the samples the
+	// run's end cut off (as timeout), since the stream is the result. The
+	// Result's cases carry no samples: it is a stream summary
+	// (StreamWriter.WriteSummary), which Render refuses. Needs OnSample.
+	DropSamples bool
 }
 
 // Run evaluates set: every case Options.Samples times through the
@@ -151,6 +169,9 @@ type engine struct {
 	progress    func(Progress)
 	observer    observability.Observer
 	caseTimeout time.Duration
+	finished    []StreamSample
+	onSample    func(int, *SampleResult)
+	drop        bool
 }
 
 func newEngine(set *Set, cfg RunConfig) (*engine, error) {
@@ -181,7 +202,16 @@ func newEngine(set *Set, cfg RunConfig) (*engine, error) {
 		progress:    cfg.Progress,
 		observer:    cfg.Observer,
 		caseTimeout: time.Duration(opts.CaseTimeoutMS) * time.Millisecond,
+		onSample:    cfg.OnSample,
+		drop:        cfg.DropSamples,
 	}
+	if cfg.DropSamples && cfg.OnSample == nil {
+		return nil, newErr(CodeInvalidEvalOptions, "drop_samples needs on_sample")
+	}
+	if err := checkFinished(set, opts, cfg.Finished); err != nil {
+		return nil, err
+	}
+	e.finished = cfg.Finished
 	for i, m := range cfg.Metrics {
 		if m.Turn != nil {
 			e.turnMetrics = append(e.turnMetrics, i)
@@ -207,22 +237,50 @@ type scheduler struct {
 	perCase    int
 	samples    int
 	stopped    bool
+	// have reports samples that are already finished (a resumed run); nil
+	// when there are none.
+	have func(c, s int) bool
+	// caseMajor serves a case's samples before the next case's (the
+	// drop-samples mode) instead of sample-major round robin.
+	caseMajor bool
 }
 
-func newScheduler(cases, samples, perCase int) *scheduler {
+func newScheduler(cases, samples, perCase int, have func(c, s int) bool) *scheduler {
 	s := &scheduler{
-		ready:      make([]int, cases, cases*2),
+		ready:      make([]int, 0, cases*2),
 		nextSample: make([]int, cases),
 		inflight:   make([]int, cases),
-		undispatch: cases * samples,
 		perCase:    perCase,
 		samples:    samples,
+		have:       have,
 	}
 	s.cond = sync.NewCond(&s.mu)
-	for i := range s.ready {
-		s.ready[i] = i
+	for c := range cases {
+		s.skipHad(c)
+		if s.nextSample[c] < samples {
+			s.ready = append(s.ready, c)
+		}
+		if have == nil {
+			s.undispatch += samples
+			continue
+		}
+		for i := range samples {
+			if !have(c, i) {
+				s.undispatch++
+			}
+		}
 	}
 	return s
+}
+
+// skipHad moves case c's next sample past the ones already finished.
+func (s *scheduler) skipHad(c int) {
+	if s.have == nil {
+		return
+	}
+	for s.nextSample[c] < s.samples && s.have(c, s.nextSample[c]) {
+		s.nextSample[c]++
+	}
 }
 
 // next blocks until a spec is available; ok is false when there is no more
@@ -236,19 +294,24 @@ func (s *scheduler) next() (caseIdx, sampleIdx int, ok bool) {
 		}
 		if s.head < len(s.ready) {
 			c := s.ready[s.head]
-			s.head++
-			if s.head > 1024 && s.head*2 > len(s.ready) {
-				s.ready = append(s.ready[:0], s.ready[s.head:]...)
-				s.head = 0
-			}
 			si := s.nextSample[c]
 			s.nextSample[c]++
+			s.skipHad(c)
 			s.inflight[c]++
 			s.undispatch--
 			if s.undispatch == 0 {
 				s.cond.Broadcast() // idle workers can exit
 			}
-			if s.nextSample[c] < s.samples && s.inflight[c] < s.perCase {
+			again := s.nextSample[c] < s.samples && s.inflight[c] < s.perCase
+			if s.caseMajor && again {
+				return c, si, true // stays at the front: its next sample goes first
+			}
+			s.head++
+			if s.head > 1024 && s.head*2 > len(s.ready) {
+				s.ready = append(s.ready[:0], s.ready[s.head:]...)
+				s.head = 0
+			}
+			if again {
 				s.ready = append(s.ready, c)
 			}
 			return c, si, true
@@ -283,27 +346,84 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.TimeoutMS)*time.Millisecond)
 	defer cancel()
 
+	// byCase holds the samples of each case. Dropping samples, a case's
+	// slots exist only from its first finished sample until its aggregate
+	// is taken, so memory follows the cases in flight, not the set.
 	byCase := make([][]SampleResult, nCases)
-	for i := range byCase {
-		byCase[i] = make([]SampleResult, nSamples)
+	slots := func(c int) []SampleResult {
+		if byCase[c] == nil {
+			byCase[c] = make([]SampleResult, nSamples)
+		}
+		return byCase[c]
 	}
-	sched := newScheduler(nCases, nSamples, e.opts.SampleConcurrency)
+	if !e.drop {
+		for i := range byCase {
+			slots(i)
+		}
+	}
+	var (
+		agg       *runAgg
+		remaining []int // samples of each case not yet finished (drop mode)
+	)
+	if e.drop {
+		agg = newRunAgg(headerOf(e.set, e.opts, 0), descsOf(e.metrics), nCases)
+		remaining = make([]int, nCases)
+		for i := range remaining {
+			remaining[i] = nSamples
+		}
+	}
+	// caseDone takes a finished case's aggregate and drops its samples
+	// (drop mode only).
+	caseDone := func(c int) {
+		agg.addCase(c, byCase[c])
+		agg.r.Cases[c].Samples = nil
+		byCase[c] = nil
+	}
+	var have func(c, s int) bool
+	if len(e.finished) > 0 {
+		for _, f := range e.finished {
+			slots(f.CaseIndex)[f.Sample.SampleIndex] = f.Sample
+		}
+		have = func(c, s int) bool { return byCase[c] != nil && byCase[c][s].SampleID != "" }
+	}
+	sched := newScheduler(nCases, nSamples, e.opts.SampleConcurrency, have)
+	sched.caseMajor = e.drop
+	if e.drop {
+		for _, f := range e.finished {
+			if remaining[f.CaseIndex]--; remaining[f.CaseIndex] == 0 {
+				caseDone(f.CaseIndex)
+			}
+		}
+	}
 	// The budget mirrors the contract's incremental report budget, charged
-	// with an over-estimate of each sample's encoding (doc.go, decision 10).
+	// with an over-estimate of each sample's encoding (doc.go, decision
+	// 10). Dropping samples, the caller streams them: no single document,
+	// no budget.
 	budget := e.opts.MaxReportBytes - (4096 + 1024*nCases + 512*len(e.metrics))
 	var (
 		mu             sync.Mutex
 		done, passed   int
 		errCount       int
-		budgetExceeded = budget < 0
+		budgetExceeded bool
 	)
+	for _, f := range e.finished {
+		done++
+		switch {
+		case f.Sample.Status == SampleStatusError:
+			errCount++
+		case f.Sample.Passed:
+			passed++
+		}
+		budget -= f.Sample.approxSize()
+	}
+	budgetExceeded = budget < 0 && !e.drop
 	stopOnDone := context.AfterFunc(runCtx, sched.stop)
 	defer stopOnDone()
 
 	if budgetExceeded {
 		sched.stop() // not even the fixed overhead fits
 	}
-	workers := min(e.opts.Concurrency, total)
+	workers := min(e.opts.Concurrency, total-len(e.finished))
 	var wg sync.WaitGroup
 	// Run owns the workers: it waits for every one before returning.
 	for range workers {
@@ -316,9 +436,16 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 					return // an undispatched sample is recorded as timeout below
 				}
 				res := e.runSample(runCtx, c, s)
-				byCase[c][s] = res
-				sched.done(c)
+				// A sample the run's end cut off is not finished: a resume
+				// runs it again.
+				cut := runCtx.Err() != nil && (res.Error == TagTimeout || res.Error == TagCancelled)
 				mu.Lock()
+				slot := &slots(c)[s]
+				*slot = res
+				sched.done(c)
+				if e.onSample != nil && (!cut || e.drop) {
+					e.onSample(c, slot)
+				}
 				done++
 				switch {
 				case res.Status == SampleStatusError:
@@ -326,10 +453,16 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				case res.Passed:
 					passed++
 				}
-				budget -= res.approxSize()
-				if budget < 0 && !budgetExceeded {
-					budgetExceeded = true
-					sched.stop()
+				if e.drop {
+					if remaining[c]--; remaining[c] == 0 {
+						caseDone(c)
+					}
+				} else {
+					budget -= res.approxSize()
+					if budget < 0 && !budgetExceeded {
+						budgetExceeded = true
+						sched.stop()
+					}
 				}
 				if e.progress != nil {
 					e.progress(Progress{Done: done, Total: total, Passed: passed, Errors: errCount, Elapsed: time.Since(start)})
@@ -348,11 +481,26 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	}
 	// Samples never dispatched before the run deadline are timeouts.
 	for c := range byCase {
-		for s := range byCase[c] {
-			if byCase[c][s].SampleID == "" {
-				byCase[c][s] = ErrorSample(e.set, c, s, TagTimeout)
+		if e.drop && remaining[c] == 0 {
+			continue
+		}
+		ss := slots(c)
+		for s := range ss {
+			if ss[s].SampleID == "" {
+				ss[s] = ErrorSample(e.set, c, s, TagTimeout)
+				if e.drop {
+					e.onSample(c, &ss[s]) // the stream is the result
+				}
 			}
 		}
+		if e.drop {
+			caseDone(c)
+		}
+	}
+	if e.drop {
+		// Cases carry no samples: the caller streamed them. Not marked
+		// checked, so Render refuses it; the stream summary is its use.
+		return agg.finish(time.Since(start).Milliseconds()), nil
 	}
 	r := aggregate(headerOf(e.set, e.opts, time.Since(start)), descsOf(e.metrics), byCase)
 	type plain Result // skip Result.MarshalJSON's second pass
@@ -668,4 +816,28 @@ func (s *SampleResult) approxSize() int {
 		n += 200 + approxSize(s.Criteria[i].Metadata)
 	}
 	return n
+}
+
+// checkFinished checks the samples a resumed run starts from: in range,
+// of the set's cases, with their deterministic ids, each at most once.
+func checkFinished(set *Set, opts Options, finished []StreamSample) error {
+	if len(finished) == 0 {
+		return nil
+	}
+	seen := make(map[[2]int]bool, len(finished))
+	for _, f := range finished {
+		ci, si := f.CaseIndex, f.Sample.SampleIndex
+		if ci < 0 || ci >= len(set.Cases) || si < 0 || si >= opts.Samples {
+			return newErr(CodeInvalidSampleResults, "finished sample out of range")
+		}
+		id := set.Cases[ci].ID
+		if f.Sample.CaseID != id || f.Sample.SampleID != SampleID(set.ID, set.Version, id, si) {
+			return newErr(CodeInvalidSampleResults, "sample id "+id+"#"+strconv.Itoa(si))
+		}
+		if seen[[2]int{ci, si}] {
+			return newErr(CodeInvalidSampleResults, "duplicate "+id+"#"+strconv.Itoa(si))
+		}
+		seen[[2]int{ci, si}] = true
+	}
+	return nil
 }

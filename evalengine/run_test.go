@@ -53,7 +53,7 @@ func TestOptions_Bounds(t *testing.T) {
 func TestRun_SampleLimit(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"id":"s","version":"1","cases":[`)
-	for i := 0; i < 101; i++ {
+	for i := 0; i < evalengine.MaxTotalSamples/100+1; i++ {
 		if i > 0 {
 			b.WriteString(",")
 		}
@@ -66,7 +66,7 @@ func TestRun_SampleLimit(t *testing.T) {
 		Options: opts(func(o *evalengine.Options) { o.Samples = 100 }),
 	})
 	wantCode(t, err, evalengine.CodeSampleLimitExceeded)
-	if !strings.Contains(err.Error(), "10100") {
+	if !strings.Contains(err.Error(), "1000100") {
 		t.Fatalf("error should carry the total: %v", err)
 	}
 }

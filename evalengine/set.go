@@ -9,9 +9,12 @@ import (
 	"github.com/fadcedab/adk/internal/secrets"
 )
 
-// Eval set bounds (CONTRACTS §5.1).
+// Eval set bounds (CONTRACTS §5.1, raised by issue 19: a fleet exists
+// for regression suites of tens of thousands of cases). LoadOptions.MaxCases
+// lowers the case bound; the file's byte bound (16 MiB) and the JSON
+// limits of one document (nodes, strings, depth) stay.
 const (
-	MaxCases                 = 1000
+	MaxCases                 = 100_000
 	MaxTurns                 = 1000
 	DefaultValidationTimeout = 2 * time.Second
 )
@@ -62,6 +65,8 @@ type LoadOptions struct {
 	ValidationTimeout time.Duration
 	// Limits tightens the JSON limits; zero fields are the defaults.
 	Limits jsonlimit.Limits
+	// MaxCases lowers the case bound (0 is MaxCases).
+	MaxCases int
 }
 
 // ParseSet reads a native eval set (schema 1 or 2) from untrusted bytes,
@@ -82,10 +87,17 @@ func ParseSet(data []byte) (*Set, error) {
 func decodeSet(data []byte, opts LoadOptions) (any, time.Time, error) {
 	timeout := opts.ValidationTimeout
 	if timeout <= 0 {
-		timeout = DefaultValidationTimeout
+		// The default budget grows with the document (a second per 2 MiB
+		// past the first 4): a 100,000-case set is big, not hostile.
+		timeout = DefaultValidationTimeout + time.Duration(max(0, len(data)-4<<20)/(2<<20))*time.Second
 	}
 	deadline := time.Now().Add(timeout)
-	lim, err := jsonlimit.DefaultLimits().Tighten(opts.Limits)
+	// An eval set may hold MaxCases cases: the list, node and string
+	// ceilings are those of adk's own large documents; the 16 MiB byte
+	// bound is the contract's.
+	base := jsonlimit.OwnDocumentLimits()
+	base.MaxBytes = jsonlimit.DefaultMaxBytes
+	lim, err := base.Tighten(opts.Limits)
 	if err != nil {
 		return nil, deadline, &Error{Code: CodeInvalidEvalSet, Reason: "invalid_limits", Err: err}
 	}

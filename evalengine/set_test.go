@@ -90,7 +90,7 @@ func TestParseSet_Errors(t *testing.T) {
 	deep := strings.Repeat(`[`, 70) + strings.Repeat(`]`, 70)
 	var many strings.Builder
 	many.WriteString(`{"id":"s","version":"1","cases":[`)
-	for i := 0; i < 1001; i++ {
+	for i := 0; i < evalengine.MaxCases+1; i++ {
 		if i > 0 {
 			many.WriteString(",")
 		}
@@ -109,7 +109,8 @@ func TestParseSet_Errors(t *testing.T) {
 		{"empty id", `{"id":"","version":"1","cases":[]}`, evalengine.CodeInvalidEvalSetID, ""},
 		{"missing version", `{"id":"s","cases":[]}`, evalengine.CodeInvalidEvalSetVersion, ""},
 		{"cases not list", `{"id":"s","version":"1","cases":{}}`, evalengine.CodeInvalidEvalCases, ""},
-		{"too many cases", many.String(), evalengine.CodeCaseLimitExceeded, ""},
+		// MaxCases+1 cases pass the JSON list bound first (the same 100,000).
+		{"too many cases", many.String(), evalengine.CodeInvalidEvalSet, "eval_list_too_large"},
 		{"duplicate case id", `{"id":"s","version":"1","cases":[{"id":"a","input":1},{"id":"a","input":2}]}`, evalengine.CodeDuplicateCaseID, ""},
 		{"no turns", `{"id":"s","version":"1","cases":[{"id":"a","turns":[]}]}`, evalengine.CodeCaseHasNoTurns, ""},
 		{"no turns or input", `{"id":"s","version":"1","cases":[{"id":"a"}]}`, evalengine.CodeCaseHasNoTurns, ""},
@@ -187,4 +188,15 @@ func TestEncodeSet_RoundTrip(t *testing.T) {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+func TestLoadSet_MaxCasesOption(t *testing.T) {
+	doc := []byte(`{"id":"s","version":"1","cases":[{"id":"a","input":"x"},{"id":"b","input":"x"}]}`)
+	if _, _, err := evalengine.LoadSetWithOptions(doc, evalengine.LoadOptions{MaxCases: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := evalengine.LoadSetWithOptions(doc, evalengine.LoadOptions{MaxCases: 1})
+	wantCode(t, err, evalengine.CodeCaseLimitExceeded)
+	_, _, err = evalengine.LoadSetWithOptions(doc, evalengine.LoadOptions{MaxCases: evalengine.MaxCases + 1})
+	wantCode(t, err, evalengine.CodeInvalidEvalOptions)
 }

@@ -31,7 +31,7 @@ func TestEvalRun_FailureReasonsInEveryFormat(t *testing.T) {
  {"id":"pune","expected_trajectory":["get_weather"],"input":"Weather in Pune?","expected":"Sunny"},
  {"id":"oslo","expected_trajectory":[{"tool":"get_weather","args":{"city":"Oslo"}}],"input":"Weather in Oslo?","expected":"Snow"}]}`)
 	for _, format := range evalengine.Formats() {
-		if format == evalengine.FormatJSON {
+		if format == evalengine.FormatJSON || format == evalengine.FormatJSONL {
 			continue // the full result; its reasons are the metrics' metadata
 		}
 		t.Run(format, func(t *testing.T) {

@@ -380,7 +380,9 @@ func TestEvalRun_InterruptCancelsCleanly(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v to stop", d)
 	}
-	if errb.String() != "adk: evaluation_failed: evaluation_cancelled\n" || out.Len() != 0 {
+	// The partial report precedes the error line; no sample finished, so
+	// no journal is kept.
+	if errb.String() != "adk: interrupted after 0 of 2 samples (0 passed, 0 failed, 0 error)\nadk: evaluation_failed: evaluation_cancelled\n" || out.Len() != 0 {
 		t.Fatalf("stdout %q stderr %q", out.String(), errb.String())
 	}
 	noFilesBut(t, dir, "good.json", "bad.json", "set.json", "criteria.json", "openai.json")

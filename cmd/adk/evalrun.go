@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"net/url"
@@ -20,9 +21,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fadcedab/adk/agent"
+	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/evalengine/agentadapter"
 	"github.com/fadcedab/adk/evalengine/httpadapter"
+	"github.com/fadcedab/adk/evalengine/respcache"
 	"github.com/fadcedab/adk/observability"
 )
 
@@ -49,6 +52,11 @@ type evalRunFlags struct {
 	cluster         clusterFlags
 	traceDrain      time.Duration
 	traceTo         string
+
+	// Local runs only: the resume journal and the response cache.
+	resume, cache, cacheMode string
+	// digests identify a local run's inputs (resume journal, jsonl header).
+	digests map[string]string
 }
 
 func newEvalRunFlags() *evalRunFlags {
@@ -135,6 +143,10 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	fl.Var(&posIntValue{dst: &o.MaxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
 	fl.StringVar(&f.traceTo, "trace-to", "", "also publish this run's traces into the cluster at this NATS URL, under --scope (read them with adk trace query)")
 	fl.DurationVar(&f.traceDrain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for traces to reach ADK_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* (1ms..5m)")
+	fl.StringVar(&f.resume, "resume", "", resumeUsage)
+	fl.StringVar(&f.cache, "cache", "", "cache model responses in this directory (default $"+envCacheDir+"; AGENT.json agents only)")
+	fl.StringVar(&f.cacheMode, "cache-mode", "", "response cache mode: read|write|readwrite|off (default readwrite with a cache directory)")
+	_ = cmd.RegisterFlagCompletionFunc("cache-mode", cobra.FixedCompletions(respcache.Modes(), cobra.ShellCompDirectiveNoFileComp))
 	f.cluster.register(cmd)
 	return cmd
 }
@@ -227,6 +239,9 @@ func (f *evalRunFlags) runner(cmd *cobra.Command) (evalRunner, error) {
 	if f.userSimConfig != "" {
 		return nil, usageError{errors.New("--user-simulator-config is local: a cluster does not simulate users (its conversation_scenario cases are not_evaluated)")}
 	}
+	if f.resume != "" || f.cache != "" || f.cacheMode != "" {
+		return nil, usageError{errors.New("--resume, --cache and --cache-mode are local (--config or --agent-url)")}
+	}
 	return &clusterRunner{cf: &f.cluster}, nil
 }
 
@@ -267,7 +282,18 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		return err
 	}
 	evalengine.MarkNotEvaluated(result, r.skipped(), evalengine.NotEvaluatedUserSimulator)
-	return f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
+	// A local run may stream its report (jsonl) and keeps a journal that
+	// outlives a failed report (evaljournal.go).
+	l, _ := r.(*localRunner)
+	if l != nil && l.stream != nil {
+		return l.stream.finish(reportWriter(cmd, f.output), f.output, result)
+	}
+	err = f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
+	if l != nil {
+		var ec *exitCodeError
+		l.journal.finish(cmd.ErrOrStderr(), err == nil || errors.As(err, &ec), l.cut)
+	}
+	return err
 }
 
 // localRunner runs the eval in this process.
@@ -278,12 +304,20 @@ type localRunner struct {
 	adapter evalengine.Adapter
 	tracing *localTracing
 	skip    []string
+	cache   *respcache.Cache
+	journal *evalJournal
+	stream  *evalStream
+	cut     int // samples --timeout cut off, not journaled
 }
 
 func (l *localRunner) secrets() []string { return l.creds }
 func (l *localRunner) skipped() []string { return l.skip }
 
 func (l *localRunner) finish(stderr io.Writer) {
+	l.journal.close()
+	if err := l.cache.Close(); err != nil {
+		fmt.Fprintf(stderr, "adk: warning: closing the response cache: %v\n", err)
+	}
 	if l.tracing != nil {
 		l.tracing.finish(stderr)
 	}
@@ -300,11 +334,14 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 		l.creds = configSecrets(cfgData)
 	}
 	var judge *evalengine.ModelEnv
+	var judgeData []byte // for the resume digest
 	if f.judgeConfig != "" {
 		if judge, err = loadJudgeConfig(f.judgeConfig); err != nil {
 			return err
 		}
 		l.creds = append(l.creds, judgeSecrets(judge)...)
+		// For the resume digest: the judge is part of what scores mean.
+		judgeData, _ = readCapped("judge_config", f.judgeConfig, maxConfigFileBytes)
 	}
 	var userSim *evalengine.ModelEnv
 	if f.userSimConfig != "" {
@@ -312,6 +349,8 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 			return err
 		}
 		l.creds = append(l.creds, judgeSecrets(userSim)...)
+		simData, _ := readCapped("user_simulator_config", f.userSimConfig, maxConfigFileBytes)
+		judgeData = append(judgeData, simData...)
 	}
 	var format evalengine.SetFormat
 	if l.set, format, err = loadEvalSetFormat(f.evalSet); err != nil {
@@ -327,11 +366,17 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 			return engineError("", err)
 		}
 	}
+	if f.digests, err = runDigests(cfgData, f.agentURL, l.set, criteria, judgeData, opts); err != nil {
+		return err
+	}
+	if l.cache, err = openEvalCache(f.cache, f.cacheMode, f.agentURL); err != nil {
+		return err
+	}
 	to := traceTarget{url: f.traceTo, principal: f.cluster.scope}
 	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain, to); err != nil {
 		return err
 	}
-	if l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer()); err != nil {
+	if l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer(), cacheWrap(l.cache)); err != nil {
 		return err
 	}
 	if userSim == nil {
@@ -378,17 +423,45 @@ func (f *evalRunFlags) criteriaDoc(format evalengine.SetFormat) ([]byte, int, er
 	return tc.Criteria, tc.MaxTurns, nil
 }
 
-func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error) {
+func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error) {
+	journal, err := openJournal(f.resume, f.output, cmd.ErrOrStderr(), l.set, opts.Samples, f.digests)
+	if err != nil {
+		return nil, err
+	}
+	l.journal = journal
 	rc := evalengine.RunConfig{Adapter: l.adapter, Metrics: l.metrics, Options: opts, Observer: l.tracing.observer()}
-	if p := newProgress(progressWriter(cmd)); p != nil {
+	if journal != nil {
+		rc.Finished, rc.OnSample = journal.finished, journal.record
+		journal.scrub(l.creds)
+	}
+	// jsonl streams: samples go out as they finish and only case
+	// aggregates stay in memory (evaljournal.go).
+	if l.stream, err = f.startStream(reportWriter(cmd, f.output), journal, l.set, opts.Samples, f.digests, l.creds); err != nil {
+		return nil, err
+	}
+	if l.stream != nil {
+		rc.OnSample, rc.DropSamples = l.stream.record, true
+	}
+	total := len(l.set.Cases) * opts.Samples
+	p := newProgress(progressWriter(cmd))
+	if p != nil {
 		rc.Progress = p.update
-		p.begin(len(l.set.Cases) * opts.Samples)
-		defer p.end()
+		p.begin(total)
 	}
 	result, err := evalengine.Run(ctx, l.set, rc)
+	if p != nil {
+		p.end() // before the partial report below
+	}
 	if err != nil {
+		if evalengine.ErrorCode(err) == evalengine.CodeEvaluationCancelled {
+			journal.interrupted(cmd.ErrOrStderr(), total)
+		} else {
+			journal.discardEmpty()
+		}
 		return nil, engineError(codeEvaluationFailed, err)
 	}
+	l.cut = journal.cutSamples()
+	recordCacheStats(result, l.cache)
 	return result, nil
 }
 
@@ -475,7 +548,7 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.R
 			report = cmp
 		}
 	}
-	exportOpts := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes}
+	exportOpts := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes, StreamDigests: f.digests}
 	var data []byte
 	var err error
 	if f.format == evalengine.FormatHTML {
@@ -518,7 +591,7 @@ func loadBaseline(path string) (*evalengine.Result, error) {
 
 // adapter builds the agent under evaluation: the AGENT.json agent (a fresh
 // runtime per sample) or, with --agent-url, the HTTP adapter.
-func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer) (evalengine.Adapter, error) {
+func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer, wrap func(model.Provider, string, evalengine.SampleInfo) model.Provider) (evalengine.Adapter, error) {
 	if f.agentURL != "" {
 		u, err := url.Parse(f.agentURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -535,7 +608,7 @@ func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs obse
 	if err != nil {
 		return nil, agentConfigError(err)
 	}
-	a, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents, Build: agent.BuildOptions{Observer: obs}})
+	a, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents, Build: agent.BuildOptions{Observer: obs}, WrapModel: wrap})
 	if err != nil {
 		return nil, &cliError{Code: codeInvalidAgentConfig, Err: err}
 	}

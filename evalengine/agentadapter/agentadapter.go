@@ -81,6 +81,10 @@ type Options struct {
 	// Build carries extra build options (Funcs for Go tools, Plugins,
 	// Observer, Callbacks). Sessions, IDs and AppName are set per sample.
 	Build agent.BuildOptions
+	// WrapModel, if set, wraps the model providers of each sample's
+	// agent, knowing the sample (the response cache keys on its index).
+	// It overrides Build.WrapModel.
+	WrapModel func(p model.Provider, modelName string, info evalengine.SampleInfo) model.Provider
 }
 
 // Adapter is the default agent adapter. It is safe for concurrent use.
@@ -121,6 +125,9 @@ func (a *Adapter) NewSession(ctx context.Context, info evalengine.SampleInfo) (e
 	bo.AppName = a.opts.AppName
 	bo.Sessions = agent.NewInMemorySessionService()
 	bo.IDs = agent.SequentialIDs()
+	if wrap := a.opts.WrapModel; wrap != nil {
+		bo.WrapModel = func(p model.Provider, name string) model.Provider { return wrap(p, name, info) }
+	}
 	r, err := a.cfg.Build(bo)
 	if err != nil {
 		return nil, &evalengine.AdapterError{Tag: TagBuildFailed, Err: err}
