@@ -38,7 +38,7 @@ bench: bench-eval bench-fleet bench-otlp ## Run the benchmarks and print the fig
 	ADK_BENCH_LARGE=1 ADK_BENCH_RATE=50000 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench-eval
-bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256
+bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256; --cache cold and cached; 100k cases --format jsonl (peak RSS)
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/evalbench -adk $(BIN) -openaifake bin/openaifake
 

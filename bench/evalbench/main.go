@@ -13,6 +13,12 @@
 //     scripted JSON run again with ADK_TRACING=off, in the same run (A/B):
 //     tracing on with no exporter must keep ≥95% of the untraced
 //     throughput; the CPU/sample column is the traced sample's CPU.
+//  4. The response cache (issue 16): 1,000 calls against the 200 ms fake
+//     with --cache, then the same run again, which must make no call and
+//     finish under 1 s.
+//  5. A big set (issue 19): 100,000 single-turn cases against the fake
+//     answering at once, --format jsonl (samples streamed out, only case
+//     aggregates kept); the peak RSS is the figure. -big=false skips it.
 //
 // CPU time and peak RSS are the adk child's own (rusage). Inputs are
 // generated into a temporary directory that is removed afterwards.
@@ -49,6 +55,7 @@ func main() {
 	delay := flag.Duration("delay", 200*time.Millisecond, "model latency of the fake server")
 	scriptedConc := flag.Int("scripted-concurrency", 4, "--concurrency of the zero-latency run")
 	skipOpenAI := flag.Bool("scripted-only", false, "run only the zero-latency benchmark")
+	big := flag.Bool("big", true, "run the 100,000-case jsonl benchmark")
 	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
 	flag.Parse()
 	log.SetFlags(0)
@@ -117,7 +124,30 @@ func main() {
 				}
 			}
 		}
+		// 4. The response cache: a cold run fills it, the re-run is served
+		// from it (the fake is still up: a miss would show as 200 ms).
+		cache := filepath.Join(dir, "cache")
+		for _, label := range []string{"cold", "cached"} {
+			r := runADK(*adk, dir, "openai-cache-"+label, 1000, 256, *delay, "eval", "run", "--config", "openai.json", "--eval-set", "set10.json",
+				"--samples", "100", "--concurrency", "256", "--timeout", "600000", "--format", "json", "--cache", cache)
+			r.name = fmt.Sprintf("openai fake, %v, --cache %s", *delay, label)
+			if label == "cached" {
+				r.delay = 0 // no bound: nothing waits for the model
+			}
+			rows = append(rows, r)
+		}
 		stop()
+		if *big {
+			// 5. 100,000 cases, streamed.
+			addr, stop := startFake(*fake, 0)
+			must(os.WriteFile(filepath.Join(dir, "openai0.json"), []byte(openAIAgent(addr)), 0o644))
+			must(os.WriteFile(filepath.Join(dir, "set100k.json"), evalSet(100_000, "hello", "ok", false), 0o644))
+			r := runADK(*adk, dir, "openai-100k-jsonl", 100_000, 64, 0, "eval", "run", "--config", "openai0.json", "--eval-set", "set100k.json",
+				"--concurrency", "64", "--timeout", "3600000", "--capture-events", "false", "--format", "jsonl")
+			r.name = "openai fake, 0 ms, 100k cases, jsonl"
+			rows = append(rows, r)
+			stop()
+		}
 	}
 	printTable(os.Stdout, rows)
 }
@@ -179,9 +209,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %-34s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %10s | %10s | %s\n",
+	fmt.Fprintf(w, "| %-40s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %10s | %10s | %s\n",
 		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "CPU/sample", "peak RSS", "report")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(36), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(12), dashes(12), dashes(8))
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(42), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(12), dashes(12), dashes(8))
 	for _, r := range rows {
 		rate := float64(r.samples) / r.wall.Seconds()
 		bound, ofBound := "-", "-"
@@ -194,7 +224,7 @@ func printTable(w io.Writer, rows []row) {
 		if r.note != "ok" {
 			report = r.note
 		}
-		fmt.Fprintf(w, "| %-34s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8.1fµs | %6.1f MiB | %s\n",
+		fmt.Fprintf(w, "| %-40s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8.1fµs | %6.1f MiB | %s\n",
 			r.name, r.samples, r.conc, r.wall.Seconds(), rate, float64(r.wall.Microseconds())/float64(r.samples),
 			bound, ofBound, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), report)
 	}
