@@ -47,7 +47,7 @@ func TestEvalRun_ResponseCache(t *testing.T) {
 		t.Fatalf("cache metadata cold %v warm %v", cold, warm)
 	}
 	if a, b := withoutCacheMeta(t, filepath.Join(dir, "cold.json")), withoutCacheMeta(t, filepath.Join(dir, "warm.json")); a != b {
-		t.Fatal("the cached run's result differs")
+		t.Fatalf("the cached run's result differs: %s", firstDiff(a, b))
 	}
 	// The Markdown report counts the hits.
 	r = runADK(t, dir, nil, append(args, "--format", "markdown")...)

@@ -124,7 +124,7 @@ func resultWithoutTimings(t *testing.T, path string) string {
 		r.Cases[ci].DurationMS = 0
 		for si := range r.Cases[ci].Samples {
 			s := &r.Cases[ci].Samples[si]
-			s.DurationMS = 0
+			s.DurationMS, s.TraceID = 0, ""
 			for ti := range s.Turns {
 				s.Turns[ti].AdapterMetadata["runtime_latency_ms"] = 0
 				s.Turns[ti].RunID, s.Turns[ti].TraceID = "", ""
@@ -226,7 +226,7 @@ func TestEvalRun_ResumeAfterSIGINT(t *testing.T) {
 	}
 	noFilesBut(t, dir, "set.json", "agent.json", "full.json", "out.json")
 	if a, b := resultWithoutTimings(t, filepath.Join(dir, "full.json")), resultWithoutTimings(t, filepath.Join(dir, "out.json")); a != b {
-		t.Fatalf("resumed result differs from the uninterrupted run (%d vs %d bytes)", len(a), len(b))
+		t.Fatalf("resumed result differs from the uninterrupted run: %s", firstDiff(a, b))
 	}
 }
 
@@ -262,7 +262,7 @@ func TestEvalRun_JSONLStreams(t *testing.T) {
 	data, _ := json.Marshal(back)
 	writeFile(t, dir, "back.json", string(data))
 	if a, b := resultWithoutTimings(t, filepath.Join(dir, "ref.json")), resultWithoutTimings(t, filepath.Join(dir, "back.json")); a != b {
-		t.Fatal("the jsonl stream decodes to another result than the json report")
+		t.Fatalf("the jsonl stream decodes to another result than the json report: %s", firstDiff(a, b))
 	}
 
 	r = runADK(t, dir, nil, append(args, "--format", "jsonl", "--output", "out.jsonl")...)
@@ -279,4 +279,14 @@ func TestEvalRun_JSONLStreams(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "# Evaluation report") {
 		t.Fatalf("re-render: exit %d %q", r.code, r.stderr)
 	}
+}
+
+// firstDiff shows where two documents part.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-150)
+	return fmt.Sprintf("at byte %d:\n%s\n%s", i, a[lo:min(len(a), i+80)], b[lo:min(len(b), i+80)])
 }
