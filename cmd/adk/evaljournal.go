@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/fadcedab/adk/evalengine"
 )
@@ -99,6 +100,11 @@ type evalJournal struct {
 	fresh    bool // created by this run (not --resume)
 	complete bool // --resume named a complete stream: never removed
 
+	// The flusher writes out a pending batch within flushEvery even when
+	// no further sample finishes (a crash then loses at most that much).
+	stopFlush chan struct{}
+	flushDone chan struct{}
+
 	mu                    sync.Mutex
 	done, passed, errored int
 	failed                bool // writing failed or hit the bound: warned once
@@ -132,6 +138,7 @@ func openJournal(resume, output string, stderr io.Writer, set *evalengine.Set, s
 			return nil, &cliError{Code: codeJournalWriteFailed, Reason: err.Error(), Err: err}
 		}
 		j.f, j.sw = f, sw
+		j.startFlusher()
 		return j, nil
 	}
 	j.path = resume
@@ -193,7 +200,30 @@ func openJournal(resume, output string, stderr io.Writer, set *evalengine.Set, s
 		return nil, &cliError{Code: codeJournalWriteFailed, Reason: err.Error(), Err: err}
 	}
 	j.f, j.sw = f, sw
+	j.startFlusher()
 	return j, nil
+}
+
+// flushEvery bounds how long a finished sample waits in the journal's
+// buffer.
+const flushEvery = 200 * time.Millisecond
+
+// startFlusher starts the goroutine close stops.
+func (j *evalJournal) startFlusher() {
+	j.stopFlush, j.flushDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(j.flushDone)
+		t := time.NewTicker(flushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-j.stopFlush:
+				return
+			case <-t.C:
+				_ = j.sw.Flush()
+			}
+		}
+	}()
 }
 
 func journalFlagOf(digest string) string {
@@ -240,6 +270,11 @@ func (j *evalJournal) record(ci int, s *evalengine.SampleResult) {
 func (j *evalJournal) close() {
 	if j == nil || j.f == nil {
 		return
+	}
+	if j.stopFlush != nil {
+		close(j.stopFlush)
+		<-j.flushDone
+		j.stopFlush = nil
 	}
 	_ = j.sw.Flush()
 	_ = j.f.Sync()

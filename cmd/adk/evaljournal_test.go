@@ -169,6 +169,13 @@ func TestEvalRun_ResumeAfterSIGINT(t *testing.T) {
 		_, total, blocked := fake.snapshot()
 		return total == stopAt && blocked > 0
 	})
+	// Every answered sample is journaled (the journal writes out a batch
+	// within 200 ms): an answer still in flight at SIGINT would be paid
+	// twice, rightly, since its sample never finished.
+	testutil.WaitFor(t, 30*time.Second, "the answered samples in the journal", func() bool {
+		data, _ := os.ReadFile(filepath.Join(dir, "out.json"+journalSuffix))
+		return bytes.Count(data, []byte("\n")) == stopAt+1
+	})
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
