@@ -52,6 +52,7 @@ bench-otlp: build ## OTLP/HTTP ingestion through adk serve driven by telemetryge
 	$(GO) run ./bench/otlpbench -adk $(BIN)
 
 .PHONY: demo
+.PHONY: chaos
 chaos: ## Seeded random faults (leader, follower, worker, NATS node, worker silence) over an in-process cluster; CHAOS_RUNS (default 20), CHAOS_SEED replays
 	CHAOS_RUNS=$${CHAOS_RUNS:-20} go test -count=1 -timeout 0 -run 'TestChaosChecker|TestClusterChaos' -v ./testcluster/ | grep -E '^(---|ok|FAIL)|chaos'
 
