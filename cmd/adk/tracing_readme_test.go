@@ -51,8 +51,8 @@ func readmeSectionCommands(t *testing.T, title string) []string {
 // and sample (JOB_ID and SAMPLE_ID are taken from the outputs before).
 func TestReadme_TracingEveryRun(t *testing.T) {
 	cmds := readmeSectionCommands(t, "Tracing every run")
-	if len(cmds) != 7 {
-		t.Fatalf("found %d commands, the test expects the section's 7", len(cmds))
+	if len(cmds) != 8 {
+		t.Fatalf("found %d commands, the test expects the section's 8", len(cmds))
 	}
 	sink := newOTLPSink(t)
 	dir := t.TempDir()
