@@ -131,7 +131,9 @@ func TestEvalRun_ExportsOneTracePerSampleToOTLP(t *testing.T) {
 func TestEvalRun_CollectorDownOrRefusingKeepsTheVerdict(t *testing.T) {
 	base, _ := travelEval(t, nil)
 	sink := newOTLPSink(t)
-	sink.status = 503
+	sink.mu.Lock()
+	sink.status = 503 // under the lock: the handler reads it, and the race detector cannot see the binary's request order
+	sink.mu.Unlock()
 	for name, env := range map[string][]string{
 		"down":    {"ADK_OTLP_ENDPOINT=http://127.0.0.1:1"},
 		"refuses": {"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.srv.URL},

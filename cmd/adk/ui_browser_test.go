@@ -316,10 +316,7 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 				chromedp.Click(chromedp.CSS("main form button[type=submit]")),
 				chromedp.WaitVisible(chromedp.CSS(`main[data-ready*="run_id=ui-run"]`)))
 			n := get(b, "waterfall rows", chromedp.Evaluate[int](`document.querySelectorAll('table[aria-label="Span waterfall"] tbody tr').length`))
-			if n == 3 {
-				return true
-			}
-			return false
+			return n == 3
 		})
 		b.screenshot("trace", "invoke_agent travel", "execute_tool <svg onload=alert(5)>", "gen_ai.request.model=scripted-1", "error.type=tool_error")
 	})

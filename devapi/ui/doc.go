@@ -1,6 +1,6 @@
 // Package ui is adk's web UI: a few static files (index.html, app.css,
 // app.js; plain DOM, no front-end toolchain, no CDN) embedded with
-// go:embed and served by Handler. `adk serve` and `adk api` mount it at /
+// the go:embed directive and served by Handler. `adk serve` and `adk api` mount it at /
 // on the developer API's listener (devapi.Options.UI), so it uses the same
 // tokens and routes as any client of /dev/v1.
 //

@@ -136,7 +136,7 @@ func ParseTokens(data []byte) (*Tokens, error) {
 		if len(f) == 3 {
 			list, ok := strings.CutPrefix(f[2], "scopes=")
 			if !ok {
-				return nil, fmt.Errorf("tracenode: tokens file line %d: third field must be scopes=<scope>,<scope>...", i+1)
+				return nil, fmt.Errorf("tracenode: tokens file line %d: third field must be scopes=<scope>[,<scope>]", i+1)
 			}
 			scopes := strings.Split(list, ",")
 			if len(scopes) > MaxScopesPerToken {
