@@ -8,7 +8,9 @@ import (
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/store/tracenode"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -51,20 +53,21 @@ type StoreNodeView struct {
 
 // Cluster gathers the cluster view: the coordinator's capabilities and the
 // signal stream's state. Either half may be missing (its error says why).
-func (s *Server) Cluster(ctx context.Context) *ClusterView {
+// coord or nc may be nil.
+func Cluster(ctx context.Context, coord *client.Client, nc *nats.Conn) *ClusterView {
 	v := &ClusterView{}
-	if s.o.Coord == nil {
+	if coord == nil {
 		v.CoordinatorError = "no coordinator client"
-	} else if caps, err := s.o.Coord.Capabilities(ctx); err != nil {
+	} else if caps, err := coord.Capabilities(ctx); err != nil {
 		v.CoordinatorError = api.AsError(err).Code
 	} else {
 		v.Coordinator = caps
 	}
-	if s.o.NATS == nil {
+	if nc == nil {
 		v.SignalsError = "no NATS connection"
 		return v
 	}
-	sv, err := signalsView(ctx, s.o)
+	sv, err := signalsView(ctx, nc)
 	if err != nil {
 		v.SignalsError = err.Error()
 	}
@@ -72,8 +75,8 @@ func (s *Server) Cluster(ctx context.Context) *ClusterView {
 	return v
 }
 
-func signalsView(ctx context.Context, o Options) (*StreamView, error) {
-	js, err := jetstream.New(o.NATS)
+func signalsView(ctx context.Context, nc *nats.Conn) (*StreamView, error) {
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
@@ -109,5 +112,5 @@ func signalsView(ctx context.Context, o Options) (*StreamView, error) {
 func (s *Server) cluster(w http.ResponseWriter, c *call) *Error {
 	ctx, cancel := context.WithTimeout(c.r.Context(), 10*time.Second)
 	defer cancel()
-	return s.writeJSON(w, http.StatusOK, s.Cluster(ctx))
+	return s.writeJSON(w, http.StatusOK, Cluster(ctx, s.o.Coord, s.o.NATS))
 }

@@ -229,6 +229,10 @@ func (s *Server) submit(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
+	if len(s.o.Agents) > 0 && !isAllowed(req.Agent, s.o.Agents) {
+		return errorf(http.StatusNotFound, CodeAgentNotFound, "agent_name "+strconv.Quote(req.Agent)+" is not an agent of this cluster").
+			with(map[string]any{"field": "agent_name", "valid": s.o.Agents})
+	}
 	job, err := cl.Submit(c.r.Context(), scope, *req)
 	if err != nil {
 		return serviceError(err)

@@ -41,7 +41,7 @@ func FuzzParseQuery(f *testing.F) {
 func FuzzParseSubmit(f *testing.F) {
 	for _, s := range []string{
 		`{"agent_name":"a","set":{"id":"s"}}`,
-		`{"agent_name":"a","set":{},"metrics":[{"id":"l","metric":"latency","threshold":0.5,"config":{"max_ms":100}}]}`,
+		`{"agent_name":"a","set":{},"metrics":[{"id":"l","metric":"latency","threshold":0.5,"config":{"target_ms":100}}]}`,
 		`{"agent_name":"a","set":{},"metrics":[{"id":"j","metric":"llm_judge"}]}`,
 		`{"agent_name":"a","agent_name":"b","set":{}}`,
 		`{"agent_name":"a","set":{},"module":"x"}`,

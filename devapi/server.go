@@ -46,6 +46,10 @@ type Options struct {
 	// (default 250 ms); EventHeartbeat how often an idle stream sends a
 	// comment (default 15 s).
 	EventInterval, EventHeartbeat time.Duration
+	// Agents, when set, are the agent names a submission may use (the
+	// workers' trusted agents); another name is 404
+	// evaluation_agent_not_found before anything reaches the coordinator.
+	Agents []string
 	// AllowedOrigins are origins (scheme://host[:port]) besides the
 	// server's own from which a browser may write.
 	AllowedOrigins []string

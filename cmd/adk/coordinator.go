@@ -16,6 +16,7 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/evalrecord"
 )
@@ -36,6 +37,10 @@ type coordinatorOptions struct {
 	replicas     int
 	// file is the resolved settings (defaults < file < flags).
 	file settings.File
+	ops  opsFlags
+	// listen is --tls-cert, --tls-key and --insecure-listen of
+	// --metrics-addr.
+	listen listenFlags
 }
 
 func newCoordinatorCmd() *cobra.Command {
@@ -103,6 +108,8 @@ func registerCoordinatorFlags(fl *pflag.FlagSet, o *coordinatorOptions) {
 	fl.StringSliceVar(&o.workers, "workers", nil, "allowlisted worker ids (required)")
 	fl.StringSliceVar(&o.coordinators, "coordinators", nil, "coordinator ids allowed to --join while this node leads")
 	fl.IntVar(&o.replicas, "replicas", 1, "replicas of the ADK_TASKS and ADK_RESULTS streams (1 or 3)")
+	o.ops.register(fl)
+	o.listen.register(fl)
 }
 
 // settingsError turns a refused settings key into the CLI's one-line
@@ -235,6 +242,13 @@ func runCoordinator(ctx context.Context, o coordinatorOptions, stdout, stderr io
 		return coordinatorStartError(err)
 	}
 	defer n.Stop()
+	reg := devapi.NewRegistry()
+	register(reg, coordinatorCollectors(n))
+	stopOps, err := o.ops.start(&o.listen, reg, func(context.Context) error { return n.Ready() }, stdout, "adk coordinator "+o.id)
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 	fmt.Fprintf(stdout, "adk coordinator %s: raft %s, data %s, workers %s\n", o.id, n.RaftAddr(), o.dataDir, strings.Join(o.workers, ","))
 	select {
 	case <-ctx.Done():

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,21 +80,29 @@ atomically to OUT, or to stdout with -.`,
 }
 
 func newEvalReportCmd() *cobra.Command {
-	var format, output, suite string
+	var format, output, suite, apiURL string
 	var cf clusterFlags
 	cmd := &cobra.Command{
-		Use:   "report (RESULT.json | JOB_ID [--nats URL])",
+		Use:   "report (RESULT.json | JOB_ID [--nats URL] | JOB_ID --url API_URL)",
 		Short: "Render a saved result, a baseline comparison or a cluster job's result",
 		Long: `Render a result document (adk eval run --format json) or a baseline
 comparison in another format. The document is re-validated strictly first.
 JUnit, SARIF and annotations need a result, not a comparison.
 
 With --nats (or $ADK_CLUSTER set and no such file) the argument is a job id
-and the cluster's stored result is rendered.`,
+and the cluster's stored result is rendered. With --url the job's report
+is fetched from the developer HTTP API instead (bearer token from
+$ADK_DEV_TOKEN): the same bytes.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputPath(output); err != nil {
 				return err
+			}
+			if apiURL != "" {
+				if cf.changed(cmd.Flags()) {
+					return usageError{errors.New("--url and --nats are two ways to reach a job: give one")}
+				}
+				return reportOverHTTP(cmd, apiURL, cf.scope, cmd.Flags().Changed("scope"), args[0], format, output, suite)
 			}
 			var v any
 			if cf.changed(cmd.Flags()) || (cf.url != "" && !fileExists(args[0])) {
@@ -120,6 +129,7 @@ and the cluster's stored result is rendered.`,
 	}
 	registerReportFlags(cmd, &format, &output, &suite, evalengine.FormatMarkdown)
 	cf.register(cmd)
+	cmd.Flags().StringVar(&apiURL, "url", "", "fetch JOB_ID's report from this developer HTTP API, e.g. http://127.0.0.1:8080 (token from $"+envDevToken+")")
 	return cmd
 }
 

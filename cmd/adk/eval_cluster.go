@@ -232,6 +232,7 @@ func serviceError(err error) error {
 // attachClusterEvalCmds adds the cluster job commands to `adk eval`.
 func attachClusterEvalCmds(eval *cobra.Command) *cobra.Command {
 	eval.AddCommand(newEvalSubmitCmd(), newEvalStatusCmd(), newEvalResultCmd(), newEvalCancelCmd(), newEvalJobsCmd())
+	eval.AddCommand(newEvalBaselinesCmd(), newEvalSetsCmd(), newEvalPruneCmd())
 	return eval
 }
 

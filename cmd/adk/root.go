@@ -58,6 +58,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCoordinatorCmd(), newWorkerCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newStoreCmd())
+	root.AddCommand(newAPICmd(), newClusterCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newConfigCmd())
 	return root

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
@@ -46,6 +48,12 @@ type serveOptions struct {
 	// resolve to.
 	set  *settings.Flags
 	file settings.File
+	// api is the developer HTTP API (--http-addr, off when empty); ops
+	// is --metrics-addr.
+	api apiFlags
+	ops opsFlags
+	// apiListening, when set, receives the API's base URL (tests).
+	apiListening func(url string)
 }
 
 // serveSettingsKeys are the settings `adk serve` has flags for.
@@ -144,6 +152,8 @@ over the file.`,
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service (without it no queries are served)")
 	o.eval.register(cmd.Flags())
 	o.set = settings.Bind(cmd.Flags(), serveSettingsKeys...)
+	o.api.register(cmd.Flags(), "", "developer HTTP API and web UI listen address, e.g. 127.0.0.1:8080 (off by default; needs --tokens; a non-loopback address needs --tls-cert/--tls-key or --insecure-listen)")
+	o.ops.register(cmd.Flags())
 	cmd.Flags().StringVar(&o.otlpAddr, "otlp-addr", "", "OTLP/HTTP listen address for POST /v1/traces and GET /metrics, e.g. 127.0.0.1:4318 (off by default; needs --tokens)")
 	return cmd
 }
@@ -189,13 +199,29 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if o.set == nil { // called without flags (tests): the defaults
 		o.file = settings.Defaults()
 	}
-	var auth tracenode.Authenticator
+	var (
+		auth   tracenode.Authenticator
+		tokens *tracenode.Tokens
+	)
 	if o.tokensFile != "" {
-		t, err := tracenode.LoadTokens(o.tokensFile)
+		t, err := loadTokens(o.tokensFile)
 		if err != nil {
 			return err
 		}
-		auth = t
+		auth, tokens = t, t
+	}
+	if o.api.httpAddr != "" {
+		if tokens == nil {
+			return usageError{errors.New("--http-addr needs --tokens (the API authenticates bearer tokens)")}
+		}
+		if err := devapi.CheckListen(o.api.config("http-addr", o.api.httpAddr)); err != nil {
+			return &cliError{Code: codeInvalidListen, Reason: "http-addr", Detail: err.Error(), Err: err}
+		}
+	}
+	if o.ops.metricsAddr != "" {
+		if err := devapi.CheckListen(o.api.config("metrics-addr", o.ops.metricsAddr)); err != nil {
+			return &cliError{Code: codeInvalidListen, Reason: "metrics-addr", Detail: err.Error(), Err: err}
+		}
 	}
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
@@ -249,18 +275,60 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		return err
 	}
 	defer ev.stop()
-	return runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, o.file.Store.Options(), log, func() {
+	reg := devapi.NewRegistry()
+	register(reg, coordinatorCollectors(ev.coord))
+	if ev.worker != nil {
+		register(reg, workerCollectors(ev.worker))
+	}
+	var stops []func()
+	defer func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}()
+	var startErr error
+	err = runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, o.file.Store.Options(), log, func(node *tracenode.Node) bool {
+		register(reg, storeCollectors(node))
+		ready := func(ctx context.Context) error {
+			if err := ev.coord.Ready(); err != nil {
+				return err
+			}
+			return node.Ready(ctx)
+		}
+		if o.api.httpAddr != "" {
+			a, err := startHTTPAPI(&o.api, tokens, client.New(ev.apiConn, 0), nc, reg, ready, ev.agents)
+			if err != nil {
+				startErr = err
+				return false
+			}
+			stops = append(stops, a.stop)
+			fmt.Fprintf(stdout, "adk serve: api %s/dev/v1/ (ui %s/)\n", a.ln.URL(), a.ln.URL())
+			if o.apiListening != nil {
+				o.apiListening(a.ln.URL())
+			}
+		}
+		stopOps, err := o.ops.start(&o.api.listenFlags, reg, ready, stdout, "adk serve")
+		if err != nil {
+			startErr = err
+			return false
+		}
+		stops = append(stops, stopOps)
 		if o.ready != nil {
 			o.ready(srv.ClientURL())
 		}
+		return true
 	})
+	if startErr != nil {
+		return startErr
+	}
+	return err
 }
 
 // runStoreNode runs a trace store node on nc until ctx ends: the store in
 // dir, lifecycle receivers publishing through a per-principal publisher
 // pool, the durable consumer and (with auth) the query service.
 func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tracenode.Authenticator,
-	opts tracestore.Options, log *slog.Logger, ready func()) error {
+	opts tracestore.Options, log *slog.Logger, ready func(*tracenode.Node) bool) error {
 	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
 	defer pool.Close()
 	st, err := tracestore.Open(tracestore.Config{Dir: dir, Options: opts, LifecycleSink: func(principal string, data []byte) error {
@@ -277,8 +345,8 @@ func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tra
 		return err
 	}
 	defer node.Stop()
-	if ready != nil {
-		ready()
+	if ready != nil && !ready(node) {
+		return nil
 	}
 	<-ctx.Done()
 	return nil
@@ -289,6 +357,8 @@ type storeOptions struct {
 	nats                      natsFlags
 	dataDir, name, tokensFile string
 	set                       *settings.Flags
+	ops                       opsFlags
+	listen                    listenFlags
 }
 
 func newStoreCmd() *cobra.Command {
@@ -344,7 +414,23 @@ format. Flags win over the file.`,
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "adk store: node %s, data %s, queries %s\n", o.name, o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
 			setStoreNodeMemoryLimit()
-			return runStoreNode(ctx, nc, o.dataDir, o.name, auth, f.Store.Options(), f.Log.Logger(os.Stderr), nil)
+			var (
+				startErr error
+				stopOps  = func() {}
+			)
+			err = runStoreNode(ctx, nc, o.dataDir, o.name, auth, f.Store.Options(), f.Log.Logger(os.Stderr), func(node *tracenode.Node) bool {
+				reg := devapi.NewRegistry()
+				register(reg, storeCollectors(node))
+				stopOps, startErr = o.ops.start(&o.listen, reg, node.Ready, cmd.OutOrStdout(), "adk store "+o.name)
+				return startErr == nil
+			})
+			if stopOps != nil {
+				stopOps() // the node is stopped; a scrape now would read a closed store
+			}
+			if startErr != nil {
+				return startErr
+			}
+			return err
 		},
 	}
 	o.nats.register(cmd.Flags(), defaultNATSURL)
@@ -352,5 +438,7 @@ format. Flags win over the file.`,
 	cmd.Flags().StringVar(&o.name, "name", "store-1", "node name (its durable consumer is adk-store-<name>)")
 	cmd.Flags().StringVar(&o.tokensFile, "tokens", "", "bearer tokens file for the query service")
 	o.set = settings.Bind(cmd.Flags(), "log.level", "log.format", "store.max_events", "store.max_bytes", "store.retention", "store.content_policy")
+	o.ops.register(cmd.Flags())
+	o.listen.register(cmd.Flags())
 	return cmd
 }

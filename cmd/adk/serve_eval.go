@@ -51,6 +51,11 @@ type serveEval struct {
 	worker  *worker.Worker
 	tracing *fleetTracing
 	conns   []*nats.Conn
+	// apiConn is the developer API's connection to the coordinator
+	// service.
+	apiConn *nats.Conn
+	// agents are the worker's agent names, sorted.
+	agents []string
 }
 
 // startServeEval starts the coordinator (bootstrapping a one-voter
@@ -86,6 +91,10 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, c setti
 	if err != nil {
 		return nil, coordinatorStartError(err)
 	}
+	if s.apiConn, err = srv.Connect(); err != nil {
+		return nil, err
+	}
+	s.conns = append(s.conns, s.apiConn)
 	if len(agents) > 0 {
 		wnc, err := srv.Connect(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(serveWorkerID)))
 		if err != nil {
@@ -110,6 +119,7 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, c setti
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	s.agents = names
 	fmt.Fprintf(stdout, "adk serve: eval coordinator (raft %s), worker agents [%s]\n", s.coord.RaftAddr(), strings.Join(names, ","))
 	return s, nil
 }

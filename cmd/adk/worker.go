@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/worker"
 )
@@ -27,6 +28,8 @@ type workerOptions struct {
 	id     string
 	agents []string
 	drain  time.Duration
+	ops    opsFlags
+	listen listenFlags
 }
 
 // maxWorkerCapacity bounds a worker's capacity.
@@ -59,6 +62,8 @@ agents as a whole.`,
 	fl := cmd.Flags()
 	o.nats.register(fl, "")
 	o.set = settings.Bind(fl, "worker.capacity", "log.level", "log.format")
+	o.ops.register(fl)
+	o.listen.register(fl)
 	fl.StringVar(&o.id, "id", "", "worker id: its NATS user and task subject token (required)")
 	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json (repeatable)")
 	fl.DurationVar(&o.drain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for task traces to be published (1ms..5m)")
@@ -149,6 +154,21 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout,
 		return &cliError{Code: codeInvalidAgentConfig, Detail: err.Error(), Err: err}
 	}
 	defer w.Stop()
+	reg := devapi.NewRegistry()
+	register(reg, workerCollectors(w))
+	stopOps, err := o.ops.start(&o.listen, reg, func(context.Context) error {
+		if !nc.IsConnected() {
+			return errors.New("not connected to NATS")
+		}
+		if w.Fenced() {
+			return errors.New("fenced: no heartbeat answer from a leader")
+		}
+		return nil
+	}, stdout, "adk worker "+wf.ID)
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 	names := make([]string, 0, len(wf.Agents))
 	for n := range wf.Agents {
 		names = append(names, n)
