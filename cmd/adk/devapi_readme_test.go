@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/devapi"
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// TestClusterReadme_DeveloperHTTPAPI runs the README's "Developer HTTP
+// API" block in order: the export line sets the environment, `adk serve
+// ... &` starts the built binary (on free ports, in a scratch data dir),
+// and every curl and adk line runs through sh and must exit 0. Then the
+// report the README fetched over HTTP is checked byte for byte against the
+// Go client's and `adk eval report JOB_ID --nats`.
+func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	start := strings.Index(section, "\n## Developer HTTP API\n")
+	if start < 0 {
+		t.Fatal(`README has no "## Developer HTTP API" section`)
+	}
+	section = section[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(section)
+	if block == nil {
+		t.Fatal("no sh block")
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	bin := adkBinary(t)
+	env := os.Environ()
+	var serve *exec.Cmd
+	natsURL := ""
+	defer func() {
+		if serve != nil {
+			_ = serve.Process.Signal(syscall.SIGTERM)
+			_ = serve.Wait()
+		}
+	}()
+	sh := func(line string) string {
+		t.Helper()
+		line = strings.ReplaceAll(line, "./bin/adk ", bin+" ")
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = dir, env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("README line %q: %v\nstdout %s\nstderr %s", line, err, out.String(), errb.String())
+		}
+		return out.String()
+	}
+	var reportHTTP string
+	curls := 0
+	for _, line := range strings.Split(block[1], "\n") {
+		switch {
+		case strings.HasPrefix(line, "export "):
+			for _, kv := range strings.Fields(strings.TrimPrefix(line, "export ")) {
+				env = append(env, kv)
+			}
+		case strings.HasPrefix(line, "./bin/adk serve "):
+			args := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "&"))[2:]
+			for i := range args {
+				switch {
+				case args[i] == "--http-addr":
+					args[i+1] = "127.0.0.1:0"
+				case args[i] == "--data-dir":
+					args[i+1] = filepath.Join(dir, "data")
+				}
+			}
+			serve = exec.Command(bin, args...)
+			serve.Dir, serve.Env = dir, env
+			stdout, err := serve.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			serve.Stderr = io.Discard
+			if err := serve.Start(); err != nil {
+				t.Fatal(err)
+			}
+			api := ""
+			sc := bufio.NewScanner(stdout)
+			for api == "" && sc.Scan() {
+				l := sc.Text()
+				if u, ok := strings.CutPrefix(l, "adk serve: api "); ok {
+					api = strings.TrimSuffix(strings.Fields(u)[0], "/dev/v1/")
+				}
+				if u, ok := strings.CutPrefix(l, "adk serve: nats "); ok {
+					natsURL = strings.TrimSuffix(strings.Fields(u)[0], ",")
+				}
+			}
+			if api == "" {
+				t.Fatal("adk serve printed no API address")
+			}
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			env = append(env, "API="+api)
+		case strings.HasPrefix(line, "curl ") || strings.HasPrefix(line, "./bin/adk ") || strings.HasPrefix(line, "echo "):
+			out := sh(line)
+			if strings.HasPrefix(line, "curl ") {
+				curls++
+			}
+			if strings.Contains(line, "format=markdown") {
+				reportHTTP = out
+			}
+		}
+	}
+	if curls < 8 || reportHTTP == "" || natsURL == "" {
+		t.Fatalf("%d curl lines, report %d bytes, nats %q", curls, len(reportHTTP), natsURL)
+	}
+	job, err := os.ReadFile(filepath.Join(dir, "job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobID := strings.TrimSpace(string(job))
+	// Report parity: HTTP (above), the Go client, and the CLI over NATS.
+	cli := sh(bin + " eval report " + jobID + " --nats " + natsURL + " --scope alice --format markdown")
+	nc, err := (&natsFlags{url: natsURL}).connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	goc, err := devapi.JobReport(ctx, client.New(nc, 0), "alice", jobID, evalengine.FormatMarkdown, evalengine.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reportHTTP != string(goc) || cli != string(goc) {
+		t.Fatalf("reports differ:\n--- http\n%s\n--- go\n%s\n--- cli\n%s", reportHTTP, goc, cli)
+	}
+}
