@@ -79,7 +79,7 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 				env = append(env, kv)
 			}
 		case strings.HasPrefix(line, "./bin/adk serve "):
-			args := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "&"))[2:]
+			args := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "&"))[1:]
 			for i := range args {
 				switch {
 				case args[i] == "--http-addr":
@@ -94,7 +94,13 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			serve.Stderr = io.Discard
+			var serveErr bytes.Buffer
+			serve.Stderr = &serveErr
+			defer func() {
+				if t.Failed() {
+					t.Logf("adk serve stderr: %s", serveErr.String())
+				}
+			}()
 			if err := serve.Start(); err != nil {
 				t.Fatal(err)
 			}
