@@ -21,12 +21,14 @@ import (
 //	 "eval_set_id":…,"eval_set_version":…,"case_count":N,"sample_count":S,
 //	 "digests":{"config":…,"eval_set":…,"criteria":…,"options":…}}
 //	{"type":"sample","case_index":I,"sample":{…SampleResult…}}   (any order)
-//	{"type":"summary","result":{…Result with every case's "samples": null…}}
+//	{"type":"case","case_index":I,"case":{…CaseResult, "samples": null…}}
+//	{"type":"summary","result":{…Result with "cases": null…}}
 //
 // The header comes first and once; sample lines follow in the order the
-// samples finished; the summary, when the run completed, is the last
-// line. The summary is the result document minus the samples, so the
-// result of a big run is read without holding every sample. A reader
+// samples finished; when the run completed, one case line per case (in
+// case order) and the summary close it. Case aggregates and the summary
+// are the result document minus the samples, split so that no line grows
+// with the set (a 100,000-case summary would not fit one line). A reader
 // rebuilds the full result by putting each sample back into its case
 // (ReadStream, StreamToResult). Digests are opaque strings the writer
 // chooses ("sha256:" + hex in `adk eval run`); they say which inputs the
@@ -38,6 +40,7 @@ const (
 	streamTypeHeader    = "header"
 	streamTypeSample    = "sample"
 	streamTypeSummary   = "summary"
+	streamTypeCase      = "case"
 	streamFlushInterval = 100 * time.Millisecond
 	streamBufferBytes   = 64 << 10
 )
@@ -130,15 +133,22 @@ func (sw *StreamWriter) WriteSample(caseIndex int, s *SampleResult) error {
 	return sw.writeLine(&streamSample{Type: streamTypeSample, CaseIndex: caseIndex, Sample: s}, false)
 }
 
-// WriteSummary appends the summary line (r without its samples) and
-// writes everything out.
+// WriteSummary appends the case lines and the summary line (r without
+// its samples) and writes everything out.
 func (sw *StreamWriter) WriteSummary(r *Result) error {
-	sum := *r
-	sum.Cases = make([]CaseResult, len(r.Cases))
 	for i := range r.Cases {
-		sum.Cases[i] = r.Cases[i]
-		sum.Cases[i].Samples = nil
+		c := r.Cases[i]
+		c.Samples = nil
+		if err := sw.writeLine(&struct {
+			Type      string      `json:"type"`
+			CaseIndex int         `json:"case_index"`
+			Case      *CaseResult `json:"case"`
+		}{streamTypeCase, i, &c}, false); err != nil {
+			return err
+		}
 	}
+	sum := *r
+	sum.Cases = nil
 	type plain Result
 	return sw.writeLine(&struct {
 		Type   string `json:"type"`
@@ -242,6 +252,7 @@ func ReadStream(r io.Reader) (*Stream, error) {
 	lim := jsonlimit.OwnDocumentLimits()
 	lim.MaxBytes = MaxStreamLineBytes
 	var seen map[[2]int]bool
+	var cases []CaseResult
 	for n := 1; ; n++ {
 		line, err := readLine(br)
 		if err == io.EOF {
@@ -259,6 +270,9 @@ func ReadStream(r io.Reader) (*Stream, error) {
 		st.Size += int64(len(line)) + 1
 		if st.Summary != nil {
 			return nil, bad(n, "line_after_summary")
+		}
+		if cases != nil && !bytes.HasPrefix(line, []byte(`{"type":"case"`)) && !bytes.HasPrefix(line, []byte(`{"type":"summary"`)) {
+			return nil, bad(n, "sample_after_cases")
 		}
 		var head struct {
 			Type string `json:"type"`
@@ -298,10 +312,30 @@ func ReadStream(r io.Reader) (*Stream, error) {
 			}
 			seen[key] = true
 			st.Samples = append(st.Samples, StreamSample{CaseIndex: s.CaseIndex, Sample: *s.Sample})
+		case streamTypeCase:
+			var c struct {
+				Type      string      `json:"type"`
+				CaseIndex int         `json:"case_index"`
+				Case      *CaseResult `json:"case"`
+			}
+			if err := jsonlimit.Unmarshal(line, lim, &c); err != nil || c.Case == nil || c.Case.Samples != nil {
+				return nil, bad(n, "invalid_case")
+			}
+			if c.CaseIndex != len(cases) || c.CaseIndex >= st.Header.CaseCount {
+				return nil, bad(n, "case_out_of_order")
+			}
+			cases = append(cases, *c.Case)
 		case streamTypeSummary:
 			var s streamSummary
-			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Result == nil {
+			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Result == nil || s.Result.Cases != nil {
 				return nil, bad(n, "invalid_summary")
+			}
+			if len(cases) != st.Header.CaseCount {
+				return nil, bad(n, "missing_cases")
+			}
+			s.Result.Cases = cases
+			if cases == nil {
+				s.Result.Cases = []CaseResult{}
 			}
 			st.Summary = s.Result
 		default:
