@@ -18,6 +18,18 @@ help: ## List the targets
 build: ## Build bin/adk
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/adk
 
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+DIST              ?= dist
+
+.PHONY: release
+release: ## Static (CGO_ENABLED=0) release binaries dist/adk-VERSION-OS-ARCH for linux/amd64 and linux/arm64; VERSION from git tags
+	@mkdir -p $(DIST)
+	@for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/adk-$(VERSION)-$$os-$$arch; \
+	  echo "build $$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $$out ./cmd/adk || exit 1; \
+	done
+
 .PHONY: test
 test: ## Run every test with the race detector (cluster tests serially)
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestCluster' $(PKGS)
@@ -61,4 +73,4 @@ demo: build ## The README's main job: a local eval of the bundled example agent
 
 .PHONY: clean
 clean: ## Remove build output
-	rm -rf bin
+	rm -rf bin dist

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -33,16 +34,37 @@ func buildCommit() string {
 	return rev
 }
 
+// versionInfo is `adk version --json`.
+type versionInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+}
+
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				b, err := json.Marshal(versionInfo{Version: version, Commit: buildCommit(), Go: runtime.Version(),
+					OS: runtime.GOOS, Arch: runtime.GOARCH})
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+				return err
+			}
 			_, err := fmt.Fprint(cmd.OutOrStdout(), versionText())
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {version, commit, go, os, arch} as one JSON object")
+	return cmd
 }
 
 // versionText is what `adk version` and `adk --version` print.
