@@ -191,8 +191,8 @@ func resolve(t *testing.T, p *goPkg, list string, pkgs map[string]*goPkg, only b
 }
 
 // planned are packages DESIGN.md lays out that do not exist yet; a rule may
-// name them. devapi is being built (issue 14): drop it here once it lands.
-var planned = map[string]bool{"devapi": true}
+// name them. Empty now that devapi exists.
+var planned = map[string]bool{}
 
 // checkPath fails the test when item names no package of the module.
 func checkPath(t *testing.T, p *goPkg, item string, pkgs map[string]*goPkg) string {
