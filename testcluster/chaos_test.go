@@ -146,7 +146,7 @@ func chaosRun(t *testing.T, seed uint64) *chaosHistory {
 			// The workers fence later than the leader calls them lost, so a
 			// silence past the lease is a SIGSTOP as the leader sees it.
 			FenceAfter: 3 * time.Second,
-			Timing: timing(func(*coordinator.Timing) {})})
+			Timing:     timing(func(*coordinator.Timing) {})})
 		cl := c.Client()
 		opts := evalengine.DefaultOptions()
 		opts.Samples = 2
