@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fadcedab/adk/coordinator/client"
@@ -409,7 +408,6 @@ type apiMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	streams  prometheus.Gauge
-	mu       sync.Mutex
 }
 
 func newAPIMetrics(reg prometheus.Registerer) (*apiMetrics, error) {

@@ -75,9 +75,7 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 	for _, line := range strings.Split(block[1], "\n") {
 		switch {
 		case strings.HasPrefix(line, "export "):
-			for _, kv := range strings.Fields(strings.TrimPrefix(line, "export ")) {
-				env = append(env, kv)
-			}
+			env = append(env, strings.Fields(strings.TrimPrefix(line, "export "))...)
 		case strings.HasPrefix(line, "./bin/adk serve "):
 			args := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "&"))[1:]
 			for i := range args {
