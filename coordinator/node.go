@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/vmihailenco/msgpack/v5"
@@ -150,15 +151,16 @@ type Config struct {
 // Node is one coordinator: a Raft peer with its FSM and eval store, the
 // adk.coord.v1 service, and (while it leads) the scheduler.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
-	store *evalstore.Store
-	fsm   *FSM
-	raft  *raft.Raft
-	trans *raft.NetworkTransport
-	wal   *wal.WAL
-	nc    *nats.Conn
-	js    jetstream.JetStream
+	cfg     Config
+	log     *slog.Logger
+	store   *evalstore.Store
+	fsm     *FSM
+	raft    *raft.Raft
+	trans   *raft.NetworkTransport
+	wal     *wal.WAL
+	walMeta *metadb.BoltMetaDB
+	nc      *nats.Conn
+	js      jetstream.JetStream
 
 	allow  map[string]bool
 	peers  map[string]bool // coordinator ids allowed to join
@@ -293,9 +295,15 @@ func (n *Node) startRaft() error {
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return err
 	}
+	// The node owns the WAL's bbolt meta store: WAL.Close does not close
+	// it, and its file lock would make a restart in the same process (or a
+	// later Open of this directory) wait forever.
+	n.walMeta = &metadb.BoltMetaDB{}
 	var err error
-	n.wal, err = wal.Open(walDir, wal.WithLogger(rc.Logger))
+	n.wal, err = wal.Open(walDir, wal.WithLogger(rc.Logger), wal.WithMetaStore(n.walMeta))
 	if err != nil {
+		_ = n.walMeta.Close()
+		n.walMeta = nil
 		return fmt.Errorf("raft wal: %w", err)
 	}
 	logs, err := raft.NewLogCache(512, n.wal)
@@ -380,6 +388,11 @@ func (n *Node) Stop() {
 	if n.wal != nil {
 		if err := n.wal.Close(); err != nil {
 			n.log.Error("raft wal close", "err", err)
+		}
+	}
+	if n.walMeta != nil {
+		if err := n.walMeta.Close(); err != nil {
+			n.log.Error("raft wal meta close", "err", err)
 		}
 	}
 	if n.store != nil {

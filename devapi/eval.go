@@ -110,6 +110,13 @@ func (c *call) textParam(name string) (string, *Error) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, c *call) *Error {
+	return listPage(s, w, c, (*client.Client).ListJobs)
+}
+
+// listPage answers a paged list of the call's scope: limit 1..1000 (0 is
+// the coordinator's default) and an opaque cursor.
+func listPage[T any](s *Server, w http.ResponseWriter, c *call,
+	list func(*client.Client, context.Context, string, int, string) (*evalrecord.Page[T], error)) *Error {
 	cl, scope, e := s.evalCall(c)
 	if e != nil {
 		return e
@@ -118,7 +125,7 @@ func (s *Server) listJobs(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
-	page, err := cl.ListJobs(c.r.Context(), scope, int(limit), c.query["cursor"])
+	page, err := list(cl, c.r.Context(), scope, int(limit), c.query["cursor"])
 	if err != nil {
 		return serviceError(err)
 	}
@@ -377,19 +384,7 @@ func (s *Server) report(w http.ResponseWriter, c *call) *Error {
 }
 
 func (s *Server) listSets(w http.ResponseWriter, c *call) *Error {
-	cl, scope, e := s.evalCall(c)
-	if e != nil {
-		return e
-	}
-	limit, e := queryInt(c.query, "limit", 0, 1, 1000)
-	if e != nil {
-		return e
-	}
-	page, err := cl.ListSets(c.r.Context(), scope, int(limit), c.query["cursor"])
-	if err != nil {
-		return serviceError(err)
-	}
-	return s.writeJSON(w, http.StatusOK, page)
+	return listPage(s, w, c, (*client.Client).ListSets)
 }
 
 // SetAnswer is GET /dev/v1/evaluation/sets/{set_id}/{version}: the set
