@@ -32,7 +32,7 @@ func heartbeatAs(t *testing.T, nc *nats.Conn, id string, capacity int) (stop fun
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for seq := uint64(1); ; seq++ {
-			b, _ := wire.Encode(api.KindHeartbeat, &api.Heartbeat{Worker: id, Capacity: capacity, Seq: seq})
+			b, _ := wire.Encode(api.KindHeartbeat, &api.Heartbeat{Worker: id, Capacity: capacity, Seq: seq, Epoch: 1, Agents: []string{"scripted"}})
 			_, _ = nc.Request(subj, b, 100*time.Millisecond)
 			select {
 			case <-done:
@@ -80,8 +80,11 @@ func TestClusterEval_QueuedTasksWaitHandedUnreportedAreLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if errs := sampleErrors(t, res); len(errs) != 0 {
-			t.Fatalf("sample errors after a long queue wait: %v", errs)
+		// The tasks were addressed to the heartbeating incarnation; the
+		// restarted worker is a new incarnation (epoch), so they end as
+		// worker_lost at once and never run there (at most once).
+		if errs := sampleErrors(t, res); len(errs) != 1 || errs[evalengine.TagWorkerLost] != 4 {
+			t.Fatalf("sample errors after a long queue wait and a new incarnation: %v, want 4 worker_lost", errs)
 		}
 		checkAtMostOnce(t, c.Agent)
 	})
