@@ -116,7 +116,7 @@ func TestClusterEval_FencedTasksFailAtOnceAsWorkerLost(t *testing.T) {
 	// end these tasks within the test.
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 4,
 		Agent:  &testcluster.ScriptedAgent{TurnDelay: time.Minute},
-		Timing: timing(func(t *coordinator.Timing) { t.WorkerTTL = time.Minute; t.DispatchGrace = time.Minute }), FenceAfter: 300 * time.Millisecond})
+		Timing: timing(func(t *coordinator.Timing) { t.WorkerTTL = time.Minute; t.DispatchGrace = time.Minute }), FenceAfter: 1500 * time.Millisecond})
 	cl := c.Client()
 	opts := evalengine.DefaultOptions()
 	opts.CaseTimeoutMS = 120_000
