@@ -86,7 +86,35 @@ func SpanToOTLP(s *SpanSignal, r Resource) (ptrace.Traces, error) {
 	rs := td.ResourceSpans().AppendEmpty()
 	ss := rs.ScopeSpans().AppendEmpty()
 	r.withDefaults().fill(rs.Resource(), ss.Scope())
-	sp := ss.Spans().AppendEmpty()
+	if err := fillSpan(s, ss.Spans().AppendEmpty()); err != nil {
+		return ptrace.Traces{}, err
+	}
+	return td, nil
+}
+
+// AppendSpanOTLP maps a completed v2 span onto a new span of dst, with the
+// rules of SpanToOTLP, and leaves the resource to the caller (the OTLP
+// forwarder groups the spans of many services in one request). On error
+// dst is unchanged.
+func AppendSpanOTLP(s *SpanSignal, dst ptrace.SpanSlice) error {
+	if s.Phase == PhaseStart {
+		return ErrIncompleteSpan
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.StartTimeUnixNano < 0 || s.EndTimeUnixNano < 0 {
+		return otlpError("invalid_otlp_timestamp", "span")
+	}
+	sp := ptrace.NewSpan()
+	if err := fillSpan(s, sp); err != nil {
+		return err
+	}
+	sp.MoveTo(dst.AppendEmpty())
+	return nil
+}
+
+func fillSpan(s *SpanSignal, sp ptrace.Span) error {
 	tid, _ := ParseTraceID(s.TraceID)
 	sid, _ := ParseSpanID(s.SpanID)
 	sp.SetTraceID(pcommon.TraceID(tid))
@@ -109,10 +137,7 @@ func SpanToOTLP(s *SpanSignal, r Resource) (ptrace.Traces, error) {
 	case StatusError:
 		sp.Status().SetCode(ptrace.StatusCodeError)
 	}
-	if err := putAttributes(sp.Attributes(), s.Attributes, 0); err != nil {
-		return ptrace.Traces{}, err
-	}
-	return td, nil
+	return putAttributes(sp.Attributes(), s.Attributes, 0)
 }
 
 // EnvelopeToOTLP maps a metadata-only v1 envelope to an

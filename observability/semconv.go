@@ -231,3 +231,32 @@ func setCount(a Attributes, k string, n int64) {
 		a[k] = n
 	}
 }
+
+// Resource attribute keys a span record keeps (as span attributes of the
+// same name) when it arrives with them on its OTLP resource: the bounded
+// set that names the service and deployment a span came from. Every other
+// resource attribute is deployment data that may hold secrets
+// (process.command_line) and is not stored. The OTLP forwarder lifts these
+// keys back onto the resource it sends.
+var ResourceAttributeKeys = []string{
+	"service.name",
+	"service.namespace",
+	"service.version",
+	"service.instance.id",
+	"deployment.environment",
+	"deployment.environment.name",
+	"telemetry.sdk.name",
+	"telemetry.sdk.language",
+	"telemetry.sdk.version",
+}
+
+// IsResourceAttributeKey reports whether k is one of ResourceAttributeKeys.
+func IsResourceAttributeKey(k string) bool {
+	switch k {
+	case "service.name", "service.namespace", "service.version", "service.instance.id",
+		"deployment.environment", "deployment.environment.name",
+		"telemetry.sdk.name", "telemetry.sdk.language", "telemetry.sdk.version":
+		return true
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -50,8 +51,8 @@ func (s *otlpSink) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	json := r.Header.Get("Content-Type") == "application/json"
-	switch r.URL.Path {
-	case "/v1/traces":
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/v1/traces"):
 		var td ptrace.Traces
 		if json {
 			td, err = (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(body)
@@ -74,7 +75,7 @@ func (s *otlpSink) handle(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.mu.Unlock()
-	case "/v1/logs":
+	case r.URL.Path == "/v1/logs":
 		var ld plog.Logs
 		if json {
 			ld, err = (&plog.JSONUnmarshaler{}).UnmarshalLogs(body)

@@ -59,7 +59,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newStoreCmd())
 	root.AddCommand(newAPICmd(), newClusterCmd())
-	root.AddCommand(newTraceCmd())
+	root.AddCommand(newTraceCmd(), newExportCmd())
 	root.AddCommand(newConfigCmd())
 	return root
 }

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+// TestReadme_ForwardingTraces runs the README's "Forwarding traces to
+// Jaeger, Langfuse or Phoenix" commands through the built binary: adk
+// serve on a free port, the three exporters against three real OTLP/HTTP
+// backends on 127.0.0.1 standing in for Jaeger, Langfuse and Phoenix (at
+// the same paths), and a local run whose traces go into the cluster. Every
+// backend receives every sample's root span, Langfuse's with the basic
+// auth header, and each exporter stops cleanly on SIGINT.
+func TestReadme_ForwardingTraces(t *testing.T) {
+	cmds := readmeSectionCommands(t, "Forwarding traces to Jaeger, Langfuse or Phoenix")
+	if len(cmds) != 5 {
+		t.Fatalf("found %d commands, the test expects the section's 5", len(cmds))
+	}
+	jaeger, langfuse, phoenix := newOTLPSink(t), newOTLPSink(t), newOTLPSink(t)
+	auth := base64.StdEncoding.EncodeToString([]byte("pk-lf-readme:sk-lf-readme"))
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(repoRoot(t), "examples"), filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	var natsURL string
+	var exporters []*exportProc
+	samples := 0
+	for _, line := range cmds {
+		line = strings.ReplaceAll(line, "http://127.0.0.1:4318", jaeger.srv.URL)
+		line = strings.ReplaceAll(line, "https://cloud.langfuse.com", langfuse.srv.URL)
+		line = strings.ReplaceAll(line, "http://127.0.0.1:6006", phoenix.srv.URL)
+		line = strings.ReplaceAll(line, "$LANGFUSE_AUTH", auth)
+		if natsURL != "" {
+			line = strings.ReplaceAll(line, "nats://127.0.0.1:4222", natsURL)
+		}
+		var env, args []string
+		for _, w := range strings.Fields(strings.TrimSuffix(line, "&")) {
+			switch {
+			case args == nil && w != "./bin/adk" && strings.Contains(w, "="):
+				env = append(env, w)
+			case w == "./bin/adk":
+				args = []string{}
+			default:
+				args = append(args, w)
+			}
+		}
+		switch args[0] {
+		case "serve":
+			for i := range args {
+				switch {
+				case i > 0 && args[i-1] == "--port":
+					args[i] = "-1"
+				case i > 0 && args[i-1] == "--data-dir":
+					args[i] = filepath.Join(dir, "data")
+				}
+			}
+			natsURL = startServeBinary(t, dir, args)
+		case "export":
+			exporters = append(exporters, startExport(t, dir, env, args))
+		default:
+			r := runADK(t, dir, env, args...)
+			if r.code != exitOK {
+				t.Fatalf("README command %q: exit %d, stderr %q", line, r.code, r.stderr)
+			}
+			var doc struct {
+				Cases []struct {
+					Samples []json.RawMessage `json:"samples"`
+				} `json:"cases"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range doc.Cases {
+				samples += len(c.Samples)
+			}
+		}
+	}
+	if samples == 0 || len(exporters) != 3 {
+		t.Fatalf("%d samples, %d exporters", samples, len(exporters))
+	}
+	for name, sink := range map[string]*otlpSink{"jaeger": jaeger, "langfuse": langfuse, "phoenix": phoenix} {
+		testutil.WaitFor(t, 60*time.Second, name+" receiving every sample's trace", func() bool {
+			spans, _, _ := sink.snapshot()
+			roots := 0
+			for _, s := range spans {
+				if s.Name() == "gen_ai.evaluate" {
+					roots++
+				}
+			}
+			return roots >= samples
+		})
+	}
+	langfuse.mu.Lock()
+	got := langfuse.headers[0].Get("Authorization")
+	langfuse.mu.Unlock()
+	if got != "Basic "+auth {
+		t.Fatal("langfuse did not get the basic auth header")
+	}
+	for _, e := range exporters {
+		out := e.stop(t)
+		if !strings.Contains(out, "spans forwarded, 0 dropped") || strings.Contains(out, auth) {
+			t.Fatalf("exporter output %q", out)
+		}
+	}
+}
+
+// exportProc is a running `adk export otlp`.
+type exportProc struct {
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	errb   bytes.Buffer
+	exited chan error
+	done   chan struct{} // closed once the process is reaped
+}
+
+func startExport(t *testing.T, dir string, env, args []string) *exportProc {
+	t.Helper()
+	p := &exportProc{cmd: exec.Command(adkBinary(t), args...), exited: make(chan error, 1), done: make(chan struct{})}
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), env...)
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &p.errb
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "forwarding ADK_SIGNALS") {
+				started <- true
+			}
+			p.out.WriteString(sc.Text() + "\n")
+		}
+		close(started)
+		p.exited <- p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	select {
+	case ok := <-started:
+		if !ok {
+			t.Fatalf("export exited: %s", p.errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("export not started: %s", p.errb.String())
+	}
+	return p
+}
+
+// stop sends SIGINT and returns stdout once the process has exited 0.
+func (p *exportProc) stop(t *testing.T) string {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("export exit: %v, stderr %s", err, p.errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("export did not stop on SIGINT")
+	}
+	return p.out.String()
+}
+
+// Bad input fails before anything connects, naming the flag or variable
+// and never echoing a value.
+func TestExportOTLP_BadInputNamesTheFlagOrVariable(t *testing.T) {
+	dir := t.TempDir()
+	r := runADK(t, dir, nil, "export", "otlp", "--nats", "nats://127.0.0.1:1", "--endpoint", "http://user:hunter2@127.0.0.1:4318")
+	oneErrorLine(t, r, codeInvalidExportEndpoint+": --endpoint")
+	if strings.Contains(r.stderr, "hunter2") {
+		t.Fatal("the endpoint's password was echoed")
+	}
+	r = runADK(t, dir, []string{"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Basic hunter2,broken"}, "export", "otlp", "--nats", "nats://127.0.0.1:1", "--endpoint", "http://127.0.0.1:4318")
+	oneErrorLine(t, r, "invalid_deployment_env: OTEL_EXPORTER_OTLP_HEADERS")
+	if strings.Contains(r.stderr, "hunter2") {
+		t.Fatal("a header value was echoed")
+	}
+	r = runADK(t, dir, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "ADK_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="}, "export", "otlp", "--nats", "nats://127.0.0.1:1")
+	oneErrorLine(t, r, codeMissingRequired+": --endpoint")
+}
