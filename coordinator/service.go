@@ -59,7 +59,7 @@ func startService(n *Node) (*service, error) {
 	ops := map[string]func(*api.Request) *api.Reply{
 		api.OpStatus: s.status, api.OpResult: s.result, api.OpCancel: s.cancel,
 		api.OpListJobs: s.listJobs, api.OpGetSet: s.getSet, api.OpListSets: s.listSets,
-		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpPrune: s.prune,
+		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpListBaselines: s.listBaselines, api.OpPrune: s.prune,
 		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec, api.OpJoin: s.join,
 	}
 	for op, h := range ops {
@@ -453,6 +453,13 @@ func (s *service) getBaseline(req *api.Request) *api.Reply {
 	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		b, err := tx.GetBaseline(req.Scope, req.Name)
 		return &api.Reply{Baseline: b}, err
+	})
+}
+
+func (s *service) listBaselines(req *api.Request) *api.Reply {
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
+		p, err := tx.ListBaselines(req.Scope, req.Limit, req.Cursor)
+		return &api.Reply{Baselines: p}, err
 	})
 }
 

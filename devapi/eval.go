@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/coordinator/api"
@@ -28,6 +29,8 @@ const (
 	PathSets      = "/dev/v1/evaluation/sets"
 	PathSet       = "/dev/v1/evaluation/sets/{set_id}/{version}"
 	PathBaseline  = "/dev/v1/evaluation/baselines/{name}"
+	PathBaselines = "/dev/v1/evaluation/baselines"
+	PathPrune     = "/dev/v1/evaluation/prune"
 	PathTraces    = "/dev/v1/traces"
 	PathCluster   = "/dev/v1/cluster"
 	PathOpenAPI   = "/dev/v1/openapi.json"
@@ -63,6 +66,8 @@ func (s *Server) routeTable() []*route {
 		newRoute(PathSets, map[string]op{http.MethodGet: {query: paged, h: s.listSets}}),
 		newRoute(PathSet, map[string]op{http.MethodGet: {query: scoped, h: s.getSet}}),
 		newRoute(PathBaseline, map[string]op{http.MethodGet: {query: scoped, h: s.getBaseline}, http.MethodPut: {query: scoped, h: s.putBaseline}}),
+		newRoute(PathBaselines, map[string]op{http.MethodGet: {query: paged, h: s.listBaselines}}),
+		newRoute(PathPrune, map[string]op{http.MethodPost: {query: scoped, h: s.prune}}),
 		newRoute(PathTraces, map[string]op{http.MethodGet: {query: traceQueryKeys(), h: s.traces}}),
 		newRoute(PathCluster, map[string]op{http.MethodGet: {h: s.cluster}}),
 		newRoute(PathOpenAPI, map[string]op{http.MethodGet: {public: true, h: s.openAPI}}),
@@ -466,4 +471,91 @@ func (s *Server) putBaseline(w http.ResponseWriter, c *call) *Error {
 		return serviceError(err)
 	}
 	return s.writeJSON(w, http.StatusOK, BaselineAnswer{Baseline: *b, Result: b.Result})
+}
+
+// listBaselines answers a page of the scope's baselines by name, rows
+// without their results (GET .../baselines/{name} reads one with it).
+func (s *Server) listBaselines(w http.ResponseWriter, c *call) *Error {
+	return listPage(s, w, c, (*client.Client).ListBaselines)
+}
+
+// PruneBody is the body of POST /dev/v1/evaluation/prune: `adk eval
+// prune` over HTTP. Exactly one of Before (RFC 3339) and OlderThan (a Go
+// duration, e.g. "720h") says what is old; Limit, Cursor and
+// IncludeBaselines are the store's (limit 0 = its default page).
+type PruneBody struct {
+	Before           string `json:"before,omitempty"`
+	OlderThan        string `json:"older_than,omitempty"`
+	Limit            int    `json:"limit,omitempty"`
+	Cursor           string `json:"cursor,omitempty"`
+	IncludeBaselines bool   `json:"include_baselines,omitempty"`
+}
+
+// CodeInvalidPruneBefore is details.reason when before/older_than is
+// missing, doubled or not a time (the CLI's error code for the same).
+const CodeInvalidPruneBefore = "invalid_prune_before"
+
+// MaxPruneLimit bounds PruneBody.Limit (the store refuses more than its
+// configured maximum, at most this).
+const MaxPruneLimit = 10_000
+
+// parsePrune turns a prune body into the store's options, now being the
+// time older_than counts back from.
+func parsePrune(data []byte, now time.Time) (*evalrecord.PruneOptions, *Error) {
+	var b PruneBody
+	if e := decodeBody(data, &b, CodeInvalidRequest); e != nil {
+		return nil, e
+	}
+	bad := func(field, msg string) *Error {
+		return errorf(http.StatusBadRequest, CodeInvalidRequest, field+": "+msg).
+			with(map[string]string{"field": field, "reason": CodeInvalidPruneBefore})
+	}
+	o := &evalrecord.PruneOptions{Limit: b.Limit, Cursor: b.Cursor, IncludeBaselines: b.IncludeBaselines}
+	switch {
+	case (b.Before == "") == (b.OlderThan == ""):
+		return nil, bad("before", "give exactly one of before (RFC 3339) and older_than (e.g. 720h)")
+	case b.OlderThan != "":
+		d, err := time.ParseDuration(b.OlderThan)
+		if err != nil || d <= 0 {
+			return nil, bad("older_than", "must be a positive duration, e.g. 720h")
+		}
+		o.Before = now.Add(-d).UnixMilli()
+	default:
+		t, err := time.Parse(time.RFC3339, b.Before)
+		if err != nil || t.UnixMilli() <= 0 {
+			return nil, bad("before", "want RFC 3339 after 1970, e.g. 2026-01-02T15:04:05Z")
+		}
+		o.Before = t.UnixMilli()
+	}
+	if b.Limit < 0 || b.Limit > MaxPruneLimit {
+		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "limit: 0.."+strconv.Itoa(MaxPruneLimit)+" (0: the store's default page)").
+			with(map[string]string{"field": "limit"})
+	}
+	if len(b.Cursor) > MaxQueryValueBytes*2 {
+		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "cursor: at most "+strconv.Itoa(MaxQueryValueBytes*2)+" bytes").
+			with(map[string]string{"field": "cursor"})
+	}
+	return o, nil
+}
+
+// prune deletes old, unprotected records of the call's scope (one page):
+// 200 with the store's PruneResult; next_cursor/has_more continue it.
+func (s *Server) prune(w http.ResponseWriter, c *call) *Error {
+	cl, scope, e := s.evalCall(c)
+	if e != nil {
+		return e
+	}
+	data, e := readBody(c.r)
+	if e != nil {
+		return e
+	}
+	opts, e := parsePrune(data, time.Now())
+	if e != nil {
+		return e
+	}
+	res, err := cl.Prune(c.r.Context(), scope, *opts)
+	if err != nil {
+		return serviceError(err)
+	}
+	return s.writeJSON(w, http.StatusOK, res)
 }

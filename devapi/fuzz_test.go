@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -63,6 +64,32 @@ func FuzzParseSubmit(f *testing.F) {
 		}
 		if strings.Contains(string(req.Criteria), "llm_judge") {
 			t.Fatalf("accepted a judge: %s", req.Criteria)
+		}
+	})
+}
+
+// FuzzParsePrune: the prune body parser never panics; what it accepts
+// has a positive cut-off and bounded limit and cursor, and every refusal
+// is a 400 naming a field.
+func FuzzParsePrune(f *testing.F) {
+	for _, s := range []string{
+		`{"older_than":"720h"}`, `{"before":"2026-01-02T15:04:05Z","limit":10,"cursor":"01ab","include_baselines":true}`,
+		`{}`, `{"before":"x","older_than":"1h"}`, `{"older_than":"-1s"}`, `{"before":"0001-01-01T00:00:00Z"}`,
+		`{"older_than":"1h","limit":-1}`, `{"older_than":"1h","older_than":"2h"}`, `{"older_than":"1h"} x`, "\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, e := parsePrune(data, now)
+		if e != nil {
+			if e.Status != http.StatusBadRequest || e.Code != CodeInvalidRequest || o != nil {
+				t.Fatalf("refusal %+v", e)
+			}
+			return
+		}
+		if o.Before <= 0 || o.Limit < 0 || o.Limit > MaxPruneLimit || len(o.Cursor) > 2*MaxQueryValueBytes {
+			t.Fatalf("accepted %+v", o)
 		}
 	})
 }

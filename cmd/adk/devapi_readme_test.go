@@ -84,6 +84,8 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 					args[i+1] = "127.0.0.1:0"
 				case args[i] == "--data-dir":
 					args[i+1] = filepath.Join(dir, "data")
+				case args[i] == "--port":
+					args[i+1] = "-1"
 				}
 			}
 			serve = exec.Command(bin, args...)
@@ -113,11 +115,11 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 					natsURL = strings.TrimSuffix(strings.Fields(u)[0], ",")
 				}
 			}
-			if api == "" {
-				t.Fatal("adk serve printed no API address")
+			if api == "" || natsURL == "" {
+				t.Fatalf("adk serve printed no API (%q) or NATS (%q) address", api, natsURL)
 			}
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			env = append(env, "API="+api)
+			env = append(env, "API="+api, "NATS="+natsURL)
 		case strings.HasPrefix(line, "curl ") || strings.HasPrefix(line, "./bin/adk ") || strings.HasPrefix(line, "echo "):
 			out := sh(line)
 			if strings.HasPrefix(line, "curl ") {
@@ -125,6 +127,16 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 			}
 			if strings.Contains(line, "format=markdown") {
 				reportHTTP = out
+			}
+			// Both baseline listings (HTTP and CLI) show the one the
+			// README named, without its result; prune kept it.
+			if strings.Contains(line, "baselines?") || strings.Contains(line, "baselines list") {
+				if !regexp.MustCompile(`"name": ?"main"`).MatchString(out) || strings.Contains(out, `"result"`) {
+					t.Fatalf("%q printed %s", line, out)
+				}
+			}
+			if strings.Contains(line, "/prune") && !regexp.MustCompile(`"jobs_deleted": ?0\b`).MatchString(out) {
+				t.Fatalf("prune of records older than 720h deleted the README's: %s", out)
 			}
 		}
 	}

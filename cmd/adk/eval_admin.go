@@ -41,17 +41,19 @@ func newClusterCall(use, short string, args cobra.PositionalArgs, do func(cmd *c
 	return cmd
 }
 
-// newEvalBaselinesCmd is `adk eval baselines get|put`: the HTTP API's
-// baseline routes, on the Go client.
+// newEvalBaselinesCmd is `adk eval baselines get|put|list`: the HTTP
+// API's baseline routes, on the Go client.
 func newEvalBaselinesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "baselines",
-		Short: "Read and name baselines of a cluster scope: get NAME, put NAME JOB_ID",
+		Short: "Read, name and list baselines of a cluster scope: get NAME, put NAME JOB_ID, list",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return usageError{errors.New("adk eval baselines needs a subcommand: get or put")}
+			return usageError{errors.New("adk eval baselines needs a subcommand: get, put or list")}
 		},
 	}
+	var limit int
+	var cursor string
 	cmd.AddCommand(
 		newClusterCall("get NAME --nats URL", "Print a baseline with its result (JSON)", exactArgs(1),
 			func(cmd *cobra.Command, cf *clusterFlags, cl *client.Client, a []string) error {
@@ -68,6 +70,17 @@ func newEvalBaselinesCmd() *cobra.Command {
 					return serviceError(err)
 				}
 				return writeJSON(cmd.OutOrStdout(), devapi.BaselineAnswer{Baseline: *b, Result: b.Result})
+			}),
+		newClusterCall("list --nats URL", "List baselines by name, without their results (JSON page)", cobra.NoArgs,
+			func(cmd *cobra.Command, cf *clusterFlags, cl *client.Client, _ []string) error {
+				page, err := cl.ListBaselines(cmd.Context(), cf.scope, limit, cursor)
+				if err != nil {
+					return serviceError(err)
+				}
+				return writeJSON(cmd.OutOrStdout(), page)
+			}, func(c *cobra.Command) {
+				c.Flags().IntVar(&limit, "limit", 50, "baselines per page (1..1000)")
+				c.Flags().StringVar(&cursor, "cursor", "", "page cursor (next_cursor of a previous listing)")
 			}),
 	)
 	return cmd

@@ -12,19 +12,20 @@ import (
 
 // Operations of the adk.coord.v1 service.
 const (
-	OpSubmit       = "submit"
-	OpStatus       = "status"
-	OpResult       = "result"
-	OpCancel       = "cancel"
-	OpListJobs     = "list_jobs"
-	OpGetSet       = "get_set"
-	OpListSets     = "list_sets"
-	OpPutBaseline  = "put_baseline"
-	OpGetBaseline  = "get_baseline"
-	OpPrune        = "prune"
-	OpCapabilities = "capabilities"
-	OpJobSpec      = "job_spec" // workers: what a job's tasks need
-	OpJoin         = "join"     // coordinators: add me as a Raft voter
+	OpSubmit        = "submit"
+	OpStatus        = "status"
+	OpResult        = "result"
+	OpCancel        = "cancel"
+	OpListJobs      = "list_jobs"
+	OpGetSet        = "get_set"
+	OpListSets      = "list_sets"
+	OpPutBaseline   = "put_baseline"
+	OpGetBaseline   = "get_baseline"
+	OpListBaselines = "list_baselines"
+	OpPrune         = "prune"
+	OpCapabilities  = "capabilities"
+	OpJobSpec       = "job_spec" // workers: what a job's tasks need
+	OpJoin          = "join"     // coordinators: add me as a Raft voter
 )
 
 // Envelope kinds.
@@ -168,7 +169,7 @@ type Request struct {
 	MinIndex uint64 `msgpack:"min_index,omitempty"`
 	// Submit.
 	Submit *SubmitRequest `msgpack:"submit,omitempty"`
-	// Paging (list_jobs, list_sets).
+	// Paging (list_jobs, list_sets, list_baselines).
 	Limit  int    `msgpack:"limit,omitempty"`
 	Cursor string `msgpack:"cursor,omitempty"`
 	// get_set.
@@ -231,10 +232,12 @@ type Reply struct {
 	Set      *evalrecord.SetRecord                  `msgpack:"set,omitempty"`
 	Sets     *evalrecord.Page[evalrecord.SetRecord] `msgpack:"sets,omitempty"`
 	Baseline *evalrecord.Baseline                   `msgpack:"baseline,omitempty"`
-	Result   []byte                                 `msgpack:"result,omitempty"`
-	Prune    *evalrecord.PruneResult                `msgpack:"prune,omitempty"`
-	Caps     *Capabilities                          `msgpack:"caps,omitempty"`
-	Spec     *JobSpec                               `msgpack:"spec,omitempty"`
+	// Baselines is a list_baselines page: rows without their results.
+	Baselines *evalrecord.Page[evalrecord.Baseline] `msgpack:"baselines,omitempty"`
+	Result    []byte                                `msgpack:"result,omitempty"`
+	Prune     *evalrecord.PruneResult               `msgpack:"prune,omitempty"`
+	Caps      *Capabilities                         `msgpack:"caps,omitempty"`
+	Spec      *JobSpec                              `msgpack:"spec,omitempty"`
 	// result paging: Result holds bytes [offset, NextOffset) of a document
 	// of ResultSize bytes whose SHA-256 (hex) is ResultDigest; the last
 	// page has NextOffset == ResultSize.

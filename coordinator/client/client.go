@@ -198,6 +198,16 @@ func (c *Client) GetBaseline(ctx context.Context, scope, name string) (*evalreco
 	return rep.Baseline, nil
 }
 
+// ListBaselines pages a scope's baselines by name (rows without their
+// results; GetBaseline reads one with its result).
+func (c *Client) ListBaselines(ctx context.Context, scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.Baseline], error) {
+	rep, err := c.Call(ctx, api.OpListBaselines, &api.Request{Scope: scope, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Baselines, nil
+}
+
 // Prune deletes old, unprotected records of a scope.
 func (c *Client) Prune(ctx context.Context, scope string, opts evalrecord.PruneOptions) (*evalrecord.PruneResult, error) {
 	rep, err := c.Call(ctx, api.OpPrune, &api.Request{Scope: scope, Prune: &opts})

@@ -1,6 +1,6 @@
 // Package client is the Go client of the coordinator's adk.coord.v1 NATS
 // service: submit, status, result, cancel, list_jobs, get_set, list_sets,
-// put_baseline, get_baseline, prune and capabilities, plus the owner-lease
+// put_baseline, get_baseline, list_baselines, prune and capabilities, plus the owner-lease
 // renewer a submitting process runs so that its death cancels its jobs.
 //
 // It imports coordinator/api, store/evalrecord, bus and nats. It must not

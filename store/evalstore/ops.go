@@ -631,6 +631,36 @@ func (tx *Tx) baselineRef(scope, jobID string, d int) error {
 	return tx.putJob(j)
 }
 
+// baselineRow is a Baseline without its result: listing decodes only the
+// row (msgpack skips the result field), so a page of baselines costs the
+// rows, not up to MaxPageLimit stored result documents.
+type baselineRow struct {
+	Scope        string `msgpack:"scope"`
+	Name         string `msgpack:"name"`
+	JobID        string `msgpack:"job_id"`
+	ResultDigest string `msgpack:"result_digest"`
+	UpdatedAt    int64  `msgpack:"updated_at"`
+}
+
+// ListBaselines pages a scope's baselines by name, results omitted.
+func (tx *Tx) ListBaselines(scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.Baseline], error) {
+	if err := ValidScope(scope); err != nil {
+		return nil, err
+	}
+	p := &evalrecord.Page[evalrecord.Baseline]{Scope: scope, Items: []evalrecord.Baseline{}}
+	// Names are at most 256 bytes: a cursor is at most 512 hex digits.
+	next, err := tx.scan(scoped(pBaseline, scope), cursor, 512, limit, func(_ []byte, item *badger.Item) error {
+		var r baselineRow
+		if err := item.Value(func(b []byte) error { return decodeInto(b, &r) }); err != nil {
+			return err
+		}
+		p.Items = append(p.Items, evalrecord.Baseline{Scope: r.Scope, Name: r.Name, JobID: r.JobID, ResultDigest: r.ResultDigest, UpdatedAt: r.UpdatedAt})
+		return nil
+	})
+	p.NextCursor = next
+	return p, err
+}
+
 // GetBaseline returns a named baseline of scope.
 func (tx *Tx) GetBaseline(scope, name string) (*evalrecord.Baseline, error) {
 	var b evalrecord.Baseline

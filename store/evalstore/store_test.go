@@ -484,3 +484,62 @@ func TestStore_TerminalJobCancelsInFlightTasks(t *testing.T) {
 		return err
 	})
 }
+
+// TestStore_ListBaselinesPagesByName: a scope's baselines page by name,
+// without their result documents, and never show another scope's.
+func TestStore_ListBaselinesPagesByName(t *testing.T) {
+	s := open(t, evalstore.Limits{})
+	st := set("app", "s", "v1", `{}`)
+	_ = update(t, s, 1, func(tx *evalstore.Tx) error {
+		if _, err := tx.CreateEvaluation(st, job("app", "eval-1", st), adm, 1); err != nil {
+			return err
+		}
+		if _, err := tx.Transition("app", "eval-1", nil, evalrecord.PhaseCompleted, evalstore.Patch{FinishedAt: 2, Result: []byte(`{"passed":true}`)}, 2); err != nil {
+			return err
+		}
+		for _, name := range []string{"c", "a", "b"} {
+			if _, err := tx.PutBaseline("app", name, "eval-1", 3); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var names []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		var p *evalrecord.Page[evalrecord.Baseline]
+		if err := s.View(func(tx *evalstore.Tx) (err error) { p, err = tx.ListBaselines("app", 2, cursor); return err }); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range p.Items {
+			if b.Result != nil || b.JobID != "eval-1" || b.ResultDigest == "" || b.UpdatedAt != 3 || b.Scope != "app" {
+				t.Fatalf("row %+v", b)
+			}
+			names = append(names, b.Name)
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		if pages > 3 {
+			t.Fatal("paging does not end")
+		}
+		cursor = p.NextCursor
+	}
+	if fmt.Sprint(names) != "[a b c]" {
+		t.Fatalf("names %q", names)
+	}
+	_ = s.View(func(tx *evalstore.Tx) error {
+		if p, err := tx.ListBaselines("other", 0, ""); err != nil || len(p.Items) != 0 {
+			t.Fatalf("other scope: %+v %v", p, err)
+		}
+		for _, bad := range []struct {
+			limit  int
+			cursor string
+		}{{1001, ""}, {-1, ""}, {1, "zz"}, {1, string(bytes.Repeat([]byte("a"), 514))}} {
+			if _, err := tx.ListBaselines("app", bad.limit, bad.cursor); evalrecord.Code(err) != evalrecord.CodeInvalidPageOptions {
+				t.Fatalf("%d %q: %v", bad.limit, bad.cursor, err)
+			}
+		}
+		return nil
+	})
+}
