@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fadcedab/adk/internal/coded"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
 
@@ -91,47 +92,21 @@ const (
 // maxDetail bounds the detail an error repeats (a case id, a key list).
 const maxDetail = 128
 
-// Error is the package's one structured error. Code is a contract code;
-// Reason, when set, is a nested code (the contract's tuple form, e.g.
+// Error is the package's one structured error (internal/coded, domain
+// "evalengine: ", detail in parentheses). Code is a contract code; Reason,
+// when set, is a nested code (the contract's tuple form, e.g.
 // {invalid_eval_set, eval_data_depth_exceeded}); Detail names the offending
 // case, turn, index or keys. Neither ever carries a value from the input
 // beyond an identifier truncated to 128 bytes, so an Error is safe to print.
-type Error struct {
-	Code   string
-	Reason string
-	Detail string
-	Err    error // cause, for errors.Is/As; not printed
-}
+// It formats "evalengine: code: reason (detail)"; errors.Is(err,
+// &Error{Code: ...}) matches by Code, and by Reason when the target sets one.
+type Error = coded.Error[engineDomain]
 
-// Error formats "evalengine: code: reason (detail)".
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("evalengine: ")
-	b.WriteString(e.Code)
-	if e.Reason != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Reason)
-	}
-	if e.Detail != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Detail)
-		b.WriteString(")")
-	}
-	return b.String()
-}
+// engineDomain prints evalengine's errors.
+type engineDomain struct{}
 
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether target is an *Error with the same Code (and the same
-// Reason when target sets one), so errors.Is(err, &Error{Code: ...}) works.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	if !ok {
-		return false
-	}
-	return t.Code == e.Code && (t.Reason == "" || t.Reason == e.Reason)
-}
+func (engineDomain) Prefix() string       { return "evalengine: " }
+func (engineDomain) DetailInParens() bool { return true }
 
 // ErrorCode returns the Code of the first *Error in err's chain, or "".
 func ErrorCode(err error) string {

@@ -2,6 +2,8 @@ package evalrecord
 
 import (
 	"errors"
+
+	"github.com/fadcedab/adk/internal/coded"
 )
 
 // Stable error codes of the eval store contract (CONTRACTS §6). They are
@@ -34,24 +36,15 @@ const (
 )
 
 // Error is a store error with a stable Code and an optional bounded
-// Detail. errors.Is(err, ErrNotFound) and friends match by code.
-type Error struct {
-	Code   string `msgpack:"code"`
-	Detail string `msgpack:"detail,omitempty"`
-}
+// Detail (internal/coded, domain "evalstore: "): it formats "evalstore:
+// code: detail", and errors.Is(err, ErrNotFound) and friends match by code.
+type Error = coded.Error[storeDomain]
 
-func (e *Error) Error() string {
-	if e.Detail == "" {
-		return "evalstore: " + e.Code
-	}
-	return "evalstore: " + e.Code + ": " + e.Detail
-}
+// storeDomain prints the eval store's errors.
+type storeDomain struct{}
 
-// Is matches another *Error with the same code.
-func (e *Error) Is(target error) bool {
-	var t *Error
-	return errors.As(target, &t) && t.Code == e.Code
-}
+func (storeDomain) Prefix() string       { return "evalstore: " }
+func (storeDomain) DetailInParens() bool { return false }
 
 // Sentinels for errors.Is.
 var (
