@@ -238,7 +238,7 @@ func setCount(a Attributes, k string, n int64) {
 // resource attribute is deployment data that may hold secrets
 // (process.command_line) and is not stored. The OTLP forwarder lifts these
 // keys back onto the resource it sends.
-var ResourceAttributeKeys = []string{
+var ResourceAttributeKeys = [...]string{
 	"service.name",
 	"service.namespace",
 	"service.version",

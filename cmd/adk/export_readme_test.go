@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/tracenode"
 )
 
 // TestReadme_ForwardingTraces runs the README's "Forwarding traces to
@@ -201,4 +202,94 @@ func TestExportOTLP_BadInputNamesTheFlagOrVariable(t *testing.T) {
 	}
 	r = runADK(t, dir, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "ADK_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="}, "export", "otlp", "--nats", "nats://127.0.0.1:1")
 	oneErrorLine(t, r, codeMissingRequired+": --endpoint")
+}
+
+// TestReadme_TracesFromAnySDK runs the README's "Traces from any
+// OpenTelemetry SDK" commands: adk serve with the OTLP receiver on a free
+// port, a local run exporting its spans to it under a bearer token and a
+// service name, and the query of one of its traces, whose tree shows the
+// service name and the sample's eval ids.
+func TestReadme_TracesFromAnySDK(t *testing.T) {
+	cmds := readmeSectionCommands(t, "Traces from any OpenTelemetry SDK")
+	if len(cmds) != 3 {
+		t.Fatalf("found %d commands, the test expects the section's 3", len(cmds))
+	}
+	dir := t.TempDir()
+	const token = "tok-readme-sdk"
+	if err := os.WriteFile(filepath.Join(dir, "tokens.txt"), []byte(tracenode.HashToken(token)+" team\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(repoRoot(t), "examples"), filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	var natsURL, otlpOrigin, traceID string
+	for _, line := range cmds {
+		line = strings.ReplaceAll(line, "$ADK_TRACE_TOKEN", token)
+		if natsURL != "" {
+			line = strings.ReplaceAll(line, "nats://127.0.0.1:4222", natsURL)
+			line = strings.ReplaceAll(line, "http://127.0.0.1:4318", otlpOrigin)
+		}
+		line = strings.ReplaceAll(line, "TRACE_ID", traceID)
+		var env, args []string
+		for _, w := range strings.Fields(strings.TrimSuffix(line, "&")) {
+			switch {
+			case args == nil && w != "./bin/adk" && strings.Contains(w, "="):
+				env = append(env, w)
+			case w == "./bin/adk":
+				args = []string{}
+			default:
+				args = append(args, w)
+			}
+		}
+		switch {
+		case args[0] == "serve":
+			for i := range args {
+				switch {
+				case i > 0 && args[i-1] == "--port":
+					args[i] = "-1"
+				case i > 0 && args[i-1] == "--data-dir":
+					args[i] = filepath.Join(dir, "data")
+				case i > 0 && args[i-1] == "--otlp-addr":
+					args[i] = "127.0.0.1:0"
+				}
+			}
+			var lines []string
+			natsURL, lines = startServeBinaryLines(t, dir, args)
+			for _, l := range lines {
+				if rest, ok := strings.CutPrefix(l, "adk serve: otlp "); ok {
+					otlpOrigin, _, _ = strings.Cut(rest, "/v1/traces")
+				}
+			}
+			if otlpOrigin == "" {
+				t.Fatalf("serve printed no otlp address: %q", lines)
+			}
+		case args[0] == "eval":
+			r := runADK(t, dir, env, args...)
+			if r.code != exitOK {
+				t.Fatalf("README command %q: exit %d, stderr %q", line, r.code, r.stderr)
+			}
+			var doc struct {
+				Cases []struct {
+					Samples []struct {
+						TraceID string `json:"trace_id"`
+					} `json:"samples"`
+				} `json:"cases"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Cases) == 0 || len(doc.Cases[0].Samples) == 0 {
+				t.Fatalf("result: %v %s", err, r.stdout)
+			}
+			traceID = doc.Cases[0].Samples[0].TraceID
+		default:
+			var r execResult
+			testutil.WaitFor(t, 30*time.Second, "the trace's spans in the store", func() bool {
+				r = runADK(t, dir, env, args...)
+				return r.code == exitOK && strings.Contains(r.stdout, "gen_ai.evaluate") && strings.Contains(r.stdout, "gen_ai.invoke_agent")
+			})
+			for _, want := range []string{"service.name=travel-evals", "adk.eval.case_id="} {
+				if !strings.Contains(r.stdout, want) {
+					t.Fatalf("tree lacks %s:\n%s", want, r.stdout)
+				}
+			}
+		}
+	}
 }

@@ -55,6 +55,7 @@ type treeSpan struct {
 
 // treeAttrs are the attributes the tree shows, in this order.
 var treeAttrs = []string{
+	"service.name",
 	"adk.eval.case_id", "adk.eval.sample_id", "adk.eval.worker_id",
 	"gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.tool.name",
 	"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.response.finish_reasons", "error.type",

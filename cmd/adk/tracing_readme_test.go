@@ -156,6 +156,15 @@ func TestReadme_TracingEveryRun(t *testing.T) {
 // it with SIGTERM.
 func startServeBinary(t *testing.T, dir string, args []string) string {
 	t.Helper()
+	url, _ := startServeBinaryLines(t, dir, args)
+	return url
+}
+
+// startServeBinaryLines is startServeBinary that also returns what serve
+// printed until it was ready.
+func startServeBinaryLines(t *testing.T, dir string, args []string) (string, []string) {
+	t.Helper()
+	var seen []string
 	serve := exec.Command(adkBinary(t), args...)
 	serve.Dir = dir
 	stdout, err := serve.StdoutPipe()
@@ -194,6 +203,7 @@ func startServeBinary(t *testing.T, dir string, args []string) string {
 			if !ok {
 				t.Fatalf("serve exited early: %s", serveErr.String())
 			}
+			seen = append(seen, l)
 			if rest, found := strings.CutPrefix(l, "adk serve: nats "); found {
 				url, _, _ = strings.Cut(rest, ",")
 			}
@@ -202,7 +212,7 @@ func startServeBinary(t *testing.T, dir string, args []string) string {
 					for range lines {
 					}
 				}()
-				return url
+				return url, seen
 			}
 		case <-deadline:
 			t.Fatalf("serve not ready: %s", serveErr.String())

@@ -38,11 +38,18 @@
 // as content_attributes_dropped; status messages, events and links are
 // never read (they carry exception text and content).
 //
-// Resource and scope attributes are not stored (service.name and
-// process.command_line are deployment data, the latter can hold secrets),
-// with one exception: a resource's run_id, invocation_id or workflow_id
-// applies to its spans that do not set their own, so an SDK can put the
-// run identity on its resource once.
+// Resource attributes are deployment data and mostly not stored
+// (process.command_line can hold secrets). Two kinds apply to a
+// resource's spans that do not set their own: the identity attributes
+// run_id, invocation_id and workflow_id, so an SDK can put the run
+// identity on its resource once; and the bounded service set
+// observability.ResourceAttributeKeys (service.name, service.version,
+// deployment.environment, telemetry.sdk.*, ...), kept as span attributes
+// of the same name so query results show which service a span came from
+// and adk export otlp can put them back on a resource. The eval ids
+// adk.eval.job_id, case_id, sample_id and worker_id are allowlisted too,
+// so an external agent's spans are found with adk trace query --job.
+// Scope attributes are never read.
 //
 // A span that cannot be mapped (zero or malformed ids, bad name, end
 // before start, time beyond int64, attributes over 64 KiB encoded) is

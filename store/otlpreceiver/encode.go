@@ -42,7 +42,7 @@ func appendAttributes(b []byte, a observability.Attributes) ([]byte, bool) {
 	if a == nil {
 		return append(b, "null"...), true
 	}
-	var buf [32]string // the mapping keeps at most len(allowed) keys
+	var buf [48]string // the mapping keeps at most len(allowed) keys
 	if len(a) > len(buf) {
 		return b, false
 	}

@@ -54,6 +54,20 @@ var allowed = map[string]attrKind{
 	attrRunID:                        attrText,
 	attrInvocationID:                 attrText,
 	attrWorkflowID:                   attrText,
+	// The eval ids tie an external agent's spans to the eval job, case
+	// and sample that ran it (adk trace query --job).
+	observability.AttrEvalJobID:    attrText,
+	observability.AttrEvalCaseID:   attrText,
+	observability.AttrEvalSampleID: attrText,
+	observability.AttrEvalWorkerID: attrText,
+}
+
+func init() {
+	// The bounded resource keys (service.name, ...) are kept as span
+	// attributes of the same name, from the span or else its resource.
+	for _, k := range observability.ResourceAttributeKeys {
+		allowed[k] = attrText
+	}
 }
 
 var identityKeys = [...]string{attrRunID, attrInvocationID, attrWorkflowID}
@@ -108,11 +122,16 @@ func mapTraces(td ptrace.Traces) *mapped {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		var resIdentity [len(identityKeys)]string
+		var res resourceAttrs
 		ra := rs.Resource().Attributes()
 		for j, k := range identityKeys {
 			if v, ok := ra.Get(k); ok && v.Type() == pcommon.ValueTypeStr && validText(v.Str(), maxTextBytes) {
-				resIdentity[j] = v.Str()
+				res.identity[j] = v.Str()
+			}
+		}
+		for j, k := range observability.ResourceAttributeKeys {
+			if v, ok := ra.Get(k); ok && v.Type() == pcommon.ValueTypeStr && validText(v.Str(), maxTextBytes) {
+				res.service[j] = v.Str()
 			}
 		}
 		sss := rs.ScopeSpans()
@@ -120,7 +139,7 @@ func mapTraces(td ptrace.Traces) *mapped {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				clear(attrs)
-				reason := m.mapSpan(&s, attrs, spans.At(k), &resIdentity)
+				reason := m.mapSpan(&s, attrs, spans.At(k), &res)
 				if reason == "" {
 					start := len(buf)
 					var attrBytes int
@@ -164,7 +183,7 @@ const spanJSONEstimate = 384
 // status come from enums, attributes are allowlisted metadata (usage
 // counters non-negative integers). The caller checks the encoded size of
 // the attributes. FuzzOTLPDecode holds every published record to Validate.
-func (m *mapped) mapSpan(s *observability.SpanSignal, attrs observability.Attributes, sp ptrace.Span, resIdentity *[len(identityKeys)]string) string {
+func (m *mapped) mapSpan(s *observability.SpanSignal, attrs observability.Attributes, sp ptrace.Span, res *resourceAttrs) string {
 	tid, sid := sp.TraceID(), sp.SpanID()
 	if tid.IsEmpty() {
 		return "trace_id"
@@ -204,13 +223,21 @@ func (m *mapped) mapSpan(s *observability.SpanSignal, attrs observability.Attrib
 			s.TraceState = v // an invalid tracestate is dropped, not the span
 		}
 	}
-	m.mapAttributes(attrs, sp.Attributes(), resIdentity)
+	m.mapAttributes(attrs, sp.Attributes(), res)
 	return ""
+}
+
+// resourceAttrs are the values a resource lends its spans: the identity
+// keys and the bounded resource keys (observability.ResourceAttributeKeys),
+// in their lists' order.
+type resourceAttrs struct {
+	identity [len(identityKeys)]string
+	service  [len(observability.ResourceAttributeKeys)]string
 }
 
 // mapAttributes keeps the allowlisted metadata attributes of in, into a,
 // and counts the content and credential keys it drops.
-func (m *mapped) mapAttributes(a observability.Attributes, in pcommon.Map, resIdentity *[len(identityKeys)]string) {
+func (m *mapped) mapAttributes(a observability.Attributes, in pcommon.Map, res *resourceAttrs) {
 	var legacyProvider string
 	in.Range(func(k string, v pcommon.Value) bool {
 		kind, ok := allowed[k]
@@ -246,8 +273,13 @@ func (m *mapped) mapAttributes(a observability.Attributes, in pcommon.Map, resId
 		a[observability.AttrProviderName] = legacyProvider
 	}
 	for j, k := range identityKeys {
-		if _, ok := a[k]; !ok && resIdentity[j] != "" {
-			a[k] = resIdentity[j]
+		if _, ok := a[k]; !ok && res.identity[j] != "" {
+			a[k] = res.identity[j]
+		}
+	}
+	for j, k := range observability.ResourceAttributeKeys {
+		if _, ok := a[k]; !ok && res.service[j] != "" {
+			a[k] = res.service[j]
 		}
 	}
 }

@@ -90,9 +90,14 @@ func newHarness(t testing.TB, pubCfg bus.PublisherConfig) *harness {
 // projected events).
 func (h *harness) query(t testing.TB, token, traceID string) []map[string]any {
 	t.Helper()
+	return h.querySelector(t, token, map[string]string{"trace_id": traceID})
+}
+
+func (h *harness) querySelector(t testing.TB, token string, sel map[string]string) []map[string]any {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	reply, err := tracenode.Query(ctx, h.nc, tracenode.QueryRequest{Token: token, Selector: map[string]string{"trace_id": traceID}, Limit: 100})
+	reply, err := tracenode.Query(ctx, h.nc, tracenode.QueryRequest{Token: token, Selector: sel, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +173,8 @@ func makeTraces(tid pcommon.TraceID, n int) ptrace.Traces {
 	rs.Resource().Attributes().PutStr("service.name", "agent")
 	rs.Resource().Attributes().PutStr("process.command_line", "agent --api-key=sk-resource-secret")
 	rs.Resource().Attributes().PutStr("run_id", "run-res")
+	rs.Resource().Attributes().PutStr("deployment.environment.name", "ci")
+	rs.Resource().Attributes().PutStr("host.arch", "amd64")
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("test")
 	base := uint64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
@@ -198,6 +205,13 @@ func makeTraces(tid pcommon.TraceID, n int) ptrace.Traces {
 		a.PutStr("gen_ai.tool.call.arguments", `{"ARGS-CONTENT":1}`)
 		a.PutStr("api_key", "sk-CREDENTIAL")
 		a.PutStr("http.route", "/chat")
+		a.PutStr(observability.AttrEvalJobID, "job-ext")
+		a.PutStr(observability.AttrEvalCaseID, "case-1")
+		a.PutStr(observability.AttrEvalSampleID, fmt.Sprintf("sample-%d", i%2))
+		a.PutStr(observability.AttrEvalWorkerID, "ext-agent")
+		if i == 3 {
+			a.PutStr("service.name", "sub-agent") // a span's own wins over its resource's
+		}
 		ev := sp.Events().AppendEmpty()
 		ev.SetName("gen_ai.content.prompt")
 		ev.Attributes().PutStr("gen_ai.prompt", "EVENT-CONTENT")
@@ -237,7 +251,7 @@ func decodeResponse(t testing.TB, ct string, body []byte) ptraceotlp.ExportRespo
 }
 
 var forbiddenInStore = []string{"PROMPT-CONTENT", "ARGS-CONTENT", "sk-CREDENTIAL", "EVENT-CONTENT", "sk-resource-secret",
-	"gen_ai.prompt", "arguments", "api_key", "boom", "service.name", "http.route"}
+	"gen_ai.prompt", "arguments", "api_key", "boom", "http.route", "host.arch", "process.command_line"}
 
 func TestReceiver_SpansBecomeQueryableUnderTheTokensPrincipal(t *testing.T) {
 	h := newHarness(t, otlpreceiver.PublisherConfig(nil))
@@ -283,7 +297,8 @@ func TestReceiver_SpansBecomeQueryableUnderTheTokensPrincipal(t *testing.T) {
 			wantAttrs := map[string]string{
 				"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-test", "gen_ai.provider.name": "openai",
 				"gen_ai.usage.input_tokens": "12", "error.type": "timeout", "gen_ai.response.finish_reasons": "[stop]",
-				"run_id": "run-own",
+				"run_id": "run-own", "service.name": "agent", "deployment.environment.name": "ci",
+				"adk.eval.job_id": "job-ext", "adk.eval.case_id": "case-1", "adk.eval.sample_id": "sample-1", "adk.eval.worker_id": "ext-agent",
 			}
 			for k, v := range wantAttrs {
 				if fmt.Sprint(attrs[k]) != v {
@@ -293,10 +308,22 @@ func TestReceiver_SpansBecomeQueryableUnderTheTokensPrincipal(t *testing.T) {
 			if a0, _ := evs[0]["attributes"].(map[string]any); a0["run_id"] != "run-res" {
 				t.Errorf("resource run_id not applied: %v", a0)
 			}
+			if a3, _ := evs[3]["attributes"].(map[string]any); a3["service.name"] != "sub-agent" {
+				t.Errorf("span service.name overridden by the resource's: %v", a3)
+			}
 			if other := h.query(t, tokBob, tidHex); len(other) != 0 {
 				t.Fatalf("bob sees %d of alice's spans", len(other))
 			}
 		})
+	}
+	// An external agent's spans are found by the eval ids it set, as
+	// adk trace query --job JOB --case C --sample S finds them.
+	byEval := h.querySelector(t, tokAlice, map[string]string{"job_id": "job-ext", "case_id": "case-1", "sample_id": "sample-1"})
+	if len(byEval) != 4 {
+		t.Fatalf("query by job, case and sample: %d spans, want 4", len(byEval))
+	}
+	if other := h.querySelector(t, tokBob, map[string]string{"job_id": "job-ext"}); len(other) != 0 {
+		t.Fatalf("bob sees %d of alice's spans by job", len(other))
 	}
 	s := h.recv.Stats()
 	if s.SpansAccepted != 8 || s.SpansReceived != 8 || s.ContentAttributesDropped != 8*3 {

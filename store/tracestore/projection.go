@@ -45,12 +45,15 @@ var (
 	usageInts      = set("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning_tokens")
 	// Attribute text keys. run_id, workflow_id and invocation_id are ours:
 	// they are identifiers (never content) and make spans selectable.
-	attrText = set("phase", "hook", "outcome", "status", "stream", "capture_error", "gen_ai.operation.name",
+	// The resource keys (service.name, ...) are the bounded deployment
+	// metadata the OTLP receiver keeps from a span's resource.
+	attrText = set(append([]string{"phase", "hook", "outcome", "status", "stream", "capture_error", "gen_ai.operation.name",
 		"gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.response.id",
 		"gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.response.finish_reasons",
 		observability.MappingVersionKey, "erlang_adk.gen_ai.mapping.version", // ours, and the contract fixtures'
 		"error.type", "run_id", "workflow_id", "invocation_id",
-		observability.AttrEvalJobID, observability.AttrEvalCaseID, observability.AttrEvalSampleID, observability.AttrEvalWorkerID)
+		observability.AttrEvalJobID, observability.AttrEvalCaseID, observability.AttrEvalSampleID, observability.AttrEvalWorkerID},
+		observability.ResourceAttributeKeys[:]...)...)
 	v2Text      = set("signal", "phase", "name", "kind", "trace_id", "span_id", "parent_span_id", "tracestate", "status")
 	v2Ints      = set("schema_version", "trace_flags", "start_time_unix_nano", "end_time_unix_nano", "duration_nano")
 	wfRequired  = set("type", "workflow_id", "workflow_kind", "invocation_id")
