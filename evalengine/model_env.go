@@ -208,21 +208,19 @@ func NewModelProvider(spec ProviderSpec, hc *http.Client) (model.Provider, error
 	if apiKey != "" {
 		hc = withHeader(hc, spec.Provider, apiKey)
 	}
+	shared := model.HTTPConfig{
+		BaseURL: baseURL, APIKeyEnv: keyEnv, TimeoutMS: spec.RequestTimeoutMS,
+		MaxAttempts: int(attempts), MaxResponseBytes: maxBytes, BaseBackoffMS: int(baseBackoff), MaxBackoffMS: int(maxBackoff),
+	}
 	var (
 		p   model.Provider
 		err error
 	)
 	switch spec.Provider {
 	case ProviderGemini:
-		p, err = gemini.New(gemini.Config{
-			BaseURL: baseURL, Model: spec.Model, APIKeyEnv: keyEnv, TimeoutMS: spec.RequestTimeoutMS,
-			MaxAttempts: int(attempts), MaxResponseBytes: maxBytes, BaseBackoffMS: int(baseBackoff), MaxBackoffMS: int(maxBackoff),
-		}, hc)
+		p, err = gemini.New(gemini.Config{Model: spec.Model, HTTPConfig: shared}, hc)
 	case ProviderOpenAI:
-		p, err = openai.New(openai.Config{
-			BaseURL: baseURL, Model: spec.Model, APIKeyEnv: keyEnv, TimeoutMS: spec.RequestTimeoutMS,
-			MaxAttempts: int(attempts), MaxResponseBytes: maxBytes, BaseBackoffMS: int(baseBackoff), MaxBackoffMS: int(maxBackoff),
-		}, hc)
+		p, err = openai.New(openai.Config{Model: spec.Model, HTTPConfig: shared}, hc)
 	default:
 		return nil, judgeErr(JudgeInvalidProvider, nil)
 	}

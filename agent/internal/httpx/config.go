@@ -2,10 +2,31 @@ package httpx
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/fadcedab/adk/agent/model"
 )
+
+// Setup checks a provider's shared configuration and returns its base URL
+// (def when cfg names none, without a trailing slash), its API key ("" for
+// none) and its client. name is the provider's gen_ai.provider.name; label
+// prefixes every error ("openai config"), which names the key at fault and
+// never a value. hc may be nil (the shared tuned transport).
+func Setup(label, name, def string, hc *http.Client, cfg model.HTTPConfig) (base, key string, c Client, err error) {
+	if base, err = BaseURL(label, cfg.BaseURL, def); err != nil {
+		return "", "", c, err
+	}
+	if key, err = APIKey(label, cfg.APIKeyEnv); err != nil {
+		return "", "", c, err
+	}
+	if c, err = NewClient(name, hc, cfg); err != nil {
+		return "", "", c, fmt.Errorf("%s: %w", label, err)
+	}
+	return base, key, c, nil
+}
 
 // BaseURL validates a provider's configured base URL (def when empty): an
 // http(s) URL with a host, without credentials or a query. It returns the

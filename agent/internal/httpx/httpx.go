@@ -57,8 +57,10 @@ type Client struct {
 
 // NewClient validates the per-provider HTTP bounds (zero means default)
 // and returns a client.
-func NewClient(name string, hc *http.Client, timeoutMS, attempts int, maxBytes int64, baseMS, maxMS int) (Client, error) {
+func NewClient(name string, hc *http.Client, cfg model.HTTPConfig) (Client, error) {
 	c := Client{Provider: name, HTTP: hc}
+	timeoutMS, attempts, maxBytes := cfg.TimeoutMS, cfg.MaxAttempts, cfg.MaxResponseBytes
+	baseMS, maxMS := cfg.BaseBackoffMS, cfg.MaxBackoffMS
 	if timeoutMS < 0 || time.Duration(timeoutMS)*time.Millisecond > MaxTimeout {
 		return c, fmt.Errorf("timeout_ms %d out of range", timeoutMS)
 	}

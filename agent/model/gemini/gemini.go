@@ -22,17 +22,14 @@ const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
 
 // Config is the gemini model configuration from AGENT.json.
 type Config struct {
-	Provider         string   `json:"provider"`
-	BaseURL          string   `json:"base_url,omitempty"`
-	Model            string   `json:"model"`
-	APIKeyEnv        string   `json:"api_key_env,omitempty"`
-	TimeoutMS        int      `json:"timeout_ms,omitempty"`
-	MaxAttempts      int      `json:"max_attempts,omitempty"`
-	MaxResponseBytes int64    `json:"max_response_bytes,omitempty"`
-	BaseBackoffMS    int      `json:"base_backoff_ms,omitempty"`
-	MaxBackoffMS     int      `json:"max_backoff_ms,omitempty"`
-	Temperature      *float64 `json:"temperature,omitempty"`
-	MaxOutputTokens  int      `json:"max_output_tokens,omitempty"`
+	Provider        string   `json:"provider"`
+	Model           string   `json:"model"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxOutputTokens int      `json:"max_output_tokens,omitempty"`
+	// HTTPConfig is the endpoint, key variable, timeout, retry and
+	// response bounds every remote provider shares; its keys sit at the
+	// top level of the JSON.
+	model.HTTPConfig
 }
 
 // Provider is the Gemini model.Provider.
@@ -64,17 +61,9 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if cfg.Model == "" || strings.ContainsAny(cfg.Model, "/?#:") {
 		return nil, fmt.Errorf("gemini config: model is required and must be a bare model name")
 	}
-	base, err := httpx.BaseURL("gemini config", cfg.BaseURL, DefaultBaseURL)
+	base, key, client, err := httpx.Setup("gemini config", ProviderName, DefaultBaseURL, hc, cfg.HTTPConfig)
 	if err != nil {
 		return nil, err
-	}
-	key, err := httpx.APIKey("gemini config", cfg.APIKeyEnv)
-	if err != nil {
-		return nil, err
-	}
-	client, err := httpx.NewClient(ProviderName, hc, cfg.TimeoutMS, cfg.MaxAttempts, cfg.MaxResponseBytes, cfg.BaseBackoffMS, cfg.MaxBackoffMS)
-	if err != nil {
-		return nil, fmt.Errorf("gemini config: %w", err)
 	}
 	p := &Provider{cfg: cfg, base: base, header: http.Header{}, client: client}
 	if key != "" {

@@ -3,17 +3,15 @@ package gemini
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fadcedab/adk/agent/internal/httpx"
+	"github.com/fadcedab/adk/agent/internal/providertest"
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/internal/testutil"
 )
@@ -46,7 +44,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, body map[string]any
 func provider(t *testing.T, srv *httptest.Server, extra func(*Config)) *Provider {
 	t.Helper()
 	t.Setenv("TEST_GEMINI_KEY", plantedKey)
-	cfg := Config{Provider: "gemini", BaseURL: srv.URL + "/v1beta", Model: "gemini-test", APIKeyEnv: "TEST_GEMINI_KEY", BaseBackoffMS: 1}
+	cfg := Config{Provider: "gemini", Model: "gemini-test", HTTPConfig: model.HTTPConfig{BaseURL: srv.URL + "/v1beta", APIKeyEnv: "TEST_GEMINI_KEY", BaseBackoffMS: 1}}
 	if extra != nil {
 		extra(&cfg)
 	}
@@ -67,20 +65,6 @@ func request() *model.Request {
 		},
 		Tools: []model.ToolDeclaration{{Name: "get_weather", Parameters: map[string]any{"type": "object"}}},
 	}
-}
-
-func modelErr(t *testing.T, err error) *model.Error {
-	t.Helper()
-	for _, s := range []string{fmt.Sprint(err), fmt.Sprintf("%#v", err)} {
-		if strings.Contains(s, plantedKey) || strings.Contains(s, "upstream") {
-			t.Fatalf("error leaks: %s", s)
-		}
-	}
-	var me *model.Error
-	if !errors.As(err, &me) {
-		t.Fatalf("not a *model.Error: %v", err)
-	}
-	return me
 }
 
 func TestGemini_FunctionCallingUsageAndSchema(t *testing.T) {
@@ -125,73 +109,25 @@ func TestGemini_FunctionCallingUsageAndSchema(t *testing.T) {
 	}
 }
 
-func TestGemini_Failures(t *testing.T) {
-	body := `{"error":{"message":"upstream says ` + plantedKey + `"}}`
-	t.Run("429 Retry-After then success", func(t *testing.T) {
-		var first time.Time
-		var gap time.Duration
-		srv, attempts := server(t, func(w http.ResponseWriter, _ map[string]any, n int) {
-			if n == 1 {
-				first = time.Now()
-				w.Header().Set("Retry-After", "1")
-				w.WriteHeader(429)
-				_, _ = io.WriteString(w, body)
-				return
+// TestGemini_Conformance runs the suite every remote provider passes
+// against a fake generateContent server.
+func TestGemini_Conformance(t *testing.T) {
+	providertest.Run(t, providertest.Harness{
+		Authorized: func(r *http.Request, key string) bool {
+			return r.Method == http.MethodPost && r.URL.Path == "/v1beta/models/gemini-test:generateContent" &&
+				r.URL.RawQuery == "" && r.Header.Get("x-goog-api-key") == key
+		},
+		Answer: func(text string) string {
+			b, _ := json.Marshal(text)
+			return `{"candidates":[{"finishReason":"STOP","content":{"role":"model","parts":[{"text":` + string(b) + `}]}}]}`
+		},
+		Malformed: `{"candidates":[]}`,
+		New: func(serverURL string, cfg model.HTTPConfig) (model.Provider, error) {
+			if serverURL != "" {
+				cfg.BaseURL = serverURL + "/v1beta"
 			}
-			gap = time.Since(first)
-			_, _ = io.WriteString(w, `{"candidates":[{"content":{"parts":[{"text":"ok"}]}}]}`)
-		})
-		resp, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if err != nil || resp.Message.Text() != "ok" || attempts.Load() != 2 || gap < 900*time.Millisecond {
-			t.Fatalf("%v %v attempts %d gap %v", resp, err, attempts.Load(), gap)
-		}
-	})
-	t.Run("500 exhausts attempts", func(t *testing.T) {
-		srv, attempts := server(t, func(w http.ResponseWriter, _ map[string]any, n int) {
-			w.WriteHeader(500)
-			_, _ = io.WriteString(w, body)
-		})
-		_, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassServer || !me.Retryable || attempts.Load() != httpx.DefaultMaxAttempts {
-			t.Fatalf("err %+v attempts %d", me, attempts.Load())
-		}
-	})
-	t.Run("400 not retried", func(t *testing.T) {
-		srv, attempts := server(t, func(w http.ResponseWriter, _ map[string]any, n int) {
-			w.WriteHeader(400)
-			_, _ = io.WriteString(w, body)
-		})
-		_, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassClient || attempts.Load() != 1 {
-			t.Fatalf("err %+v", me)
-		}
-	})
-	t.Run("oversized", func(t *testing.T) {
-		srv, _ := server(t, func(w http.ResponseWriter, _ map[string]any, n int) {
-			_, _ = io.WriteString(w, strings.Repeat(" ", 2048)+`{}`)
-		})
-		_, err := provider(t, srv, func(c *Config) { c.MaxResponseBytes = 1024 }).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassTooLarge {
-			t.Fatalf("err %+v", me)
-		}
-	})
-	t.Run("no candidates", func(t *testing.T) {
-		srv, _ := server(t, func(w http.ResponseWriter, _ map[string]any, n int) {
-			_, _ = io.WriteString(w, `{"candidates":[]}`)
-		})
-		_, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassBadResponse {
-			t.Fatalf("err %+v", me)
-		}
-	})
-	t.Run("slow response", func(t *testing.T) {
-		release := make(chan struct{})
-		srv, _ := server(t, func(w http.ResponseWriter, _ map[string]any, n int) { <-release })
-		defer close(release)
-		_, err := provider(t, srv, func(c *Config) { c.TimeoutMS = 100 }).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassTimeout {
-			t.Fatalf("err %+v", me)
-		}
+			return New(Config{Provider: "gemini", Model: "gemini-test", HTTPConfig: cfg}, nil)
+		},
 	})
 }
 
@@ -199,8 +135,6 @@ func TestGemini_Config(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"no model":       {},
 		"path in model":  {Model: "../x"},
-		"query in base":  {Model: "m", BaseURL: "http://127.0.0.1/v1?key=" + plantedKey},
-		"unset key env":  {Model: "m", APIKeyEnv: "NO_SUCH_ENV_FOR_TEST"},
 		"other provider": {Provider: "openai", Model: "m"},
 	} {
 		_, err := New(cfg, nil)

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,9 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fadcedab/adk/agent/internal/httpx"
+	"github.com/fadcedab/adk/agent/internal/providertest"
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/internal/testutil"
 )
@@ -47,7 +46,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, bo
 func provider(t *testing.T, srv *httptest.Server, extra func(*Config)) *Provider {
 	t.Helper()
 	t.Setenv("TEST_OPENAI_KEY", plantedKey)
-	cfg := Config{Provider: "openai", BaseURL: srv.URL + "/v1", Model: "gpt-test", APIKeyEnv: "TEST_OPENAI_KEY", BaseBackoffMS: 1, MaxBackoffMS: 2000}
+	cfg := Config{Provider: "openai", Model: "gpt-test", HTTPConfig: model.HTTPConfig{BaseURL: srv.URL + "/v1", APIKeyEnv: "TEST_OPENAI_KEY", BaseBackoffMS: 1, MaxBackoffMS: 2000}}
 	if extra != nil {
 		extra(&cfg)
 	}
@@ -80,16 +79,6 @@ func assertNoKey(t *testing.T, err error) {
 			t.Fatalf("error leaks key or body: %s", s)
 		}
 	}
-}
-
-func modelErr(t *testing.T, err error) *model.Error {
-	t.Helper()
-	assertNoKey(t, err)
-	var me *model.Error
-	if !errors.As(err, &me) {
-		t.Fatalf("not a *model.Error: %v", err)
-	}
-	return me
 }
 
 func TestOpenAI_ToolCallingAndUsage(t *testing.T) {
@@ -149,150 +138,34 @@ func TestOpenAI_StructuredOutput(t *testing.T) {
 	}
 }
 
-func TestOpenAI_Failures(t *testing.T) {
-	body := `{"error":{"message":"upstream body with ` + plantedKey + `"}}`
-	t.Run("429 with Retry-After is honoured then retried", func(t *testing.T) {
-		var first time.Time
-		var gap time.Duration
-		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			if n == 1 {
-				first = time.Now()
-				w.Header().Set("Retry-After", "1")
-				w.WriteHeader(429)
-				_, _ = io.WriteString(w, body)
-				return
+// TestOpenAI_Conformance runs the suite every remote provider passes
+// against a fake chat completions server.
+func TestOpenAI_Conformance(t *testing.T) {
+	providertest.Run(t, providertest.Harness{
+		Authorized: func(r *http.Request, key string) bool {
+			return r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" && r.Header.Get("Authorization") == "Bearer "+key
+		},
+		Answer: func(text string) string {
+			b, _ := json.Marshal(text)
+			return `{"id":"r1","model":"gpt-test","choices":[{"finish_reason":"stop","message":{"content":` + string(b) + `}}]}`
+		},
+		Malformed: `{"choices":[{"message":{"tool_calls":[{"function":{"name":"x","arguments":"{not json"}}]}}]}`,
+		New: func(serverURL string, cfg model.HTTPConfig) (model.Provider, error) {
+			if serverURL != "" {
+				cfg.BaseURL = serverURL + "/v1"
 			}
-			gap = time.Since(first)
-			_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"ok"}}]}`)
-		})
-		resp, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if err != nil || resp.Message.Text() != "ok" || attempts.Load() != 2 {
-			t.Fatalf("%v %v attempts %d", resp, err, attempts.Load())
-		}
-		if gap < 900*time.Millisecond {
-			t.Fatalf("Retry-After not honoured: retried after %v", gap)
-		}
-	})
-	t.Run("5xx retried with backoff, bounded attempts", func(t *testing.T) {
-		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			w.WriteHeader(503)
-			_, _ = io.WriteString(w, body)
-		})
-		_, err := provider(t, srv, func(c *Config) { c.MaxAttempts = 4 }).Generate(context.Background(), request())
-		me := modelErr(t, err)
-		if me.Class != model.ClassServer || me.Status != 503 || !me.Retryable || attempts.Load() != 4 {
-			t.Fatalf("err %+v attempts %d", me, attempts.Load())
-		}
-	})
-	t.Run("5xx then success", func(t *testing.T) {
-		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			if n < 3 {
-				w.WriteHeader(500)
-				return
-			}
-			_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"third time"}}]}`)
-		})
-		resp, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if err != nil || resp.Message.Text() != "third time" || attempts.Load() != 3 {
-			t.Fatalf("%v %v %d", resp, err, attempts.Load())
-		}
-	})
-	for _, tc := range []struct {
-		status int
-		class  model.ErrorClass
-	}{{400, model.ClassClient}, {401, model.ClassAuth}, {403, model.ClassAuth}, {404, model.ClassClient}} {
-		t.Run(fmt.Sprintf("%d is not retried", tc.status), func(t *testing.T) {
-			srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-				w.WriteHeader(tc.status)
-				_, _ = io.WriteString(w, body)
-			})
-			_, err := provider(t, srv, nil).Generate(context.Background(), request())
-			if me := modelErr(t, err); me.Class != tc.class || me.Status != tc.status || me.Retryable || attempts.Load() != 1 {
-				t.Fatalf("err %+v attempts %d", me, attempts.Load())
-			}
-		})
-	}
-	t.Run("oversized body", func(t *testing.T) {
-		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"`+strings.Repeat("x", 4096)+`"}}]}`)
-		})
-		_, err := provider(t, srv, func(c *Config) { c.MaxResponseBytes = 1024 }).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassTooLarge {
-			t.Fatalf("err %+v", me)
-		}
-	})
-	t.Run("malformed body", func(t *testing.T) {
-		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			_, _ = io.WriteString(w, `{"choices":[{"message":{"tool_calls":[{"function":{"name":"x","arguments":"{not json"}}]}}]} `+plantedKey)
-		})
-		_, err := provider(t, srv, nil).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassBadResponse {
-			t.Fatalf("err %+v", me)
-		}
-	})
-	t.Run("slow response times out per attempt", func(t *testing.T) {
-		release := make(chan struct{})
-		srv, attempts := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		})
-		defer close(release)
-		start := time.Now()
-		_, err := provider(t, srv, func(c *Config) { c.TimeoutMS = 100 }).Generate(context.Background(), request())
-		if me := modelErr(t, err); me.Class != model.ClassTimeout || attempts.Load() != 1 || time.Since(start) > 5*time.Second {
-			t.Fatalf("err %+v attempts %d", me, attempts.Load())
-		}
-	})
-	t.Run("caller cancellation", func(t *testing.T) {
-		release := make(chan struct{})
-		started := make(chan struct{}, 1)
-		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			started <- struct{}{}
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		})
-		defer close(release)
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			<-started
-			cancel()
-		}()
-		_, err := provider(t, srv, nil).Generate(ctx, request())
-		if me := modelErr(t, err); me.Class != model.ClassCancelled {
-			t.Fatalf("err %+v", me)
-		}
-	})
-	t.Run("cancellation during backoff", func(t *testing.T) {
-		srv, _ := server(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any, n int) {
-			w.Header().Set("Retry-After", "30")
-			w.WriteHeader(429)
-		})
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		_, err := provider(t, srv, func(c *Config) { c.MaxBackoffMS = 60_000 }).Generate(ctx, request())
-		if me := modelErr(t, err); me.Class != model.ClassTimeout || time.Since(start) > 5*time.Second {
-			t.Fatalf("err %+v after %v", me, time.Since(start))
-		}
+			return New(Config{Provider: "openai", Model: "gpt-test", HTTPConfig: cfg}, nil)
+		},
 	})
 }
 
 func TestOpenAI_Config(t *testing.T) {
-	t.Setenv("EMPTY_KEY", "")
 	for name, cfg := range map[string]Config{
-		"no model":      {BaseURL: "http://127.0.0.1:1"},
-		"bad scheme":    {Model: "m", BaseURL: "ftp://x"},
-		"creds in url":  {Model: "m", BaseURL: "http://user:" + plantedKey + "@127.0.0.1"},
-		"unset key env": {Model: "m", APIKeyEnv: "EMPTY_KEY"},
-		"attempts":      {Model: "m", MaxAttempts: 99},
-		"other":         {Provider: "gemini", Model: "m"},
-		"tokens param":  {Model: "m", MaxTokensParam: "max_output_tokens"},
-		"key header":    {Model: "m", APIKeyHeader: "x-api-key"},
-		"api version":   {Model: "m", APIVersion: "2024-10-21&x=1"},
+		"no model":     {HTTPConfig: model.HTTPConfig{BaseURL: "http://127.0.0.1:1"}},
+		"other":        {Provider: "gemini", Model: "m"},
+		"tokens param": {Model: "m", MaxTokensParam: "max_output_tokens"},
+		"key header":   {Model: "m", APIKeyHeader: "x-api-key"},
+		"api version":  {Model: "m", APIVersion: "2024-10-21&x=1"},
 	} {
 		_, err := New(cfg, nil)
 		if err == nil {
