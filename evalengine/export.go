@@ -169,6 +169,12 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 
 // canonicalJSON renders v as canonical JSON (sorted keys) plus a newline.
 func canonicalJSON(v any) ([]byte, error) {
+	if r, ok := v.(*Result); ok && r.legacy == nil {
+		// Result.MarshalJSON would send canonjson through encoding/json and
+		// back; its plain struct encodes by reflection to the same bytes.
+		type plain Result
+		v = (*plain)(r)
+	}
 	out, err := canonjson.Marshal(v)
 	if err != nil {
 		return nil, reasonErr(CodeInvalidExportResult, "not_json", "")

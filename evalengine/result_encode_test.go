@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/canonjson"
 )
 
 // TestResult_MarshalJSONWithIsByteIdentical checks that splicing samples
@@ -78,4 +79,33 @@ func manyCases(n int, samples func(int) int) *evalengine.Result {
 		r.Cases = append(r.Cases, c)
 	}
 	return r
+}
+
+// TestRender_JSONIsTheCanonicalFormOfMarshalJSON checks that the JSON
+// report, which canonjson now encodes from the struct by reflection, is
+// the canonical form of the document's encoding/json bytes, as it was.
+func TestRender_JSONIsTheCanonicalFormOfMarshalJSON(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		r := fixedResult(t, failing)
+		r.Metadata["odd"] = map[string]any{"\U0001F600": "<\u2028>", "\uFB33": []any{1e21, 1e-7, -0.0, 0.1 + 0.2, int64(1) << 60}}
+		data, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := canonjson.Canonicalize(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked, err := evalengine.DecodeResult(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := evalengine.Render(checked, evalengine.FormatJSON, evalengine.ExportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, append(want, '\n')) {
+			t.Fatalf("render differs from the canonical form:\n%s\n%s", got, want)
+		}
+	}
 }

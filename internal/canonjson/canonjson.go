@@ -98,6 +98,10 @@ type segment struct {
 type encoder struct {
 	buf  []byte
 	path []segment
+	// reflecting is set while reflected encodes a value; rdepth counts the
+	// containers it has entered (reflect.go).
+	reflecting bool
+	rdepth     int
 }
 
 func (e *encoder) fail(code string, cause error) error {
@@ -126,7 +130,7 @@ func (e *encoder) fail(code string, cause error) error {
 }
 
 func (e *encoder) value(v any) error {
-	if len(e.path) > MaxDepth {
+	if len(e.path)+e.rdepth > MaxDepth {
 		return e.fail(CodeTooDeep, nil)
 	}
 	switch v := v.(type) {
@@ -215,7 +219,7 @@ func (e *encoder) value(v any) error {
 		}
 		return object(e, v)
 	default:
-		return e.viaEncodingJSON(v)
+		return e.reflected(v)
 	}
 	return nil
 }
