@@ -35,14 +35,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,6 +59,9 @@ func main() {
 	scriptedConc := flag.Int("scripted-concurrency", 4, "--concurrency of the zero-latency run")
 	skipOpenAI := flag.Bool("scripted-only", false, "run only the zero-latency benchmark")
 	big := flag.Bool("big", true, "run the 100,000-case jsonl benchmark")
+	baseline := flag.String("baseline", "", "a second adk binary (e.g. today's main): every row runs with it (A) and then with -adk (B), for an A/B in one run")
+	runs := flag.Int("runs", 1, "how many times each row runs (A and B alternate within each round)")
+	only := flag.String("only", "", "run only the rows whose label matches this regexp (labels: scripted-json, openai-1000-c256, openai-100k-jsonl, ...)")
 	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
 	flag.Parse()
 	log.SetFlags(0)
@@ -63,7 +69,7 @@ func main() {
 	if profileDir != "" {
 		must(os.MkdirAll(profileDir, 0o755))
 	}
-	for _, p := range []*string{adk, fake, &profileDir} {
+	for _, p := range []*string{adk, fake, baseline, &profileDir} {
 		if *p == "" {
 			continue
 		}
@@ -71,6 +77,8 @@ func main() {
 		must(err)
 		*p = abs
 	}
+	onlyRE, err := regexp.Compile(*only)
+	must(err)
 
 	dir, err := os.MkdirTemp("", "adk-evalbench-")
 	if err != nil {
@@ -78,29 +86,48 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 
+	type bin struct{ tag, path string }
+	bins := []bin{{"", *adk}}
+	if *baseline != "" {
+		bins = []bin{{"A ", *baseline}, {"B ", *adk}}
+	}
 	var rows []row
+	// measure runs one row with every binary, -runs times, alternating.
+	measure := func(name, label string, samples, conc int, delay time.Duration, env []string, args ...string) {
+		if !onlyRE.MatchString(label) {
+			return
+		}
+		for range *runs {
+			for _, b := range bins {
+				childEnv = env
+				tag := strings.TrimSpace(b.tag)
+				if tag != "" {
+					tag = "-" + tag
+				}
+				r := runADK(b.path, dir, label+tag, samples, conc, delay, args...)
+				childEnv = nil
+				r.name = b.tag + name
+				rows = append(rows, r)
+			}
+		}
+	}
 	// 1. Engine overhead with a zero-latency scripted agent.
 	must(os.WriteFile(filepath.Join(dir, "scripted.json"), []byte(scriptedAgent), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "set100.json"), evalSet(100, "What is the weather in Pune?", "It is sunny in Pune, 31°C.", true), 0o644))
 	// Events are off: 10,000 samples with their events exceed the 16 MiB
 	// report ceiling (eval_report_budget_exceeded), by design.
 	for _, format := range []string{"markdown", "json"} {
-		r := runADK(*adk, dir, "scripted-"+format, 10_000, *scriptedConc, 0, "eval", "run", "--config", "scripted.json", "--eval-set", "set100.json",
-			"--samples", "100", "--concurrency", strconv.Itoa(*scriptedConc), "--capture-events", "false", "--format", format)
-		r.name = "scripted 0 ms, no events, " + format
-		rows = append(rows, r)
+		scripted := []string{"eval", "run", "--config", "scripted.json", "--eval-set", "set100.json",
+			"--samples", "100", "--concurrency", strconv.Itoa(*scriptedConc), "--capture-events", "false", "--format", format}
+		measure("scripted 0 ms, no events, "+format, "scripted-"+format, 10_000, *scriptedConc, 0, nil, scripted...)
 		if format == "json" {
-			childEnv = []string{"ADK_TRACING=off"}
-			r := runADK(*adk, dir, "scripted-json-untraced", 10_000, *scriptedConc, 0, "eval", "run", "--config", "scripted.json", "--eval-set", "set100.json",
-				"--samples", "100", "--concurrency", strconv.Itoa(*scriptedConc), "--capture-events", "false", "--format", format)
-			childEnv = nil
-			r.name = "scripted 0 ms, json, ADK_TRACING=off"
-			rows = append(rows, r)
+			measure("scripted 0 ms, json, ADK_TRACING=off", "scripted-json-untraced", 10_000, *scriptedConc, 0, []string{"ADK_TRACING=off"}, scripted...)
 		}
 	}
 
 	if !*skipOpenAI {
 		addr, stop := startFake(*fake, *delay)
+		fakeAddr = addr
 		must(os.WriteFile(filepath.Join(dir, "openai.json"), []byte(openAIAgent(addr)), 0o644))
 		must(os.WriteFile(filepath.Join(dir, "set10.json"), evalSet(10, "hello", "ok", false), 0o644))
 		must(os.WriteFile(filepath.Join(dir, "set50.json"), evalSet(50, "hello", "ok", false), 0o644))
@@ -110,42 +137,41 @@ func main() {
 				if n == 5000 {
 					set = "set50.json"
 				}
-				r := runADK(*adk, dir, fmt.Sprintf("openai-%d-c%d", n, conc), n, conc, *delay, "eval", "run", "--config", "openai.json", "--eval-set", set,
-					"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json")
-				r.name = fmt.Sprintf("openai fake, %v", *delay)
-				rows = append(rows, r)
+				args := []string{"eval", "run", "--config", "openai.json", "--eval-set", set,
+					"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json"}
+				label := fmt.Sprintf("openai-%d-c%d", n, conc)
+				measure(fmt.Sprintf("openai fake, %v", *delay), label, n, conc, *delay, nil, args...)
 				if n == 5000 && conc == 256 {
-					childEnv = []string{"ADK_TRACING=off"}
-					r := runADK(*adk, dir, fmt.Sprintf("openai-%d-c%d-untraced", n, conc), n, conc, *delay, "eval", "run", "--config", "openai.json", "--eval-set", set,
-						"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json")
-					childEnv = nil
-					r.name = fmt.Sprintf("openai fake, %v, ADK_TRACING=off", *delay)
-					rows = append(rows, r)
+					measure(fmt.Sprintf("openai fake, %v, ADK_TRACING=off", *delay), label+"-untraced", n, conc, *delay, []string{"ADK_TRACING=off"}, args...)
 				}
 			}
 		}
 		// 4. The response cache: a cold run fills it, the re-run is served
 		// from it (the fake is still up: a miss would show as 200 ms).
-		cache := filepath.Join(dir, "cache")
-		for _, label := range []string{"cold", "cached"} {
-			r := runADK(*adk, dir, "openai-cache-"+label, 1000, 256, *delay, "eval", "run", "--config", "openai.json", "--eval-set", "set10.json",
-				"--samples", "100", "--concurrency", "256", "--timeout", "600000", "--format", "json", "--cache", cache)
-			r.name = fmt.Sprintf("openai fake, %v, --cache %s", *delay, label)
-			if label == "cached" {
-				r.delay = 0 // no bound: nothing waits for the model
+		for _, b := range bins {
+			if !onlyRE.MatchString("openai-cache") {
+				break
 			}
-			rows = append(rows, r)
+			cache := filepath.Join(dir, "cache-"+strings.TrimSpace(b.tag))
+			for _, label := range []string{"cold", "cached"} {
+				r := runADK(b.path, dir, "openai-cache-"+label, 1000, 256, *delay, "eval", "run", "--config", "openai.json", "--eval-set", "set10.json",
+					"--samples", "100", "--concurrency", "256", "--timeout", "600000", "--format", "json", "--cache", cache)
+				r.name = fmt.Sprintf("%sopenai fake, %v, --cache %s", b.tag, *delay, label)
+				if label == "cached" {
+					r.delay = 0 // no bound: nothing waits for the model
+				}
+				rows = append(rows, r)
+			}
 		}
 		stop()
-		if *big {
+		fakeAddr = ""
+		if *big && onlyRE.MatchString("openai-100k-jsonl") {
 			// 5. 100,000 cases, streamed.
 			addr, stop := startFake(*fake, 0)
 			must(os.WriteFile(filepath.Join(dir, "openai0.json"), []byte(openAIAgent(addr)), 0o644))
 			must(os.WriteFile(filepath.Join(dir, "set100k.json"), evalSet(100_000, "hello", "ok", false), 0o644))
-			r := runADK(*adk, dir, "openai-100k-jsonl", 100_000, 64, 0, "eval", "run", "--config", "openai0.json", "--eval-set", "set100k.json",
+			measure("openai fake, 0 ms, 100k cases, jsonl", "openai-100k-jsonl", 100_000, 64, 0, nil, "eval", "run", "--config", "openai0.json", "--eval-set", "set100k.json",
 				"--concurrency", "64", "--timeout", "3600000", "--capture-events", "false", "--format", "jsonl")
-			r.name = "openai fake, 0 ms, 100k cases, jsonl"
-			rows = append(rows, r)
 			stop()
 		}
 	}
@@ -161,6 +187,44 @@ type row struct {
 	maxRSS        int64 // bytes
 	reportBytes   int
 	note          string
+	// startup is from the process start to the fake's first request, tail
+	// from its last answer to the process exit (rendering included); zero
+	// when no fake was up.
+	startup, tail time.Duration
+}
+
+// fakeAddr is the address of the fake with a delay while it is up: runADK
+// resets and reads its /stats to split each run into start-up, calls and
+// tail.
+var fakeAddr string
+
+// fakeStats reads the fake's first request and last answer times.
+func fakeStats() (first, last time.Time, ok bool) {
+	if fakeAddr == "" {
+		return first, last, false
+	}
+	resp, err := http.Get("http://" + fakeAddr + "/stats")
+	if err != nil {
+		return first, last, false
+	}
+	defer resp.Body.Close()
+	var st struct {
+		FirstNS int64 `json:"first_ns"`
+		LastNS  int64 `json:"last_ns"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.FirstNS == 0 || st.LastNS == 0 {
+		return first, last, false
+	}
+	return time.Unix(0, st.FirstNS), time.Unix(0, st.LastNS), true
+}
+
+func resetFakeStats() {
+	if fakeAddr == "" {
+		return
+	}
+	resp, err := http.Post("http://"+fakeAddr+"/stats/reset", "", nil)
+	must(err)
+	resp.Body.Close()
 }
 
 // profileDir is -profile: where runADK asks the child to write profiles.
@@ -181,9 +245,11 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	var out countWriter
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	resetFakeStats()
 	start := time.Now()
 	err := cmd.Run()
-	wall := time.Since(start)
+	end := time.Now()
+	wall := end.Sub(start)
 	var ee *exec.ExitError
 	note := "ok"
 	switch {
@@ -203,15 +269,18 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	if ru != nil {
 		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
+	if first, last, ok := fakeStats(); ok {
+		r.startup, r.tail = first.Sub(start), end.Sub(last)
+	}
 	return r
 }
 
 func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %-40s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %10s | %10s | %s\n",
-		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "CPU/sample", "peak RSS", "report")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(42), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(12), dashes(12), dashes(8))
+	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %10s | %10s | %s\n",
+		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "tail", "CPU/sample", "peak RSS", "report")
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(12), dashes(12), dashes(8))
 	for _, r := range rows {
 		rate := float64(r.samples) / r.wall.Seconds()
 		bound, ofBound := "-", "-"
@@ -224,9 +293,13 @@ func printTable(w io.Writer, rows []row) {
 		if r.note != "ok" {
 			report = r.note
 		}
-		fmt.Fprintf(w, "| %-40s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8.1fµs | %6.1f MiB | %s\n",
+		startup, tail := "-", "-"
+		if r.startup != 0 || r.tail != 0 {
+			startup, tail = fmt.Sprintf("%dms", r.startup.Milliseconds()), fmt.Sprintf("%dms", r.tail.Milliseconds())
+		}
+		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8.1fµs | %6.1f MiB | %s\n",
 			r.name, r.samples, r.conc, r.wall.Seconds(), rate, float64(r.wall.Microseconds())/float64(r.samples),
-			bound, ofBound, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), report)
+			bound, ofBound, startup, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), report)
 	}
 }
 

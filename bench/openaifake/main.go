@@ -8,7 +8,10 @@
 // answered so far, requests being held right now (so a driver can tell idle
 // callers from a slow server: throughput = in_flight / delay) and TCP
 // connections accepted so far (callers that reuse connections open about as
-// many as they have calls in flight, not one per call).
+// many as they have calls in flight, not one per call), plus "first_ns" and
+// "last_ns": when the first completion request arrived and the last answer
+// was written (Unix nanoseconds, 0 for none) since the last POST /stats/reset,
+// so a driver can split a run into start-up, calls and tail.
 //
 //	go run ./bench/openaifake -addr 127.0.0.1:0 -delay 200ms
 package main
@@ -48,12 +51,13 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var served, inFlight, conns atomic.Int64
+	var served, inFlight, conns, firstNS, lastNS atomic.Int64
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
+		firstNS.CompareAndSwap(0, time.Now().UnixNano())
 		inFlight.Add(1)
 		defer inFlight.Add(-1)
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -67,13 +71,20 @@ func main() {
 		served.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
+		lastNS.Store(time.Now().UnixNano())
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", handler)
 	mux.HandleFunc("/chat/completions", handler)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d}`, served.Load(), inFlight.Load(), conns.Load())
+		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"first_ns":%d,"last_ns":%d}`,
+			served.Load(), inFlight.Load(), conns.Load(), firstNS.Load(), lastNS.Load())
+	})
+	mux.HandleFunc("POST /stats/reset", func(w http.ResponseWriter, _ *http.Request) {
+		firstNS.Store(0)
+		lastNS.Store(0)
+		w.WriteHeader(http.StatusNoContent)
 	})
 
 	ln, err := net.Listen("tcp", *addr)
