@@ -25,6 +25,14 @@
 //
 //	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake
 //
+// A/B against another build in one run (the machine is shared, so figures
+// from different runs do not compare):
+//
+//	go run ./bench/evalbench -adk bin/adk -baseline /tmp/adk-main -runs 3 -only 'openai-(1000|5000)-c256$'
+//
+// The start-up and tail columns split each run against the fake into the
+// time before its first model call and the time after its last answer.
+//
 // With -profile DIR every run also writes a CPU and a heap profile of the
 // adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
 // named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
