@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/fadcedab/adk/evalengine"
@@ -87,7 +88,7 @@ func manyCases(n int, samples func(int) int) *evalengine.Result {
 func TestRender_JSONIsTheCanonicalFormOfMarshalJSON(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		r := fixedResult(t, failing)
-		r.Metadata["odd"] = map[string]any{"\U0001F600": "<\u2028>", "\uFB33": []any{1e21, 1e-7, -0.0, 0.1 + 0.2, int64(1) << 60}}
+		r.Metadata["odd"] = map[string]any{"\U0001F600": "<\u2028>", "\uFB33": []any{1e21, 1e-7, math.Copysign(0, -1), 0.1 + 0.2, int64(1) << 60}}
 		data, err := r.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +107,39 @@ func TestRender_JSONIsTheCanonicalFormOfMarshalJSON(t *testing.T) {
 		}
 		if !bytes.Equal(got, append(want, '\n')) {
 			t.Fatalf("render differs from the canonical form:\n%s\n%s", got, want)
+		}
+	}
+}
+
+// TestResultSize_EqualsTheEncodedSize checks the run's size check, which
+// adds up the samples' sizes measured as they finished, against encoding
+// the whole document.
+func TestResultSize_EqualsTheEncodedSize(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7, 40} {
+		r := manyCases(n, func(i int) int { return i % 4 })
+		if n == 7 {
+			r.Cases[3].Samples = nil
+		}
+		sum := 0
+		for _, c := range r.Cases {
+			for i := range c.Samples {
+				s, err := evalengine.EncodedSize(&c.Samples[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += s
+			}
+		}
+		got, err := evalengine.ResultSize(r, sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != len(want) {
+			t.Fatalf("%d cases: resultSize = %d, encoding is %d bytes", n, got, len(want))
 		}
 	}
 }

@@ -405,8 +405,24 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		done, passed   int
 		errCount       int
 		budgetExceeded bool
+		// sampleBytes sums the samples' JSON sizes, each measured by the
+		// worker that ran it, so the final size check does not encode
+		// every sample again after the last one finished (resultSize).
+		sampleBytes int
+		sizeErr     error
 	)
+	addSize := func(s *SampleResult) {
+		if e.drop {
+			return
+		}
+		n, err := encodedSize(s)
+		if err != nil {
+			sizeErr = err
+		}
+		sampleBytes += n
+	}
 	for _, f := range e.finished {
+		addSize(&f.Sample)
 		done++
 		switch {
 		case f.Sample.Status == SampleStatusError:
@@ -439,7 +455,16 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				// A sample the run's end cut off is not finished: a resume
 				// runs it again.
 				cut := runCtx.Err() != nil && (res.Error == TagTimeout || res.Error == TagCancelled)
+				var n int
+				var nErr error
+				if !e.drop {
+					n, nErr = encodedSize(&res)
+				}
 				mu.Lock()
+				sampleBytes += n
+				if nErr != nil {
+					sizeErr = nErr
+				}
 				slot := &slots(c)[s]
 				*slot = res
 				sched.done(c)
@@ -491,6 +516,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				if e.drop {
 					e.onSample(c, &ss[s]) // the stream is the result
 				}
+				addSize(&ss[s])
 			}
 		}
 		if e.drop {
@@ -503,15 +529,36 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		return agg.finish(time.Since(start).Milliseconds()), nil
 	}
 	r := aggregate(headerOf(e.set, e.opts, time.Since(start)), descsOf(e.metrics), byCase)
-	type plain Result // skip Result.MarshalJSON's second pass
-	n, err := encodedSize((*plain)(r))
-	if err != nil {
+	n, err := resultSize(r, sampleBytes)
+	if err != nil || sizeErr != nil {
 		return nil, reasonErr(CodeReportTooLarge, "encode_failed", "")
 	}
 	if n > e.opts.MaxReportBytes {
 		return nil, newErr(CodeReportTooLarge, strconv.Itoa(n))
 	}
 	return r.markChecked(), nil
+}
+
+// resultSize is the size of r's JSON encoding, given the sum of its
+// samples' sizes: r is encoded without its samples, and each case's
+// "samples":null becomes the samples' array (a slice element encodes as
+// it does alone, as MarshalJSONWith relies on).
+func resultSize(r *Result, sampleBytes int) (int, error) {
+	type plain Result // skip Result.MarshalJSON's second pass
+	head := *r
+	if r.Cases != nil {
+		head.Cases = make([]CaseResult, len(r.Cases))
+	}
+	n := sampleBytes
+	for i := range r.Cases {
+		head.Cases[i] = r.Cases[i]
+		head.Cases[i].Samples = nil
+		if k := len(r.Cases[i].Samples); r.Cases[i].Samples != nil {
+			n += len("[]") - len("null") + max(k-1, 0) // brackets for null, commas
+		}
+	}
+	size, err := encodedSize((*plain)(&head))
+	return size + n, err
 }
 
 // runSample runs one (case, sample). It never panics and never returns

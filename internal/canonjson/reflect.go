@@ -69,6 +69,11 @@ func (e *encoder) reflectValue(v reflect.Value) error {
 	case ti.outside:
 		return e.via(v)
 	}
+	if ti.generic {
+		// map[string]any, []any and the like: the generic encoder walks
+		// them without reflection.
+		return e.value(v.Interface())
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
@@ -226,7 +231,16 @@ func (e *encoder) reflectStruct(v reflect.Value, ti *typeInfo) error {
 type typeInfo struct {
 	marshals, ptrMarshals bool
 	outside               bool
+	generic               bool // one of the types value handles itself
 	fields                []fieldInfo
+}
+
+// genericTypes are the container types value encodes without reflection.
+var genericTypes = map[reflect.Type]bool{
+	reflect.TypeFor[map[string]any]():    true,
+	reflect.TypeFor[map[string]string](): true,
+	reflect.TypeFor[[]any]():             true,
+	reflect.TypeFor[[]string]():          true,
 }
 
 type fieldInfo struct {
@@ -241,7 +255,7 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 	if v, ok := typeInfos.Load(t); ok {
 		return v.(*typeInfo)
 	}
-	ti := &typeInfo{marshals: marshals(t), ptrMarshals: t.Kind() != reflect.Pointer && marshals(reflect.PointerTo(t))}
+	ti := &typeInfo{marshals: marshals(t), ptrMarshals: t.Kind() != reflect.Pointer && marshals(reflect.PointerTo(t)), generic: genericTypes[t]}
 	switch t.Kind() {
 	case reflect.Struct:
 		ti.fields, ti.outside = structFields(t)

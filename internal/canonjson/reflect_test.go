@@ -65,41 +65,43 @@ type embedded struct {
 }
 
 type everything struct {
-	Str      string            `json:"str"`
-	Named    textKey           `json:"named"`
-	Int      int64             `json:"int"`
-	Uint     uint8             `json:"uint"`
-	F64      float64           `json:"f64"`
-	F32      float32           `json:"f32"`
-	Bool     bool              `json:"bool,omitempty"`
-	Number   json.Number       `json:"number"`
-	Any      any               `json:"any"`
-	Ptr      *string           `json:"ptr"`
-	NilPtr   *string           `json:"nil_ptr"`
-	Slice    []inner           `json:"slice"`
-	NilSlice []int             `json:"nil_slice"`
-	Empty    []int             `json:"empty,omitempty"`
-	Array    [2]string         `json:"array"`
-	Bytes    []byte            `json:"bytes"`
-	Map      map[string]any    `json:"map"`
-	IntKeys  map[int]string    `json:"int_keys"`
-	TextKeys map[textKey]int   `json:"text_keys"`
-	Typed    map[string]inner  `json:"typed"`
-	PtrM     ptrMarshaler      `json:"ptr_m"`
-	PtrMs    []ptrMarshaler    `json:"ptr_ms"`
-	ValM     valMarshaler      `json:"val_m"`
-	Time     time.Time         `json:"time"`
-	Raw      json.RawMessage   `json:"raw"`
-	Embedded embedded          `json:"embedded"`
-	StrOpt   int               `json:"str_opt,string"`
-	Skipped  string            `json:"-"`
-	Dash     string            `json:"-,"`
-	BadTag   string            `json:"a\\b"`
-	NoTag    string            //
-	Zero     *struct{}         `json:"zero,omitempty"`
-	Omitted  map[string]string `json:"omitted,omitempty"`
-	Unicode  string            `json:"ünï"`
-	unexp    string
+	Str      string           `json:"str"`
+	Named    textKey          `json:"named"`
+	Int      int64            `json:"int"`
+	Uint     uint8            `json:"uint"`
+	F64      float64          `json:"f64"`
+	F32      float32          `json:"f32"`
+	Bool     bool             `json:"bool,omitempty"`
+	Number   json.Number      `json:"number"`
+	Any      any              `json:"any"`
+	Ptr      *string          `json:"ptr"`
+	NilPtr   *string          `json:"nil_ptr"`
+	Slice    []inner          `json:"slice"`
+	NilSlice []int            `json:"nil_slice"`
+	Empty    []int            `json:"empty,omitempty"`
+	Array    [2]string        `json:"array"`
+	Bytes    []byte           `json:"bytes"`
+	Map      map[string]any   `json:"map"`
+	IntKeys  map[int]string   `json:"int_keys"`
+	TextKeys map[textKey]int  `json:"text_keys"`
+	Typed    map[string]inner `json:"typed"`
+	PtrM     ptrMarshaler     `json:"ptr_m"`
+	PtrMs    []ptrMarshaler   `json:"ptr_ms"`
+	ValM     valMarshaler     `json:"val_m"`
+	Time     time.Time        `json:"time"`
+	Raw      json.RawMessage  `json:"raw"`
+	Embedded embedded         `json:"embedded"`
+	StrOpt   int              `json:"str_opt,string"`
+	Skipped  string           `json:"-"`
+	//lint:ignore SA5008 encoding/json's rule for a field named "-"
+	Dash string `json:"-,"`
+	//lint:ignore SA5008 an invalid tag name, which encoding/json ignores
+	BadTag  string            `json:"a\\b"`
+	NoTag   string            //
+	Zero    *struct{}         `json:"zero,omitempty"`
+	Omitted map[string]string `json:"omitted,omitempty"`
+	Unicode string            `json:"ünï"`
+	unexp   string
 }
 
 func TestMarshal_ReflectedEqualsRoundTrip(t *testing.T) {

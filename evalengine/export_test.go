@@ -1,0 +1,7 @@
+package evalengine
+
+// Internals the external tests check.
+var (
+	EncodedSize = encodedSize
+	ResultSize  = resultSize
+)
