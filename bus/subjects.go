@@ -19,6 +19,9 @@ const (
 	CoordSubjectPrefix = "adk.coord.v1."
 	// TraceQuerySubject is the trace query service every store node serves.
 	TraceQuerySubject = "adk.trace.v1.query"
+	// TraceStatusSubject is where every store node (no queue group)
+	// answers with its own counters: a request gathers one reply per node.
+	TraceStatusSubject = "adk.trace.v1.status"
 
 	// AllTasksSubject matches every task subject (stream filter).
 	AllTasksSubject = TaskSubjectPrefix + "*"

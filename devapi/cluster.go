@@ -3,6 +3,7 @@ package devapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type StreamView struct {
 	Dropped    uint64           `json:"dropped"`
 	StoreNodes []StoreNodeView  `json:"store_nodes"`
 	Limits     map[string]int64 `json:"limits"`
+	// StoreStatusError says why no store node answered with its own
+	// counters (none runs a query service, or none answered in time).
+	StoreStatusError string `json:"store_status_error,omitempty"`
 }
 
 // StoreNodeView is one store node's consumer: how far behind it is.
@@ -49,7 +53,16 @@ type StoreNodeView struct {
 	AckPending int    `json:"ack_pending"`
 	Delivered  uint64 `json:"delivered_seq"`
 	AckFloor   uint64 `json:"ack_floor_seq"`
+	// Status is the node's own answer (adk.trace.v1.status): its store's
+	// size, drop and eviction counters, its apply counters and the lag it
+	// sees. Nil when the node did not answer (stopped, or serving no
+	// queries) within StoreStatusWait.
+	Status *tracenode.StatusReply `json:"status,omitempty"`
 }
+
+// StoreStatusWait bounds how long the cluster view waits for store nodes
+// to report their own counters.
+const StoreStatusWait = 750 * time.Millisecond
 
 // Cluster gathers the cluster view: the coordinator's capabilities and the
 // signal stream's state. Either half may be missing (its error says why).
@@ -106,7 +119,32 @@ func signalsView(ctx context.Context, nc *nats.Conn) (*StreamView, error) {
 		sv.StoreNodes = append(sv.StoreNodes, StoreNodeView{Name: node, Lag: ci.NumPending, AckPending: ci.NumAckPending,
 			Delivered: ci.Delivered.Stream, AckFloor: ci.AckFloor.Stream})
 	}
+	addNodeStatus(ctx, nc, sv)
+	slices.SortFunc(sv.StoreNodes, func(a, b StoreNodeView) int { return strings.Compare(a.Name, b.Name) })
 	return sv, names.Err()
+}
+
+// addNodeStatus asks every store node for its own counters and attaches
+// each answer to its consumer's entry (a node answering without a
+// consumer on the stream gets an entry of its own).
+func addNodeStatus(ctx context.Context, nc *nats.Conn, sv *StreamView) {
+	replies, err := tracenode.GatherStatus(ctx, nc, len(sv.StoreNodes), StoreStatusWait)
+	if err != nil {
+		sv.StoreStatusError = "no store node reported its counters within " + StoreStatusWait.String()
+		return
+	}
+	for i := range replies {
+		r := &replies[i]
+		found := false
+		for j := range sv.StoreNodes {
+			if sv.StoreNodes[j].Name == r.Node {
+				sv.StoreNodes[j].Status, found = r, true
+			}
+		}
+		if !found {
+			sv.StoreNodes = append(sv.StoreNodes, StoreNodeView{Name: r.Node, Lag: r.Lag, Status: r})
+		}
+	}
 }
 
 func (s *Server) cluster(w http.ResponseWriter, c *call) *Error {

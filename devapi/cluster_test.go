@@ -413,6 +413,43 @@ func TestClusterDevAPI_Traces(t *testing.T) {
 			t.Errorf("%s: %d %s", q, a.status, a.body)
 		}
 	}
+
+	// The cluster view carries each store node's own counters: a second
+	// node that keeps 3 events per principal evicted 2 of the 5.
+	st2, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true, Options: tracestore.Options{MaxEventsPerPrincipal: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := tracenode.Start(ctx, tracenode.Config{Name: "b", Conn: e.nc, Store: st2, Auth: e.tokens})
+	if err != nil {
+		_ = st2.Close()
+		t.Fatal(err)
+	}
+	defer func() {
+		n2.Stop()
+		_ = st2.Close()
+	}()
+	var cv devapi.ClusterView
+	testutil.WaitFor(t, 20*time.Second, "both store nodes' counters", func() bool {
+		a := do(t, e.base, "GET", "/dev/v1/cluster", tokAlice, nil)
+		cv = decode[devapi.ClusterView](t, a)
+		if cv.Signals == nil || len(cv.Signals.StoreNodes) != 2 {
+			return false
+		}
+		for _, sn := range cv.Signals.StoreNodes {
+			if sn.Status == nil || sn.Status.Node != sn.Name || sn.Status.Store.AppliedSequence < seq || sn.Status.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	a1, b1 := cv.Signals.StoreNodes[0].Status, cv.Signals.StoreNodes[1].Status
+	if a1.Store.Accepted != 5 || a1.Store.Events != 5 || a1.Store.CapacityEvictions != 0 || a1.Stats.Applied == 0 {
+		t.Errorf("node a: %+v", a1)
+	}
+	if b1.Store.Accepted != 5 || b1.Store.Events != 3 || b1.Store.CapacityEvictions != 2 {
+		t.Errorf("node b: %+v", b1)
+	}
 }
 
 // TestClusterDevAPI_ReportParityLarge: a report over the 1 MiB generic

@@ -75,6 +75,13 @@ func (n *Node) serve() error {
 		_ = svc.Stop()
 		return fmt.Errorf("tracenode: query endpoint: %w", err)
 	}
+	// Status goes to every node (no queue group): the cluster view wants
+	// each node's own counters, not one node's.
+	if err := svc.AddEndpoint("status", micro.HandlerFunc(n.handleStatus), micro.WithEndpointSubject(bus.TraceStatusSubject),
+		micro.WithEndpointQueueGroupDisabled()); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("tracenode: status endpoint: %w", err)
+	}
 	n.svc = svc
 	return nil
 }
