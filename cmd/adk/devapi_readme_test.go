@@ -135,6 +135,12 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 					t.Fatalf("%q printed %s", line, out)
 				}
 			}
+			// The cluster view (HTTP and CLI) has the store node's own
+			// counters beside its consumer's lag.
+			if (strings.Contains(line, "/dev/v1/cluster") || strings.Contains(line, "cluster status")) &&
+				(!strings.Contains(out, `"capacity_evictions"`) || !strings.Contains(out, `"stream_gap_messages"`)) {
+				t.Fatalf("%q printed no store node counters: %s", line, out)
+			}
 			if strings.Contains(line, "/prune") && !regexp.MustCompile(`"jobs_deleted": ?0\b`).MatchString(out) {
 				t.Fatalf("prune of records older than 720h deleted the README's: %s", out)
 			}
