@@ -92,6 +92,18 @@ func Bind(fs *pflag.FlagSet, keys ...string) *Flags {
 	return b
 }
 
+// Link ties a flag the command registered itself (a listener flag shared
+// by several commands) to a settings key: when the flag is given on the
+// command line, set writes its value over the file's before Resolve
+// validates, so flag > file > default holds and a bad value is refused
+// naming the key.
+func (b *Flags) Link(flag string, set func(*File)) {
+	if _, dup := b.apply[flag]; dup || b.fs.Lookup(flag) == nil {
+		panic("settings: cannot link flag " + flag)
+	}
+	b.apply[flag] = set
+}
+
 // ConfigPath is the --config value.
 func (b *Flags) ConfigPath() string { return b.config }
 

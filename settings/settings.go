@@ -14,6 +14,7 @@ import (
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/store/tracestore"
@@ -56,6 +57,7 @@ type Coordinator struct {
 	Workers      []string `json:"workers"`
 	Coordinators []string `json:"coordinators"`
 	Replicas     int      `json:"replicas"` // of ADK_TASKS and ADK_RESULTS: 1 or 3
+	Listen
 
 	MaxRunningJobs    int       `json:"max_running_jobs"`    // 1..256
 	MaxQueuedJobs     int       `json:"max_queued_jobs"`     // 0..100000
@@ -84,6 +86,7 @@ type Worker struct {
 	NATS     string            `json:"nats"`
 	Capacity int               `json:"capacity"` // samples at once, 1..4096
 	Agents   map[string]string `json:"agents"`   // name → AGENT.json, relative to the file
+	Listen
 }
 
 // Store configures a trace store node (`adk store`, and the one of `adk
@@ -103,6 +106,7 @@ type Store struct {
 	ContentPolicy         string   `json:"content_policy"` // reject | prune
 	MaxQueryEvents        int      `json:"max_query_events"`
 	MaxQueryBytes         int      `json:"max_query_bytes"`
+	Listen
 }
 
 // Signals bounds the ADK_SIGNALS stream. A stream that exists keeps its
@@ -128,30 +132,62 @@ type Serve struct {
 	Port           int    `json:"port"`
 	RaftAddr       string `json:"raft_addr"`
 	WorkerCapacity int    `json:"worker_capacity"` // 1..4096
+	HTTPAPI
+	Listen
 }
 
-// API is reserved for the developer HTTP API gateway (`adk api`, issue
-// 14): its keys join this section when it lands. It accepts no keys yet.
-type API struct{}
+// API configures the developer HTTP API gateway, `adk api`.
+type API struct {
+	HTTPAPI
+	Listen
+}
+
+// Listen configures a process's HTTP listeners: metrics_addr serves
+// /healthz, /readyz and /metrics (off when empty); the TLS pair and
+// insecure_listen apply to every HTTP listener of the process. A
+// non-loopback address needs tls_cert and tls_key, or insecure_listen.
+// Relative TLS paths are relative to the file.
+type Listen struct {
+	MetricsAddr    string `json:"metrics_addr"`
+	TLSCert        string `json:"tls_cert"`
+	TLSKey         string `json:"tls_key"`
+	InsecureListen bool   `json:"insecure_listen"`
+}
+
+// HTTPAPI configures the developer HTTP API and web UI of `adk serve`
+// (off while http_addr is empty) and `adk api`.
+type HTTPAPI struct {
+	HTTPAddr       string   `json:"http_addr"`
+	MaxReportBytes int      `json:"max_report_bytes"` // 1..16 MiB
+	AllowedOrigins []string `json:"allowed_origins"`  // scheme://host[:port], at most MaxAllowedOrigins
+	NoUI           bool     `json:"no_ui"`
+}
 
 // Bounds of the keys (CONTRACTS §4 and §6 where the contract names them).
 const (
-	MaxRunningJobs     = 256
-	MaxQueuedJobs      = 100_000
-	MaxQueuedBytes     = 1 << 30
-	MaxPendingSubmits  = 1024
-	MaxTaskTimeout     = 24 * time.Hour
-	MaxJobTimeout      = time.Hour // evalengine's timeout_ms maximum
-	MaxWorkerCapacity  = 4096
-	MaxEvalStoreCount  = 10_000_000
-	MaxEvalStoreBytes  = 1 << 40
-	MaxSignalBytes     = 1 << 40
-	MaxSignalMsgs      = 1 << 40
-	MaxSignalMsgSize   = 8 << 20 // NATS max_payload ceiling
-	MinSignalMaxAge    = time.Second
-	MaxSignalMaxAge    = 365 * 24 * time.Hour
-	MinRetention       = time.Second
-	maxPageLimitBound  = 1000
+	MaxRunningJobs    = 256
+	MaxQueuedJobs     = 100_000
+	MaxQueuedBytes    = 1 << 30
+	MaxPendingSubmits = 1024
+	MaxTaskTimeout    = 24 * time.Hour
+	MaxJobTimeout     = time.Hour // evalengine's timeout_ms maximum
+	MaxWorkerCapacity = 4096
+	MaxEvalStoreCount = 10_000_000
+	MaxEvalStoreBytes = 1 << 40
+	MaxSignalBytes    = 1 << 40
+	MaxSignalMsgs     = 1 << 40
+	MaxSignalMsgSize  = 8 << 20 // NATS max_payload ceiling
+	MinSignalMaxAge   = time.Second
+	MaxSignalMaxAge   = 365 * 24 * time.Hour
+	MinRetention      = time.Second
+	maxPageLimitBound = 1000
+	// MaxReportBytes is the ceiling of *.max_report_bytes (devapi's).
+	MaxReportBytes = devapi.MaxReportBytes
+	// MaxAllowedOrigins bounds *.allowed_origins; MaxAddrBytes an
+	// address, MaxPathBytes a TLS file path.
+	MaxAllowedOrigins  = 16
+	MaxAddrBytes       = 255
+	MaxPathBytes       = 4096
 	maxPruneLimitBound = 10_000
 )
 
@@ -177,7 +213,9 @@ func Defaults() File {
 		Signals: Signals{MaxBytes: bus.DefaultSignalMaxBytes, MaxMsgs: bus.DefaultSignalMaxMsgs,
 			MaxAge: Duration(bus.DefaultSignalMaxAge), MaxMsgSize: bus.DefaultSignalMaxMsgSize, Replicas: 1,
 			Compression: bus.DefaultSignalCompression},
-		Serve: Serve{Host: "127.0.0.1", Port: 4222, RaftAddr: "127.0.0.1:0", WorkerCapacity: 8},
+		Serve: Serve{Host: "127.0.0.1", Port: 4222, RaftAddr: "127.0.0.1:0", WorkerCapacity: 8,
+			HTTPAPI: HTTPAPI{MaxReportBytes: MaxReportBytes, AllowedOrigins: []string{}}},
+		API: API{HTTPAPI: HTTPAPI{HTTPAddr: "127.0.0.1:8080", MaxReportBytes: MaxReportBytes, AllowedOrigins: []string{}}},
 	}
 }
 
@@ -221,7 +259,9 @@ func Load(path string) (File, error) {
 	}
 	f.Worker.Agents = resolvePaths(filepath.Dir(path), f.Worker.Agents)
 	dir := filepath.Dir(path)
-	for _, p := range []*string{&f.Coordinator.DataDir, &f.Store.DataDir, &f.Serve.DataDir} {
+	for _, p := range []*string{&f.Coordinator.DataDir, &f.Store.DataDir, &f.Serve.DataDir,
+		&f.Coordinator.TLSCert, &f.Coordinator.TLSKey, &f.Worker.TLSCert, &f.Worker.TLSKey, &f.Store.TLSCert, &f.Store.TLSKey,
+		&f.Serve.TLSCert, &f.Serve.TLSKey, &f.API.TLSCert, &f.API.TLSKey} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}

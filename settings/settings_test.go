@@ -275,3 +275,83 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestListenKeys: each role's HTTP listener keys are bounded and typed,
+// naming the key; a non-loopback address needs TLS or insecure_listen.
+func TestListenKeys(t *testing.T) {
+	for _, tc := range []struct {
+		key string
+		mut func(*File)
+	}{
+		{"coordinator.metrics_addr", func(f *File) { f.Coordinator.MetricsAddr = "9090" }},
+		{"coordinator.metrics_addr", func(f *File) { f.Coordinator.MetricsAddr = "127.0.0.1:65536" }},
+		{"worker.metrics_addr", func(f *File) { f.Worker.MetricsAddr = "0.0.0.0:9090" }},
+		{"store.tls_cert", func(f *File) { f.Store.TLSCert = "cert.pem" }},
+		{"store.tls_cert", func(f *File) { f.Store.TLSCert, f.Store.TLSKey = strings.Repeat("c", MaxPathBytes+1), "k" }},
+		{"serve.http_addr", func(f *File) { f.Serve.HTTPAddr = "10.0.0.1:8080" }},
+		{"serve.http_addr", func(f *File) { f.Serve.HTTPAddr = "127.0.0.1:" + strings.Repeat("1", MaxAddrBytes) }},
+		{"serve.max_report_bytes", func(f *File) { f.Serve.MaxReportBytes = 0 }},
+		{"api.max_report_bytes", func(f *File) { f.API.MaxReportBytes = MaxReportBytes + 1 }},
+		{"api.allowed_origins", func(f *File) { f.API.AllowedOrigins = []string{"https://ui.example/path"} }},
+		{"api.allowed_origins", func(f *File) { f.API.AllowedOrigins = make([]string, MaxAllowedOrigins+1) }},
+		{"api.http_addr", func(f *File) { f.API.HTTPAddr = ":8080" }},
+	} {
+		f := Defaults()
+		tc.mut(&f)
+		var se *Error
+		if err := f.Validate(); !errors.As(err, &se) || se.Key != tc.key {
+			t.Errorf("%s: got %v", tc.key, err)
+		}
+	}
+	// Accepted: the bounds, TLS on a public address, an explicit
+	// insecure_listen, origins up to the bound.
+	f := Defaults()
+	f.API.HTTPAddr, f.API.TLSCert, f.API.TLSKey = "0.0.0.0:8443", "c.pem", "k.pem"
+	f.Worker.MetricsAddr, f.Worker.InsecureListen = "0.0.0.0:9090", true
+	f.Serve.HTTPAddr, f.Serve.MaxReportBytes = "localhost:0", 1
+	f.Store.MetricsAddr = "[::1]:9090"
+	f.Coordinator.MetricsAddr = "127.0.0.1:65535"
+	f.API.MaxReportBytes, f.API.AllowedOrigins = MaxReportBytes, []string{"https://ui.example", "http://127.0.0.1:3000"}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPrecedenceLinkedFlags: a flag a command registered itself and
+// linked to a key wins over the file, which wins over the default, and
+// its bad value is named by the key.
+func TestPrecedenceLinkedFlags(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "adk.json")
+	doc := `{"api": {"http_addr": "127.0.0.1:9000", "metrics_addr": "127.0.0.1:9100", "tls_cert": "c.pem", "tls_key": "k.pem"}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bind := func(args ...string) (File, error) {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		b := Bind(fs)
+		addr := fs.String("http-addr", "127.0.0.1:8080", "")
+		report := fs.Int("max-report-bytes", MaxReportBytes, "")
+		b.Link("http-addr", func(f *File) { f.API.HTTPAddr = *addr })
+		b.Link("max-report-bytes", func(f *File) { f.API.MaxReportBytes = *report })
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return b.Resolve()
+	}
+	f, err := bind("--config", path, "--http-addr", "127.0.0.1:7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.API.HTTPAddr != "127.0.0.1:7000" || f.API.MetricsAddr != "127.0.0.1:9100" || f.API.MaxReportBytes != MaxReportBytes ||
+		f.API.TLSCert != filepath.Join(dir, "c.pem") {
+		t.Errorf("flag > file > default: %+v", f.API)
+	}
+	if f, err = bind("--config", path); err != nil || f.API.HTTPAddr != "127.0.0.1:9000" {
+		t.Errorf("file over default: %+v %v", f.API, err)
+	}
+	var se *Error
+	if _, err := bind("--max-report-bytes", "0"); !errors.As(err, &se) || se.Key != "api.max_report_bytes" {
+		t.Errorf("--max-report-bytes 0: %v", err)
+	}
+}

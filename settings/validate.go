@@ -2,10 +2,14 @@ package settings
 
 import (
 	"fmt"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/store/tracestore"
 )
 
@@ -78,6 +82,12 @@ func (f File) Validate() error {
 
 	v.intRange("serve.port", int64(f.Serve.Port), -1, 65535)
 	v.intRange("serve.worker_capacity", int64(f.Serve.WorkerCapacity), 1, MaxWorkerCapacity)
+
+	v.listen("coordinator", f.Coordinator.Listen, nil)
+	v.listen("worker", f.Worker.Listen, nil)
+	v.listen("store", f.Store.Listen, nil)
+	v.listen("serve", f.Serve.Listen, &f.Serve.HTTPAPI)
+	v.listen("api", f.API.Listen, &f.API.HTTPAPI)
 	if v.err == nil {
 		return nil // not a typed nil in a non-nil interface
 	}
@@ -113,4 +123,54 @@ func (v *validator) oneOf(key, s string, allowed ...string) {
 		}
 	}
 	v.fail(key, "must be one of "+strings.Join(allowed, ", "))
+}
+
+// listen checks a section's HTTP listener keys: host:port addresses, the
+// TLS pair both-or-neither, no plain HTTP on a non-loopback address
+// without insecure_listen, and the API's bounds.
+func (v *validator) listen(sec string, l Listen, api *HTTPAPI) {
+	v.check(len(l.TLSCert) <= MaxPathBytes, sec+".tls_cert", fmt.Sprintf("at most %d bytes", MaxPathBytes))
+	v.check(len(l.TLSKey) <= MaxPathBytes, sec+".tls_key", fmt.Sprintf("at most %d bytes", MaxPathBytes))
+	v.check((l.TLSCert == "") == (l.TLSKey == ""), sec+".tls_cert", "goes with "+sec+".tls_key: give both or neither")
+	addrs := []struct{ key, addr string }{{sec + ".metrics_addr", l.MetricsAddr}}
+	if api != nil {
+		addrs = append(addrs, struct{ key, addr string }{sec + ".http_addr", api.HTTPAddr})
+	}
+	for _, a := range addrs {
+		if a.addr == "" {
+			continue // off
+		}
+		v.check(validAddr(a.addr), a.key, fmt.Sprintf("want host:port with a port 0..65535 (e.g. 127.0.0.1:9090), at most %d bytes", MaxAddrBytes))
+		v.check(devapi.IsLoopback(a.addr) || l.TLSCert != "" || l.InsecureListen, a.key,
+			"a non-loopback address needs "+sec+".tls_cert and "+sec+".tls_key, or "+sec+".insecure_listen")
+	}
+	if api == nil {
+		return
+	}
+	v.intRange(sec+".max_report_bytes", int64(api.MaxReportBytes), 1, MaxReportBytes)
+	v.check(len(api.AllowedOrigins) <= MaxAllowedOrigins, sec+".allowed_origins", fmt.Sprintf("at most %d origins", MaxAllowedOrigins))
+	for _, o := range api.AllowedOrigins {
+		v.check(validOrigin(o), sec+".allowed_origins", "every entry is scheme://host[:port] with scheme http or https")
+	}
+}
+
+func validAddr(addr string) bool {
+	if len(addr) > MaxAddrBytes {
+		return false
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+func validOrigin(o string) bool {
+	if len(o) > MaxAddrBytes {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Path == "" &&
+		u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }

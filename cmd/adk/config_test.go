@@ -74,6 +74,9 @@ func TestConfigValidateErrors(t *testing.T) {
 		{`{"coordinator": {"task_timeout": "forever"}}`, "invalid_settings: $.coordinator.task_timeout"},
 		{`{"store": {"content_policy": "drop"}}`, "invalid_settings: store.content_policy (must be one of reject, prune)"},
 		{`{"log": {"format": "xml"}}`, "invalid_settings: log.format (must be one of text, json)"},
+		{`{"worker": {"metrics_addr": "0.0.0.0:9090"}}`, "invalid_settings: worker.metrics_addr (a non-loopback address needs worker.tls_cert and worker.tls_key, or worker.insecure_listen)"},
+		{`{"api": {"tls_cert": "c.pem"}}`, "invalid_settings: api.tls_cert (goes with api.tls_key: give both or neither)"},
+		{`{"serve": {"max_report_bytes": 0}}`, "invalid_settings: serve.max_report_bytes (must be 1..16777216)"},
 	} {
 		var errb bytes.Buffer
 		code := run([]string{"config", "validate", writeFile(t, dir, "s.json", tc.content)}, io.Discard, &errb)
@@ -85,6 +88,26 @@ func TestConfigValidateErrors(t *testing.T) {
 	if code := run([]string{"serve", "--data-dir", dir, "--max-running-jobs", "0"}, io.Discard, &errb); code != exitError ||
 		!strings.Contains(errb.String(), "invalid_settings: coordinator.max_running_jobs (must be 1..256)") {
 		t.Errorf("serve --max-running-jobs 0: exit %d, stderr %q", code, errb.String())
+	}
+	// Listener flags are checked as their keys, on every role, before
+	// anything starts; a flag wins over the file (the file's good
+	// metrics_addr is replaced by a bad one).
+	cfg := writeFile(t, dir, "listen.json", `{"api": {"metrics_addr": "127.0.0.1:0"}, "store": {"metrics_addr": "127.0.0.1:0"}}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"api", "--config", cfg, "--tokens", "t", "--metrics-addr", "10.1.2.3:9090"}, "invalid_settings: api.metrics_addr"},
+		{[]string{"api", "--tokens", "t", "--max-report-bytes", "0"}, "invalid_settings: api.max_report_bytes"},
+		{[]string{"coordinator", "--metrics-addr", "10.1.2.3:9090"}, "invalid_settings: coordinator.metrics_addr"},
+		{[]string{"worker", "--tls-key", "k.pem"}, "invalid_settings: worker.tls_cert"},
+		{[]string{"store", "--config", cfg, "--metrics-addr", "nope"}, "invalid_settings: store.metrics_addr"},
+		{[]string{"serve", "--data-dir", dir, "--http-addr", "10.1.2.3:8080"}, "invalid_settings: serve.http_addr"},
+	} {
+		errb.Reset()
+		if code := run(tc.args, io.Discard, &errb); code != exitError || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q, want %q", tc.args, code, errb.String(), tc.want)
+		}
 	}
 }
 

@@ -110,6 +110,8 @@ func registerCoordinatorFlags(fl *pflag.FlagSet, o *coordinatorOptions) {
 	fl.IntVar(&o.replicas, "replicas", 1, "replicas of the ADK_TASKS and ADK_RESULTS streams (1 or 3)")
 	o.ops.register(fl)
 	o.listen.register(fl)
+	o.ops.link(o.set, coordinatorListen)
+	o.listen.link(o.set, coordinatorListen)
 }
 
 // settingsError turns a refused settings key into the CLI's one-line
@@ -132,6 +134,8 @@ func (o *coordinatorOptions) resolve(changed func(flag string) bool) error {
 	}
 	o.file = f
 	c := f.Coordinator
+	o.ops.load(c.Listen)
+	o.listen.load(c.Listen)
 	str := func(flag string, dst *string, v string) {
 		if !changed(flag) && v != "" {
 			*dst = v

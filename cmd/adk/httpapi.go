@@ -20,6 +20,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/devapi/ui"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/worker"
 )
@@ -148,6 +149,7 @@ type apiOptions struct {
 	api        apiFlags
 	ops        opsFlags
 	tokensFile string
+	set        *settings.Flags
 	timeout    time.Duration
 	agents     []string
 	// listening, when set, receives the API's URL (tests).
@@ -163,9 +165,20 @@ func newAPICmd() *cobra.Command {
 each request into the cluster's NATS services: eval writes reach the
 coordinator leader, reads any coordinator, trace pages any store node. It
 keeps no state: kill it and start another anywhere. Tokens are the same
-file the store nodes read ("<sha256-hex> <principal> [scopes=a,b]").`,
+file the store nodes read ("<sha256-hex> <principal> [scopes=a,b]").
+
+--config FILE reads the settings file (adk config defaults prints every
+key): its "api" section holds http_addr, max_report_bytes,
+allowed_origins, no_ui, metrics_addr, tls_cert, tls_key and
+insecure_listen. Flags win over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := o.set.Resolve()
+			if err != nil {
+				return settingsError(err)
+			}
+			o.api.load(f.API.HTTPAPI, f.API.Listen)
+			o.ops.load(f.API.Listen)
 			if o.tokensFile == "" {
 				return &cliError{Code: codeMissingRequired, Reason: "tokens"}
 			}
@@ -178,6 +191,9 @@ file the store nodes read ("<sha256-hex> <principal> [scopes=a,b]").`,
 	o.nats.register(fl, defaultNATSURL)
 	o.api.register(fl, "127.0.0.1:8080", "HTTP listen address of the API")
 	o.ops.register(fl)
+	o.set = settings.Bind(fl)
+	o.api.link(o.set, apiHTTPAPI, apiListen)
+	o.ops.link(o.set, apiListen)
 	fl.StringVar(&o.tokensFile, "tokens", "", "bearer tokens file (required)")
 	fl.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "timeout of one coordinator call")
 	fl.StringSliceVar(&o.agents, "agents", nil, "agent names submissions may use (the workers' agents; empty: any, the coordinator decides)")
@@ -286,3 +302,48 @@ func register(reg prometheus.Registerer, cs []prometheus.Collector) {
 		_ = reg.Register(c)
 	}
 }
+
+// link ties the TLS and exposure flags to a settings section's keys
+// (section.tls_cert, .tls_key, .insecure_listen): a flag given wins over
+// the file, and Resolve validates the result.
+func (f *listenFlags) link(b *settings.Flags, sec func(*settings.File) *settings.Listen) {
+	b.Link("tls-cert", func(file *settings.File) { sec(file).TLSCert = f.tlsCert })
+	b.Link("tls-key", func(file *settings.File) { sec(file).TLSKey = f.tlsKey })
+	b.Link("insecure-listen", func(file *settings.File) { sec(file).InsecureListen = f.insecureListen })
+}
+
+// load takes the resolved section's values (flag > file > default).
+func (f *listenFlags) load(l settings.Listen) {
+	f.tlsCert, f.tlsKey, f.insecureListen = l.TLSCert, l.TLSKey, l.InsecureListen
+}
+
+// link ties --metrics-addr to section.metrics_addr.
+func (f *opsFlags) link(b *settings.Flags, sec func(*settings.File) *settings.Listen) {
+	b.Link("metrics-addr", func(file *settings.File) { sec(file).MetricsAddr = f.metricsAddr })
+}
+
+func (f *opsFlags) load(l settings.Listen) { f.metricsAddr = l.MetricsAddr }
+
+// link ties the API's flags to section.http_addr, .max_report_bytes,
+// .allowed_origins and .no_ui, and its listener flags to lsec.
+func (f *apiFlags) link(b *settings.Flags, sec func(*settings.File) *settings.HTTPAPI, lsec func(*settings.File) *settings.Listen) {
+	f.listenFlags.link(b, lsec)
+	b.Link("http-addr", func(file *settings.File) { sec(file).HTTPAddr = f.httpAddr })
+	b.Link("max-report-bytes", func(file *settings.File) { sec(file).MaxReportBytes = f.maxReportBytes })
+	b.Link("allowed-origin", func(file *settings.File) { sec(file).AllowedOrigins = f.allowedOrigins })
+	b.Link("no-ui", func(file *settings.File) { sec(file).NoUI = f.noUI })
+}
+
+func (f *apiFlags) load(a settings.HTTPAPI, l settings.Listen) {
+	f.listenFlags.load(l)
+	f.httpAddr, f.maxReportBytes, f.allowedOrigins, f.noUI = a.HTTPAddr, a.MaxReportBytes, a.AllowedOrigins, a.NoUI
+}
+
+// Settings sections of each role's listeners.
+func coordinatorListen(f *settings.File) *settings.Listen { return &f.Coordinator.Listen }
+func workerListen(f *settings.File) *settings.Listen      { return &f.Worker.Listen }
+func storeListen(f *settings.File) *settings.Listen       { return &f.Store.Listen }
+func serveListen(f *settings.File) *settings.Listen       { return &f.Serve.Listen }
+func serveHTTPAPI(f *settings.File) *settings.HTTPAPI     { return &f.Serve.HTTPAPI }
+func apiListen(f *settings.File) *settings.Listen         { return &f.API.Listen }
+func apiHTTPAPI(f *settings.File) *settings.HTTPAPI       { return &f.API.HTTPAPI }

@@ -83,6 +83,8 @@ func (o *serveOptions) resolve(changed func(string) bool) error {
 		o.eval.raftAddr = f.Serve.RaftAddr
 	}
 	o.eval.capacity = f.Serve.WorkerCapacity
+	o.api.load(f.Serve.HTTPAPI, f.Serve.Listen)
+	o.ops.load(f.Serve.Listen)
 	if len(o.eval.agents) == 0 {
 		o.eval.agentFiles = f.Worker.Agents
 	}
@@ -154,6 +156,8 @@ over the file.`,
 	o.set = settings.Bind(cmd.Flags(), serveSettingsKeys...)
 	o.api.register(cmd.Flags(), "", "developer HTTP API and web UI listen address, e.g. 127.0.0.1:8080 (off by default; needs --tokens; a non-loopback address needs --tls-cert/--tls-key or --insecure-listen)")
 	o.ops.register(cmd.Flags())
+	o.api.link(o.set, serveHTTPAPI, serveListen)
+	o.ops.link(o.set, serveListen)
 	cmd.Flags().StringVar(&o.otlpAddr, "otlp-addr", "", "OTLP/HTTP listen address for POST /v1/traces and GET /metrics, e.g. 127.0.0.1:4318 (off by default; needs --tokens)")
 	return cmd
 }
@@ -391,6 +395,8 @@ format. Flags win over the file.`,
 			if !o.nats.changed(cmd.Flags()) && f.Store.NATS != "" {
 				o.nats.url = f.Store.NATS
 			}
+			o.ops.load(f.Store.Listen)
+			o.listen.load(f.Store.Listen)
 			if o.dataDir == "" {
 				return usageError{errors.New("--data-dir is required")}
 			}
@@ -440,5 +446,7 @@ format. Flags win over the file.`,
 	o.set = settings.Bind(cmd.Flags(), "log.level", "log.format", "store.max_events", "store.max_bytes", "store.retention", "store.content_policy")
 	o.ops.register(cmd.Flags())
 	o.listen.register(cmd.Flags())
+	o.ops.link(o.set, storeListen)
+	o.listen.link(o.set, storeListen)
 	return cmd
 }

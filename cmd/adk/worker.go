@@ -64,6 +64,8 @@ agents as a whole.`,
 	o.set = settings.Bind(fl, "worker.capacity", "log.level", "log.format")
 	o.ops.register(fl)
 	o.listen.register(fl)
+	o.ops.link(o.set, workerListen)
+	o.listen.link(o.set, workerListen)
 	fl.StringVar(&o.id, "id", "", "worker id: its NATS user and task subject token (required)")
 	fl.StringArrayVar(&o.agents, "agent", nil, "trusted agent NAME=AGENT.json (repeatable)")
 	fl.DurationVar(&o.drain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for task traces to be published (1ms..5m)")
@@ -92,6 +94,8 @@ func (o *workerOptions) resolve(cmd *cobra.Command) (settings.File, settings.Wor
 		return f, f.Worker, settingsError(err)
 	}
 	wf := f.Worker
+	o.ops.load(wf.Listen)
+	o.listen.load(wf.Listen)
 	if cmd.Flags().Changed("id") || wf.ID == "" {
 		wf.ID = o.id
 	}
