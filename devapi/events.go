@@ -12,10 +12,10 @@ import (
 	"github.com/fadcedab/adk/store/evalrecord"
 )
 
-// EventID is the id of a job event: it changes whenever the job's phase
+// eventID is the id of a job event: it changes whenever the job's phase
 // or progress does, so a reconnecting client that sends it as
 // Last-Event-ID is not sent the state it already has.
-func EventID(j *evalrecord.Job) string {
+func eventID(j *evalrecord.Job) string {
 	return fmt.Sprintf("%d-%d-%d-%d", j.Revision, j.Progress.Dispatched, j.Progress.Done, j.Progress.Errors)
 }
 
@@ -106,7 +106,7 @@ func (h *watchHub) poll(w *watch) {
 			if e := serviceError(err); e.Status == http.StatusNotFound {
 				w.err, notify = e, true
 			}
-		case EventID(j) != EventID(w.job):
+		case eventID(j) != eventID(w.job):
 			w.job, notify = j, true
 		}
 		terminal := w.err != nil || w.job.Phase.Terminal()
@@ -173,7 +173,7 @@ func (s *Server) events(w http.ResponseWriter, c *call) *Error {
 		return nil
 	}
 	send := func(j *evalrecord.Job) bool {
-		eid := EventID(j)
+		eid := eventID(j)
 		if eid == last {
 			return true
 		}
@@ -188,7 +188,7 @@ func (s *Server) events(w http.ResponseWriter, c *call) *Error {
 		return true
 	}
 	end := func(j *evalrecord.Job) {
-		_, _ = fmt.Fprintf(w, "event: end\nid: %s\ndata: {\"job_id\":%q,\"phase\":%q}\n\n", EventID(j), j.JobID, j.Phase)
+		_, _ = fmt.Fprintf(w, "event: end\nid: %s\ndata: {\"job_id\":%q,\"phase\":%q}\n\n", eventID(j), j.JobID, j.Phase)
 		fl.Flush()
 	}
 	if !send(job) {

@@ -39,7 +39,7 @@ type GoogleTestConfig struct {
 	MaxTurns int
 }
 
-// GoogleCriteria lists the adk-python metric names test_config.json may
+// googleCriteria lists the adk-python metric names test_config.json may
 // use, each with the adk criterion it becomes:
 //
 //   - tool_trajectory_avg_score → tool_trajectory with args exact and
@@ -57,7 +57,7 @@ type GoogleTestConfig struct {
 // Vertex metrics, custom_metrics) is refused with
 // unknown_google_adk_criterion naming it: an LLM-judged criterion is
 // written as an adk llm_judge criterion instead (--criteria).
-func GoogleCriteria() []string {
+func googleCriteria() []string {
 	return []string{"response_match_score", "tool_trajectory_avg_score"}
 }
 
@@ -127,8 +127,8 @@ func ParseGoogleTestConfig(data []byte) (*GoogleTestConfig, error) {
 // googleCriterion maps one test_config.json criterion: a bare threshold or
 // an object with threshold (and match_type for trajectories).
 func googleCriterion(name string, v any) (map[string]any, error) {
-	if !slices.Contains(GoogleCriteria(), name) {
-		return nil, reasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(GoogleCriteria(), ", "))
+	if !slices.Contains(googleCriteria(), name) {
+		return nil, reasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
 	}
 	threshold, obj, err := googleThreshold(name, v)
 	if err != nil {
@@ -167,7 +167,7 @@ func googleCriterion(name string, v any) (map[string]any, error) {
 		return map[string]any{"id": name, "criterion": MetricSemanticQuality, "threshold": threshold,
 			"config": map[string]any{"algorithm": SemanticTokenF1}}, nil
 	}
-	return nil, reasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(GoogleCriteria(), ", "))
+	return nil, reasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
 }
 
 func googleThreshold(name string, v any) (float64, map[string]any, error) {

@@ -131,11 +131,3 @@ func (b *Flags) Resolve() (File, error) {
 	return f, f.Validate()
 }
 
-// Keys lists the keys that have a flag, for documentation and tests.
-func Keys() map[string]string {
-	out := make(map[string]string, len(flags))
-	for k, d := range flags {
-		out[k] = "--" + d.name
-	}
-	return out
-}

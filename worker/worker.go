@@ -221,9 +221,6 @@ func (w *Worker) LastAnswer() time.Time {
 	return time.Time{}
 }
 
-// Epoch returns this incarnation's epoch (api.Heartbeat.Epoch).
-func (w *Worker) Epoch() int64 { return w.epoch }
-
 // Dropped counts task deliveries refused unrun: addressed to another
 // incarnation, or a task this process already accepted (a message the
 // NATS server redelivered after forgetting its ack in a crash).
