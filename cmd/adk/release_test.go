@@ -46,8 +46,13 @@ func TestRelease_StaticBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var v versionInfo
-	if err := json.Unmarshal(vout, &v); err != nil || v.Version != strings.TrimSpace(string(desc)) || v.Arch != runtime.GOARCH {
-		t.Fatalf("version --json %s (%v), want version %s", vout, err, desc)
+	if err := json.Unmarshal(vout, &v); err != nil || v.Version != strings.TrimSpace(string(desc)) || v.Arch != runtime.GOARCH ||
+		!strings.HasPrefix(v.Commit, strings.TrimSpace(string(head))) {
+		t.Fatalf("version --json %s (%v), want version %s commit %s", vout, err, desc, head)
 	}
 }

@@ -61,6 +61,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newAPICmd(), newClusterCmd())
 	root.AddCommand(newTraceCmd(), newExportCmd())
 	root.AddCommand(newConfigCmd())
+	root.AddCommand(newProbeCmd())
 	return root
 }
 

@@ -9,12 +9,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, commit and tag are set at build time by `make build` and
+// `make release`: -ldflags "-X main.version=... -X main.commit=... -X
+// main.tag=...". The build info's vcs stamp cannot be relied on: -trimpath
+// release builds, GOFLAGS=-buildvcs=false and container builds without .git
+// all drop it.
+var (
+	version = "dev"
+	commit  = ""
+	tag     = ""
+)
 
-// buildCommit returns the VCS revision the binary was built from, or
-// "unknown" when the build carries none (go run, tests).
+// buildCommit returns the VCS revision the binary was built from: the
+// ldflags stamp, else the build info's, else "unknown" (go run, tests).
 func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
@@ -38,9 +49,11 @@ func buildCommit() string {
 type versionInfo struct {
 	Version string `json:"version"`
 	Commit  string `json:"commit"`
-	Go      string `json:"go"`
-	OS      string `json:"os"`
-	Arch    string `json:"arch"`
+	// Tag is the nearest git tag the build descends from ("" without one).
+	Tag  string `json:"tag"`
+	Go   string `json:"go"`
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
 }
 
 func newVersionCmd() *cobra.Command {
@@ -51,7 +64,7 @@ func newVersionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				b, err := json.Marshal(versionInfo{Version: version, Commit: buildCommit(), Go: runtime.Version(),
+				b, err := json.Marshal(versionInfo{Version: version, Commit: buildCommit(), Tag: tag, Go: runtime.Version(),
 					OS: runtime.GOOS, Arch: runtime.GOARCH})
 				if err != nil {
 					return err
@@ -63,7 +76,7 @@ func newVersionCmd() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print {version, commit, go, os, arch} as one JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {version, commit, tag, go, os, arch} as one JSON object")
 	return cmd
 }
 
