@@ -4,7 +4,13 @@ GO        ?= go
 PKGS      ?= ./...
 BIN       := bin/adk
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# The commit (with -dirty for uncommitted changes) and the nearest tag are
+# stamped too: -trimpath, GOFLAGS=-buildvcs=false and builds without .git
+# (the container image) drop Go's own vcs stamp.
+COMMIT    ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; } || echo unknown)
+TAG       ?= $(shell git describe --tags --abbrev=0 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.tag=$(TAG)
+CONTAINER_BUILD ?= $(shell command -v podman >/dev/null 2>&1 && echo podman build || { command -v docker >/dev/null 2>&1 && echo docker build || echo buildah bud; })
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 5s
 
@@ -70,6 +76,10 @@ chaos: ## Seeded random faults (leader, follower, worker, NATS node, worker sile
 
 demo: build ## The README's main job: a local eval of the bundled example agent
 	./$(BIN) eval run --config examples/travel/AGENT.json --eval-set examples/travel/evalset.json --criteria examples/travel/criteria.json --format markdown
+
+.PHONY: image
+image: ## Container image adk:VERSION from the Dockerfile (docker, podman or buildah; CONTAINER_BUILD overrides)
+	$(CONTAINER_BUILD) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg TAG=$(TAG) -t adk:$(VERSION) .
 
 .PHONY: clean
 clean: ## Remove build output
