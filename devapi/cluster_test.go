@@ -40,7 +40,7 @@ type env struct {
 	base   string
 }
 
-func startEnv(t *testing.T, o testcluster.EvalOptions) *env {
+func startEnv(t testing.TB, o testcluster.EvalOptions) *env {
 	t.Helper()
 	if o.NATSNodes == 0 {
 		o.NATSNodes = 3

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,6 +163,16 @@ func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 // user, knowing every NATS node, closed by t.Cleanup.
 func (c *EvalCluster) ConnectCoord() *nats.Conn {
 	return c.NATS.ConnectAll(c.t, bus.WithUserPassword(coordUser, coordPassword))
+}
+
+// CoordURL is every NATS node's URL with the coordinator user's
+// credentials, for a process started outside the test (a gateway binary).
+func (c *EvalCluster) CoordURL() string {
+	urls := c.NATS.URLs()
+	for i, u := range urls {
+		urls[i] = strings.Replace(u, "nats://", "nats://"+coordUser+":"+coordPassword+"@", 1)
+	}
+	return strings.Join(urls, ",")
 }
 
 // Client returns an API client on its own connection.
