@@ -4,4 +4,6 @@ package evalengine
 var (
 	EncodedSize = encodedSize
 	ResultSize  = resultSize
+
+	IsScenarioCase = isScenarioCase
 )

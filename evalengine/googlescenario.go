@@ -21,8 +21,8 @@ const MetaConversationScenario = "google_adk_conversation_scenario"
 // no user simulator is configured on this machine.
 const NotEvaluatedUserSimulator = "user_simulator_not_configured"
 
-// IsScenarioCase reports whether c is an imported conversation_scenario.
-func IsScenarioCase(c *Case) bool {
+// isScenarioCase reports whether c is an imported conversation_scenario.
+func isScenarioCase(c *Case) bool {
 	if c == nil {
 		return false
 	}
@@ -72,7 +72,7 @@ type ScenarioRouter struct {
 
 // NewSession opens the session of the case's kind.
 func (r *ScenarioRouter) NewSession(ctx context.Context, info SampleInfo) (Session, error) {
-	if IsScenarioCase(info.Case) {
+	if isScenarioCase(info.Case) {
 		return r.Scenario.NewSession(ctx, info)
 	}
 	return r.Script.NewSession(ctx, info)
@@ -154,7 +154,7 @@ var _ Adapter = (*ScenarioRouter)(nil)
 func WithoutScenarioCases(set *Set) (*Set, []string) {
 	var ids []string
 	for i := range set.Cases {
-		if IsScenarioCase(&set.Cases[i]) {
+		if isScenarioCase(&set.Cases[i]) {
 			ids = append(ids, set.Cases[i].ID)
 		}
 	}
@@ -164,7 +164,7 @@ func WithoutScenarioCases(set *Set) (*Set, []string) {
 	out := *set
 	out.Cases = make([]Case, 0, len(set.Cases)-len(ids))
 	for i := range set.Cases {
-		if !IsScenarioCase(&set.Cases[i]) {
+		if !isScenarioCase(&set.Cases[i]) {
 			out.Cases = append(out.Cases, set.Cases[i])
 		}
 	}
