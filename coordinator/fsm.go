@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/store/evalrecord"
@@ -26,6 +27,11 @@ type FSM struct {
 	// takeSamples never sees a job whose last outcomes are committed but
 	// not yet cached (it would fall back to the store for nothing).
 	applying sync.RWMutex
+	// failed is the storage failure that stopped this FSM (nil while it
+	// follows the log); onFail, set before Raft starts, stops the
+	// service with it. Only the apply goroutine writes failed.
+	failed atomic.Pointer[api.Error]
+	onFail func(error)
 }
 
 // NewFSM returns an FSM over store.
@@ -36,11 +42,19 @@ func NewFSM(store *evalstore.Store, log *slog.Logger) *FSM {
 	return &FSM{store: store, log: log, samples: newSampleCache(DefaultSampleCacheBytes)}
 }
 
-// Apply implements raft.FSM. A decode failure or a storage failure panics:
-// both mean this node can no longer follow the log (nomad does the same).
+// Apply implements raft.FSM. A decode failure panics (this binary cannot
+// read the log: nomad does the same). A storage failure stops the service
+// fail closed (CONTRACTS §6) instead: the FSM applies nothing more, every
+// later entry answers the same typed error, snapshots are refused (a
+// snapshot would cover entries never applied), and onFail hands the error
+// to the node, whose process exits with it. On restart Raft replays from
+// the store's last applied index, so nothing is skipped.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
+	}
+	if e := f.failed.Load(); e != nil {
+		return &applyResult{Err: e}
 	}
 	c := f.prepare(l)
 	f.applying.Lock()
@@ -54,6 +68,12 @@ func (f *FSM) Apply(l *raft.Log) any {
 // same outcome, entry by entry, as Apply would give.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
+	if e := f.failed.Load(); e != nil {
+		for i := range out {
+			out[i] = &applyResult{Err: e}
+		}
+		return out
+	}
 	cmds := make([]*fsmCmd, len(logs))
 	ops := make([]evalstore.Op, 0, len(logs))
 	for i, l := range logs {
@@ -66,13 +86,15 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.applying.Lock()
 	defer f.applying.Unlock()
 	applied, errs, err := f.store.UpdateBatch(ops)
-	if err != nil {
-		panic(fmt.Sprintf("coordinator fsm: batch: %v", err))
-	}
 	k := 0
 	for i, c := range cmds {
 		if c == nil {
 			continue
+		}
+		if err != nil && !applied[k] && errs[k] == nil {
+			// The batch stopped at a storage failure before this entry;
+			// it, and every entry after it, answers that failure.
+			errs[k] = err
 		}
 		out[i] = f.finish(logs[i].Index, c, applied[k], errs[k])
 		k++
@@ -87,13 +109,13 @@ func (f *FSM) takeSamples(jobID string, total int) []cachedOutcome {
 	return f.samples.take(jobID, total)
 }
 
-// finish is the end of one command's apply: a storage failure panics, the
-// in-flight index follows a committed command, a domain error becomes the
-// answer.
+// finish is the end of one command's apply: a storage failure stops the
+// FSM (fail), the in-flight index follows a committed command, a domain
+// error becomes the answer.
 func (f *FSM) finish(index uint64, c *fsmCmd, applied bool, err error) any {
 	var se *evalstore.StorageError
-	if errors.As(err, &se) {
-		panic(fmt.Sprintf("coordinator fsm: index %d: %v", index, err))
+	if errors.As(err, &se) || f.failed.Load() != nil {
+		return &applyResult{Err: f.fail(index, c, err)}
 	}
 	if !applied && err == nil {
 		f.log.Debug("fsm: skipped applied entry", "index", index, "cmd", c.t)
@@ -107,6 +129,30 @@ func (f *FSM) finish(index uint64, c *fsmCmd, applied bool, err error) any {
 	return c.res
 }
 
+// fail stops the FSM at the first storage failure, index's: it returns
+// the typed error every entry from now on answers, and hands it to onFail
+// once. The code is the contract's fail-closed stop for what the entry
+// was persisting (CONTRACTS §6).
+func (f *FSM) fail(index uint64, c *fsmCmd, err error) *api.Error {
+	if e := f.failed.Load(); e != nil {
+		return e
+	}
+	code := api.CodeResultPersistenceFailed
+	switch {
+	case c.t == cmdRecover:
+		code = api.CodeStoreRecoveryFailed
+	case c.t == cmdTransition && c.to == evalrecord.PhaseCancelled:
+		code = api.CodeCancelPersistenceFailed
+	}
+	e := api.Errorf(code, "raft index %d (%s): %v", index, c.t, err)
+	f.failed.Store(e)
+	f.log.Error("fsm: storage failure, stopping the eval service (fail closed)", "index", index, "cmd", c.t, "err", err)
+	if f.onFail != nil {
+		f.onFail(e)
+	}
+	return e
+}
+
 func decodeBody(t cmdType, b []byte, v any) {
 	if err := msgpack.Unmarshal(b, v); err != nil {
 		panic(fmt.Sprintf("coordinator fsm: decode %s: %v", t, err))
@@ -118,6 +164,7 @@ func decodeBody(t cmdType, b []byte, v any) {
 // index once it committed, res is the answer.
 type fsmCmd struct {
 	t     cmdType
+	to    evalrecord.Phase // a transition's target phase
 	res   *applyResult
 	fn    func(tx *evalstore.Tx) error
 	after func()
@@ -133,6 +180,7 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 	res := &applyResult{}
 	var fn func(tx *evalstore.Tx) error
 	var after func() // updates the in-flight index once committed
+	var to evalrecord.Phase
 	switch t {
 	case cmdSubmit:
 		var c submitCmd
@@ -177,6 +225,7 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		var c transitionCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) error { return f.applyTransition(tx, &c, res) }
+		to = c.To
 		after = func() {
 			if res.Job != nil && res.Job.Phase.Terminal() {
 				f.inflight.invalidate() // its assignments were dropped
@@ -212,7 +261,7 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 	default:
 		panic(fmt.Sprintf("coordinator fsm: unknown command type %d at index %d", t, index))
 	}
-	return &fsmCmd{t: t, res: res, fn: fn, after: after}
+	return &fsmCmd{t: t, to: to, res: res, fn: fn, after: after}
 }
 
 // applyTransition moves one job and, when it became terminal, admits
@@ -278,6 +327,9 @@ func (f *FSM) applyRecover(tx *evalstore.Tx, c *recoverCmd, res *applyResult) er
 // Snapshot implements raft.FSM: a Badger read transaction pinned now, on
 // the apply goroutine, streamed later by Persist.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if e := f.failed.Load(); e != nil {
+		return nil, fmt.Errorf("coordinator fsm: no snapshot after a storage failure: %w", e)
+	}
 	return &fsmSnapshot{snap: f.store.Snapshot()}, nil
 }
 

@@ -2,9 +2,11 @@ package coordinator
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"testing"
 
+	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalrecord"
@@ -199,5 +201,59 @@ func TestFSM_ApplyBatchEqualsApply(t *testing.T) {
 	inflight, err := batch.inflight.byWorker(batchStore)
 	if err != nil || len(inflight["w1"]) != 0 || len(inflight["w2"]) != 1 {
 		t.Fatalf("in-flight index after the batch: %v %v", inflight, err)
+	}
+}
+
+// A storage failure inside an apply stops the service fail closed: no
+// panic, the typed contract error to the node once, the same answer for
+// every later entry (nothing more is applied) and no snapshot that would
+// cover entries never applied.
+func TestFSM_StorageFailureStopsTheServiceWithoutPanic(t *testing.T) {
+	f, s := newFSM(t)
+	var stops []error
+	f.onFail = func(err error) { stops = append(stops, err) }
+	if r := f.Apply(submitEntry(t, 1, "eval-a")).(*applyResult); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if err := s.Close(); err != nil { // Badger now fails every write
+		t.Fatal(err)
+	}
+	fin := entry(t, 2, cmdFinish, &finishCmd{Outs: []evalstore.Outcome{{JobID: "eval-a", Index: 0, Worker: "w1", State: evalrecord.TaskDone}}, Now: 3})
+	r := f.Apply(fin).(*applyResult)
+	if r.Err == nil || r.Err.Code != api.CodeResultPersistenceFailed {
+		t.Fatalf("answer %v, want %s", r.Err, api.CodeResultPersistenceFailed)
+	}
+	later := f.ApplyBatch([]*raft.Log{submitEntry(t, 3, "eval-b"), submitEntry(t, 4, "eval-c")})
+	for i, o := range later {
+		if e := o.(*applyResult).Err; e == nil || e.Code != api.CodeResultPersistenceFailed {
+			t.Fatalf("later entry %d: %v", i, e)
+		}
+	}
+	if len(stops) != 1 {
+		t.Fatalf("service stopped %d times, want once: %v", len(stops), stops)
+	}
+	var ae *api.Error
+	if !errors.As(stops[0], &ae) || ae.Code != api.CodeResultPersistenceFailed {
+		t.Fatalf("stop error %v", stops[0])
+	}
+	if _, err := f.Snapshot(); err == nil {
+		t.Fatal("snapshot after a storage failure")
+	}
+}
+
+// A storage failure while recording a cancellation is the contract's
+// cancel-persistence stop, in a batch as alone.
+func TestFSM_StorageFailureCodeFollowsTheEntry(t *testing.T) {
+	f, s := newFSM(t)
+	var stops []error
+	f.onFail = func(err error) { stops = append(stops, err) }
+	f.Apply(submitEntry(t, 1, "eval-a"))
+	_ = s.Close()
+	out := f.ApplyBatch([]*raft.Log{entry(t, 2, cmdTransition, &transitionCmd{Scope: "app", JobID: "eval-a", To: evalrecord.PhaseCancelled, Now: 2})})
+	if e := out[0].(*applyResult).Err; e == nil || e.Code != api.CodeCancelPersistenceFailed {
+		t.Fatalf("answer %v, want %s", e, api.CodeCancelPersistenceFailed)
+	}
+	if len(stops) != 1 {
+		t.Fatalf("stops %v", stops)
 	}
 }

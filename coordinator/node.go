@@ -242,6 +242,7 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.fsm = NewFSM(n.store, log)
+	n.fsm.onFail = n.failStop // a storage failure in an apply stops the service, not the process
 	if n.js, err = jetstream.New(n.nc); err != nil {
 		return nil, err
 	}
@@ -347,7 +348,10 @@ func (n *Node) startRaft() error {
 // closes the stores. It is safe on a partly started node.
 // Fatal delivers the error that stopped this node's service, fail closed
 // (CONTRACTS §6 "Fail-closed stops"): a job result the eval store refuses
-// to persist (evaluation_result_persistence_failed). The node then takes
+// to persist (evaluation_result_persistence_failed), or a storage failure
+// inside a Raft apply (evaluation_result_persistence_failed,
+// evaluation_cancel_persistence_failed or eval_store_recovery_failed by
+// what the entry recorded; the FSM then applies nothing more). The node then takes
 // no more decisions, the job stays running, and the caller must Stop it
 // and exit with the error; another coordinator that leads next meets the
 // same refusal and stops too, so the service stops rather than lose the

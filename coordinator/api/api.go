@@ -85,6 +85,12 @@ const (
 	// CodeResultPersistenceFailed: the eval store refused a job's result;
 	// the service stops (fail closed) and the job stays running.
 	CodeResultPersistenceFailed = "evaluation_result_persistence_failed"
+	// CodeCancelPersistenceFailed: the eval store failed while recording a
+	// cancellation; the service stops (fail closed).
+	CodeCancelPersistenceFailed = "evaluation_cancel_persistence_failed"
+	// CodeStoreRecoveryFailed: the eval store failed while failing the
+	// jobs a restarted service found running; the service stops.
+	CodeStoreRecoveryFailed = "eval_store_recovery_failed"
 )
 
 // Error is a typed service error: a stable Code, a bounded Detail and, for
