@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +36,52 @@ type chaosHistory struct {
 	Samples    int            `json:"samples"`          // samples in the result
 	Untyped    int            `json:"untyped_failures"` // failed samples without a reason tag
 	Tags       map[string]int `json:"tags"`
+
+	// Over real processes (chaos_procs_test.go); zero in-process.
+	Jobs      map[string]string   `json:"jobs,omitempty"` // principal → job id
+	Provider  string              `json:"provider,omitempty"`
+	Phases    []string            `json:"phases,omitempty"`
+	Reasons   []string            `json:"reasons,omitempty"`
+	Expected  int                 `json:"expected_samples,omitempty"` // samples completed jobs must report
+	Rogue     int                 `json:"rogue_tasks,omitempty"`      // tasks the non-allowlisted worker ran
+	Signals   signalAccount       `json:"signals"`
+	Leaks     []string            `json:"leaks,omitempty"`
+	OwnEvents int                 `json:"own_events,omitempty"` // events principals read of their own jobs
+	StoreDiff string              `json:"store_diff,omitempty"`
+	Logs      map[string][]string `json:"logs,omitempty"` // each process's log tail, for a failing run
+}
+
+// signalAccount is one publisher's signals against what the store nodes
+// hold of its principal.
+type signalAccount struct {
+	Accepted uint64 `json:"accepted"` // offered to the publisher
+	Exported uint64 `json:"exported"` // acked by JetStream
+	Dropped  uint64 `json:"dropped"`  // counted drops of every kind
+	Queued   uint64 `json:"queued"`   // still queued after the drain
+	Stored   uint64 `json:"stored"`   // the principal's events on the store nodes
+	Evicted  uint64 `json:"evicted"`  // the store's evictions (every principal)
+}
+
+// violations of the accounting: every accepted signal is exported, a
+// counted drop or still queued (and said so); every exported one is
+// stored once, or evicted.
+func (a signalAccount) violations() []string {
+	if a.Accepted == 0 {
+		return nil
+	}
+	var v []string
+	if a.Accepted != a.Exported+a.Dropped+a.Queued {
+		v = append(v, fmt.Sprintf("lost signal: publisher accepted %d, exported %d + counted drops %d + queued %d", a.Accepted, a.Exported, a.Dropped, a.Queued))
+	}
+	switch {
+	case a.Stored < a.Exported && a.Stored+a.Evicted < a.Exported:
+		v = append(v, fmt.Sprintf("lost signal: exported %d, stored %d + evicted %d", a.Exported, a.Stored, a.Evicted))
+	case a.Stored > a.Exported:
+		v = append(v, fmt.Sprintf("duplicate signal: exported %d, stored %d", a.Exported, a.Stored))
+	case a.Evicted == 0 && a.Stored != a.Exported:
+		v = append(v, fmt.Sprintf("lost signal: exported %d, stored %d", a.Exported, a.Stored))
+	}
+	return v
 }
 
 // violations are the invariants a history breaks: at most one provider
@@ -65,7 +109,57 @@ func (h *chaosHistory) violations() []string {
 	if h.Untyped > 0 {
 		v = append(v, fmt.Sprintf("untyped: %d failed samples without a reason", h.Untyped))
 	}
+	if h.Expected > 0 && h.Samples != h.Expected {
+		v = append(v, fmt.Sprintf("missing: %d samples reported, %d cases run", h.Samples, h.Expected))
+	}
+	if h.Rogue > 0 {
+		v = append(v, fmt.Sprintf("rogue: the non-allowlisted worker ran %d tasks", h.Rogue))
+	}
+	v = append(v, h.Signals.violations()...)
+	for _, l := range h.Leaks {
+		v = append(v, "leak: "+l)
+	}
+	if h.StoreDiff != "" {
+		v = append(v, "diverged: store nodes that applied the same stream differ: "+h.StoreDiff)
+	}
 	return v
+}
+
+// chaosTotals sums a batch of runs for its closing line.
+type chaosTotals struct {
+	faults, tags, phases, reasons map[string]int
+	failed                        int
+	signals                       signalAccount
+	elapsed                       time.Duration
+}
+
+func (c *chaosTotals) add(h *chaosHistory) {
+	if c.faults == nil {
+		c.faults, c.tags, c.phases, c.reasons = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	}
+	for _, f := range h.Faults {
+		fs := strings.Fields(f)
+		c.faults[fs[0]+" "+fs[1]]++
+	}
+	for tag, n := range h.Tags {
+		c.tags[tag] += n
+	}
+	for _, p := range h.Phases {
+		c.phases[p]++
+	}
+	for _, r := range h.Reasons {
+		c.reasons[r]++
+	}
+	c.signals.Accepted += h.Signals.Accepted
+	c.signals.Exported += h.Signals.Exported
+	c.signals.Dropped += h.Signals.Dropped
+	c.signals.Stored += h.Signals.Stored
+	c.elapsed = max(c.elapsed, h.Elapsed)
+}
+
+func (c *chaosTotals) String(runs int, seed uint64) string {
+	return fmt.Sprintf("%d runs from seed %d, faults %v, job phases %v, job reasons %v, failed sample tags %v, signals accepted %d exported %d dropped %d stored %d, slowest job %v, runs with violations %d",
+		runs, seed, c.faults, c.phases, c.reasons, c.tags, c.signals.Accepted, c.signals.Exported, c.signals.Dropped, c.signals.Stored, c.elapsed.Round(100*time.Millisecond), c.failed)
 }
 
 func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
@@ -73,11 +167,20 @@ func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
 	if v := ok.violations(); len(v) != 0 {
 		t.Fatalf("clean history: %v", v)
 	}
+	ok.Signals = signalAccount{Accepted: 10, Exported: 8, Dropped: 2, Stored: 8}
+	if v := ok.violations(); len(v) != 0 {
+		t.Fatalf("clean history: %v", v)
+	}
 	for name, bad := range map[string]func(h *chaosHistory){
-		"duplicate": func(h *chaosHistory) { h.Executions = map[string]int{"a": 2} },
-		"hung":      func(h *chaosHistory) { h.Phase = "running" },
-		"slow":      func(h *chaosHistory) { h.Elapsed = 2 * time.Minute },
-		"untyped":   func(h *chaosHistory) { h.Untyped = 1 },
+		"duplicate":   func(h *chaosHistory) { h.Executions = map[string]int{"a": 2} },
+		"hung":        func(h *chaosHistory) { h.Phase = "running" },
+		"slow":        func(h *chaosHistory) { h.Elapsed = 2 * time.Minute },
+		"untyped":     func(h *chaosHistory) { h.Untyped = 1 },
+		"missing":     func(h *chaosHistory) { h.Expected, h.Samples = 4, 3 },
+		"rogue":       func(h *chaosHistory) { h.Rogue = 1 },
+		"lost signal": func(h *chaosHistory) { h.Signals.Stored = 7 },
+		"leak":        func(h *chaosHistory) { h.Leaks = []string{"bob read 1 events of alice's job"} },
+		"diverged":    func(h *chaosHistory) { h.StoreDiff = "pages of alice differ" },
 	} {
 		h := ok
 		bad(&h)
@@ -87,52 +190,26 @@ func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
 	}
 }
 
+// TestClusterChaos runs under make chaos only: CI runs the process suite
+// (TestClusterChaosProcs), which covers more (kill -9, SIGSTOP, the store
+// nodes, signals, principals).
 func TestClusterChaos(t *testing.T) {
-	runs := 1
-	if s := os.Getenv("CHAOS_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("CHAOS_RUNS=%q: want a positive integer", s)
-		}
-		runs = n
+	if os.Getenv("CHAOS_RUNS") == "" && os.Getenv("CHAOS_SEED") == "" {
+		t.Skip("in-process chaos runs under make chaos (CHAOS_RUNS); CI runs TestClusterChaosProcs")
 	}
-	// CI (no CHAOS_RUNS) replays one fixed seed; make chaos draws new ones.
-	seed := uint64(7)
-	if runs > 1 || os.Getenv("CHAOS_RUNS") != "" {
-		seed = uint64(time.Now().UnixNano())
-	}
-	if s := os.Getenv("CHAOS_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CHAOS_SEED=%q: want an unsigned integer", s)
-		}
-		seed = n
-	}
-	dir := os.Getenv("CHAOS_HISTORY_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	faults, failed := map[string]int{}, 0
-	tags := map[string]int{}
+	runs, seed, dir := chaosParams(t, 7)
+	var total chaosTotals
 	for r := range runs {
 		s := seed + uint64(r)
 		h := chaosRun(t, s)
-		for _, f := range h.Faults {
-			fs := strings.Fields(f)
-			faults[fs[0]+" "+fs[1]]++
-		}
-		for tag, n := range h.Tags {
-			tags[tag] += n
-		}
+		total.add(h)
 		if v := h.violations(); len(v) > 0 {
-			failed++
-			b, _ := json.MarshalIndent(h, "", " ")
-			p := filepath.Join(dir, fmt.Sprintf("chaos-%d.json", s))
-			_ = os.WriteFile(p, b, 0o600)
+			total.failed++
+			p := writeHistory(dir, "chaos", h)
 			t.Errorf("seed %d (replay: CHAOS_SEED=%d): %v; history %s", s, s, v, p)
 		}
 	}
-	t.Logf("chaos: %d runs from seed %d, faults %v, failed sample tags %v, runs with violations %d", runs, seed, faults, tags, failed)
+	t.Logf("chaos: %s", total.String(runs, seed))
 }
 
 // chaosRun runs one job under a schedule drawn from seed.
@@ -163,7 +240,10 @@ func chaosRun(t *testing.T, seed uint64) *chaosHistory {
 				}
 				time.Sleep(50 * time.Millisecond) // the schedule's own clock, not synchronisation
 			}
-			h.Faults = append(h.Faults, chaosFault(t, c, rng))
+			t.Logf("seed %d: fault %d at %.1fs", seed, len(h.Faults)+1, time.Since(start).Seconds()) // where a stalled batch stopped
+			f := chaosFault(t, c, rng)
+			t.Logf("seed %d: %s", seed, f)
+			h.Faults = append(h.Faults, f)
 		}
 		phase := c.WaitJob(cl, scope, id, h.Bound, "completed", "failed", "cancelled", "timed_out")
 		h.Elapsed, h.Phase = time.Since(start), phase
