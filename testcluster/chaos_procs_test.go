@@ -1,3 +1,5 @@
+//go:build linux
+
 package testcluster_test
 
 // The seeded fault suite over real processes (issue 17): an external
@@ -77,6 +79,8 @@ func (p *chaosProc) start(t *testing.T) {
 	fmt.Fprintf(f, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	// A test binary killed mid-batch takes its fleet with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", p.name, err)
 	}
@@ -210,10 +214,10 @@ func (p *chaosProvider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.calls[input]++
+	d, slow, slowP, failP := p.delay, p.slow, p.slowP, p.failP
 	p.mu.Unlock()
-	d := p.delay
-	if p.pick(input, "slow", p.slowP) {
-		d += p.slow
+	if p.pick(input, "slow", slowP) {
+		d += slow
 	}
 	select {
 	case <-time.After(d):
@@ -221,7 +225,7 @@ func (p *chaosProvider) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if p.pick(input, "fail", p.failP) {
+	if p.pick(input, "fail", failP) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":{"message":"chaos: provider failure","type":"server_error"}}`))
 		return
@@ -526,9 +530,9 @@ func TestClusterChaosProcs(t *testing.T) {
 }
 
 // procChaosRun runs one seeded schedule over a fresh fleet. hook, when
-// set, runs after the jobs are submitted (the checker's own test breaks
-// the run there).
-func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(f *procFleet, jobs map[string]string)) *chaosHistory {
+// set, runs after the jobs are submitted instead of the faults (the
+// checker's own test breaks the run there).
+func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *testing.T, f *procFleet, h *chaosHistory)) *chaosHistory {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	h := &chaosHistory{Seed: seed, Bound: 100 * time.Second, Tags: map[string]int{}, Jobs: map[string]string{}}
 	t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
@@ -611,10 +615,11 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(f *pro
 		}
 		h.Samples = 0
 		expected := cases * len(chaosPrincipals)
-		if hook != nil {
-			hook(f, h.Jobs)
-		}
 		n := 2 + rng.IntN(3)
+		if hook != nil {
+			hook(t, f, h)
+			n = 0
+		}
 		for range n {
 			pauseFor(time.Duration(200+rng.IntN(1500)) * time.Millisecond)
 			fault := f.fault(rng)
@@ -713,14 +718,23 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(f *pro
 				s.start(t) // a fault left it down: it must catch up
 			}
 		}
-		testutil.WaitFor(t, 60*time.Second, "store nodes to apply ADK_SIGNALS", func() bool {
+		// Every store node catches up (lag 0: nothing pending, nothing
+		// unacked) within a bound; one that does not is stuck.
+		for deadline := time.Now().Add(30 * time.Second); ; pauseFor(200 * time.Millisecond) {
+			var lags []string
 			for _, s := range f.stores {
 				if lag, err := f.metric(s, "adk_store_lag_messages"); err != nil || lag != 0 {
-					return false
+					lags = append(lags, fmt.Sprintf("%s lag %v (%v)", s.name, lag, err))
 				}
 			}
-			return true
-		})
+			if len(lags) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				h.StoreStuck = strings.Join(lags, ", ")
+				break
+			}
+		}
 		phase("stores caught up")
 		h.Leaks, h.OwnEvents = principalLeaks(t, f.nc, h.Jobs)
 
@@ -837,4 +851,86 @@ func writeHistory(dir, prefix string, h *chaosHistory) string {
 		_ = os.WriteFile(p, b, 0o600)
 	}
 	return p
+}
+
+// TestClusterChaosProcsCatchesBrokenRuns holds the checker to a real run
+// broken three ways, so a green run means something: workers built with
+// the chaosbreak tag and ADK_CHAOS_BREAK=dedupe run a redelivered task
+// message again (this process re-publishes each task message once), the
+// signals published while both store nodes are down are purged from
+// ADK_SIGNALS before they apply them, and the coordinators are stopped
+// for the rest of the run. The checker must report a duplicate
+// execution, a lost signal and a hung job.
+func TestClusterChaosProcsCatchesBrokenRuns(t *testing.T) {
+	t.Setenv("ADK_CHAOS_BREAK", "dedupe")
+	_, _, dir := chaosParams(t, 0)
+	h := procChaosRun(t, 1, dir, func(t *testing.T, f *procFleet, h *chaosHistory) {
+		h.Bound = 20 * time.Second
+		f.provider.mu.Lock()
+		f.provider.delay, f.provider.failP, f.provider.slowP = 700*time.Millisecond, 0, 0
+		f.provider.mu.Unlock()
+		// Duplicates: every task message once more, as a NATS server
+		// that forgot an ack would deliver it.
+		js, err := jetstream.New(f.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replays := make(chan *nats.Msg, 1024)
+		sub, err := f.nc.ChanSubscribe(bus.AllTasksSubject, replays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		// Lost signals: both store nodes down while the publisher
+		// exports, then what they missed purged from the stream.
+		for _, s := range f.stores {
+			s.signal(t, syscall.SIGKILL)
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		replayed := 0
+		for time.Now().Before(deadline) || replayed == 0 {
+			select {
+			case m := <-replays:
+				if m.Header.Get("Chaos-Replay") != "" {
+					continue
+				}
+				r := nats.NewMsg(m.Subject)
+				r.Data, r.Header = m.Data, nats.Header{"Chaos-Replay": []string{"1"}}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := js.PublishMsg(ctx, r)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				replayed++
+			case <-time.After(100 * time.Millisecond):
+				if time.Now().After(deadline.Add(20 * time.Second)) {
+					t.Fatal("no task message to replay")
+				}
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, bus.SignalStreamName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Purge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range f.stores {
+			s.start(t)
+		}
+		// A hung job: no coordinator runs again before the bound.
+		for _, c := range f.coords {
+			c.signal(t, syscall.SIGSTOP)
+		}
+		h.Faults = append(h.Faults, fmt.Sprintf("replay tasks %d", replayed), "purge signals", "stop coordinators")
+	})
+	v := strings.Join(h.violations(), "\n")
+	for _, want := range []string{"duplicate:", "lost signal:", "hung:"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the checker missed the injected %q; it reported:\n%s", strings.TrimSuffix(want, ":"), v)
+		}
+	}
 }

@@ -38,17 +38,18 @@ type chaosHistory struct {
 	Tags       map[string]int `json:"tags"`
 
 	// Over real processes (chaos_procs_test.go); zero in-process.
-	Jobs      map[string]string   `json:"jobs,omitempty"` // principal → job id
-	Provider  string              `json:"provider,omitempty"`
-	Phases    []string            `json:"phases,omitempty"`
-	Reasons   []string            `json:"reasons,omitempty"`
-	Expected  int                 `json:"expected_samples,omitempty"` // samples completed jobs must report
-	Rogue     int                 `json:"rogue_tasks,omitempty"`      // tasks the non-allowlisted worker ran
-	Signals   signalAccount       `json:"signals"`
-	Leaks     []string            `json:"leaks,omitempty"`
-	OwnEvents int                 `json:"own_events,omitempty"` // events principals read of their own jobs
-	StoreDiff string              `json:"store_diff,omitempty"`
-	Logs      map[string][]string `json:"logs,omitempty"` // each process's log tail, for a failing run
+	Jobs       map[string]string   `json:"jobs,omitempty"` // principal → job id
+	Provider   string              `json:"provider,omitempty"`
+	Phases     []string            `json:"phases,omitempty"`
+	Reasons    []string            `json:"reasons,omitempty"`
+	Expected   int                 `json:"expected_samples,omitempty"` // samples completed jobs must report
+	Rogue      int                 `json:"rogue_tasks,omitempty"`      // tasks the non-allowlisted worker ran
+	Signals    signalAccount       `json:"signals"`
+	Leaks      []string            `json:"leaks,omitempty"`
+	OwnEvents  int                 `json:"own_events,omitempty"` // events principals read of their own jobs
+	StoreDiff  string              `json:"store_diff,omitempty"`
+	StoreStuck string              `json:"store_stuck,omitempty"` // store nodes not caught up within the bound
+	Logs       map[string][]string `json:"logs,omitempty"`        // each process's log tail, for a failing run
 }
 
 // signalAccount is one publisher's signals against what the store nodes
@@ -119,6 +120,9 @@ func (h *chaosHistory) violations() []string {
 	for _, l := range h.Leaks {
 		v = append(v, "leak: "+l)
 	}
+	if h.StoreStuck != "" {
+		v = append(v, "stuck: store nodes did not catch up with ADK_SIGNALS: "+h.StoreStuck)
+	}
 	if h.StoreDiff != "" {
 		v = append(v, "diverged: store nodes that applied the same stream differ: "+h.StoreDiff)
 	}
@@ -181,6 +185,7 @@ func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
 		"lost signal": func(h *chaosHistory) { h.Signals.Stored = 7 },
 		"leak":        func(h *chaosHistory) { h.Leaks = []string{"bob read 1 events of alice's job"} },
 		"diverged":    func(h *chaosHistory) { h.StoreDiff = "pages of alice differ" },
+		"stuck":       func(h *chaosHistory) { h.StoreStuck = "s1 lag 3" },
 	} {
 		h := ok
 		bad(&h)

@@ -161,9 +161,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.items = make(chan *item, 4+2*cfg.PrepareWorkers)
 	n.work = make(chan *item, 2*cfg.PrepareWorkers)
-	n.wg.Add(2 + cfg.PrepareWorkers)
+	n.wg.Add(3 + cfg.PrepareWorkers)
 	go n.prepareLoop()
 	go n.applyLoop()
+	go n.watchReconnects()
 	for range cfg.PrepareWorkers {
 		go n.prepareWorker()
 	}
@@ -392,6 +393,34 @@ func (n *Node) iterator() jetstream.MessagesContext {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.iter
+}
+
+// watchReconnects restarts consumption at applied+1 after every NATS
+// reconnect, through the same path as a failed apply (stopping the
+// iterator makes prepareLoop resync). Acks in flight when the connection
+// dropped are lost, and a server killed -9 forgets the acks it had not
+// flushed: it then holds those messages as pending for the consumer's
+// AckWait (5 min), so Lag and readiness stayed non-zero for five minutes
+// after a NATS crash although the node had applied everything, and the
+// redelivery would come after newer messages. A fresh consumer at
+// applied+1 has no such pending messages.
+func (n *Node) watchReconnects() {
+	defer n.wg.Done()
+	last := n.cfg.Conn.Stats().Reconnects
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stopping:
+			return
+		case <-tick.C:
+		}
+		if r := n.cfg.Conn.Stats().Reconnects; r != last && n.cfg.Conn.IsConnected() {
+			last = r
+			n.log.Info("nats reconnected: restarting the store consumer at the applied sequence", "node", n.cfg.Name)
+			n.iterator().Stop()
+		}
+	}
 }
 
 // resync restarts consumption at the store's applied sequence + 1. It
