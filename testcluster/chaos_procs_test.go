@@ -157,6 +157,28 @@ func (p *chaosProc) term(grace time.Duration) bool {
 	}
 }
 
+// termAll terms ps at once and returns the names of those that did not
+// end within grace.
+func termAll(ps []*chaosProc, grace time.Duration) []string {
+	var mu sync.Mutex
+	var slow []string
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		wg.Go(func() {
+			if !p.term(grace) {
+				mu.Lock()
+				slow = append(slow, p.name)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return slow
+}
+
 // tail is the last n lines of the process's log.
 func (p *chaosProc) tail(n int) []string {
 	data, _ := os.ReadFile(p.log)
@@ -297,11 +319,9 @@ func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv 
 	adk, natsBin := chaosBinaries(t)
 	f := &procFleet{t: t, dir: dir, provider: provider, metrics: map[*chaosProc]string{}}
 	t.Cleanup(func() {
-		for _, p := range f.all() {
-			if p != nil {
-				p.term(10 * time.Second)
-			}
-		}
+		all := f.all()
+		termAll(all[:len(all)-1], 10*time.Second) // NATS last: the others flush through it
+		termAll(all[len(all)-1:], 10*time.Second)
 	})
 	natsAddr := freePort(t)
 	conf := filepath.Join(dir, "nats.conf")
@@ -709,9 +729,7 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 			t.Logf("seed %d: accounting publisher drain: %v (%+v)", seed, derr, ps)
 		}
 		phase("publisher drained")
-		for _, w := range append(append([]*chaosProc{}, f.workers...), f.rogue) {
-			w.term(20 * time.Second)
-		}
+		termAll(append(append([]*chaosProc{}, f.workers...), f.rogue), 20*time.Second)
 		phase("workers stopped")
 		for _, s := range f.stores {
 			if !s.running() {
@@ -738,10 +756,8 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 		phase("stores caught up")
 		h.Leaks, h.OwnEvents = principalLeaks(t, f.nc, h.Jobs)
 
-		for _, s := range f.stores {
-			if !s.term(20 * time.Second) {
-				t.Errorf("store %s did not stop on SIGTERM", s.name)
-			}
+		if slow := termAll(f.stores, 20*time.Second); len(slow) > 0 {
+			t.Errorf("store nodes %v did not stop on SIGTERM", slow)
 		}
 		h.Signals.Stored, h.Signals.Evicted, h.StoreDiff = compareStores(t, filepath.Join(dir, "s1"), filepath.Join(dir, "s2"))
 		phase("stores compared")
@@ -865,7 +881,7 @@ func TestClusterChaosProcsCatchesBrokenRuns(t *testing.T) {
 	t.Setenv("ADK_CHAOS_BREAK", "dedupe")
 	_, _, dir := chaosParams(t, 0)
 	h := procChaosRun(t, 1, dir, func(t *testing.T, f *procFleet, h *chaosHistory) {
-		h.Bound = 20 * time.Second
+		h.Bound = 12 * time.Second
 		f.provider.mu.Lock()
 		f.provider.delay, f.provider.failP, f.provider.slowP = 700*time.Millisecond, 0, 0
 		f.provider.mu.Unlock()
