@@ -180,7 +180,7 @@ func TestClusterDevAPI_JobLifecycle(t *testing.T) {
 		t.Fatalf("submit: %d %s", a.status, a.body)
 	}
 	job := decode[evalrecord.Job](t, a)
-	if a.header.Get("location") != "/dev/v1/evaluation/jobs/"+job.JobID || job.Scope != "team-a" {
+	if a.header.Get("location") != "/dev/v1/evaluation/jobs/"+job.JobID || job.Scope != "team-a" || job.Spec.Agent != "scripted" {
 		t.Fatalf("location %q job %+v", a.header.Get("location"), job)
 	}
 	jobPath := "/dev/v1/evaluation/jobs/" + job.JobID
@@ -293,6 +293,10 @@ func TestClusterDevAPI_JobLifecycle(t *testing.T) {
 		if a := do(t, e.base, "GET", "/dev/v1/evaluation/baselines"+q, tokAlice, nil); a.status != want {
 			t.Errorf("baselines %s: %d %s", q, a.status, a.body)
 		}
+	}
+	a = do(t, e.base, "POST", "/dev/v1/evaluation/compare", tokAlice, []byte(`{"baseline_name":"main","current_job_id":"`+job.JobID+`"}`))
+	if cmp := decode[evalengine.Comparison](t, a); a.status != 200 || !cmp.Passed {
+		t.Errorf("compare with the named baseline: %d %s", a.status, a.body)
 	}
 
 	// Cancel: a finished job is a state conflict; a running one is 202.
@@ -492,6 +496,49 @@ func TestClusterDevAPI_ReportParityLarge(t *testing.T) {
 	if a := do(t, e.base, "GET", fmt.Sprintf("%s/report?format=json&max_bytes=%d", path, len(want)-1), tokAlice, nil); a.status != 413 || a.errCode() != devapi.CodeResponseTooLarge {
 		t.Errorf("one byte over: %d %s", a.status, a.body)
 	}
+	// Results this large cannot be posted to compare (64 KiB body), but
+	// compare and stats take them by reference from the store.
+	a = do(t, e.base, "POST", "/dev/v1/evaluation/compare", tokAlice, []byte(`{"baseline":`+string(want)+`,"current":{}}`))
+	if a.status != 413 || a.errCode() != devapi.CodeBodyTooLarge {
+		t.Errorf("inline compare of a large result: %d %s", a.status, a.body)
+	}
+	wantCmp, _, err := evalengine.CompareReport(mustResult(t, want), mustResult(t, want), evalengine.CompareOptions{}, "json", evalengine.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = do(t, e.base, "POST", "/dev/v1/evaluation/compare", tokAlice, []byte(`{"baseline_job_id":"`+j.JobID+`","current_job_id":"`+j.JobID+`"}`))
+	if a.status != 200 || !bytes.Equal(a.body, wantCmp) {
+		t.Errorf("compare by job id: %d %.300s", a.status, a.body)
+	}
+	for body, code := range map[string]int{
+		`{"baseline_job_id":"` + j.JobID + `","baseline_name":"b","current_job_id":"` + j.JobID + `"}`: 400,
+		`{"baseline_job_id":"eval-x","current_job_id":"` + j.JobID + `"}`:                              400,
+		`{"current_job_id":"` + j.JobID + `"}`:                                                         400,
+		`{"baseline_name":"nope","current_job_id":"` + j.JobID + `"}`:                                  404,
+	} {
+		if a := do(t, e.base, "POST", "/dev/v1/evaluation/compare", tokAlice, []byte(body)); a.status != code {
+			t.Errorf("compare %s: %d %s", body, a.status, a.body)
+		}
+	}
+	if a := do(t, e.base, "POST", "/dev/v1/evaluation/compare", tokBob, []byte(`{"baseline_job_id":"`+j.JobID+`","current_job_id":"`+j.JobID+`"}`)); a.status != 404 {
+		t.Errorf("another principal's job: %d %s", a.status, a.body)
+	}
+	// Stats: `adk eval stats` over the stored results, byte for byte.
+	wantStats, _, err := evalengine.StatsReport([]*evalengine.Result{mustResult(t, want), mustResult(t, want)},
+		evalengine.StatsOptions{Gate: evalengine.DefaultGateOptions(), Format: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = do(t, e.base, "POST", "/dev/v1/evaluation/stats", tokAlice, []byte(`{"job_ids":["`+j.JobID+`","`+j.JobID+`"]}`))
+	if a.status != 200 || !bytes.Equal(a.body, wantStats) {
+		t.Errorf("stats: %d %.300s", a.status, a.body)
+	}
+	for _, body := range []string{`{"job_ids":[]}`, `{"job_ids":["x"]}`, `{"job_ids":["` + j.JobID + `"],"options":{"max_mean_drop":2}}`,
+		`{"job_ids":["` + j.JobID + `"],"options":{"confidence_level":0.5}}`} {
+		if a := do(t, e.base, "POST", "/dev/v1/evaluation/stats", tokAlice, []byte(body)); a.status != 400 || a.errCode() != devapi.CodeInvalidReport {
+			t.Errorf("stats %s: %d %s", body, a.status, a.body)
+		}
+	}
 	// The server's own ceiling, configured down, works the same.
 	_, low := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, MaxReportBytes: len(want) - 1})
 	if a := do(t, low, "GET", path+"/report?format=json", tokAlice, nil); a.status != 413 {
@@ -626,4 +673,13 @@ func TestClusterDevAPI_QueueFull429(t *testing.T) {
 	if a := do(t, e.base, "POST", "/dev/v1/evaluation/jobs", tokAlice, second); a.status != 202 {
 		t.Fatalf("after the first ended: %d %s", a.status, a.body)
 	}
+}
+
+func mustResult(t *testing.T, doc []byte) *evalengine.Result {
+	t.Helper()
+	r, err := evalengine.DecodeResult(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -57,7 +57,8 @@ func (s *Server) routeTable() []*route {
 	paged := []string{"scope", "limit", "cursor"}
 	return []*route{
 		newRoute(PathRender, map[string]op{http.MethodPost: {h: s.render}}),
-		newRoute(PathCompare, map[string]op{http.MethodPost: {h: s.compare}}),
+		newRoute(PathCompare, map[string]op{http.MethodPost: {query: scoped, h: s.compare}}),
+		newRoute(PathStats, map[string]op{http.MethodPost: {query: scoped, h: s.stats}}),
 		newRoute(PathJobs, map[string]op{http.MethodGet: {query: paged, h: s.listJobs}, http.MethodPost: {query: scoped, h: s.submit}}),
 		newRoute(PathJob, map[string]op{http.MethodGet: {query: scoped, h: s.status}, http.MethodDelete: {query: scoped, h: s.cancel}}),
 		newRoute(PathJobResult, map[string]op{http.MethodGet: {query: scoped, h: s.result}}),

@@ -23,11 +23,18 @@ type RenderOptions struct {
 	SuiteName      *string `json:"suite_name,omitempty"`
 }
 
-// CompareBody is the body of POST /dev/v1/evaluation/compare.
+// CompareBody is the body of POST /dev/v1/evaluation/compare. Each side
+// is either a result document posted inline (bound by the 64 KiB body)
+// or a stored one named by reference, which has no such bound: the
+// baseline as baseline, baseline_job_id or baseline_name, the current
+// result as current or current_job_id (exactly one of each).
 type CompareBody struct {
-	Baseline json.RawMessage `json:"baseline"`
-	Current  json.RawMessage `json:"current"`
-	Options  *CompareOpts    `json:"options,omitempty"`
+	Baseline      json.RawMessage `json:"baseline,omitempty"`
+	Current       json.RawMessage `json:"current,omitempty"`
+	BaselineJobID string          `json:"baseline_job_id,omitempty"`
+	BaselineName  string          `json:"baseline_name,omitempty"`
+	CurrentJobID  string          `json:"current_job_id,omitempty"`
+	Options       *CompareOpts    `json:"options,omitempty"`
 }
 
 // CompareOpts are the compare route's options.
@@ -143,11 +150,11 @@ func (s *Server) compare(w http.ResponseWriter, c *call) *Error {
 		}
 		return r, nil
 	}
-	base, e := decode("baseline", b.Baseline)
+	base, e := s.compareSide(c, "baseline", b.Baseline, map[string]string{"baseline_job_id": b.BaselineJobID, "baseline_name": b.BaselineName}, decode)
 	if e != nil {
 		return e
 	}
-	cur, e := decode("current", b.Current)
+	cur, e := s.compareSide(c, "current", b.Current, map[string]string{"current_job_id": b.CurrentJobID}, decode)
 	if e != nil {
 		return e
 	}

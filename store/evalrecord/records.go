@@ -1,5 +1,7 @@
 package evalrecord
 
+import "encoding/json"
+
 // Phase is a job phase.
 type Phase string
 
@@ -51,7 +53,8 @@ type SetRecord struct {
 	Body      []byte `msgpack:"body,omitempty" json:"-"`
 }
 
-// Job is a job record. The JSON form (without Spec) is the public job.
+// Job is a job record. The JSON form is the public job: Spec is not in
+// it, except the agent's name as agent_name (MarshalJSON).
 type Job struct {
 	JobID          string `msgpack:"job_id" json:"job_id"`
 	Scope          string `msgpack:"scope" json:"scope"`
@@ -73,6 +76,33 @@ type Job struct {
 	Bytes        int64  `msgpack:"bytes" json:"-"`
 	BaselineRefs int    `msgpack:"baseline_refs,omitempty" json:"-"`
 	ResultDigest string `msgpack:"result_digest,omitempty" json:"-"`
+}
+
+// jobJSON is Job without its methods, so MarshalJSON can embed it.
+type jobJSON Job
+
+// MarshalJSON writes the public job: the record's JSON fields and
+// agent_name, the one part of the spec a reader of the job list needs
+// (which agent ran it); the rest of the spec (options, criteria, owner)
+// stays private.
+func (j Job) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		jobJSON
+		AgentName string `json:"agent_name,omitempty"`
+	}{jobJSON(j), j.Spec.Agent})
+}
+
+// UnmarshalJSON reads the public job back (agent_name into Spec.Agent).
+func (j *Job) UnmarshalJSON(data []byte) error {
+	v := struct {
+		*jobJSON
+		AgentName string `json:"agent_name"`
+	}{jobJSON: (*jobJSON)(j)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	j.Spec.Agent = v.AgentName
+	return nil
 }
 
 // JobSpec is what workers need to run the job's tasks.
