@@ -21,14 +21,21 @@
 //     setAttribute with a fixed attribute allowlist); links are only to
 //     the page's own #/ routes. The CSP below forbids inline script, any
 //     other origin and framing.
-//   - Compare posts both results to /dev/v1/evaluation/compare, so it is
-//     bound by the API's 64 KiB request body; larger results get the
-//     API's typed 413 on the page (a compare-by-job-id route is the fix).
-//   - Trend: each run's interval is the result's own pass_rate_interval;
-//     the gate is the pass-rate part of `adk eval stats` (last run against
-//     the earlier runs pooled, 95 %, significance required), computed in
-//     the page by a mirror of evalengine.LongitudinalGate that the browser
-//     test holds to the Go verdict. Per-metric gates are not drawn.
+//   - Compare names both sides by reference (baseline_job_id or
+//     baseline_name, current_job_id): the server reads the stored results,
+//     so results of any size compare. The two Wilson intervals come from
+//     /dev/v1/evaluation/stats over the two jobs (a named baseline's job
+//     is read from the baseline row).
+//   - Trend: the last 30 completed runs of the set, through
+//     /dev/v1/evaluation/stats, which is `adk eval stats` itself (no
+//     mirror of its arithmetic in the page): the pass rate with its
+//     Wilson band and one chart per gated metric (mean score with its
+//     confidence band), the pooled earlier mean drawn as a dashed line,
+//     and a table of every gate's verdict, drop, lower bound and margin.
+//   - Keyboard: native links, buttons, <details> and form controls, a
+//     skip link and visible focus outlines; after a navigation focus moves
+//     to <main>, so Tab continues in the new content. The jobs list shows
+//     the job's agent (agent_name of the job JSON).
 //   - Traces: a replay gap (409 trace_replay_gap) is shown as a notice
 //     naming the evicted range, and the search resumes at the oldest
 //     available event; the live tail polls once a second from the last

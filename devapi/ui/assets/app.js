@@ -210,20 +210,11 @@
     if (!iv) return '–';
     return Math.round(iv.confidence_level * 100) + '% Wilson ' + f4(iv.lower) + '–' + f4(iv.upper);
   }
-  // passRateGate mirrors evalengine.LongitudinalGate on case outcomes (the
-  // pass-rate part of `adk eval stats`): the last run against the earlier
-  // runs pooled, 95 %, no tolerated drop, significance required.
-  function passRateGate(history, current) {
-    const outcomes = (r) => (r.cases || []).map((c) => (c.passed ? 1 : 0));
-    const b = history.flatMap(outcomes), c = outcomes(current);
-    if (!b.length || !c.length) return null;
-    const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
-    const variance = (xs, m) => (xs.length < 2 ? 0 : xs.reduce((a, x) => a + (x - m) * (x - m), 0) / (xs.length - 1));
-    const bm = mean(b), cm = mean(c);
-    const drop = Math.max(0, bm - cm);
-    const margin = 1.959963984540054 * Math.sqrt(variance(b, bm) / b.length + variance(c, cm) / c.length);
-    const lower = Math.max(0, drop - margin);
-    return { baselineMean: bm, currentMean: cm, drop, lower, margin, regression: lower > 0 };
+  // stats runs `adk eval stats` on the server over stored jobs (oldest
+  // first): intervals per result and the gate of the last run against the
+  // earlier ones pooled, on the pass rate and on every metric.
+  async function stats(jobIDs, signal) {
+    return api(API + '/evaluation/stats', { method: 'POST', body: { job_ids: jobIDs }, signal });
   }
 
   // ---- word diff (the HTML report's evalengine.DiffWords, for the page) --
@@ -347,16 +338,17 @@
     const out = [h('h1', null, 'Jobs'),
       h('details', null, h('summary', null, 'Submit a job'), form),
       h('table', { 'aria-label': 'Jobs' }, h('thead', null, h('tr', null,
-        ['Job', 'Eval set', 'Owner (scope)', 'Status', 'Progress', 'Pass rate', 'Interval', 'Duration', 'Created'].map((c) => h('th', { scope: 'col' }, c)))), tbody)];
+        ['Job', 'Agent', 'Eval set', 'Owner (scope)', 'Status', 'Progress', 'Pass rate', 'Interval', 'Duration', 'Created'].map((c) => h('th', { scope: 'col' }, c)))), tbody)];
     let page;
     try { page = await listJobs(sig.signal); } catch (e) { return out.concat(errorBox(e)); }
     const items = page.items || [];
-    if (!items.length) tbody.append(h('tr', null, h('td', { colspan: 9 }, 'No jobs yet.')));
+    if (!items.length) tbody.append(h('tr', null, h('td', { colspan: 10 }, 'No jobs yet.')));
     let streams = 0, fetched = 0;
     for (const j of items) {
       const cells = { phase: h('td'), progress: h('td'), duration: h('td', { class: 'num' }), rate: h('td', { class: 'num' }, '–'), iv: h('td') };
       tbody.append(h('tr', { 'data-job': j.job_id },
         h('td', null, h('a', { href: route('jobs', j.job_id) }, j.job_id)),
+        h('td', null, j.agent_name || '–'),
         h('td', null, (j.eval_set_id || '') + ' ' + (j.eval_set_version || '')),
         h('td', null, j.scope || ''), cells.phase, cells.progress, cells.rate, cells.iv, cells.duration, h('td', null, when(j.created_at))));
       jobRow(j, cells);
@@ -424,7 +416,7 @@
       const cells = { phase: h('span'), progress: h('span'), duration: h('span') };
       jobRow(j, cells);
       fill(head, kv([
-        ['Status', cells.phase], ['Progress', cells.progress], ['Eval set', (j.eval_set_id || '') + ' ' + (j.eval_set_version || '')],
+        ['Status', cells.phase], ['Progress', cells.progress], ['Agent', j.agent_name || '–'], ['Eval set', (j.eval_set_id || '') + ' ' + (j.eval_set_version || '')],
         ['Owner (scope)', j.scope || ''], ['Created', when(j.created_at)], ['Duration', cells.duration],
         j.reason ? ['Reason', h('code', null, j.reason)] : null]),
       h('p', null, h('a', { href: withQuery('#/traces', { job_id: id }) }, 'Traces of this job'), ' · ',
@@ -580,25 +572,33 @@
     out.push(form, res);
     if (q.get('go') && q.get('current') && (q.get('baseline') || q.get('baseline_name'))) {
       try {
-        let base;
-        if (q.get('baseline')) base = await jobResult(q.get('baseline'), sig.signal);
-        else base = (await api(API + '/evaluation/baselines/' + encodeURIComponent(q.get('baseline_name')), { signal: sig.signal })).result;
-        const cur = await jobResult(q.get('current'), sig.signal);
-        const options = { max_pass_rate_drop: Number(q.get('max_pass_rate_drop') || 0) };
-        if (q.get('metric_tolerances')) options.metric_tolerances = JSON.parse(q.get('metric_tolerances'));
-        const cmp = await api(API + '/evaluation/compare', { method: 'POST', body: { baseline: base, current: cur, options }, signal: sig.signal });
-        fill(res, comparisonView(cmp, base, cur));
+        // Both sides by reference: the server reads the stored results,
+        // so results over the 64 KiB request body compare too.
+        const body = { current_job_id: q.get('current'), options: { max_pass_rate_drop: Number(q.get('max_pass_rate_drop') || 0) } };
+        if (q.get('baseline')) body.baseline_job_id = q.get('baseline');
+        else body.baseline_name = q.get('baseline_name');
+        if (q.get('metric_tolerances')) body.options.metric_tolerances = JSON.parse(q.get('metric_tolerances'));
+        const cmp = await api(API + '/evaluation/compare', { method: 'POST', body, signal: sig.signal });
+        // Both Wilson intervals, from the same statistics `adk eval stats` prints.
+        let baseIv = null, curIv = null, ivErr = null;
+        try {
+          let baseJob = q.get('baseline');
+          if (!baseJob) baseJob = (await api(API + '/evaluation/baselines/' + encodeURIComponent(q.get('baseline_name')), { signal: sig.signal })).job_id;
+          const st = await stats([baseJob, q.get('current')], sig.signal);
+          baseIv = st.results[0].pass_rate_interval; curIv = st.results[1].pass_rate_interval;
+        } catch (e) { ivErr = e; }
+        fill(res, comparisonView(cmp, baseIv, curIv), ivErr ? errorBox(ivErr) : null);
       } catch (e) { fill(res, errorBox(e) || ''); }
     }
     return out;
   }
-  function comparisonView(c, base, cur) {
+  function comparisonView(c, baseIv, curIv) {
     const cases = (c.case_diffs || []).slice().sort((a, b) => (a.regression === b.regression ? 0 : a.regression ? -1 : 1));
     return h('section', { 'aria-label': 'Comparison' },
       h('h2', null, 'Comparison ', statusBadge(c.passed ? 'PASS' : 'FAIL')),
       kv([['Eval set', c.eval_set_id + ' (baseline ' + c.baseline_version + ', current ' + c.current_version + ')'],
         ['Pass rate', f4(c.baseline_pass_rate) + ' → ' + f4(c.current_pass_rate) + ' (drop ' + f4(c.pass_rate_drop) + ', allowed ' + f4(c.max_pass_rate_drop) + ')'],
-        ['Baseline interval', intervalText(base.pass_rate_interval)], ['Current interval', intervalText(cur.pass_rate_interval)]]),
+        ['Baseline interval', intervalText(baseIv)], ['Current interval', intervalText(curIv)]]),
       table('Metric changes', ['Metric', 'Baseline', 'Current', 'Delta', 'Tolerance', 'Status'],
         (c.metric_diffs || []).map((m) => h('tr', null, h('td', null, m.metric_id), h('td', { class: 'num' }, f4(m.baseline_score)),
           h('td', { class: 'num' }, f4(m.current_score)), h('td', { class: 'num' }, f4(m.current_score - m.baseline_score)),
@@ -619,45 +619,74 @@
     out.push(h('form', { class: 'inline', on: { submit: (e) => e.preventDefault() } }, h('label', { for: 'set' }, 'Eval set', sel)));
     if (!chosen) return out.concat(h('p', null, 'No completed jobs yet.'));
     const runs = jobs.filter((j) => j.eval_set_id === chosen).sort((a, b) => a.created_at - b.created_at).slice(-30);
-    const rs = [];
-    for (const j of runs) {
-      try { rs.push({ job: j, r: await jobResult(j.job_id, sig.signal) }); } catch (e) { out.push(errorBox(e)); }
+    let doc;
+    try { doc = await stats(runs.map((j) => j.job_id), sig.signal); } catch (e) { return out.concat(errorBox(e)); }
+    const rs = doc.results || [];
+    const gate = doc.gate;
+    const prGate = gate && gate.pass_rate;
+    out.push(trendChart('Pass rate per run with its Wilson interval as a band', runs,
+      rs.map((r) => ({ v: r.pass_rate_interval.rate, lo: r.pass_rate_interval.lower, hi: r.pass_rate_interval.upper, text: intervalText(r.pass_rate_interval) })), prGate));
+    out.push(h('h2', null, 'Regressions gate (adk eval stats)'));
+    if (!gate) {
+      out.push(h('p', { class: 'muted' }, 'The gate needs at least two runs.'));
+    } else {
+      const level = Math.round(doc.confidence_level * 100) + '%';
+      out.push(kv([['Verdict', statusBadge(doc.passed ? 'PASS' : 'REGRESSION')],
+        ['Last run against', gate.baseline_results + ' earlier run(s) pooled'],
+        ['Policy', level + ', tolerated drop ' + f4(gate.options.max_mean_drop) + (gate.options.require_significance ? ', significance required' : '')]]));
+      const rows = [['pass rate', prGate]].concat((gate.metrics || []).map((m) => ['metric ' + m.metric_id, m.gate]));
+      out.push(table('Gates', ['Gate', 'Verdict', 'Earlier runs pooled', 'Last run', 'Drop', level + ' lower bound', 'Margin'],
+        rows.map(([name, g]) => h('tr', { class: g && g.regression ? 'mismatch' : null }, h('td', null, name),
+          h('td', null, g ? statusBadge(g.regression ? 'REGRESSION' : 'PASS') : 'not gated (no scores on one side)'),
+          h('td', { class: 'num' }, g ? f4(g.baseline.mean) : '–'), h('td', { class: 'num' }, g ? f4(g.current.mean) : '–'),
+          h('td', { class: 'num' }, g ? f4(g.mean_drop) : '–'), h('td', { class: 'num' }, g ? f4(g.mean_drop_lower_bound) : '–'),
+          h('td', { class: 'num' }, g ? f4(g.mean_drop_margin) : '–')))));
+      for (const m of gate.metrics || []) {
+        if (!m.gate) continue;
+        const pts = rs.map((r) => {
+          const iv = ((r.metrics || []).find((x) => x.metric_id === m.metric_id) || {}).interval;
+          return iv ? { v: iv.mean, lo: iv.lower, hi: iv.upper, text: f4(iv.mean) + ' (' + Math.round(iv.confidence_level * 100) + '% ' + f4(iv.lower) + '–' + f4(iv.upper) + ')' } : null;
+        });
+        out.push(h('h3', null, 'Metric ', h('code', null, m.metric_id), ' ', statusBadge(m.gate.regression ? 'REGRESSION' : 'PASS')),
+          trendChart('Mean score of metric ' + m.metric_id + ' per run with its confidence interval as a band', runs, pts, m.gate));
+      }
     }
-    if (!rs.length) return out;
-    const gate = rs.length > 1 ? passRateGate(rs.slice(0, -1).map((x) => x.r), rs[rs.length - 1].r) : null;
-    out.push(trendChart(rs, gate));
-    out.push(h('h2', null, 'Regressions gate (adk eval stats, pass rate)'),
-      gate ? kv([['Verdict', statusBadge(gate.regression ? 'REGRESSION' : 'PASS')],
-        ['Earlier runs pooled', f4(gate.baselineMean) + ' over ' + (rs.length - 1) + ' run(s)'],
-        ['Last run', f4(gate.currentMean)],
-        ['Drop', f4(gate.drop) + ' (95% lower bound ' + f4(gate.lower) + ', margin ' + f4(gate.margin) + ')']])
-        : h('p', { class: 'muted' }, 'The gate needs at least two runs.'));
     out.push(table('Runs of ' + chosen, ['Job', 'Version', 'Pass rate', 'Interval', 'Created'],
-      rs.map(({ job, r }) => h('tr', null, h('td', null, h('a', { href: route('jobs', job.job_id) }, job.job_id)), h('td', null, r.eval_set_version),
-        h('td', { class: 'num' }, f4(r.pass_rate)), h('td', null, intervalText(r.pass_rate_interval)), h('td', null, when(job.created_at))))));
+      runs.map((job, i) => h('tr', null, h('td', null, h('a', { href: route('jobs', job.job_id) }, job.job_id)), h('td', null, rs[i] ? rs[i].eval_set_version : ''),
+        h('td', { class: 'num' }, rs[i] ? f4(rs[i].pass_rate_interval.rate) : '–'), h('td', null, rs[i] ? intervalText(rs[i].pass_rate_interval) : '–'), h('td', null, when(job.created_at))))));
     return out;
   }
-  function trendChart(rs, gate) {
-    const W = 800, H = 260, L = 40, R = 10, T = 10, B = 30;
-    const x = (i) => L + (rs.length === 1 ? (W - L - R) / 2 : (i * (W - L - R)) / (rs.length - 1));
-    const y = (v) => T + (1 - v) * (H - T - B);
-    const upper = rs.map((p, i) => x(i) + ',' + y(p.r.pass_rate_interval.upper));
-    const lower = rs.map((p, i) => x(i) + ',' + y(p.r.pass_rate_interval.lower)).reverse();
-    const kids = [svg('title', null, 'Pass rate per run with its Wilson interval as a band')];
+  // trendChart draws one series per run (value with its interval as a
+  // band; a run without a value leaves a gap) and, when gated, the pooled
+  // mean of the earlier runs and the last point marked by the verdict.
+  function trendChart(label, runs, pts, gate) {
+    const W = 800, H = 220, L = 40, R = 10, T = 10, B = 30;
+    const n = pts.length;
+    const x = (i) => L + (n === 1 ? (W - L - R) / 2 : (i * (W - L - R)) / (n - 1));
+    const y = (v) => T + (1 - Math.max(0, Math.min(1, v))) * (H - T - B);
+    const idx = pts.map((p, i) => (p ? i : -1)).filter((i) => i >= 0);
+    const kids = [svg('title', null, label)];
     for (const v of [0, 0.5, 1]) kids.push(svg('line', { class: 'axis', x1: L, x2: W - R, y1: y(v), y2: y(v) }), svg('text', { x: 4, y: y(v) + 4 }, v.toFixed(1)));
-    kids.push(svg('polygon', { class: 'band', points: upper.concat(lower).join(' ') }));
-    kids.push(svg('polyline', { class: 'line', points: rs.map((p, i) => x(i) + ',' + y(p.r.pass_rate)).join(' ') }));
-    rs.forEach((p, i) => {
-      const last = i === rs.length - 1;
-      kids.push(svg('circle', { class: last && gate && gate.regression ? 'reg' : 'pt', cx: x(i), cy: y(p.r.pass_rate), r: 4 },
-        svg('title', null, p.job.job_id + ': ' + f4(p.r.pass_rate) + ' (' + intervalText(p.r.pass_rate_interval) + ')')));
+    if (idx.length) {
+      const upper = idx.map((i) => x(i) + ',' + y(pts[i].hi));
+      const lower = idx.map((i) => x(i) + ',' + y(pts[i].lo)).reverse();
+      kids.push(svg('polygon', { class: 'band', points: upper.concat(lower).join(' ') }));
+      kids.push(svg('polyline', { class: 'line', points: idx.map((i) => x(i) + ',' + y(pts[i].v)).join(' ') }));
+    }
+    pts.forEach((p, i) => {
+      if (p) {
+        const last = i === n - 1;
+        kids.push(svg('circle', { class: last && gate && gate.regression ? 'reg' : 'pt', cx: x(i), cy: y(p.v), r: 4 },
+          svg('title', null, runs[i].job_id + ': ' + p.text)));
+      }
       kids.push(svg('text', { x: x(i) - 10, y: H - 10 }, '#' + (i + 1)));
     });
     if (gate) {
-      kids.push(svg('line', { class: 'axis', x1: L, x2: W - R, y1: y(gate.baselineMean), y2: y(gate.baselineMean), 'stroke-dasharray': '4 3' }),
-        svg('text', { x: W - R - 160, y: y(gate.baselineMean) - 4 }, 'pooled earlier runs ' + f4(gate.baselineMean)));
+      const m = gate.baseline.mean;
+      kids.push(svg('line', { class: 'axis', x1: L, x2: W - R, y1: y(m), y2: y(m), 'stroke-dasharray': '4 3' }),
+        svg('text', { x: W - R - 170, y: y(m) + (m > 0.9 ? 14 : -4) }, 'pooled earlier runs ' + f4(m)));
     }
-    return svg('svg', { class: 'trend', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'Pass-rate trend with Wilson interval band' }, kids);
+    return svg('svg', { class: 'trend', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': label }, kids);
   }
 
   const SELECTORS = ['job_id', 'case_id', 'sample_id', 'run_id', 'trace_id', 'workflow_id', 'invocation_id'];
@@ -858,12 +887,16 @@
     fill(main, content);
     document.title = 'adk · ' + (parts[0] || 'jobs');
     main.setAttribute('data-ready', raw);
+    // After a navigation keyboard focus moves to the new content, so Tab
+    // continues there rather than from a link that no longer exists.
+    if (navigated) main.focus();
   }
+  let navigated = false;
   document.getElementById('logout').addEventListener('click', () => {
     sessionStorage.removeItem(TOKEN_KEY);
     results.clear();
     location.hash = '#/login';
   });
-  window.addEventListener('hashchange', show);
+  window.addEventListener('hashchange', () => { navigated = true; show(); });
   show();
 })();
