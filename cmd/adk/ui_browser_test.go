@@ -381,7 +381,7 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 		// The jobs list names the agent.
 		b.run("the agent column", void(chromedp.Poll[bool](fmt.Sprintf(
 			`(() => { const r = document.querySelector('tr[data-job=%q]'); return !!r && r.cells[1].textContent === 'travel'; })()`, good.JobID))))
-		b.screenshot("jobs-first", "Agent", "travel", good.JobID)
+		b.shows("jobs list", "Agent", "travel", good.JobID)
 		// Tab through the page to the job's link and open it with Enter.
 		b.tabTo(fmt.Sprintf(`document.activeElement.tagName === 'A' && document.activeElement.textContent === %q`, good.JobID), 40)
 		if !get(b, "focus ring", chromedp.Evaluate[bool](`getComputedStyle(document.activeElement).outlineStyle !== 'none'`)) {
@@ -391,7 +391,7 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 		if !get(b, "focus", chromedp.Evaluate[bool](`document.activeElement === document.getElementById('main')`)) {
 			t.Error("after opening the job, focus is not on the page's content")
 		}
-		b.screenshot("job-good", "Agent", "travel", "PASS")
+		b.shows("job page", "Agent", "travel", "PASS")
 		b.checkA11y("job")
 	})
 
@@ -506,7 +506,7 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 		// The page polls from its cursor; the new spans appear without a
 		// reload.
 		b.run("the spans arrive", void(chromedp.Poll[bool](`document.querySelectorAll('table[aria-label="Span waterfall"] tbody tr').length === 3`)))
-		b.screenshot("tail", "invoke_agent travel", "Live tail")
+		b.shows("tail", "invoke_agent travel", "Live tail")
 	})
 
 	t.Run("compare two results", func(t *testing.T) {
@@ -576,6 +576,18 @@ func TestClusterUI_BrowserWalkthrough(t *testing.T) {
 		t.Errorf("%d injected elements", n)
 	}
 	b.checkClean()
+}
+
+// shows fails unless the page's text holds every want (a screenshot's
+// text check, for pages whose picture adds nothing).
+func (b *browser) shows(page string, want ...string) {
+	b.t.Helper()
+	body := b.text("body")
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			b.t.Errorf("%s: the page does not show %q", page, w)
+		}
+	}
 }
 
 // tabTo presses Tab until the JS condition holds of the focused element,
