@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/agent/model/gemini"
 	"github.com/fadcedab/adk/agent/model/openai"
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/agent/model/scripted"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/observability"
@@ -77,14 +79,22 @@ type PluginSpec struct {
 // Build is cheap and may be called any number of times, concurrently, to
 // get fresh runners.
 type Config struct {
-	Spec AgentSpec
-	root *preparedAgent
+	Spec     AgentSpec
+	root     *preparedAgent
+	limiters []*ratelimit.Limiter // one per rate-limited endpoint, by endpoint
 }
+
+// Limiters returns the config's rate limiters, one per provider endpoint
+// a model block declared a rate_limit for, sorted by endpoint. Every
+// model call of every runner built from the config to that endpoint goes
+// through it (a worker switches them to fleet grants, Limiter.Manage).
+func (c *Config) Limiters() []*ratelimit.Limiter { return c.limiters }
 
 type preparedAgent struct {
 	spec         *AgentSpec
 	provider     model.Provider
 	modelName    string
+	rateLimit    *ratelimit.Spec // the model block's rate_limit, if any
 	tools        []Tool
 	funcTools    []funcToolSpec // declared tools bound to BuildOptions.Funcs
 	outputSchema *Schema
@@ -142,7 +152,11 @@ func PrepareConfig(spec AgentSpec) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Config{Spec: spec, root: root}, nil
+	limiters, err := limitEndpoints(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Config{Spec: spec, root: root, limiters: limiters}, nil
 }
 
 func prepareAgent(s *AgentSpec, parent *preparedAgent, isRoot bool, count *int) (*preparedAgent, error) {
@@ -194,11 +208,15 @@ func prepareLLM(s *AgentSpec, p *preparedAgent, parent *preparedAgent) error {
 		}
 		p.provider, p.modelName = parent.provider, parent.modelName
 	} else {
-		prov, name, err := ParseModel(s.Model)
+		raw, limit, err := cutRateLimit(s.Model)
 		if err != nil {
 			return &Error{Code: CodeInvalidAgentConfig, Agent: s.Name, Detail: "model", Err: err}
 		}
-		p.provider, p.modelName = prov, name
+		prov, name, err := ParseModel(raw)
+		if err != nil {
+			return &Error{Code: CodeInvalidAgentConfig, Agent: s.Name, Detail: "model", Err: err}
+		}
+		p.provider, p.modelName, p.rateLimit = prov, name, limit
 	}
 	if s.MaxSteps < 0 || s.MaxSteps > MaxMaxSteps {
 		return configErr("agent %q: max_steps %d out of range 1..%d", s.Name, s.MaxSteps, MaxMaxSteps)
@@ -240,6 +258,101 @@ func prepareLLM(s *AgentSpec, p *preparedAgent, parent *preparedAgent) error {
 		}
 	}
 	return nil
+}
+
+// cutRateLimit takes the "rate_limit" block out of a model block (the
+// providers' own parsers refuse unknown keys) and validates it.
+func cutRateLimit(raw json.RawMessage) (json.RawMessage, *ratelimit.Spec, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return raw, nil, nil // ParseModel reports it
+	}
+	block, ok := keys["rate_limit"]
+	if !ok {
+		return raw, nil, nil
+	}
+	spec, err := ratelimit.ParseSpec(block)
+	if err != nil {
+		return nil, nil, err
+	}
+	delete(keys, "rate_limit")
+	out, err := json.Marshal(keys)
+	return out, &spec, err
+}
+
+// EndpointKey names a provider's endpoint for rate limits: its name and,
+// for a remote provider, its base URL (never a credential).
+func EndpointKey(p model.Provider) string {
+	if e, ok := p.(interface{ Endpoint() string }); ok {
+		return p.Name() + " " + e.Endpoint()
+	}
+	return p.Name()
+}
+
+// limitEndpoints makes one limiter per endpoint some model block declared
+// a rate_limit for, and puts every provider of the tree calling that
+// endpoint behind it (a model block without the key shares its
+// endpoint's limit). Two different rate_limit blocks for one endpoint
+// are an error.
+func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
+	specs := map[string]ratelimit.Spec{}
+	var walk func(p *preparedAgent, f func(*preparedAgent) error) error
+	walk = func(p *preparedAgent, f func(*preparedAgent) error) error {
+		if err := f(p); err != nil {
+			return err
+		}
+		for _, s := range p.subs {
+			if err := walk(s, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := walk(root, func(p *preparedAgent) error {
+		if p.rateLimit == nil || p.provider == nil {
+			return nil
+		}
+		key := EndpointKey(p.provider)
+		if prev, ok := specs[key]; ok && prev != *p.rateLimit {
+			return &Error{Code: CodeInvalidAgentConfig, Agent: p.spec.Name, Detail: "model.rate_limit: differs from another rate_limit for endpoint " + key}
+		}
+		specs[key] = *p.rateLimit
+		return nil
+	})
+	if err != nil || len(specs) == 0 {
+		return nil, err
+	}
+	limiters := map[string]*ratelimit.Limiter{}
+	wrapped := map[model.Provider]model.Provider{}
+	_ = walk(root, func(p *preparedAgent) error {
+		if p.provider == nil {
+			return nil
+		}
+		if w, ok := wrapped[p.provider]; ok {
+			p.provider = w
+			return nil
+		}
+		key := EndpointKey(p.provider)
+		spec, ok := specs[key]
+		if !ok {
+			return nil
+		}
+		l := limiters[key]
+		if l == nil {
+			l = ratelimit.New(key, spec)
+			limiters[key] = l
+		}
+		w := ratelimit.Wrap(p.provider, l)
+		wrapped[p.provider], wrapped[w] = w, w
+		p.provider = w
+		return nil
+	})
+	out := make([]*ratelimit.Limiter, 0, len(limiters))
+	for _, l := range limiters {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint() < out[j].Endpoint() })
+	return out, nil
 }
 
 // ParseModel builds the provider a model block names ("provider":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,4 +226,57 @@ func TestConfig_BuiltinPluginsFromAgentJSON(t *testing.T) {
 	if seen == nil || !strings.HasPrefix(seen.Messages[0].Text(), "GLOBAL") || !strings.Contains(seen.Messages[0].Text(), "local rules") {
 		t.Fatalf("global instruction not applied: %+v", seen)
 	}
+}
+
+func TestConfig_RateLimit(t *testing.T) {
+	const mb = `{"provider":"scripted","default":{"steps":[{"text":"x"}]}%s}`
+	t.Run("one limiter per endpoint, shared by sub-agents", func(t *testing.T) {
+		cfg, err := ParseConfig([]byte(`{"schema_version":1,"name":"root","model":` +
+			fmt.Sprintf(mb, `,"rate_limit":{"requests_per_minute":600,"concurrent_requests":2}`) +
+			`,"sub_agents":[{"name":"child"},{"name":"other","model":` + fmt.Sprintf(mb, "") + `}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := cfg.Limiters()
+		if len(ls) != 1 || ls[0].Endpoint() != "scripted" || ls[0].Spec().RequestsPerMinute != 600 {
+			t.Fatalf("limiters %+v", ls)
+		}
+		r, err := cfg.Build(BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for ev, err := range r.Run(context.Background(), RunRequest{SessionID: "s", UserID: "u", Message: userMsg("hi")}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = ev
+		}
+		if s := ls[0].Stats(); s.Admitted != 1 {
+			t.Fatalf("calls through the limiter: %+v", s)
+		}
+	})
+	for name, tc := range map[string]struct{ mb, want string }{
+		"zero":       {fmt.Sprintf(mb, `,"rate_limit":{"requests_per_minute":0}`), "rate_limit.requests_per_minute"},
+		"too many":   {fmt.Sprintf(mb, `,"rate_limit":{"concurrent_requests":20000}`), "rate_limit.concurrent_requests"},
+		"unknown":    {fmt.Sprintf(mb, `,"rate_limit":{"rpm":1}`), "rate_limit"},
+		"empty":      {fmt.Sprintf(mb, `,"rate_limit":{}`), "rate_limit"},
+		"not object": {fmt.Sprintf(mb, `,"rate_limit":5`), "rate_limit"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(`{"schema_version":1,"name":"a","model":` + tc.mb + `}`))
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Code != CodeInvalidAgentConfig || !strings.Contains(err.Error(), tc.want+":") {
+				t.Fatalf("%v, want %s naming %s", err, CodeInvalidAgentConfig, tc.want)
+			}
+		})
+	}
+	t.Run("two limits for one endpoint", func(t *testing.T) {
+		_, err := ParseConfig([]byte(`{"schema_version":1,"name":"root","model":` +
+			fmt.Sprintf(mb, `,"rate_limit":{"requests_per_minute":600}`) +
+			`,"sub_agents":[{"name":"other","model":` + fmt.Sprintf(mb, `,"rate_limit":{"requests_per_minute":60}`) + `}]}`))
+		if err == nil || !strings.Contains(err.Error(), "model.rate_limit") {
+			t.Fatalf("conflicting limits: %v", err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Role is the author role of a message.
@@ -144,6 +145,8 @@ type Error struct {
 	Code      string     `json:"code,omitempty"` // stable detail, e.g. "script_exhausted"
 	Status    int        `json:"status,omitempty"`
 	Retryable bool       `json:"retryable"`
+	// RetryAfter is the server's Retry-After on a 429 or 5xx (0: none).
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string {

@@ -53,6 +53,10 @@ type Client struct {
 	MaxResponseBytes int64
 	BaseBackoff      time.Duration
 	MaxBackoff       time.Duration
+	// CallerRetries429 returns a 429 at once (with its Retry-After)
+	// instead of retrying it: a rate limiter in front retries it for every
+	// caller together (agent/model/ratelimit).
+	CallerRetries429 bool
 }
 
 // NewClient validates the per-provider HTTP bounds (zero means default)
@@ -104,7 +108,10 @@ func (c *Client) PostJSON(ctx context.Context, url string, header http.Header, b
 		if err == nil {
 			return out, nil
 		}
-		if !err.Retryable {
+		if ra >= 0 {
+			err.RetryAfter = ra
+		}
+		if !err.Retryable || c.CallerRetries429 && err.Class == model.ClassRateLimited {
 			return nil, err
 		}
 		last, retryAfter = err, ra

@@ -72,6 +72,14 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	return p, nil
 }
 
+// LeaveRateLimitsToCaller makes a 429 return at once with its
+// Retry-After (ratelimit.CallerRetries): a rate limiter retries it.
+func (p *Provider) LeaveRateLimitsToCaller() { p.client.CallerRetries429 = true }
+
+// Endpoint is the base URL the provider calls (ratelimit's endpoint
+// label; it holds no credential).
+func (p *Provider) Endpoint() string { return p.base }
+
 // Name reports "gcp.gemini".
 func (p *Provider) Name() string { return ProviderName }
 

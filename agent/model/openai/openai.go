@@ -69,6 +69,7 @@ func needsMaxCompletionTokens(model string) bool {
 // Provider is the OpenAI-compatible model.Provider.
 type Provider struct {
 	cfg      Config
+	base     string
 	endpoint string
 	header   http.Header
 	client   httpx.Client
@@ -121,7 +122,7 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 		}
 		endpoint += "?api-version=" + url.QueryEscape(cfg.APIVersion)
 	}
-	p := &Provider{cfg: cfg, endpoint: endpoint, header: http.Header{}, client: client}
+	p := &Provider{cfg: cfg, base: base, endpoint: endpoint, header: http.Header{}, client: client}
 	if key != "" {
 		if header == HeaderAPIKey {
 			p.header.Set("api-key", key)
@@ -143,6 +144,14 @@ func (p *Provider) completionTokens(model string) bool {
 	}
 	return needsMaxCompletionTokens(model)
 }
+
+// LeaveRateLimitsToCaller makes a 429 return at once with its
+// Retry-After (ratelimit.CallerRetries): a rate limiter retries it.
+func (p *Provider) LeaveRateLimitsToCaller() { p.client.CallerRetries429 = true }
+
+// Endpoint is the base URL the provider calls (ratelimit's endpoint
+// label; it holds no credential).
+func (p *Provider) Endpoint() string { return p.base }
 
 // Name reports "openai".
 func (p *Provider) Name() string { return ProviderName }

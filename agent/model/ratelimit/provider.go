@@ -1,0 +1,85 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fadcedab/adk/agent/model"
+)
+
+// CallerRetries is implemented by providers that can leave 429s to their
+// caller (the remote providers' HTTP client retries them itself by
+// default, which behind a limiter would be each caller for itself).
+type CallerRetries interface {
+	LeaveRateLimitsToCaller()
+}
+
+// Provider is a model.Provider whose calls go through a Limiter. A call
+// answered 429 waits (with every other caller of the limiter, for the
+// Retry-After) and is retried until the caller's context ends: a
+// throttled call is late, not failed.
+type Provider struct {
+	inner model.Provider
+	l     *Limiter
+}
+
+// Wrap puts p behind l; p must not be used otherwise afterwards (its own
+// 429 retries are turned off).
+func Wrap(p model.Provider, l *Limiter) *Provider {
+	if c, ok := p.(CallerRetries); ok {
+		c.LeaveRateLimitsToCaller()
+	}
+	return &Provider{inner: p, l: l}
+}
+
+// Name is the wrapped provider's name.
+func (p *Provider) Name() string { return p.inner.Name() }
+
+// Limiter returns the provider's limiter.
+func (p *Provider) Limiter() *Limiter { return p.l }
+
+// Generate waits for the limiter, calls the provider, and retries 429s.
+func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	est := EstimateTokens(req)
+	for {
+		release, err := p.l.Acquire(ctx, est)
+		if err != nil {
+			class := model.ClassCancelled
+			if errors.Is(err, context.DeadlineExceeded) {
+				class = model.ClassTimeout
+			}
+			return nil, &model.Error{Provider: p.inner.Name(), Class: class}
+		}
+		resp, err := p.inner.Generate(ctx, req)
+		used := 0
+		if resp != nil {
+			used = int(resp.Usage.InputTokens + resp.Usage.OutputTokens)
+		}
+		release(used)
+		var me *model.Error
+		if errors.As(err, &me) && me.Class == model.ClassRateLimited && ctx.Err() == nil {
+			p.l.Throttled(me.RetryAfter)
+			continue
+		}
+		return resp, err
+	}
+}
+
+// EstimateTokens guesses a request's tokens before the call (about four
+// characters a token, plus the output bound): the tokens-per-minute
+// bucket is charged this up front and the rest after the answer's usage.
+func EstimateTokens(req *model.Request) int {
+	chars := 0
+	for _, m := range req.Messages {
+		for _, part := range m.Parts {
+			chars += len(part.Text)
+			if part.ToolCall != nil {
+				chars += 64
+			}
+			if part.ToolResult != nil {
+				chars += 64
+			}
+		}
+	}
+	return chars/4 + 1 + max(req.MaxOutputTokens, 0)
+}

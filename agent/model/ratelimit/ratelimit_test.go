@@ -1,0 +1,239 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+func TestParseSpec(t *testing.T) {
+	good, err := ParseSpec([]byte(`{"requests_per_minute":600,"concurrent_requests":4}`))
+	if err != nil || good != (Spec{RequestsPerMinute: 600, ConcurrentRequests: 4}) {
+		t.Fatalf("good: %+v %v", good, err)
+	}
+	for _, tc := range []struct{ in, key string }{
+		{`{"requests_per_minute":0}`, "rate_limit.requests_per_minute"},
+		{`{"requests_per_minute":-5}`, "rate_limit.requests_per_minute"},
+		{`{"requests_per_minute":1.5}`, "rate_limit.requests_per_minute"},
+		{`{"tokens_per_minute":1000000001}`, "rate_limit.tokens_per_minute"},
+		{`{"concurrent_requests":10001}`, "rate_limit.concurrent_requests"},
+		{`{}`, "rate_limit"},
+		{`{"rpm":5}`, "rate_limit"},
+		{`[1]`, "rate_limit"},
+	} {
+		_, err := ParseSpec([]byte(tc.in))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != tc.key {
+			t.Errorf("%s: %v, want a ConfigError naming %s", tc.in, err, tc.key)
+		}
+	}
+}
+
+func TestShare_GrantsNeverExceedTheLimit(t *testing.T) {
+	total := Limits{RPM: 1200, TPM: Unlimited, Concurrent: 10}
+	// Three workers settled: equal shares, the concurrency remainder to
+	// the first.
+	var sum Limits
+	for rank := range 3 {
+		g := Share(total, 3, rank, Limits{})
+		if g.RPM != 400 || !math.IsInf(g.TPM, 1) {
+			t.Fatalf("rank %d: %+v", rank, g)
+		}
+		sum = sum.Add(g)
+	}
+	if sum.Concurrent != 10 {
+		t.Fatalf("concurrency shares add to %d", sum.Concurrent)
+	}
+	// A fourth joins while the three still hold 400 each: it gets only
+	// what is left, until their shrunk grants reach them.
+	g := Share(total, 4, 3, Limits{RPM: 1200, Concurrent: 10})
+	if g.RPM != 0 || g.Concurrent != 0 {
+		t.Fatalf("joiner got %+v while the others hold everything", g)
+	}
+	g = Share(total, 4, 3, Limits{RPM: 3 * 300, Concurrent: 3 * 3})
+	if g.RPM != 300 || g.Concurrent != 1 {
+		t.Fatalf("joiner after rebalance: %+v", g)
+	}
+}
+
+func TestAIMD_CutsOncePerCooldownAndRecoversWhenQuiet(t *testing.T) {
+	a := NewAIMD()
+	t0 := time.Unix(1000, 0)
+	if !a.Throttled(t0) || a.Factor() != Decrease {
+		t.Fatalf("first 429: factor %v", a.Factor())
+	}
+	// Every worker saw the same burst: one cut.
+	if a.Throttled(t0.Add(Cooldown/2)) || a.Factor() != Decrease {
+		t.Fatalf("second 429 within the cooldown cut again: %v", a.Factor())
+	}
+	if !a.Throttled(t0.Add(Cooldown)) || math.Abs(a.Factor()-Decrease*Decrease) > 1e-9 {
+		t.Fatalf("429 after the cooldown: %v", a.Factor())
+	}
+	now := t0.Add(Cooldown)
+	if a.Tick(now.Add(Quiet / 2)) {
+		t.Fatal("raised before a quiet period")
+	}
+	steps := 0
+	for now = now.Add(Quiet); a.Tick(now); now = now.Add(Quiet) {
+		steps++
+	}
+	if a.Factor() != 1 || steps != int(math.Ceil((1-Decrease*Decrease)/Increase-1e-9)) {
+		t.Fatalf("recovered to %v in %d steps", a.Factor(), steps)
+	}
+	for range 100 {
+		a.Throttled(now)
+		now = now.Add(Cooldown)
+	}
+	if a.Factor() != MinFactor {
+		t.Fatalf("floor %v", a.Factor())
+	}
+}
+
+func acquire(t *testing.T, l *Limiter, d time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	release, err := l.Acquire(ctx, 1)
+	if err == nil {
+		release(1)
+	}
+	return err
+}
+
+func TestLimiter_RequestsPerMinute(t *testing.T) {
+	l := New("fake", Spec{RequestsPerMinute: 600}) // 10/s, burst 10
+	start := time.Now()
+	for range 20 {
+		if err := acquire(t, l, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The burst of 10 at once, then 10 more at 10/s: at least ~1 s
+	// (a loaded machine only makes it longer).
+	if el := time.Since(start); el < 900*time.Millisecond {
+		t.Fatalf("20 calls at 600/min took %v", el)
+	}
+	if s := l.Stats(); s.Admitted != 20 || s.Waiting != 0 || s.WaitSeconds <= 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestLimiter_ConcurrencyBound(t *testing.T) {
+	l := New("fake", Spec{ConcurrentRequests: 2})
+	ctx := context.Background()
+	r1, _ := l.Acquire(ctx, 1)
+	r2, _ := l.Acquire(ctx, 1)
+	if err := acquire(t, l, 50*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("third concurrent call: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- acquire(t, l, 10*time.Second) }()
+	r1(1)
+	if err := <-done; err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	r2(1)
+}
+
+func TestLimiter_ManagedAdmitsOnlyWithinALiveGrant(t *testing.T) {
+	l := New("fake", Spec{RequestsPerMinute: 600})
+	l.Manage()
+	if err := acquire(t, l, 50*time.Millisecond); err == nil {
+		t.Fatal("admitted without a grant")
+	}
+	l.SetGrant(Limits{RPM: 600, TPM: Unlimited, Concurrent: UnlimitedConcurrent}, 0, 150*time.Millisecond)
+	if err := acquire(t, l, time.Second); err != nil {
+		t.Fatalf("with a grant: %v", err)
+	}
+	if r := l.Report(); r.Held.RPM != 600 {
+		t.Fatalf("report %+v", r)
+	}
+	// The grant lapses without renewal (the worker lost the leader).
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Report().Held.RPM != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("grant never lapsed")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the lease, not synchronising
+	}
+	if err := acquire(t, l, 50*time.Millisecond); err == nil {
+		t.Fatal("admitted on a lapsed grant")
+	}
+	// A waiter starts as soon as a grant arrives.
+	done := make(chan error, 1)
+	go func() { done <- acquire(t, l, 10*time.Second) }()
+	l.SetGrant(Limits{RPM: 600, TPM: Unlimited, Concurrent: UnlimitedConcurrent}, 0, time.Minute)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLimiter_ThrottledPausesEveryCallerAndCuts(t *testing.T) {
+	l := New("fake", Spec{RequestsPerMinute: 6000})
+	l.Throttled(300 * time.Millisecond)
+	start := time.Now()
+	if err := acquire(t, l, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 250*time.Millisecond {
+		t.Fatalf("admitted %v after a 300 ms Retry-After", el)
+	}
+	if s := l.Stats(); s.Limits.RPM != 6000*Decrease || s.Throttled != 1 {
+		t.Fatalf("after a 429: %+v", s)
+	}
+	if r := l.Report(); r.RetryAfter != 300*time.Millisecond || r.Throttled != 1 {
+		t.Fatalf("report %+v", r)
+	}
+	if r := l.Report(); r.RetryAfter != 0 {
+		t.Fatalf("retry-after not reset: %+v", r)
+	}
+}
+
+// throttling answers 429 to its first n calls.
+type throttling struct {
+	n, calls atomic.Int64
+}
+
+func (p *throttling) Name() string { return "fake" }
+func (p *throttling) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if p.calls.Add(1) <= p.n.Load() {
+		return nil, &model.Error{Provider: "fake", Class: model.ClassRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}
+	}
+	return &model.Response{Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
+}
+
+func TestProvider_ThrottledCallIsRetriedNotFailed(t *testing.T) {
+	inner := &throttling{}
+	inner.n.Store(3)
+	l := New("fake", Spec{RequestsPerMinute: 60000})
+	p := Wrap(inner, l)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.Generate(ctx, &model.Request{}); err != nil {
+		t.Fatalf("throttled call failed: %v", err)
+	}
+	if inner.calls.Load() != 4 || l.Stats().Throttled != 3 {
+		t.Fatalf("%d calls, %+v", inner.calls.Load(), l.Stats())
+	}
+	// Past the caller's deadline it ends as a timeout, not rate_limited.
+	inner.n.Store(1 << 40)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	_, err := p.Generate(ctx2, &model.Request{})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != model.ClassTimeout {
+		t.Fatalf("at the deadline: %v", err)
+	}
+	if !strings.Contains(err.Error(), "timeout") {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,175 @@
+package ratelimit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Bounds of a Spec (a limit outside them is a typo, not a provider tier).
+const (
+	MaxRequestsPerMinute  = 1_000_000
+	MaxTokensPerMinute    = 1_000_000_000
+	MaxConcurrentRequests = 10_000
+)
+
+// Spec is the "rate_limit" block of a model configuration: the endpoint's
+// declared limits. A zero field is no limit on that dimension; at least
+// one is set.
+type Spec struct {
+	RequestsPerMinute  int64 `json:"requests_per_minute,omitempty"`
+	TokensPerMinute    int64 `json:"tokens_per_minute,omitempty"`
+	ConcurrentRequests int64 `json:"concurrent_requests,omitempty"`
+}
+
+// ConfigError is a refused "rate_limit" block: Key names the offending key
+// (rate_limit.requests_per_minute, ...) and Detail says what is valid.
+type ConfigError struct {
+	Key    string
+	Detail string
+}
+
+func (e *ConfigError) Error() string { return e.Key + ": " + e.Detail }
+
+// ParseSpec decodes and validates a "rate_limit" block: an object of the
+// Spec keys (unknown keys are errors), each an integer within its bound.
+// A key given as 0 or a negative number is refused rather than read as
+// "no limit", which omitting it says.
+func ParseSpec(raw json.RawMessage) (Spec, error) {
+	var in struct {
+		RPM  *json.Number `json:"requests_per_minute"`
+		TPM  *json.Number `json:"tokens_per_minute"`
+		Conc *json.Number `json:"concurrent_requests"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return Spec{}, &ConfigError{Key: "rate_limit", Detail: "want an object of requests_per_minute, tokens_per_minute and concurrent_requests (" + trimJSONErr(err) + ")"}
+	}
+	var s Spec
+	var err error
+	if s.RequestsPerMinute, err = bounded("rate_limit.requests_per_minute", in.RPM, MaxRequestsPerMinute); err != nil {
+		return Spec{}, err
+	}
+	if s.TokensPerMinute, err = bounded("rate_limit.tokens_per_minute", in.TPM, MaxTokensPerMinute); err != nil {
+		return Spec{}, err
+	}
+	if s.ConcurrentRequests, err = bounded("rate_limit.concurrent_requests", in.Conc, MaxConcurrentRequests); err != nil {
+		return Spec{}, err
+	}
+	return s, s.Validate()
+}
+
+// Validate checks the bounds (the decoded form of ParseSpec's rules).
+func (s Spec) Validate() error {
+	for _, f := range []struct {
+		key      string
+		v, limit int64
+	}{
+		{"rate_limit.requests_per_minute", s.RequestsPerMinute, MaxRequestsPerMinute},
+		{"rate_limit.tokens_per_minute", s.TokensPerMinute, MaxTokensPerMinute},
+		{"rate_limit.concurrent_requests", s.ConcurrentRequests, MaxConcurrentRequests},
+	} {
+		if f.v < 0 || f.v > f.limit {
+			return &ConfigError{Key: f.key, Detail: fmt.Sprintf("%d out of range 1..%d", f.v, f.limit)}
+		}
+	}
+	if s == (Spec{}) {
+		return &ConfigError{Key: "rate_limit", Detail: "names no limit: set requests_per_minute, tokens_per_minute or concurrent_requests"}
+	}
+	return nil
+}
+
+func bounded(key string, n *json.Number, limit int64) (int64, error) {
+	if n == nil {
+		return 0, nil
+	}
+	v, err := n.Int64()
+	if err != nil || v < 1 || v > limit {
+		return 0, &ConfigError{Key: key, Detail: fmt.Sprintf("%s is not an integer in 1..%d", n.String(), limit)}
+	}
+	return v, nil
+}
+
+func trimJSONErr(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}
+
+// Limits are limits in force: per-minute rates and a concurrency bound.
+// Unlike a Spec, a zero field admits nothing (a worker granted no share);
+// Unlimited and UnlimitedConcurrent are no limit.
+type Limits struct {
+	RPM        float64
+	TPM        float64
+	Concurrent int
+}
+
+// No limit on a dimension of Limits.
+var Unlimited = math.Inf(1)
+
+// UnlimitedConcurrent is no concurrency bound.
+const UnlimitedConcurrent = math.MaxInt32
+
+// Limits returns the declared limits.
+func (s Spec) Limits() Limits {
+	l := Limits{RPM: Unlimited, TPM: Unlimited, Concurrent: UnlimitedConcurrent}
+	if s.RequestsPerMinute > 0 {
+		l.RPM = float64(s.RequestsPerMinute)
+	}
+	if s.TokensPerMinute > 0 {
+		l.TPM = float64(s.TokensPerMinute)
+	}
+	if s.ConcurrentRequests > 0 {
+		l.Concurrent = int(s.ConcurrentRequests)
+	}
+	return l
+}
+
+// Scale multiplies the limits by f in (0, 1]; a concurrency bound stays
+// at least 1.
+func (l Limits) Scale(f float64) Limits {
+	out := Limits{RPM: l.RPM * f, TPM: l.TPM * f, Concurrent: l.Concurrent}
+	if l.Concurrent != UnlimitedConcurrent {
+		out.Concurrent = max(1, int(math.Floor(float64(l.Concurrent)*f)))
+	}
+	return out
+}
+
+// Share is worker rank's (0..n-1) grant of total among n workers: an
+// equal share (the concurrency remainder goes to the first ranks), but no
+// more than what the others do not hold yet, so the grants outstanding
+// never add up past total while shares move (a worker joining gets its
+// share as the others' shrunk grants reach them).
+func Share(total Limits, n, rank int, othersHeld Limits) Limits {
+	if n < 1 {
+		n = 1
+	}
+	share := func(t, held float64) float64 {
+		if math.IsInf(t, 1) {
+			return t
+		}
+		return max(0, min(t/float64(n), t-held))
+	}
+	out := Limits{RPM: share(total.RPM, othersHeld.RPM), TPM: share(total.TPM, othersHeld.TPM), Concurrent: total.Concurrent}
+	if total.Concurrent != UnlimitedConcurrent {
+		c := total.Concurrent / n
+		if rank < total.Concurrent%n {
+			c++
+		}
+		out.Concurrent = max(0, min(c, total.Concurrent-othersHeld.Concurrent))
+	}
+	return out
+}
+
+// Add sums two grants (for othersHeld).
+func (l Limits) Add(o Limits) Limits {
+	out := Limits{RPM: l.RPM + o.RPM, TPM: l.TPM + o.TPM}
+	out.Concurrent = int(min(int64(l.Concurrent)+int64(o.Concurrent), UnlimitedConcurrent))
+	return out
+}
