@@ -139,7 +139,7 @@ func (l *Limiter) Acquire(ctx context.Context, est int) (release func(used int),
 		now := time.Now()
 		changed, freed := l.limitsChanged, l.slotFreed
 		var also <-chan struct{} // a freed slot, for a concurrency waiter
-		d := time.Duration(-1) // until the channel
+		d := time.Duration(-1)   // until the channel
 		switch {
 		case l.managed && (!l.granted || !now.Before(l.expires)):
 		case now.Before(l.pausedUntil):
