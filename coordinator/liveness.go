@@ -60,16 +60,19 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 		return // not allowlisted: never answered, never dispatched to
 	}
 	var hb api.Heartbeat
-	if err := wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb); err != nil || hb.Worker != id || len(hb.Agents) > api.MaxHeartbeatAgents {
+	if err := wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb); err != nil || hb.Worker != id || len(hb.Agents) > api.MaxHeartbeatAgents || !validLimitReports(hb.Limits) {
 		return
 	}
+	now := time.Now()
 	n.live.mu.Lock()
-	n.live.workers[id] = workerSeen{at: time.Now(), hb: hb}
+	n.live.workers[id] = workerSeen{at: now, hb: hb}
 	n.live.mu.Unlock()
+	n.limits.observe(id, hb.Limits, now)
 	if !n.leading.Load() || m.Reply == "" {
 		return
 	}
-	rep := api.HeartbeatReply{Leader: n.cfg.ID, WorkerTTLMS: n.cfg.Timing.WorkerTTL.Milliseconds()}
+	rep := api.HeartbeatReply{Leader: n.cfg.ID, WorkerTTLMS: n.cfg.Timing.WorkerTTL.Milliseconds(),
+		Grants: n.limits.grant(id, hb.Limits, now, n.cfg.Timing.WorkerTTL)}
 	for _, ref := range hb.Running {
 		w, epoch, err := n.fsm.inflight.assignedTo(n.store, ref)
 		if err != nil {

@@ -166,6 +166,7 @@ type Node struct {
 	peers  map[string]bool // coordinator ids allowed to join
 	joinMu sync.Mutex      // one membership change at a time
 	live   *liveness
+	limits *fleetLimits // provider rate limits split among workers (ratelimits.go)
 	svc    *service
 
 	rejected atomic.Int64  // results refused: not allowlisted, undecodable
@@ -225,6 +226,7 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.peers[p.ID] = true
 	}
 	n.live = newLiveness()
+	n.limits = newFleetLimits()
 	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {

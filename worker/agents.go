@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"github.com/fadcedab/adk/observability"
 	"sort"
+	"time"
 
 	"github.com/fadcedab/adk/agent"
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/evalengine/agentadapter"
 )
@@ -21,6 +24,9 @@ const MaxAgentFiles = 64
 // decide whether the result keeps them.
 type trustedAgent struct {
 	events, plain evalengine.Adapter
+	// limiters are the agent's provider rate limits (AGENT.json
+	// model.rate_limit), run at the leader's grants.
+	limiters []*ratelimit.Limiter
 }
 
 func (a trustedAgent) adapter(captureEvents bool) evalengine.Adapter {
@@ -64,7 +70,10 @@ func loadAgentFiles(files map[string]string, obs observability.Observer) (map[st
 		if err != nil {
 			return nil, fmt.Errorf("worker: agent %s: %w", name, err)
 		}
-		out[name] = trustedAgent{events: events, plain: plain}
+		for _, l := range cfg.Limiters() {
+			l.Manage() // the leader's share, not the whole limit per worker
+		}
+		out[name] = trustedAgent{events: events, plain: plain, limiters: cfg.Limiters()}
 	}
 	return out, nil
 }
@@ -96,3 +105,57 @@ func trustedAgents(cfg Config, tracer *observability.Tracer) (map[string]trusted
 }
 
 var errNoAgents = errors.New("worker: no agents configured")
+
+// limitReports are the heartbeat's rate limit reports, one per (agent,
+// endpoint), in a stable order.
+func (w *Worker) limitReports() []api.LimitReport {
+	var out []api.LimitReport
+	for _, name := range w.agentNames {
+		for _, l := range w.agents[name].limiters {
+			r := l.Report()
+			out = append(out, api.LimitReport{Agent: name, Endpoint: l.Endpoint(),
+				RPM: r.Spec.RequestsPerMinute, TPM: r.Spec.TokensPerMinute, Concurrent: r.Spec.ConcurrentRequests,
+				Held:      api.LimitShare{RPM: r.Held.RPM, TPM: r.Held.TPM, Concurrent: r.Held.Concurrent},
+				Throttled: r.Throttled, RetryAfterMS: r.RetryAfter.Milliseconds()})
+		}
+	}
+	return out
+}
+
+// applyGrants puts the leader's grants in force until the worker lease
+// (ttl, counted from when the heartbeat was sent) runs out.
+func (w *Worker) applyGrants(grants []api.LimitGrant, sent time.Time, ttl time.Duration) {
+	left := ttl - time.Since(sent)
+	if len(grants) == 0 || left <= 0 {
+		return
+	}
+	for _, g := range grants {
+		a, ok := w.agents[g.Agent]
+		if !ok {
+			continue
+		}
+		for _, l := range a.limiters {
+			if l.Endpoint() == g.Endpoint {
+				l.SetGrant(ratelimit.Limits{RPM: g.Share.RPM, TPM: g.Share.TPM, Concurrent: g.Share.Concurrent},
+					time.Duration(g.PauseMS)*time.Millisecond, left)
+			}
+		}
+	}
+}
+
+// LimitStat is one of the worker's rate limiters, for metrics.
+type LimitStat struct {
+	Agent string
+	ratelimit.Stats
+}
+
+// Limits returns the worker's rate limiters' counters, by agent.
+func (w *Worker) Limits() []LimitStat {
+	var out []LimitStat
+	for _, name := range w.agentNames {
+		for _, l := range w.agents[name].limiters {
+			out = append(out, LimitStat{Agent: name, Stats: l.Stats()})
+		}
+	}
+	return out
+}

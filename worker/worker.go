@@ -350,7 +350,7 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 		w.fenceIfSilent()
 		return
 	}
-	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq, Epoch: w.epoch, Agents: w.agentNames}
+	hb := api.Heartbeat{Worker: w.cfg.ID, Capacity: w.cfg.Capacity + w.cfg.Prefetch, Seq: seq, Epoch: w.epoch, Agents: w.agentNames, Limits: w.limitReports()}
 	w.mu.Lock()
 	for ref := range w.running {
 		hb.Running = append(hb.Running, ref)
@@ -393,6 +393,7 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 			// for one (waitStartable) sees its kill before it may start.
 			w.kill(rep.Kill)
 			w.workerTTL.Store(int64(time.Duration(rep.WorkerTTLMS) * time.Millisecond))
+			w.applyGrants(rep.Grants, now, time.Duration(rep.WorkerTTLMS)*time.Millisecond)
 			if sent := now.UnixNano(); sent > w.answeredSent.Load() {
 				w.answeredSent.Store(sent)
 			}

@@ -35,6 +35,9 @@ type fleetConfig struct {
 	capacity     int           // --capacity of every worker
 	workerArgs   []string      // more flags for every worker (experiments)
 	profileDir   string        // when set, every adk process writes a CPU profile DIR/ID.pprof
+	// rpm, when set, makes the fake answer 429 above rpm requests per
+	// minute and the agent declare rate_limit.requests_per_minute rpm.
+	rpm int
 }
 
 // fleet is a running eval cluster of separate processes around a NATS
@@ -171,7 +174,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		return f, err
 	}
 	agent := filepath.Join(cfg.dir, "agent.json")
-	if err := os.WriteFile(agent, []byte(openAIAgent(f.fakeURL)), 0o644); err != nil {
+	if err := os.WriteFile(agent, []byte(openAIAgent(f.fakeURL, cfg.rpm)), 0o644); err != nil {
 		return f, err
 	}
 
@@ -232,7 +235,7 @@ func freeAddr() (string, error) {
 
 // startFake starts openaifake and reads its address from its first line.
 func (f *fleet) startFake() error {
-	cmd := exec.Command(f.cfg.fake, "-addr", "127.0.0.1:0", "-delay", f.cfg.delay.String())
+	cmd := exec.Command(f.cfg.fake, "-addr", "127.0.0.1:0", "-delay", f.cfg.delay.String(), "-rpm", strconv.Itoa(f.cfg.rpm))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -395,7 +398,11 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func openAIAgent(addr string) string {
+func openAIAgent(addr string, rpm int) string {
+	limit := ""
+	if rpm > 0 {
+		limit = fmt.Sprintf(`,"rate_limit":{"requests_per_minute":%d}`, rpm)
+	}
 	return `{"schema_version":1,"name":"bench","instruction":"Answer briefly.",
- "model":{"provider":"openai","model":"fake","base_url":"http://` + addr + `/v1","max_attempts":1,"timeout_ms":30000}}`
+ "model":{"provider":"openai","model":"fake","base_url":"http://` + addr + `/v1","max_attempts":1,"timeout_ms":30000` + limit + `}}`
 }

@@ -207,6 +207,10 @@ type fakeStats struct {
 	Served   int `json:"served"`
 	InFlight int `json:"in_flight"`
 	Conns    int `json:"conns"`
+	// With openaifake -rpm: 429s answered, first and last completion.
+	Throttled int   `json:"throttled"`
+	FirstNS   int64 `json:"first_ns"`
+	LastNS    int64 `json:"last_ns"`
 }
 
 // fakeStats asks openaifake for its counters.

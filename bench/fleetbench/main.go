@@ -78,6 +78,9 @@ func main() {
 	flag.IntVar(&cfg.rssTasks, "rss-tasks", 10_000, "tasks of the leader-RSS job on the largest fleet (0: skip)")
 	flag.StringVar(&workerArgs, "worker-args", "", "more flags for every adk worker, space separated (for experiments)")
 	flag.StringVar(&cfg.fleet.profileDir, "profile", "", "directory every adk process writes its CPU profile to (ID.pprof, written when it stops)")
+	rlRPM := flag.Int("ratelimit-rpm", 0, "instead of the scaling rows: the fleet rate-limit row, the agent declaring and the fake enforcing this many requests per minute")
+	rlWorkers := flag.Int("ratelimit-workers", 4, "workers of the rate-limit row")
+	rlSeconds := flag.Float64("ratelimit-seconds", 30, "length of the rate-limit job at the limit (samples = seconds × rpm / 60)")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -117,6 +120,18 @@ func main() {
 		}()
 	}
 	loadBefore := loadAverage()
+	if *rlRPM > 0 {
+		r, err := runRateLimit(ctx, cfg, *rlWorkers, *rlRPM, *rlSeconds)
+		printRateRun(os.Stdout, cfg, r)
+		fmt.Printf("\nload average (1, 5, 15 min) before: %s, after: %s, on %d CPUs\n", loadBefore, loadAverage(), runtime.NumCPU())
+		if err != nil {
+			log.Fatal(err)
+		}
+		if !r.ok() {
+			log.Fatal("rate-limit row out of bounds")
+		}
+		return
+	}
 	rows, err := run(ctx, cfg)
 	printTables(os.Stdout, cfg, rows)
 	// The figures are only as good as the machine was idle.

@@ -13,6 +13,12 @@
 // was written (Unix nanoseconds, 0 for none) since the last POST /stats/reset,
 // so a driver can split a run into start-up, calls and tail.
 //
+// With -rpm R it is a rate-limited provider: a token bucket of R requests
+// per minute holding -burst-seconds of them (a provider's published limit
+// with the small burst real ones allow); a request finding it empty is
+// answered 429 with Retry-After: 1 at once. /stats then also gives
+// "throttled" (429s answered); first_ns and last_ns give the achieved rate.
+//
 //	go run ./bench/openaifake -addr 127.0.0.1:0 -delay 200ms
 package main
 
@@ -23,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -30,13 +37,21 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	delay := flag.Duration("delay", 200*time.Millisecond, "time before each answer")
 	answer := flag.String("answer", "ok", "assistant text of every answer")
+	rpm := flag.Int("rpm", 0, "answer 429 above this many requests per minute (0: no limit)")
+	burstSeconds := flag.Float64("burst-seconds", 2, "with -rpm: the burst allowed, in seconds of the limit")
 	flag.Parse()
+	var limit *rate.Limiter
+	if *rpm > 0 {
+		limit = rate.NewLimiter(rate.Limit(float64(*rpm)/60), max(1, int(math.Ceil(float64(*rpm)/60**burstSeconds))))
+	}
 
 	body, err := json.Marshal(map[string]any{
 		"id":    "chatcmpl-fake",
@@ -51,16 +66,22 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var served, inFlight, conns, firstNS, lastNS atomic.Int64
+	var served, inFlight, conns, throttled, firstNS, lastNS atomic.Int64
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
 		firstNS.CompareAndSwap(0, time.Now().UnixNano())
+		_, _ = io.Copy(io.Discard, r.Body)
+		if limit != nil && !limit.Allow() {
+			throttled.Add(1)
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"error":{"message":"rate limit","type":"rate_limit_exceeded"}}`, http.StatusTooManyRequests)
+			return
+		}
 		inFlight.Add(1)
 		defer inFlight.Add(-1)
-		_, _ = io.Copy(io.Discard, r.Body)
 		t := time.NewTimer(*delay)
 		defer t.Stop()
 		select {
@@ -78,8 +99,8 @@ func main() {
 	mux.HandleFunc("/chat/completions", handler)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"first_ns":%d,"last_ns":%d}`,
-			served.Load(), inFlight.Load(), conns.Load(), firstNS.Load(), lastNS.Load())
+		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"throttled":%d,"first_ns":%d,"last_ns":%d}`,
+			served.Load(), inFlight.Load(), conns.Load(), throttled.Load(), firstNS.Load(), lastNS.Load())
 	})
 	mux.HandleFunc("POST /stats/reset", func(w http.ResponseWriter, _ *http.Request) {
 		firstNS.Store(0)

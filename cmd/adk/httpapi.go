@@ -238,6 +238,7 @@ func runAPI(ctx context.Context, o apiOptions, stdout io.Writer) error {
 // coordinatorCollectors are a coordinator node's series.
 func coordinatorCollectors(n *coordinator.Node) []prometheus.Collector {
 	return []prometheus.Collector{
+		fleetLimitCollector{n: n},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "adk_coordinator_raft_commit_index", Help: "Raft commit index this node knows."},
 			func() float64 { c, _ := n.RaftIndexes(); return float64(c) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "adk_coordinator_raft_applied_index", Help: "Raft index this node has applied."},
@@ -268,6 +269,7 @@ func workerCollectors(w *worker.Worker) []prometheus.Collector {
 				}
 				return 0
 			}),
+		limiterCollector{stats: w.Limits},
 	}
 }
 

@@ -435,7 +435,58 @@ type Heartbeat struct {
 	// agent, and fails it closed (eval_worker_node_unavailable) when no
 	// live allowlisted worker does.
 	Agents []string `msgpack:"agents,omitempty"`
+	// Limits are the provider rate limits the worker's agents declare
+	// (AGENT.json model.rate_limit), at most MaxHeartbeatLimits: the
+	// leader splits each among the workers declaring it and answers each
+	// its share (HeartbeatReply.Grants).
+	Limits []LimitReport `msgpack:"limits,omitempty"`
 }
+
+// LimitReport is one declared rate limit of a worker (agent, endpoint)
+// and what the worker holds of it.
+type LimitReport struct {
+	Agent    string `msgpack:"agent"`
+	Endpoint string `msgpack:"endpoint"`
+	// The declared limits (0: none on that dimension).
+	RPM        int64 `msgpack:"rpm,omitempty"`
+	TPM        int64 `msgpack:"tpm,omitempty"`
+	Concurrent int64 `msgpack:"conc,omitempty"`
+	// Held is the grant in force at the worker (all zero: none), so a
+	// new leader knows what is outstanding.
+	Held LimitShare `msgpack:"held"`
+	// Throttled counts the 429s the worker got (since it started): the
+	// leader cuts the fleet's limit when it grows. RetryAfterMS is the
+	// longest Retry-After since the last heartbeat.
+	Throttled    int64 `msgpack:"throttled,omitempty"`
+	RetryAfterMS int64 `msgpack:"retry_after_ms,omitempty"`
+}
+
+// LimitShare is a share of a limit: per-minute rates and concurrent
+// calls (ratelimit.Limits; +Inf and ratelimit.UnlimitedConcurrent are
+// no limit).
+type LimitShare struct {
+	RPM        float64 `msgpack:"rpm"`
+	TPM        float64 `msgpack:"tpm"`
+	Concurrent int     `msgpack:"conc"`
+}
+
+// LimitGrant is the leader's grant of a limit to one worker, valid for
+// the worker TTL from when the heartbeat was sent; PauseMS asks every
+// worker of the limit to send nothing for that long (a Retry-After one
+// of them got).
+type LimitGrant struct {
+	Agent    string     `msgpack:"agent"`
+	Endpoint string     `msgpack:"endpoint"`
+	Share    LimitShare `msgpack:"share"`
+	PauseMS  int64      `msgpack:"pause_ms,omitempty"`
+}
+
+// MaxHeartbeatLimits bounds Heartbeat.Limits; MaxLimitEndpointBytes an
+// endpoint label.
+const (
+	MaxHeartbeatLimits    = 256
+	MaxLimitEndpointBytes = 1024
+)
 
 // MaxHeartbeatAgents bounds Heartbeat.Agents (a worker's agent files are
 // bounded the same way, worker.MaxAgentFiles).
@@ -457,6 +508,8 @@ type HeartbeatReply struct {
 	// never starts a task the leader has already failed: it first asks,
 	// and the answer kills those.
 	WorkerTTLMS int64 `msgpack:"worker_ttl_ms,omitempty"`
+	// Grants are the worker's shares of the rate limits it reported.
+	Grants []LimitGrant `msgpack:"grants,omitempty"`
 }
 
 // OwnerRenew renews an owner lease (published on adk.owner.<owner>).

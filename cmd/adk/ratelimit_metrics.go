@@ -1,0 +1,81 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fadcedab/adk/agent/model/ratelimit"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/worker"
+)
+
+// Rate limit series, labelled by agent and endpoint (the provider and its
+// base URL).
+var (
+	descLimitGranted = prometheus.NewDesc("adk_ratelimit_granted_total",
+		"Model calls the rate limiter admitted.", []string{"agent", "endpoint"}, nil)
+	descLimitWaiting = prometheus.NewDesc("adk_ratelimit_waiting",
+		"Model calls waiting for the rate limiter now.", []string{"agent", "endpoint"}, nil)
+	descLimitWait = prometheus.NewDesc("adk_ratelimit_wait_seconds_total",
+		"Time model calls spent waiting for the rate limiter.", []string{"agent", "endpoint"}, nil)
+	descLimitThrottled = prometheus.NewDesc("adk_ratelimit_throttled_total",
+		"Model calls the provider answered 429 (each was retried).", []string{"agent", "endpoint"}, nil)
+	descLimitRPM = prometheus.NewDesc("adk_ratelimit_requests_per_minute",
+		"Requests per minute in force here (a worker's share of the fleet's limit; +Inf: none).", []string{"agent", "endpoint"}, nil)
+	descFleetFactor = prometheus.NewDesc("adk_ratelimit_fleet_factor",
+		"Fraction of the declared limit the fleet runs at (AIMD; this node's view, the leader's decides).", []string{"agent", "endpoint"}, nil)
+	descFleetCuts = prometheus.NewDesc("adk_ratelimit_fleet_cuts_total",
+		"Times 429s cut the fleet's limit.", []string{"agent", "endpoint"}, nil)
+	descFleetWorkers = prometheus.NewDesc("adk_ratelimit_fleet_workers",
+		"Workers sharing the limit.", []string{"agent", "endpoint"}, nil)
+)
+
+// limiterCollector exports rate limiters' counters.
+type limiterCollector struct {
+	stats func() []worker.LimitStat
+}
+
+func (c limiterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLimitGranted, descLimitWaiting, descLimitWait, descLimitThrottled, descLimitRPM} {
+		ch <- d
+	}
+}
+
+func (c limiterCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.stats() {
+		lv := []string{s.Agent, s.Endpoint}
+		ch <- prometheus.MustNewConstMetric(descLimitGranted, prometheus.CounterValue, float64(s.Admitted), lv...)
+		ch <- prometheus.MustNewConstMetric(descLimitWaiting, prometheus.GaugeValue, float64(s.Waiting), lv...)
+		ch <- prometheus.MustNewConstMetric(descLimitWait, prometheus.CounterValue, s.WaitSeconds, lv...)
+		ch <- prometheus.MustNewConstMetric(descLimitThrottled, prometheus.CounterValue, float64(s.Throttled), lv...)
+		ch <- prometheus.MustNewConstMetric(descLimitRPM, prometheus.GaugeValue, s.Limits.RPM, lv...)
+	}
+}
+
+// localLimiterStats names a local run's limiters by agent.
+func localLimiterStats(agent string, ls []*ratelimit.Limiter) func() []worker.LimitStat {
+	return func() []worker.LimitStat {
+		out := make([]worker.LimitStat, 0, len(ls))
+		for _, l := range ls {
+			out = append(out, worker.LimitStat{Agent: agent, Stats: l.Stats()})
+		}
+		return out
+	}
+}
+
+// fleetLimitCollector exports a coordinator's view of the fleet's limits.
+type fleetLimitCollector struct{ n *coordinator.Node }
+
+func (c fleetLimitCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descFleetFactor
+	ch <- descFleetCuts
+	ch <- descFleetWorkers
+}
+
+func (c fleetLimitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.n.LimitStates() {
+		lv := []string{s.Agent, s.Endpoint}
+		ch <- prometheus.MustNewConstMetric(descFleetFactor, prometheus.GaugeValue, s.Factor, lv...)
+		ch <- prometheus.MustNewConstMetric(descFleetCuts, prometheus.CounterValue, float64(s.Cuts), lv...)
+		ch <- prometheus.MustNewConstMetric(descFleetWorkers, prometheus.GaugeValue, float64(s.Holders), lv...)
+	}
+}
