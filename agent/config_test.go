@@ -259,7 +259,7 @@ func TestConfig_RateLimit(t *testing.T) {
 	for name, tc := range map[string]struct{ mb, want string }{
 		"zero":       {fmt.Sprintf(mb, `,"rate_limit":{"requests_per_minute":0}`), "rate_limit.requests_per_minute"},
 		"too many":   {fmt.Sprintf(mb, `,"rate_limit":{"concurrent_requests":20000}`), "rate_limit.concurrent_requests"},
-		"unknown":    {fmt.Sprintf(mb, `,"rate_limit":{"rpm":1}`), "rate_limit"},
+		"unknown":    {fmt.Sprintf(mb, `,"rate_limit":{"rpm":1}`), "rate_limit.rpm"},
 		"empty":      {fmt.Sprintf(mb, `,"rate_limit":{}`), "rate_limit"},
 		"not object": {fmt.Sprintf(mb, `,"rate_limit":5`), "rate_limit"},
 	} {

@@ -27,7 +27,9 @@ func TestParseSpec(t *testing.T) {
 		{`{"tokens_per_minute":1000000001}`, "rate_limit.tokens_per_minute"},
 		{`{"concurrent_requests":10001}`, "rate_limit.concurrent_requests"},
 		{`{}`, "rate_limit"},
-		{`{"rpm":5}`, "rate_limit"},
+		{`{"rpm":5}`, "rate_limit.rpm"},
+		{`{"concurrent_requests":"many"}`, "rate_limit.concurrent_requests"},
+		{`null`, "rate_limit"},
 		{`[1]`, "rate_limit"},
 	} {
 		_, err := ParseSpec([]byte(tc.in))
@@ -236,4 +238,26 @@ func TestProvider_ThrottledCallIsRetriedNotFailed(t *testing.T) {
 	if !strings.Contains(err.Error(), "timeout") {
 		t.Fatal(err)
 	}
+}
+
+// FuzzParseSpec: any input is either a valid spec or a ConfigError naming
+// a rate_limit key; never a panic.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{`{"requests_per_minute":600}`, `{"tokens_per_minute":1,"concurrent_requests":10000}`,
+		`{}`, `null`, `{"requests_per_minute":1e3}`, `{"requests_per_minute":-1}`, `{"x":1}`, `[`, `{"concurrent_requests":"2"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSpec(data)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "rate_limit") {
+				t.Fatalf("%q: %v", data, err)
+			}
+			return
+		}
+		if s.Validate() != nil || s == (Spec{}) {
+			t.Fatalf("%q parsed to invalid %+v", data, s)
+		}
+	})
 }

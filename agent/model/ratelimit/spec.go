@@ -37,27 +37,41 @@ func (e *ConfigError) Error() string { return e.Key + ": " + e.Detail }
 // A key given as 0 or a negative number is refused rather than read as
 // "no limit", which omitting it says.
 func ParseSpec(raw json.RawMessage) (Spec, error) {
-	var in struct {
-		RPM  *json.Number `json:"requests_per_minute"`
-		TPM  *json.Number `json:"tokens_per_minute"`
-		Conc *json.Number `json:"concurrent_requests"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&in); err != nil {
-		return Spec{}, &ConfigError{Key: "rate_limit", Detail: "want an object of requests_per_minute, tokens_per_minute and concurrent_requests (" + trimJSONErr(err) + ")"}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
+		return Spec{}, &ConfigError{Key: "rate_limit", Detail: "want an object of requests_per_minute, tokens_per_minute and concurrent_requests"}
 	}
 	var s Spec
-	var err error
-	if s.RequestsPerMinute, err = bounded("rate_limit.requests_per_minute", in.RPM, MaxRequestsPerMinute); err != nil {
-		return Spec{}, err
+	fields := []struct {
+		name  string
+		into  *int64
+		limit int64
+	}{
+		{"requests_per_minute", &s.RequestsPerMinute, MaxRequestsPerMinute},
+		{"tokens_per_minute", &s.TokensPerMinute, MaxTokensPerMinute},
+		{"concurrent_requests", &s.ConcurrentRequests, MaxConcurrentRequests},
 	}
-	if s.TokensPerMinute, err = bounded("rate_limit.tokens_per_minute", in.TPM, MaxTokensPerMinute); err != nil {
-		return Spec{}, err
+	for _, f := range fields {
+		v, ok := keys[f.name]
+		if !ok {
+			continue
+		}
+		delete(keys, f.name)
+		key := "rate_limit." + f.name
+		var n json.Number
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		if err := dec.Decode(&n); err != nil {
+			return Spec{}, &ConfigError{Key: key, Detail: fmt.Sprintf("want an integer in 1..%d", f.limit)}
+		}
+		x, err := n.Int64()
+		if err != nil || x < 1 || x > f.limit {
+			return Spec{}, &ConfigError{Key: key, Detail: fmt.Sprintf("%s is not an integer in 1..%d", n.String(), f.limit)}
+		}
+		*f.into = x
 	}
-	if s.ConcurrentRequests, err = bounded("rate_limit.concurrent_requests", in.Conc, MaxConcurrentRequests); err != nil {
-		return Spec{}, err
+	for k := range keys {
+		return Spec{}, &ConfigError{Key: "rate_limit." + k, Detail: "unknown key (want requests_per_minute, tokens_per_minute or concurrent_requests)"}
 	}
 	return s, s.Validate()
 }
@@ -80,25 +94,6 @@ func (s Spec) Validate() error {
 		return &ConfigError{Key: "rate_limit", Detail: "names no limit: set requests_per_minute, tokens_per_minute or concurrent_requests"}
 	}
 	return nil
-}
-
-func bounded(key string, n *json.Number, limit int64) (int64, error) {
-	if n == nil {
-		return 0, nil
-	}
-	v, err := n.Int64()
-	if err != nil || v < 1 || v > limit {
-		return 0, &ConfigError{Key: key, Detail: fmt.Sprintf("%s is not an integer in 1..%d", n.String(), limit)}
-	}
-	return v, nil
-}
-
-func trimJSONErr(err error) string {
-	s := err.Error()
-	if len(s) > 120 {
-		s = s[:120]
-	}
-	return s
 }
 
 // Limits are limits in force: per-minute rates and a concurrency bound.
