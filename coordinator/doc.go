@@ -10,6 +10,6 @@
 // The FSM never reads the clock or a random source: times and ids come
 // from the command, chosen by the proposing node. See DESIGN.md.
 //
-// It imports store/evalstore, store/evalrecord, evalengine, bus and
-// coordinator/api. It must not import worker, devapi or cmd.
+// It imports store/evalstore, store/evalrecord, evalengine, bus,
+// coordinator/api and agent/model/ratelimit (the fleet's rate-limit split). It must not import worker, devapi or cmd.
 package coordinator

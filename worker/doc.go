@@ -17,6 +17,8 @@
 // (evalengine/agentadapter, with events converted only for jobs that
 // capture them).
 //
-// It imports evalengine, agent, bus, coordinator/api and store/evalrecord.
+// It imports evalengine, agent (and agent/model/ratelimit, whose limiters
+// it runs at the leader's grants), bus, coordinator/api and
+// store/evalrecord.
 // It must not import coordinator, store/evalstore, Badger, devapi or cmd.
 package worker

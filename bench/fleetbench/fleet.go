@@ -38,6 +38,9 @@ type fleetConfig struct {
 	// rpm, when set, makes the fake answer 429 above rpm requests per
 	// minute and the agent declare rate_limit.requests_per_minute rpm.
 	rpm int
+	// declared, when rpm is set and declared ≥ 0, is what the agent
+	// declares instead (0: no rate_limit block, the control).
+	declared int
 }
 
 // fleet is a running eval cluster of separate processes around a NATS
@@ -174,7 +177,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		return f, err
 	}
 	agent := filepath.Join(cfg.dir, "agent.json")
-	if err := os.WriteFile(agent, []byte(openAIAgent(f.fakeURL, cfg.rpm)), 0o644); err != nil {
+	if err := os.WriteFile(agent, []byte(openAIAgent(f.fakeURL, cfg.declaredRPM())), 0o644); err != nil {
 		return f, err
 	}
 
@@ -218,6 +221,14 @@ func (cfg fleetConfig) profileEnv(name, id string) []string {
 		return nil
 	}
 	return []string{name + "=" + filepath.Join(cfg.profileDir, id+".pprof")}
+}
+
+// declaredRPM is the agent's rate_limit.requests_per_minute (0: none).
+func (cfg fleetConfig) declaredRPM() int {
+	if cfg.rpm > 0 && cfg.declared >= 0 {
+		return cfg.declared
+	}
+	return cfg.rpm
 }
 
 func workerID(i int) string { return fmt.Sprintf("w%d", i+1) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -63,20 +64,17 @@ func runRateLimit(ctx context.Context, cfg benchConfig, workers, rpm int, second
 		}
 	}
 	tasks := max(1, int(seconds*float64(rpm)/60))
-	job, err := f.runJob(ctx, "ratelimit", tasks, 1)
+	job, jerr := f.runJob(ctx, "ratelimit", tasks, 1)
 	r = rateRun{workers: workers, tasks: tasks, rpm: rpm, wall: job.wall, errors: job.errors}
-	if err != nil {
-		return r, err
-	}
 	st, err := f.fakeStats(ctx)
 	if err != nil {
-		return r, err
+		return r, errors.Join(jerr, err)
 	}
 	r.served, r.throttled = st.Served, st.Throttled
 	if span := time.Duration(st.LastNS - st.FirstNS); st.Served > 1 && span > 0 {
 		r.achieved = float64(st.Served-1) / span.Minutes()
 	}
-	return r, nil
+	return r, jerr
 }
 
 func printRateRun(w io.Writer, cfg benchConfig, r rateRun) {
@@ -89,8 +87,12 @@ func printRateRun(w io.Writer, cfg benchConfig, r rateRun) {
 	if !r.ok() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "fleet rate limit: %d workers of capacity %d, %d coordinator(s), agent rate_limit.requests_per_minute %d, openaifake answering 429 above %d/min (burst 2 s, %v per call)\n\n",
-		r.workers, cfg.fleet.capacity, cfg.fleet.coordinators, r.rpm, r.rpm, cfg.fleet.delay)
+	declared := "none (control)"
+	if d := cfg.fleet.declaredRPM(); d > 0 {
+		declared = fmt.Sprint(d)
+	}
+	fmt.Fprintf(w, "fleet rate limit: %d workers of capacity %d, %d coordinator(s), agent rate_limit.requests_per_minute %s, openaifake answering 429 above %d/min (burst 2 s, %v per call)\n\n",
+		r.workers, cfg.fleet.capacity, cfg.fleet.coordinators, declared, r.rpm, cfg.fleet.delay)
 	fmt.Fprintf(w, "| samples | wall | completions | achieved /min | of limit | 429s | 429 share | sample errors | verdict |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(w, "| %d | %.1fs | %d | %.0f | %.1f%% | %d | %.2f%% | %d | %s |\n",

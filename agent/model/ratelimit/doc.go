@@ -16,5 +16,6 @@
 // Retry-After, shared by every caller of the limiter) until the caller's
 // context ends: a throttled call is waiting, not a failure.
 //
-// It must not import agent, evalengine, worker or coordinator.
+// It imports agent/model and golang.org/x/time/rate. It must not import
+// agent, evalengine, worker or coordinator.
 package ratelimit
