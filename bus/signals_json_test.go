@@ -145,7 +145,7 @@ func TestEncodeSignal_MatchesEncodingJSON(t *testing.T) {
 }
 
 func mustAppend(t *testing.T, s *observability.SpanSignal) []byte {
-	b, ok := appendSpanJSON(nil, s)
+	b, ok := observability.AppendSpanJSON(nil, s)
 	if !ok {
 		t.Logf("appender declined")
 	}
@@ -155,7 +155,7 @@ func mustAppend(t *testing.T, s *observability.SpanSignal) []byte {
 func TestEncodeSignal_FallsBackWhereItCannotMatch(t *testing.T) {
 	type custom struct{ A int }
 	deep := any("leaf")
-	for range maxAppendDepth + 5 {
+	for range 32 + 5 { // beyond observability's append depth bound
 		deep = []any{deep}
 	}
 	cases := map[string]any{
@@ -165,7 +165,7 @@ func TestEncodeSignal_FallsBackWhereItCannotMatch(t *testing.T) {
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := &observability.SpanSignal{Schema: 2, Signal: "span", Attributes: observability.Attributes{"k": v}}
-			if _, ok := appendSpanJSON(nil, s); ok && name != "deep" {
+			if _, ok := observability.AppendSpanJSON(nil, s); ok && name != "deep" {
 				t.Fatalf("appender accepted %T", v)
 			}
 			checkSameAsMarshal(t, s)

@@ -260,3 +260,61 @@ func IsResourceAttributeKey(k string) bool {
 	}
 	return false
 }
+
+// AttrRule is how the value of an allowlisted span attribute is kept.
+type AttrRule uint8
+
+// Attribute rules.
+const (
+	// AttrRuleText keeps a string of at most 512 bytes (error.type: 128).
+	AttrRuleText AttrRule = iota + 1
+	// AttrRuleCount keeps a non-negative integer (the usage counters).
+	AttrRuleCount
+	// AttrRuleTextList keeps a list of at most 16 such strings.
+	AttrRuleTextList
+)
+
+// Identity attribute keys: ids (never content) that make a span
+// selectable in the trace store.
+const (
+	AttrRunID        = "run_id"
+	AttrInvocationID = "invocation_id"
+	AttrWorkflowID   = "workflow_id"
+)
+
+// SpanIdentityKeys are the identity attributes a span record carries (the
+// trace id is a field of its own); an OTLP resource may lend them to its
+// spans.
+var SpanIdentityKeys = [...]string{AttrRunID, AttrInvocationID, AttrWorkflowID}
+
+// RecordIdentityKeys are the keys of a stored record's identity, sorted.
+var RecordIdentityKeys = [...]string{AttrInvocationID, AttrRunID, "trace_id", AttrWorkflowID}
+
+// MetadataAttributes is the one allowlist of the attributes a span record
+// keeps: metadata only (operation, provider, models, response id, tool
+// name and call id, finish reasons, usage counters, error type), the
+// identity and eval ids, the lifecycle words of v1 metadata, the mapping
+// versions, and the bounded resource keys. The OTLP receiver keeps
+// exactly these from a foreign span and the trace store projects every
+// record onto them; anything else (content, credentials, free text) is
+// dropped.
+var MetadataAttributes = func() map[string]AttrRule {
+	m := map[string]AttrRule{
+		AttrOperationName: AttrRuleText, AttrProviderName: AttrRuleText, AttrRequestModel: AttrRuleText,
+		AttrResponseModel: AttrRuleText, AttrResponseID: AttrRuleText, AttrToolName: AttrRuleText,
+		AttrToolCallID: AttrRuleText, AttrErrorType: AttrRuleText, AttrFinishReasons: AttrRuleTextList,
+		AttrInputTokens: AttrRuleCount, AttrOutputTokens: AttrRuleCount, AttrCacheReadInput: AttrRuleCount,
+		AttrReasonTokens: AttrRuleCount,
+		AttrRunID:        AttrRuleText, AttrInvocationID: AttrRuleText, AttrWorkflowID: AttrRuleText,
+		AttrEvalJobID: AttrRuleText, AttrEvalCaseID: AttrRuleText, AttrEvalSampleID: AttrRuleText, AttrEvalWorkerID: AttrRuleText,
+		// v1 metadata attributes: lifecycle words and the mapping versions
+		// (ours, and the contract fixtures').
+		"phase": AttrRuleText, "hook": AttrRuleText, "outcome": AttrRuleText, "status": AttrRuleText,
+		"stream": AttrRuleText, captureErrorKey: AttrRuleText,
+		MappingVersionKey: AttrRuleText, "erlang_adk.gen_ai.mapping.version": AttrRuleText,
+	}
+	for _, k := range ResourceAttributeKeys {
+		m[k] = AttrRuleText
+	}
+	return m
+}()

@@ -19,58 +19,20 @@ const (
 	maxErrorTypeBytes = 128
 )
 
-// Attribute keys beyond observability's semconv constants.
+// attrLegacySystem is the older semconv name of gen_ai.provider.name.
+const attrLegacySystem = "gen_ai.system"
+
+// Attribute rules of observability's one allowlist.
 const (
-	attrRunID        = "run_id"
-	attrInvocationID = "invocation_id"
-	attrWorkflowID   = "workflow_id"
-	attrLegacySystem = "gen_ai.system" // older semconv name of gen_ai.provider.name
+	attrText     = observability.AttrRuleText
+	attrCount    = observability.AttrRuleCount
+	attrTextList = observability.AttrRuleTextList
 )
 
-// attrKind is how an allowlisted attribute is mapped.
-type attrKind uint8
+// allowed is observability.MetadataAttributes: metadata only.
+var allowed = observability.MetadataAttributes
 
-const (
-	attrText attrKind = iota + 1
-	attrCount
-	attrTextList
-)
-
-// allowed is the closed attribute allowlist: metadata only.
-var allowed = map[string]attrKind{
-	observability.AttrOperationName:  attrText,
-	observability.AttrProviderName:   attrText,
-	observability.AttrRequestModel:   attrText,
-	observability.AttrResponseModel:  attrText,
-	observability.AttrResponseID:     attrText,
-	observability.AttrToolName:       attrText,
-	observability.AttrToolCallID:     attrText,
-	observability.AttrErrorType:      attrText,
-	observability.AttrFinishReasons:  attrTextList,
-	observability.AttrInputTokens:    attrCount,
-	observability.AttrOutputTokens:   attrCount,
-	observability.AttrCacheReadInput: attrCount,
-	observability.AttrReasonTokens:   attrCount,
-	attrRunID:                        attrText,
-	attrInvocationID:                 attrText,
-	attrWorkflowID:                   attrText,
-	// The eval ids tie an external agent's spans to the eval job, case
-	// and sample that ran it (adk trace query --job).
-	observability.AttrEvalJobID:    attrText,
-	observability.AttrEvalCaseID:   attrText,
-	observability.AttrEvalSampleID: attrText,
-	observability.AttrEvalWorkerID: attrText,
-}
-
-func init() {
-	// The bounded resource keys (service.name, ...) are kept as span
-	// attributes of the same name, from the span or else its resource.
-	for _, k := range observability.ResourceAttributeKeys {
-		allowed[k] = attrText
-	}
-}
-
-var identityKeys = [...]string{attrRunID, attrInvocationID, attrWorkflowID}
+var identityKeys = observability.SpanIdentityKeys
 
 // mapped is one decoded request: the encoded spans to publish and the
 // counts.

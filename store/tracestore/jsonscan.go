@@ -16,7 +16,10 @@ import (
 //
 // The scanning code follows internal/jsonlimit/decode.go line by line;
 // TestScan_AgreesWithJSONLimit and FuzzProjectMatchesReference hold the two
-// to the same verdicts.
+// to the same verdicts. It is not a mode of internal/jsonlimit because the
+// projection indexes the tape's token layout directly on the hot path, and
+// exporting that layout would make it the bounded reader's public API for
+// this one caller (a second caller would be the time to move it).
 type scanner struct {
 	data []byte
 	pos  int

@@ -17,7 +17,7 @@ const (
 )
 
 // Identity keys, in their canonical (sorted) order.
-var identityKeys = [...]string{"invocation_id", "run_id", "trace_id", "workflow_id"}
+var identityKeys = observability.RecordIdentityKeys
 
 // identity holds a record's identity values by identityKeys index; ""
 // is absent (an identity value is never empty).
@@ -42,23 +42,14 @@ const (
 var (
 	v1Measurements = set("count", "duration_ms", "duration", "system_time", "monotonic_time", "bytes", "frames")
 	v1MetaText     = set("run_id", "invocation_id", "session", "agent", "model", "tool", "call_id", "trace_id", "span_id", "parent_id", "tracestate")
-	usageInts      = set("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning_tokens")
-	// Attribute text keys. run_id, workflow_id and invocation_id are ours:
-	// they are identifiers (never content) and make spans selectable.
-	// The resource keys (service.name, ...) are the bounded deployment
-	// metadata the OTLP receiver keeps from a span's resource.
-	attrText = set(append([]string{"phase", "hook", "outcome", "status", "stream", "capture_error", "gen_ai.operation.name",
-		"gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.response.id",
-		"gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.response.finish_reasons",
-		observability.MappingVersionKey, "erlang_adk.gen_ai.mapping.version", // ours, and the contract fixtures'
-		"error.type", "run_id", "workflow_id", "invocation_id",
-		observability.AttrEvalJobID, observability.AttrEvalCaseID, observability.AttrEvalSampleID, observability.AttrEvalWorkerID},
-		observability.ResourceAttributeKeys[:]...)...)
-	v2Text      = set("signal", "phase", "name", "kind", "trace_id", "span_id", "parent_span_id", "tracestate", "status")
-	v2Ints      = set("schema_version", "trace_flags", "start_time_unix_nano", "end_time_unix_nano", "duration_nano")
-	wfRequired  = set("type", "workflow_id", "workflow_kind", "invocation_id")
-	wfOptText   = set("node_id", "node_type", "outcome", "pause_kind", "parent", "join_id", "from", "to", "fork_id")
-	wfOptCounts = set("iteration", "branch_count", "completed_count", "attempt")
+	// Attribute keys: observability's one allowlist (the usage counters
+	// as integers, every other key as text).
+	usageInts, attrText = splitAllowlist()
+	v2Text              = set("signal", "phase", "name", "kind", "trace_id", "span_id", "parent_span_id", "tracestate", "status")
+	v2Ints              = set("schema_version", "trace_flags", "start_time_unix_nano", "end_time_unix_nano", "duration_nano")
+	wfRequired          = set("type", "workflow_id", "workflow_kind", "invocation_id")
+	wfOptText           = set("node_id", "node_type", "outcome", "pause_kind", "parent", "join_id", "from", "to", "fork_id")
+	wfOptCounts         = set("iteration", "branch_count", "completed_count", "attempt")
 )
 
 // The projections' output objects: their keys, sorted as the stored JSON
@@ -75,6 +66,21 @@ var (
 	spanIdentityFields = [...]string{"run_id", "workflow_id", "invocation_id"}
 	spanIdentitySlots  = [...]int{idRun, idWorkflow, idInvocation}
 )
+
+// splitAllowlist splits observability.MetadataAttributes into the usage
+// counters and the text keys (a text key may also hold a bool, an integer
+// or a list of strings).
+func splitAllowlist() (counts, text map[string]bool) {
+	counts, text = map[string]bool{}, map[string]bool{}
+	for k, r := range observability.MetadataAttributes {
+		if r == observability.AttrRuleCount {
+			counts[k] = true
+		} else {
+			text[k] = true
+		}
+	}
+	return counts, text
+}
 
 func set(ks ...string) map[string]bool {
 	m := make(map[string]bool, len(ks))

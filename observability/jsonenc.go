@@ -1,0 +1,268 @@
+package observability
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// The one home of the signal record's JSON encoding: every package that
+// writes a span record (the bus publisher, the OTLP receiver) or a stored
+// record (the trace store) writes it through these appenders, so there is
+// one encoder and one string quoter. The span appender writes exactly the
+// bytes json.Marshal(*SpanSignal) writes, without reflection (reflection
+// was the largest cost of the publisher and a fifth of the receiver's),
+// and gives up (ok false) on anything whose encoding it does not
+// reproduce (an attribute value of another type, NaN, very deep
+// nesting): the caller then uses json.Marshal, so the output and every
+// error stay encoding/json's. FuzzAppendJSONString, bus's
+// FuzzEncodeSignal and the receiver's FuzzOTLPDecode hold it to that.
+
+// AppendSpanHead appends s's fields in json.Marshal's order, with its
+// omitempty rules, from the opening brace through `,"attributes":`; the
+// caller appends the attributes and the closing brace.
+func AppendSpanHead(b []byte, s *SpanSignal) []byte {
+	b = append(b, `{"schema_version":`...)
+	b = strconv.AppendInt(b, int64(s.Schema), 10)
+	b = append(b, `,"signal":`...)
+	b = appendHTMLString(b, s.Signal)
+	b = append(b, `,"phase":`...)
+	b = appendHTMLString(b, s.Phase)
+	b = append(b, `,"name":`...)
+	b = appendHTMLString(b, s.Name)
+	b = append(b, `,"kind":`...)
+	b = appendHTMLString(b, s.Kind)
+	b = append(b, `,"trace_id":`...)
+	b = appendHTMLString(b, s.TraceID)
+	b = append(b, `,"span_id":`...)
+	b = appendHTMLString(b, s.SpanID)
+	if s.ParentSpanID != "" {
+		b = append(b, `,"parent_span_id":`...)
+		b = appendHTMLString(b, s.ParentSpanID)
+	}
+	b = append(b, `,"trace_flags":`...)
+	b = strconv.AppendInt(b, int64(s.TraceFlags), 10)
+	if s.TraceState != "" {
+		b = append(b, `,"tracestate":`...)
+		b = appendHTMLString(b, s.TraceState)
+	}
+	b = append(b, `,"start_time_unix_nano":`...)
+	b = strconv.AppendInt(b, s.StartTimeUnixNano, 10)
+	if s.EndTimeUnixNano != 0 {
+		b = append(b, `,"end_time_unix_nano":`...)
+		b = strconv.AppendInt(b, s.EndTimeUnixNano, 10)
+	}
+	if s.DurationNano != nil {
+		b = append(b, `,"duration_nano":`...)
+		b = strconv.AppendInt(b, *s.DurationNano, 10)
+	}
+	if s.Status != "" {
+		b = append(b, `,"status":`...)
+		b = appendHTMLString(b, s.Status)
+	}
+	b = append(b, `,"attributes":`...)
+	return b
+}
+
+// maxAppendDepth bounds attribute nesting the appender follows; deeper
+// values go through json.Marshal.
+const maxAppendDepth = 32
+
+// AppendSpanJSON appends s as encoding/json encodes it (field order, the
+// omitempty fields, sorted attribute keys, HTML-escaped strings).
+func AppendSpanJSON(b []byte, s *SpanSignal) ([]byte, bool) {
+	b = AppendSpanHead(b, s)
+	var ok bool
+	if b, ok = appendJSONMap(b, s.Attributes, 0); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// AppendAttributesJSON appends a span's attributes object as json.Marshal
+// encodes it (sorted keys), or reports false where AppendSpanJSON would.
+// With AppendSpanHead and a closing brace it is AppendSpanJSON, for a
+// caller that bounds the attributes' encoded size.
+func AppendAttributesJSON(b []byte, a Attributes) ([]byte, bool) { return appendJSONMap(b, a, 0) }
+
+// mapKeysPool holds the key slices appendJSONMap sorts.
+var mapKeysPool = sync.Pool{New: func() any { k := make([]string, 0, 16); return &k }}
+
+func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
+	if m == nil {
+		return append(b, "null"...), true
+	}
+	kp := mapKeysPool.Get().(*[]string)
+	keys := (*kp)[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	ok := true
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHTMLString(b, k)
+		b = append(b, ':')
+		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
+			break
+		}
+	}
+	clear(keys)
+	*kp = keys[:0]
+	mapKeysPool.Put(kp)
+	return append(b, '}'), ok
+}
+
+// appendJSONValue appends the attribute value types Attributes documents
+// (and the other integer types); anything else reports false.
+func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxAppendDepth {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return appendHTMLString(b, x), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case uint64:
+		return strconv.AppendUint(b, x, 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case float64:
+		return appendJSONFloat(b, x)
+	case []string:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, s := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendHTMLString(b, s)
+		}
+		return append(b, ']'), true
+	case []any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSONValue(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		return appendJSONMap(b, x, depth)
+	}
+	return b, false
+}
+
+// appendJSONFloat is encoding/json's float64 encoding (ES6 number
+// formatting); NaN and ±Inf are errors there, so they report false.
+func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 → e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// appendHTMLString is AppendJSONString with json.Marshal's default
+// HTML-safe escaping, the form of span records.
+func appendHTMLString(b []byte, s string) []byte { return AppendJSONString(b, s, true) }
+
+// AppendJSONString quotes s as encoding/json does: with html, <, > and &
+// are escaped (json.Marshal's default, the span records' form); without,
+// they are not (an Encoder with SetEscapeHTML(false), the stored records'
+// form). Control bytes, U+2028, U+2029 and invalid UTF-8 are escaped
+// either way.
+func AppendJSONString[T string | []byte](b []byte, s T, html bool) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := decodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// decodeRune is utf8.DecodeRune for either string type, without
+// converting (which would allocate for []byte).
+func decodeRune[T string | []byte](s T) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	n := copy(buf[:], s)
+	return utf8.DecodeRune(buf[:n])
+}

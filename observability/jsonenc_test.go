@@ -1,0 +1,60 @@
+package observability_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/fadcedab/adk/observability"
+)
+
+// TestAppendSpanHead_IsJSONMarshalsPrefix: the head plus the attributes
+// and the closing brace is json.Marshal's encoding, with and without the
+// omitempty fields.
+func TestAppendSpanHead_IsJSONMarshalsPrefix(t *testing.T) {
+	d := int64(7)
+	for _, s := range []*observability.SpanSignal{
+		{Schema: 2, Signal: "span", Phase: "start", Name: "n", Kind: "client", TraceID: "t", SpanID: "s", StartTimeUnixNano: 1},
+		{Schema: 2, Signal: "span", Phase: "end", Name: "<a&b>", Kind: "internal", TraceID: "t\u2028", SpanID: "s\x01", ParentSpanID: "p",
+			TraceFlags: 1, TraceState: "k=v", StartTimeUnixNano: -1, EndTimeUnixNano: 9, DurationNano: &d, Status: "error",
+			Attributes: observability.Attributes{"run_id": "r<1>", "gen_ai.usage.input_tokens": int64(3), "l": []string{"a", "\b"}}},
+	} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, _ := json.Marshal(s.Attributes)
+		got := append(append(observability.AppendSpanHead(nil, s), attrs...), '}')
+		if string(got) != string(want) {
+			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+		whole, ok := observability.AppendSpanJSON(nil, s)
+		if !ok || string(whole) != string(want) {
+			t.Fatalf("AppendSpanJSON\n got %s\nwant %s", whole, want)
+		}
+	}
+}
+
+// FuzzAppendJSONString holds the one quoter to encoding/json for both
+// forms: json.Marshal's HTML-safe default and an Encoder with
+// SetEscapeHTML(false); control bytes, U+2028/2029 and invalid UTF-8
+// included, from a string and from bytes.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "<>&\"\\", "\x00\x1f\t\n\r\b\f", "\u2028\u2029", "\xff\xfe", "é日本", "a\xe2\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := observability.AppendJSONString([]byte("x"), s, true); string(got) != "x"+string(want) {
+			t.Fatalf("html %q: got %s want %s", s, got[1:], want)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		plain := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if got := observability.AppendJSONString(nil, []byte(s), false); string(got) != string(plain) {
+			t.Fatalf("plain %q: got %s want %s", s, got, plain)
+		}
+	})
+}
