@@ -49,17 +49,20 @@ func LoadSetWithOptions(data []byte, opts LoadOptions) (*Set, SetFormat, error) 
 }
 
 func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
-	v, deadline, err := decodeSet(data, opts)
+	v, src, deadline, err := decodeSet(data, opts)
 	if err != nil {
 		return nil, "", err
 	}
 	switch x := v.(type) {
 	case map[string]any:
 		if hasAny(x, "eval_set_id", "eval_cases") {
+			if err := src.undefer(x); err != nil {
+				return nil, "", limitErr(CodeInvalidEvalSet, err)
+			}
 			s, err := fromGoogleEvalSet(x, v, deadline)
 			return s, SetFormatGoogleEvalSet, err
 		}
-		s, err := setFromObject(x, deadline)
+		s, err := setFromObject(x, src, deadline)
 		return s, SetFormatADK, err
 	case []any:
 		if isLegacyTestList(x) {

@@ -73,7 +73,7 @@ type LoadOptions struct {
 // bounded by the JSON limits and the validation timeout. Use LoadSet to
 // accept Google ADK files as well.
 func ParseSet(data []byte) (*Set, error) {
-	v, deadline, err := decodeSet(data, LoadOptions{})
+	v, src, deadline, err := decodeSet(data, LoadOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +81,84 @@ func ParseSet(data []byte) (*Set, error) {
 	if !ok {
 		return nil, newErr(CodeEvalSetMustBeObject, "")
 	}
-	return setFromObject(m, deadline)
+	return setFromObject(m, src, deadline)
 }
 
-func decodeSet(data []byte, opts LoadOptions) (any, time.Time, error) {
+// caseSource builds the elements of a native set's "cases" array, which
+// decodeSet leaves deferred (jsonlimit.DecodeDeferring): the whole document
+// is checked against the limits first, then each case is decoded, turned
+// into a Case and its generic values dropped, so a 100,000-case set never
+// holds every case's generic tree at once.
+type caseSource struct {
+	data []byte
+	lim  jsonlimit.Limits
+}
+
+// cases returns the number of cases in v (the "cases" value) and a walk
+// over them; ok is false when v is not an array.
+func (src caseSource) cases(v any) (n int, each func(fn func(i int, v any) error) error, ok bool) {
+	switch x := v.(type) {
+	case []any:
+		return len(x), func(fn func(int, any) error) error {
+			for i, cv := range x {
+				if err := fn(i, cv); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, true
+	case jsonlimit.Deferred:
+		if !x.IsArray() {
+			return 0, nil, false
+		}
+		return x.Len, func(fn func(int, any) error) error {
+			err := jsonlimit.EachElement(src.data, x, src.lim, fn)
+			if _, checked := err.(*jsonlimit.Error); checked {
+				// DecodeDeferring checked these bytes: not reached.
+				return limitErr(CodeInvalidEvalSet, err)
+			}
+			return err
+		}, true
+	}
+	return 0, nil, false
+}
+
+// undefer builds m's deferred cases in place, for the formats that read
+// the whole document (Google's).
+func (src caseSource) undefer(m map[string]any) error {
+	span, ok := m["cases"].(jsonlimit.Deferred)
+	if !ok {
+		return nil
+	}
+	if !span.IsArray() {
+		v, err := jsonlimit.Decode(src.data[span.Start:span.End], src.lim)
+		m["cases"] = v
+		return err
+	}
+	list := make([]any, 0, span.Len)
+	err := jsonlimit.EachElement(src.data, span, src.lim, func(_ int, v any) error {
+		list = append(list, v)
+		return nil
+	})
+	m["cases"] = list
+	return err
+}
+
+// setValidationTimeout is the default validation budget of a document of
+// n bytes: DefaultValidationTimeout, plus a second per 128 KiB past the
+// first MiB (34 s for a 5 MiB set of 100,000 cases, 2 minutes at the 16 MiB
+// bound). A big set is not hostile (the JSON limits bound the work), and
+// the budget is wall time, which a loaded machine stretches: at a second
+// per 2 MiB past 4 MiB, a 5 MiB set failed at a load average of 35 on 2
+// cores.
+func setValidationTimeout(n int) time.Duration {
+	return DefaultValidationTimeout + time.Duration(max(0, n-1<<20)/(128<<10))*time.Second
+}
+
+func decodeSet(data []byte, opts LoadOptions) (any, caseSource, time.Time, error) {
 	timeout := opts.ValidationTimeout
 	if timeout <= 0 {
-		// The default budget grows with the document (a second per 2 MiB
-		// past the first 4): a 100,000-case set is big, not hostile.
-		timeout = DefaultValidationTimeout + time.Duration(max(0, len(data)-4<<20)/(2<<20))*time.Second
+		timeout = setValidationTimeout(len(data))
 	}
 	deadline := time.Now().Add(timeout)
 	// An eval set may hold MaxCases cases: the list, node and string
@@ -99,16 +168,17 @@ func decodeSet(data []byte, opts LoadOptions) (any, time.Time, error) {
 	base.MaxBytes = jsonlimit.DefaultMaxBytes
 	lim, err := base.Tighten(opts.Limits)
 	if err != nil {
-		return nil, deadline, &Error{Code: CodeInvalidEvalSet, Reason: "invalid_limits", Err: err}
+		return nil, caseSource{}, deadline, &Error{Code: CodeInvalidEvalSet, Reason: "invalid_limits", Err: err}
 	}
-	v, err := jsonlimit.Decode(data, lim)
+	src := caseSource{data: data, lim: lim}
+	v, err := jsonlimit.DecodeDeferring(data, lim, "cases")
 	if err != nil {
-		return nil, deadline, limitErr(CodeInvalidEvalSet, err)
+		return nil, src, deadline, limitErr(CodeInvalidEvalSet, err)
 	}
 	if time.Now().After(deadline) {
-		return nil, deadline, newErr(CodeValidationTimeout, "")
+		return nil, src, deadline, newErr(CodeValidationTimeout, "")
 	}
-	return v, deadline, nil
+	return v, src, deadline, nil
 }
 
 var (
@@ -120,7 +190,7 @@ var (
 )
 
 // setFromObject validates a decoded native set and builds its canonical form.
-func setFromObject(m map[string]any, deadline time.Time) (*Set, error) {
+func setFromObject(m map[string]any, src caseSource, deadline time.Time) (*Set, error) {
 	if unk := unknownKeys(m, setKeys); len(unk) > 0 {
 		return nil, newErr(CodeUnknownSetKeys, keysDetail(unk))
 	}
@@ -154,28 +224,32 @@ func setFromObject(m map[string]any, deadline time.Time) (*Set, error) {
 		return nil, err
 	}
 	s.Metadata = meta
-	cases, ok := m["cases"].([]any)
+	n, each, ok := src.cases(m["cases"])
 	if !ok {
 		return nil, newErr(CodeInvalidEvalCases, "")
 	}
-	if len(cases) > MaxCases {
-		return nil, newErr(CodeCaseLimitExceeded, strconv.Itoa(len(cases)))
+	if n > MaxCases {
+		return nil, newErr(CodeCaseLimitExceeded, strconv.Itoa(n))
 	}
-	s.Cases = make([]Case, 0, len(cases))
-	seen := make(map[string]bool, len(cases))
-	for i, cv := range cases {
+	s.Cases = make([]Case, 0, n)
+	seen := make(map[string]bool, n)
+	err = each(func(i int, cv any) error {
 		if time.Now().After(deadline) {
-			return nil, newErr(CodeValidationTimeout, "")
+			return newErr(CodeValidationTimeout, "")
 		}
 		c, err := caseFromValue(cv, i, s.SchemaVersion)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if seen[c.ID] {
-			return nil, newErr(CodeDuplicateCaseID, c.ID)
+			return newErr(CodeDuplicateCaseID, c.ID)
 		}
 		seen[c.ID] = true
 		s.Cases = append(s.Cases, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }

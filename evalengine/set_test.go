@@ -122,6 +122,12 @@ func TestParseSet_Errors(t *testing.T) {
 		{"v2 key in v1 set", `{"schema_version":1,"id":"s","version":"1","cases":[{"id":"a","input":1,"expected_final_response":"x"}]}`, evalengine.CodeUnknownCaseKeys, ""},
 		{"metadata not object", `{"id":"s","version":"1","cases":[],"metadata":[]}`, evalengine.CodeInvalidEvalMetadata, ""},
 		{"turns and shorthand", `{"id":"s","version":"1","cases":[{"id":"a","input":1,"turns":[{"input":1}]}]}`, evalengine.CodeInvalidEvalCase, "turns_and_shorthand"},
+		// Cases are decoded one at a time after the rest of the set: the
+		// set's own keys decide first, wherever "cases" stands.
+		{"v1 after its cases", `{"cases":[{"id":"a","input":1,"expected_final_response":"x"}],"schema_version":1,"id":"s","version":"1"}`, evalengine.CodeUnknownCaseKeys, ""},
+		{"unknown set key after a bad case", `{"cases":[{"id":"a"}],"id":"s","version":"1","extra":1}`, evalengine.CodeUnknownSetKeys, ""},
+		{"bad json after a bad case", `{"cases":[{"id":"a"}],"id":"s","version":"1",}`, evalengine.CodeInvalidEvalSet, "invalid_json"},
+		{"cases a string", `{"id":"s","version":"1","cases":"x"}`, evalengine.CodeInvalidEvalCases, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

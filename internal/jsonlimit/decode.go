@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -24,6 +25,67 @@ func Decode(data []byte, lim Limits) (any, error) {
 		return nil, err
 	}
 	return d.document()
+}
+
+// Deferred stands, in DecodeDeferring's result, for the value of a
+// deferred key: checked against the limits like the rest of the document,
+// but not built. Start and End are its byte offsets in the document; Len is
+// its element count when it is an array, else -1.
+type Deferred struct {
+	Start, End, Len int
+}
+
+// IsArray reports whether the deferred value is an array.
+func (d Deferred) IsArray() bool { return d.Len >= 0 }
+
+// DecodeDeferring is Decode, except that the values of the top-level
+// object's keys named in deferKeys are not built: each is checked against
+// lim as part of the document (so limits and errors are exactly Decode's)
+// and left as a Deferred, for EachElement to build one element at a time.
+// A document of 100,000 eval cases then never holds every case's generic
+// values at once.
+func DecodeDeferring(data []byte, lim Limits, deferKeys ...string) (any, error) {
+	d, err := newDecoder(data, lim, true)
+	if err != nil {
+		return nil, err
+	}
+	d.deferKeys = deferKeys
+	return d.document()
+}
+
+// EachElement builds the elements of a deferred array of data (the
+// document given to DecodeDeferring, which checked it) in order, calling fn
+// with each; an error from fn stops it and is returned.
+func EachElement(data []byte, span Deferred, lim Limits, fn func(i int, v any) error) error {
+	if !span.IsArray() || span.Start < 0 || span.End > len(data) || span.Start >= span.End {
+		return &Error{Code: CodeType, Path: "$", Reason: "not an array"}
+	}
+	d, err := newDecoder(data[:span.End], lim, true)
+	if err != nil {
+		return err
+	}
+	d.pos = span.Start + 1 // '['
+	for i := 0; ; i++ {
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return d.eof()
+		}
+		switch d.data[d.pos] {
+		case ']':
+			return nil
+		case ',':
+			d.pos++
+			d.skipSpace()
+		}
+		d.path = append(d.path[:0], segment{index: i})
+		v, err := d.value()
+		if err != nil {
+			return err
+		}
+		if err := fn(i, v); err != nil {
+			return err
+		}
+	}
 }
 
 // DecodeReader reads at most lim.MaxBytes+1 bytes from r and decodes them
@@ -120,6 +182,9 @@ type decoder struct {
 	strTotal int
 	path     []segment
 	scratch  []byte // reused buffer for strings with escapes
+
+	deferKeys []string // top-level keys whose values are checked, not built
+	arrayLen  int      // elements of the array array() last finished
 }
 
 func newDecoder(data []byte, lim Limits, build bool) (*decoder, error) {
@@ -281,6 +346,7 @@ func (d *decoder) array() (any, error) {
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
 		d.depth--
+		d.arrayLen = 0
 		return listValue(list, d.build), nil
 	}
 	n := 0
@@ -309,6 +375,7 @@ func (d *decoder) array() (any, error) {
 		case ']':
 			d.pos++
 			d.depth--
+			d.arrayLen = n
 			return listValue(list, d.build), nil
 		default:
 			return nil, d.syntax("expected ',' or ']' in array")
@@ -331,11 +398,14 @@ func (d *decoder) object() (any, error) {
 	}
 	d.pos++ // '{'
 	var obj map[string]any
+	// Checking without building, duplicate keys are found in a small list
+	// on the stack, and in a map only past eight keys: a deferred list of
+	// 100,000 small objects then allocates no map per object.
 	var seen map[string]struct{}
+	var few [8]string
+	seenFew := few[:0]
 	if d.build {
 		obj = map[string]any{}
-	} else {
-		seen = map[string]struct{}{}
 	}
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
@@ -363,9 +433,20 @@ func (d *decoder) object() (any, error) {
 			return nil, err
 		}
 		dup := false
-		if d.build {
+		switch {
+		case d.build:
 			_, dup = obj[key]
-		} else {
+		case seen != nil:
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		case len(seenFew) < len(few):
+			dup = slices.Contains(seenFew, key)
+			seenFew = append(seenFew, key)
+		default:
+			seen = make(map[string]struct{}, 2*len(few))
+			for _, k := range seenFew {
+				seen[k] = struct{}{}
+			}
 			_, dup = seen[key]
 			seen[key] = struct{}{}
 		}
@@ -382,7 +463,12 @@ func (d *decoder) object() (any, error) {
 		d.pos++
 		d.skipSpace()
 		d.path = append(d.path, segment{key: key, isKey: true})
-		v, err := d.value()
+		var v any
+		if d.build && d.depth == 1 && slices.Contains(d.deferKeys, key) {
+			v, err = d.deferred()
+		} else {
+			v, err = d.value()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -407,6 +493,23 @@ func (d *decoder) object() (any, error) {
 			return nil, d.syntax("expected ',' or '}' in object")
 		}
 	}
+}
+
+// deferred checks the value at d.pos without building it.
+func (d *decoder) deferred() (any, error) {
+	start := d.pos
+	d.build = false
+	d.arrayLen = -1
+	_, err := d.value()
+	d.build = true
+	if err != nil {
+		return nil, err
+	}
+	n := -1
+	if d.data[start] == '[' {
+		n = d.arrayLen
+	}
+	return Deferred{Start: start, End: d.pos, Len: n}, nil
 }
 
 func mapValue(obj map[string]any, build bool) any {

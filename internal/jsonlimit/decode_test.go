@@ -457,3 +457,40 @@ var errRejected = errors.New("rejected")
 type rejecter struct{}
 
 func (*rejecter) UnmarshalJSON([]byte) error { return errRejected }
+
+func TestDecodeDeferring_BuildsTheDeferredArrayOneElementAtATime(t *testing.T) {
+	data := []byte(`{"id":"s","cases":[{"id":"a","n":[1,2]}, "x" ,[]],"more":{"cases":[3]}}`)
+	v, err := DecodeDeferring(data, Limits{}, "cases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	span, ok := m["cases"].(Deferred)
+	if !ok || span.Len != 3 || !span.IsArray() {
+		t.Fatalf("cases = %#v", m["cases"])
+	}
+	if _, nested := m["more"].(map[string]any)["cases"].([]any); !nested {
+		t.Fatal("only the top-level key is deferred")
+	}
+	var got []any
+	if err := EachElement(data, span, Limits{}, func(i int, v any) error { got = append(got, v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []any{map[string]any{"id": "a", "n": []any{json.Number("1"), json.Number("2")}}, "x", []any{}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("elements = %#v", got)
+	}
+	stop := errors.New("stop")
+	if err := EachElement(data, span, Limits{}, func(int, any) error { return stop }); err != stop {
+		t.Fatalf("fn's error: %v", err)
+	}
+	// Limits count the deferred part: the same error as Decode.
+	_, want1 := Decode(data, Limits{MaxNodes: 8})
+	_, got1 := DecodeDeferring(data, Limits{MaxNodes: 8}, "cases")
+	if want1 == nil || got1 == nil || got1.Error() != want1.Error() {
+		t.Fatalf("limit errors differ: %v vs %v", got1, want1)
+	}
+	if err := EachElement(data, Deferred{Start: 0, End: 3, Len: -1}, Limits{}, func(int, any) error { return nil }); ErrorCode(err) != CodeType {
+		t.Fatalf("not an array: %v", err)
+	}
+}

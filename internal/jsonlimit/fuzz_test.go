@@ -40,10 +40,52 @@ func (m *measure) walk(v any, depth int) {
 	}
 }
 
+// sameAsDecode checks that DecodeDeferring of data, with key deferred,
+// gives Decode's error, or its value once the deferred arrays are built
+// with EachElement.
+func sameAsDecode(t *testing.T, data []byte, lim Limits, want any, werr error, key string) {
+	t.Helper()
+	got, err := DecodeDeferring(data, lim, key)
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+		t.Fatalf("DecodeDeferring err = %v, Decode err = %v", err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if m, ok := got.(map[string]any); ok {
+		if span, ok := m[key].(Deferred); ok {
+			if !span.IsArray() {
+				m[key] = want.(map[string]any)[key] // a scalar or object: compared as is below
+				if _, err := DecodeDeferring(data[span.Start:span.End], lim); err != nil {
+					t.Fatalf("deferred value does not decode alone: %v", err)
+				}
+			} else {
+				list := []any{}
+				if err := EachElement(data, span, lim, func(i int, v any) error {
+					if i != len(list) {
+						t.Fatalf("element %d after %d", i, len(list))
+					}
+					list = append(list, v)
+					return nil
+				}); err != nil {
+					t.Fatalf("EachElement: %v", err)
+				}
+				if len(list) != span.Len {
+					t.Fatalf("Len = %d, %d elements", span.Len, len(list))
+				}
+				m[key] = list
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeDeferring = %#v, Decode = %#v", got, want)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"a":[1,2,{"b":null}],"c":"d"}`, `[]`, `{}`, `"\ud83d\ude00"`, `-0.5e-3`, `[[[[[[]]]]]]`,
-		`{"a":1,"a":2}`, `"\u0000"`, "\"\xff\"", `[1,]`, `{"k0":0,"k1":0,"k2":0,"k3":0,"k4":0,"k5":0,"k6":0,"k7":0,"k8":0}`,
+		`{"a":1,"a":2}`, `{"a":[{"a":[]},[1],"x"],"b":{"a":[2]}}`, `{"a":{"b":1}}`, `{"a":[]}`, `"\u0000"`, "\"\xff\"", `[1,]`, `{"k0":0,"k1":0,"k2":0,"k3":0,"k4":0,"k5":0,"k6":0,"k7":0,"k8":0}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -53,6 +95,7 @@ func FuzzDecode(f *testing.F) {
 		if cerr := Check(data, fuzzLimits); ErrorCode(cerr) != ErrorCode(err) {
 			t.Fatalf("Check and Decode disagree: %v vs %v", cerr, err)
 		}
+		sameAsDecode(t, data, fuzzLimits, v, err, "a")
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {
