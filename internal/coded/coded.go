@@ -28,6 +28,7 @@ type Error[D Domain] struct {
 func (e *Error[D]) Error() string {
 	var d D
 	var b strings.Builder
+	b.Grow(len(d.Prefix()) + len(e.Code) + len(e.Reason) + len(e.Detail) + 5) // one allocation
 	b.WriteString(d.Prefix())
 	b.WriteString(e.Code)
 	if e.Reason != "" {
