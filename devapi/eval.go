@@ -97,6 +97,20 @@ func (s *Server) evalCall(c *call) (*client.Client, string, *Error) {
 	return cl, scope, nil
 }
 
+// jobCall resolves the scope, the coordinator client and the job_id of a
+// call on one job, the start every job route shares.
+func (s *Server) jobCall(c *call) (*client.Client, string, string, *Error) {
+	cl, scope, e := s.evalCall(c)
+	if e != nil {
+		return nil, "", "", e
+	}
+	id, e := c.jobID()
+	if e != nil {
+		return nil, "", "", e
+	}
+	return cl, scope, id, nil
+}
+
 func (c *call) jobID() (string, *Error) {
 	id := c.params["job_id"]
 	if !jobIDPattern.MatchString(id) {
@@ -255,11 +269,7 @@ func (s *Server) submit(w http.ResponseWriter, c *call) *Error {
 }
 
 func (s *Server) status(w http.ResponseWriter, c *call) *Error {
-	cl, scope, e := s.evalCall(c)
-	if e != nil {
-		return e
-	}
-	id, e := c.jobID()
+	cl, scope, id, e := s.jobCall(c)
 	if e != nil {
 		return e
 	}
@@ -277,11 +287,7 @@ type CancelAnswer struct {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, c *call) *Error {
-	cl, scope, e := s.evalCall(c)
-	if e != nil {
-		return e
-	}
-	id, e := c.jobID()
+	cl, scope, id, e := s.jobCall(c)
 	if e != nil {
 		return e
 	}
@@ -292,11 +298,7 @@ func (s *Server) cancel(w http.ResponseWriter, c *call) *Error {
 }
 
 func (s *Server) result(w http.ResponseWriter, c *call) *Error {
-	cl, scope, e := s.evalCall(c)
-	if e != nil {
-		return e
-	}
-	id, e := c.jobID()
+	cl, scope, id, e := s.jobCall(c)
 	if e != nil {
 		return e
 	}
@@ -350,11 +352,7 @@ func JobReport(ctx context.Context, cl *client.Client, scope, jobID, format stri
 }
 
 func (s *Server) report(w http.ResponseWriter, c *call) *Error {
-	cl, scope, e := s.evalCall(c)
-	if e != nil {
-		return e
-	}
-	id, e := c.jobID()
+	cl, scope, id, e := s.jobCall(c)
 	if e != nil {
 		return e
 	}

@@ -141,11 +141,7 @@ func (h *watchHub) close() {
 // public job whenever its phase or progress changes, then "end" once it
 // is terminal. Last-Event-ID skips the state the client already has.
 func (s *Server) events(w http.ResponseWriter, c *call) *Error {
-	cl, scope, e := s.evalCall(c)
-	if e != nil {
-		return e
-	}
-	id, e := c.jobID()
+	cl, scope, id, e := s.jobCall(c)
 	if e != nil {
 		return e
 	}
