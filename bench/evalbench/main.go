@@ -316,6 +316,9 @@ func dashes(n int) string { return strings.Repeat("-", n) }
 // startFake starts openaifake and returns its address and a stop func.
 func startFake(bin string, delay time.Duration) (string, func()) {
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-delay", delay.String())
+	// A failed row ends evalbench with log.Fatal, which runs no stop func:
+	// the kernel stops the fake with us.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	stdout, err := cmd.StdoutPipe()
 	must(err)
 	cmd.Stderr = io.Discard
