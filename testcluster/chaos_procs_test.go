@@ -58,6 +58,10 @@ var chaosPrincipals = []string{"alice", "bob"}
 
 const acctPrincipal = "acct"
 
+// ownerPrincipal owns the job of an `adk eval submit` process that the
+// schedule kills -9 (owner death).
+const ownerPrincipal = "carol"
+
 // chaosProc is one child process, restartable with the same arguments.
 type chaosProc struct {
 	name, bin string
@@ -193,17 +197,18 @@ func (p *chaosProc) tail(n int) []string {
 // input (one case's input: the (case, sample) with one sample per case),
 // and answers slowly or with 500 for the inputs the seed picked.
 type chaosProvider struct {
-	srv          *httptest.Server
+	srv *httptest.Server
+
+	mu           sync.Mutex
 	delay        time.Duration // every answer
 	slow         time.Duration // extra delay for a slow input
 	slowP, failP uint32        // per mille of inputs that are slow / fail
-
-	mu    sync.Mutex
-	calls map[string]int
+	calls        map[string]int
+	last         map[string]time.Time // each input's latest call
 }
 
 func newChaosProvider(rng *rand.Rand) *chaosProvider {
-	p := &chaosProvider{calls: map[string]int{},
+	p := &chaosProvider{calls: map[string]int{}, last: map[string]time.Time{},
 		delay: time.Duration(150+rng.IntN(350)) * time.Millisecond,
 		slow:  time.Duration(1000+rng.IntN(2000)) * time.Millisecond,
 		slowP: uint32(rng.IntN(100)), failP: uint32(rng.IntN(80))}
@@ -236,6 +241,7 @@ func (p *chaosProvider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.calls[input]++
+	p.last[input] = time.Now()
 	d, slow, slowP, failP := p.delay, p.slow, p.slowP, p.failP
 	p.mu.Unlock()
 	if p.pick(input, "slow", slowP) {
@@ -253,6 +259,19 @@ func (p *chaosProvider) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte(`{"id":"c","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`))
+}
+
+// lastCall is the latest call of any input starting with prefix.
+func (p *chaosProvider) lastCall(prefix string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var t time.Time
+	for in, at := range p.last {
+		if strings.HasPrefix(in, prefix) && at.After(t) {
+			t = at
+		}
+	}
+	return t
 }
 
 func (p *chaosProvider) executions() map[string]int {
@@ -276,6 +295,7 @@ type procFleet struct {
 	rogue    *chaosProc
 	stores   []*chaosProc // s1, s2
 	metrics  map[*chaosProc]string
+	adk      string
 	nc       *nats.Conn
 	cl       *client.Client
 	provider *chaosProvider
@@ -317,7 +337,7 @@ func chaosBreakBuild() bool { return os.Getenv("ADK_CHAOS_BREAK") != "" }
 func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv []string) *procFleet {
 	t.Helper()
 	adk, natsBin := chaosBinaries(t)
-	f := &procFleet{t: t, dir: dir, provider: provider, metrics: map[*chaosProc]string{}}
+	f := &procFleet{t: t, dir: dir, provider: provider, metrics: map[*chaosProc]string{}, adk: adk}
 	t.Cleanup(func() {
 		all := f.all()
 		termAll(all[:len(all)-1], 10*time.Second) // NATS last: the others flush through it
@@ -365,7 +385,7 @@ func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv 
 		t.Fatal(err)
 	}
 	var tokens strings.Builder
-	for _, p := range append(append([]string{}, chaosPrincipals...), acctPrincipal) {
+	for _, p := range append(append([]string{}, chaosPrincipals...), ownerPrincipal, acctPrincipal) {
 		sum := sha256.Sum256([]byte(chaosToken(p)))
 		fmt.Fprintf(&tokens, "%s %s\n", hex.EncodeToString(sum[:]), p)
 	}
@@ -396,7 +416,7 @@ func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv 
 	for i := range 3 {
 		id := fmt.Sprintf("c%d", i+1)
 		p := newProc(id, false, "coordinator", "--id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", addrs[i],
-			"--nats", f.natsURL, "--bootstrap", "--peers", strings.Join(peers, ","), "--workers", "w1,w2,w3", "--log-level", "warn")
+			"--nats", f.natsURL, "--bootstrap", "--peers", strings.Join(peers, ","), "--workers", "w1,w2,w3", "--max-running-jobs", "8", "--log-level", "warn")
 		p.start(t)
 		f.coords = append(f.coords, p)
 	}
@@ -453,6 +473,20 @@ func (f *procFleet) leader() int {
 		return -1
 	}
 	return i - 1
+}
+
+// waitJob polls the jobs of scope until one exists and returns its id
+// ("" after timeout).
+func (f *procFleet) waitJob(scope string, timeout time.Duration) string {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); pauseFor(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		page, err := f.cl.ListJobs(ctx, scope, 10, "")
+		cancel()
+		if err == nil && len(page.Items) > 0 {
+			return page.Items[0].JobID
+		}
+	}
+	return ""
 }
 
 // metric reads one unlabelled series from a process's /metrics.
@@ -540,6 +574,10 @@ func TestClusterChaosProcs(t *testing.T) {
 		s := seed + uint64(r)
 		h := procChaosRun(t, s, dir, nil)
 		total.add(h)
+		// One line per run, so a batch stopped early still tells.
+		var one chaosTotals
+		one.add(h)
+		t.Logf("chaos-procs run: seed %d: %s", s, one.String(1, s))
 		if v := h.violations(); len(v) > 0 {
 			total.failed++
 			p := writeHistory(dir, "chaos-procs", h)
@@ -633,8 +671,43 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 			}
 			h.Jobs[p] = j.JobID
 		}
-		h.Samples = 0
-		expected := cases * len(chaosPrincipals)
+		// Owner death: an `adk eval submit` process owns a third job and is
+		// killed -9 while it runs; its job must stop calling the provider.
+		var owner *chaosProc
+		ownerSet := fmt.Sprintf("chaos-%d-%s", seed, ownerPrincipal)
+		if hook == nil {
+			setFile := filepath.Join(dir, "owned.json")
+			if err := os.WriteFile(setFile, chaosEvalSet(ownerSet, cases), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			owner = &chaosProc{name: "owner", bin: f.adk, log: filepath.Join(dir, "owner.log"),
+				args: []string{"eval", "submit", "--nats", f.natsURL, "--scope", ownerPrincipal, "--agent", "chaos", "--eval-set", setFile}}
+			owner.start(t)
+			if id := f.waitJob(ownerPrincipal, 30*time.Second); id != "" {
+				h.Jobs[ownerPrincipal] = id
+				// Killed while its tasks call the provider.
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); pauseFor(100 * time.Millisecond) {
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+					j, err := f.cl.Status(ctx, ownerPrincipal, id)
+					cancel()
+					if err == nil && (j.Progress.Dispatched > 0 || j.Phase.Terminal()) {
+						break
+					}
+				}
+				pauseFor(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+				owner.signal(t, syscall.SIGKILL)
+				h.OwnerKilledAt = time.Since(start)
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				if j, err := f.cl.Status(ctx, ownerPrincipal, id); err == nil {
+					t.Logf("seed %d: owner killed at %.1fs: its job %s, %d/%d tasks dispatched, %d done", seed, h.OwnerKilledAt.Seconds(), j.Phase, j.Progress.Dispatched, cases, j.Progress.Done)
+				}
+				cancel()
+			} else {
+				owner.signal(t, syscall.SIGKILL)
+				t.Logf("seed %d: the owner process submitted no job: %v", seed, owner.tail(5))
+			}
+		}
+		ownerKill := start.Add(h.OwnerKilledAt)
 		n := 2 + rng.IntN(3)
 		if hook != nil {
 			hook(t, f, h)
@@ -642,9 +715,18 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 		}
 		for range n {
 			pauseFor(time.Duration(200+rng.IntN(1500)) * time.Millisecond)
+			at := time.Now()
 			fault := f.fault(rng)
 			t.Logf("seed %d: %s at %.1fs", seed, fault, time.Since(start).Seconds())
 			h.Faults = append(h.Faults, fault)
+			// A leader failover or NATS outage in the owner's last
+			// seconds delays the decision past the promise: the new
+			// leader grants owners a lease, and without NATS nothing is
+			// cancelled (reported apart).
+			if h.OwnerKilledAt > 0 && (strings.HasPrefix(fault, "kill leader") || strings.HasPrefix(fault, "kill nats")) &&
+				!at.Before(ownerKill.Add(-ownerStopBound)) && at.Before(ownerKill.Add(2*ownerStopBound)) {
+				h.OwnerDisturbed = true
+			}
 		}
 
 		// Every job terminal within the bound.
@@ -693,6 +775,7 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 			if err := json.Unmarshal(res, &r); err != nil {
 				t.Fatal(err)
 			}
+			h.Expected += cases
 			for _, cs := range r.Cases {
 				for _, s := range cs.Samples {
 					h.Samples++
@@ -705,8 +788,8 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 				}
 			}
 		}
-		if h.Phase == "completed" {
-			h.Expected = expected
+		if last := provider.lastCall(ownerSet + " "); h.OwnerKilledAt > 0 && !last.IsZero() {
+			h.OwnerStop, h.OwnerStopSet = last.Sub(ownerKill), true
 		}
 		h.Executions = provider.executions()
 		if v, err := f.metric(f.rogue, "adk_worker_executed_tasks_total"); err == nil {
@@ -824,7 +907,7 @@ func compareStores(t *testing.T, a, b string) (stored, evicted uint64, diff stri
 	case ta.Counters != tb.Counters || ta.Events != tb.Events:
 		diff = fmt.Sprintf("status %+v (%d events) vs %+v (%d events)", ta.Counters, ta.Events, tb.Counters, tb.Events)
 	default:
-		for _, p := range append(append([]string{}, chaosPrincipals...), acctPrincipal) {
+		for _, p := range append(append([]string{}, chaosPrincipals...), ownerPrincipal, acctPrincipal) {
 			if string(allPages(t, sa, p, nil)) != string(allPages(t, sb, p, nil)) {
 				diff = "pages of " + p + " differ"
 				break

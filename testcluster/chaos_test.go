@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,15 @@ type chaosHistory struct {
 	StoreDiff  string              `json:"store_diff,omitempty"`
 	StoreStuck string              `json:"store_stuck,omitempty"` // store nodes not caught up within the bound
 	Logs       map[string][]string `json:"logs,omitempty"`        // each process's log tail, for a failing run
+	// Owner death: when the owning process was killed (since submit) and
+	// the provider's last call for its job after that (negative: none
+	// after).
+	OwnerKilledAt time.Duration `json:"owner_killed_at_ns,omitempty"`
+	OwnerStop     time.Duration `json:"owner_stop_ns,omitempty"`
+	OwnerStopSet  bool          `json:"owner_stop_set,omitempty"`
+	// OwnerDisturbed: a leader or NATS kill near the owner's death; the
+	// stop time is then reported, not held to the bound.
+	OwnerDisturbed bool `json:"owner_disturbed,omitempty"`
 }
 
 // signalAccount is one publisher's signals against what the store nodes
@@ -120,6 +130,9 @@ func (h *chaosHistory) violations() []string {
 	for _, l := range h.Leaks {
 		v = append(v, "leak: "+l)
 	}
+	if h.OwnerStopSet && !h.OwnerDisturbed && h.OwnerStop > ownerStopBound {
+		v = append(v, fmt.Sprintf("owner: provider called %v after the owner died (bound %v)", h.OwnerStop.Round(time.Millisecond), ownerStopBound))
+	}
 	if h.StoreStuck != "" {
 		v = append(v, "stuck: store nodes did not catch up with ADK_SIGNALS: "+h.StoreStuck)
 	}
@@ -129,12 +142,17 @@ func (h *chaosHistory) violations() []string {
 	return v
 }
 
+// ownerStopBound is issue 17's promise: owner death stops new provider
+// calls within 3 s.
+const ownerStopBound = 3 * time.Second
+
 // chaosTotals sums a batch of runs for its closing line.
 type chaosTotals struct {
 	faults, tags, phases, reasons map[string]int
 	failed                        int
 	signals                       signalAccount
 	elapsed                       time.Duration
+	ownerStops, ownerDisturbed    []time.Duration
 }
 
 func (c *chaosTotals) add(h *chaosHistory) {
@@ -159,11 +177,27 @@ func (c *chaosTotals) add(h *chaosHistory) {
 	c.signals.Dropped += h.Signals.Dropped
 	c.signals.Stored += h.Signals.Stored
 	c.elapsed = max(c.elapsed, h.Elapsed)
+	switch {
+	case h.OwnerStopSet && h.OwnerDisturbed:
+		c.ownerDisturbed = append(c.ownerDisturbed, h.OwnerStop)
+	case h.OwnerStopSet:
+		c.ownerStops = append(c.ownerStops, h.OwnerStop)
+	}
 }
 
 func (c *chaosTotals) String(runs int, seed uint64) string {
-	return fmt.Sprintf("%d runs from seed %d, faults %v, job phases %v, job reasons %v, failed sample tags %v, signals accepted %d exported %d dropped %d stored %d, slowest job %v, runs with violations %d",
-		runs, seed, c.faults, c.phases, c.reasons, c.tags, c.signals.Accepted, c.signals.Exported, c.signals.Dropped, c.signals.Stored, c.elapsed.Round(100*time.Millisecond), c.failed)
+	stops := func(d []time.Duration) string {
+		if len(d) == 0 {
+			return "none"
+		}
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return fmt.Sprintf("%d kills, last provider call after the kill: min %v, median %v, max %v", len(s),
+			s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	}
+	owner := stops(c.ownerStops) + "; with a leader or NATS kill near it: " + stops(c.ownerDisturbed)
+	return fmt.Sprintf("%d runs from seed %d, faults %v, job phases %v, job reasons %v, failed sample tags %v, signals accepted %d exported %d dropped %d stored %d, slowest job %v, owner death %s, runs with violations %d",
+		runs, seed, c.faults, c.phases, c.reasons, c.tags, c.signals.Accepted, c.signals.Exported, c.signals.Dropped, c.signals.Stored, c.elapsed.Round(100*time.Millisecond), owner, c.failed)
 }
 
 func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
@@ -186,6 +220,7 @@ func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
 		"leak":        func(h *chaosHistory) { h.Leaks = []string{"bob read 1 events of alice's job"} },
 		"diverged":    func(h *chaosHistory) { h.StoreDiff = "pages of alice differ" },
 		"stuck":       func(h *chaosHistory) { h.StoreStuck = "s1 lag 3" },
+		"owner":       func(h *chaosHistory) { h.OwnerStop, h.OwnerStopSet = 4*time.Second, true },
 	} {
 		h := ok
 		bad(&h)
