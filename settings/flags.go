@@ -130,4 +130,3 @@ func (b *Flags) Resolve() (File, error) {
 	}
 	return f, f.Validate()
 }
-
