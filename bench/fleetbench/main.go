@@ -122,6 +122,7 @@ func main() {
 	}
 	loadBefore := loadAverage()
 	if *rlRPM > 0 {
+		cfg.fleet.rpm = *rlRPM // the header and the verdict read it
 		r, err := runRateLimit(ctx, cfg, *rlWorkers, *rlRPM, *rlSeconds)
 		printRateRun(os.Stdout, cfg, r)
 		fmt.Printf("\nload average (1, 5, 15 min) before: %s, after: %s, on %d CPUs\n", loadBefore, loadAverage(), runtime.NumCPU())
