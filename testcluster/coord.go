@@ -18,6 +18,7 @@ import (
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/worker"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // EvalOptions size an eval cluster. Zero fields take the defaults below.
@@ -45,6 +46,10 @@ type EvalOptions struct {
 	MemTableSize int64
 	// Logger receives coordinator and worker logs (default: discarded).
 	Logger *slog.Logger
+	// Signals makes workers trace every task into ADK_SIGNALS (created at
+	// start, 3 replicas on a 3-node NATS cluster) through a publisher pool
+	// on their own restricted connection, as adk worker does.
+	Signals bool
 }
 
 // Test defaults: small timeouts sized for a 2-core machine. DispatchGrace
@@ -58,9 +63,16 @@ var testTiming = coordinator.Timing{
 	ResultAckWait: 2 * time.Second,
 }
 
+// The coordinator's NATS user (unrestricted), for tests that inspect
+// streams.
 const (
-	coordUser     = "coord"
-	coordPassword = "coord-secret"
+	CoordUser     = "coord"
+	CoordPassword = "coord-secret"
+)
+
+const (
+	coordUser     = CoordUser
+	coordPassword = CoordPassword
 	workerSecret  = "worker-secret-"
 )
 
@@ -86,9 +98,10 @@ type CoordNode struct {
 
 // WorkerNode is one worker slot; W is nil while it is stopped.
 type WorkerNode struct {
-	ID string
-	W  *worker.Worker
-	nc *nats.Conn
+	ID   string
+	W    *worker.Worker
+	nc   *nats.Conn
+	pool *bus.PublisherPool // with EvalOptions.Signals
 }
 
 // StartEval starts the NATS cluster (with per-worker users), the
@@ -130,6 +143,9 @@ func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 	c := &EvalCluster{t: t, opts: o, Agent: o.Agent}
 	c.NATS = StartNATS(t, o.NATSNodes, WithUsers(users...))
 	t.Cleanup(c.stopAll)
+	if o.Signals {
+		c.ensureSignalStream()
+	}
 	for i := range o.Coordinators {
 		c.coords = append(c.coords, &CoordNode{ID: "c" + strconv.Itoa(i), Dir: t.TempDir(), Addr: "127.0.0.1:0"})
 	}
@@ -271,14 +287,20 @@ func (c *EvalCluster) StartWorker(i int) *worker.Worker {
 	c.mu.Unlock()
 	nc := c.NATS.ConnectAll(c.t, bus.WithUserPassword(wn.ID, workerSecret+wn.ID),
 		bus.WithNATSOptions(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wn.ID))))
-	w, err := worker.Start(worker.Config{ID: wn.ID, NATS: nc, Capacity: c.opts.Capacity,
+	cfg := worker.Config{ID: wn.ID, NATS: nc, Capacity: c.opts.Capacity,
 		Agents: map[string]evalengine.Adapter{"scripted": c.Agent}, AgentFiles: c.opts.AgentFiles,
-		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, Logger: c.opts.Logger})
+		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, Logger: c.opts.Logger}
+	var pool *bus.PublisherPool
+	if c.opts.Signals {
+		pool = bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
+		cfg.Signals = pool
+	}
+	w, err := worker.Start(cfg)
 	if err != nil {
 		c.t.Fatalf("start worker %s: %v", wn.ID, err)
 	}
 	c.mu.Lock()
-	wn.W, wn.nc = w, nc
+	wn.W, wn.nc, wn.pool = w, nc, pool
 	c.mu.Unlock()
 	return w
 }
@@ -297,11 +319,14 @@ func (c *EvalCluster) ConnectAsWorker(i int) *nats.Conn {
 func (c *EvalCluster) StopWorker(i int) {
 	c.mu.Lock()
 	wn := c.wks[i]
-	w, nc := wn.W, wn.nc
-	wn.W, wn.nc = nil, nil
+	w, nc, pool := wn.W, wn.nc, wn.pool
+	wn.W, wn.nc, wn.pool = nil, nil, nil
 	c.mu.Unlock()
 	if w != nil {
 		w.Stop()
+		if pool != nil {
+			pool.Close()
+		}
 		nc.Close()
 	}
 }
@@ -361,4 +386,24 @@ func (c *EvalCluster) WaitJob(cl *client.Client, scope, jobID string, d time.Dur
 		return false
 	})
 	return last
+}
+
+// ensureSignalStream creates ADK_SIGNALS as the coordinator user.
+func (c *EvalCluster) ensureSignalStream() {
+	c.t.Helper()
+	nc := c.NATS.ConnectAll(c.t, bus.WithUserPassword(coordUser, coordPassword))
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	replicas := 1
+	if c.opts.NATSNodes >= 3 {
+		replicas = 3
+	}
+	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{Replicas: replicas}); err != nil {
+		c.t.Fatalf("create %s: %v", bus.SignalStreamName, err)
+	}
 }
