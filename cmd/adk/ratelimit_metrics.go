@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/worker"
 )
@@ -48,17 +47,6 @@ func (c limiterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLimitWait, prometheus.CounterValue, s.WaitSeconds, lv...)
 		ch <- prometheus.MustNewConstMetric(descLimitThrottled, prometheus.CounterValue, float64(s.Throttled), lv...)
 		ch <- prometheus.MustNewConstMetric(descLimitRPM, prometheus.GaugeValue, s.Limits.RPM, lv...)
-	}
-}
-
-// localLimiterStats names a local run's limiters by agent.
-func localLimiterStats(agent string, ls []*ratelimit.Limiter) func() []worker.LimitStat {
-	return func() []worker.LimitStat {
-		out := make([]worker.LimitStat, 0, len(ls))
-		for _, l := range ls {
-			out = append(out, worker.LimitStat{Agent: agent, Stats: l.Stats()})
-		}
-		return out
 	}
 }
 
