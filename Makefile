@@ -41,6 +41,10 @@ test: ## Run every test with the race detector (cluster tests serially)
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestCluster' $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m -p 1 -run '^TestCluster' $(PKGS)
 
+.PHONY: test-chart
+test-chart: ## Lint and render the Helm chart (deploy/helm/charttest, its own module: Helm and Kubernetes stay out of adk's)
+	cd deploy/helm/charttest && $(GO) test -count=1 ./...
+
 .PHONY: lint
 lint: ## gofmt check, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -207,3 +207,36 @@ func TestDeployCompose(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployHelmArgs parses every container command line the Helm chart
+// renders (deploy/helm/charttest writes them to testdata/args.txt and
+// args-switches.txt and fails when they are stale) with the binary's own
+// flags.
+func TestDeployHelmArgs(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "deploy", "helm", "charttest", "testdata")
+	data, err := os.ReadFile(filepath.Join(dir, "args.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The values switches (settings file, NATS credentials, ...) add flags.
+	switches, err := os.ReadFile(filepath.Join(dir, "args-switches.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(switches)), "\n") {
+		parseAdkCommand(t, strings.Fields(line))
+	}
+	roles := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		cmd := parseAdkCommand(t, strings.Fields(line))
+		roles[cmd.Name()]++
+		if flagValue(t, cmd, "metrics-addr") == "" {
+			t.Errorf("%s: no --metrics-addr for the probes", line)
+		}
+	}
+	for role, want := range map[string]int{"coordinator": 1, "worker": 2, "store": 1, "api": 1} {
+		if roles[role] != want {
+			t.Errorf("%d %s command lines, want %d (%v)", roles[role], role, want, roles)
+		}
+	}
+}
