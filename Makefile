@@ -10,7 +10,8 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; } || echo unknown)
 TAG       ?= $(shell git describe --tags --abbrev=0 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.tag=$(TAG)
-CONTAINER_BUILD ?= $(shell command -v podman >/dev/null 2>&1 && echo podman build || { command -v docker >/dev/null 2>&1 && echo docker build || echo buildah bud; })
+# podman and buildah default to OCI images, which drop HEALTHCHECK: --format docker keeps it.
+CONTAINER_BUILD ?= $(shell command -v podman >/dev/null 2>&1 && echo podman build --format docker || { command -v docker >/dev/null 2>&1 && echo docker build || echo buildah bud --format docker; })
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 5s
 
