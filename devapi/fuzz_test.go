@@ -93,3 +93,41 @@ func FuzzParsePrune(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseReportBodies: the render and compare bodies' decoding never
+// panics; every refusal is a 400 invalid_evaluation_report with a reason,
+// and a report it accepts is a decoded result or comparison.
+func FuzzParseReportBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"report":{},"format":"json"}`,
+		`{"report":{"report_type":"baseline_comparison"},"format":"markdown"}`,
+		`{"report":[],"format":"json","options":{"max_output_bytes":0}}`,
+		`{"baseline_job_id":"j1","current_job_id":"j2"}`,
+		`{"baseline":{},"current":{},"options":{}}`,
+		`{"report":{},"report":{}}`, `{"report":{}} x`, `{"x":1}`, "\xff", `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check := func(what string, e *Error) {
+			if e.Status != http.StatusBadRequest || e.Code != CodeInvalidReport {
+				t.Fatalf("%s refusal %+v", what, e)
+			}
+		}
+		var rb RenderBody
+		if e := decodeBody(data, &rb, CodeInvalidReport); e != nil {
+			check("render body", e)
+		} else if v, e := decodeReportValue(rb.Report); e != nil {
+			check("report", e)
+			if v != nil {
+				t.Fatalf("refused report decoded to %T", v)
+			}
+		} else if v == nil {
+			t.Fatal("accepted report decoded to nil")
+		}
+		var cb CompareBody
+		if e := decodeBody(data, &cb, CodeInvalidReport); e != nil {
+			check("compare body", e)
+		}
+	})
+}
