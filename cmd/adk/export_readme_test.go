@@ -46,17 +46,7 @@ func TestReadme_ForwardingTraces(t *testing.T) {
 		if natsURL != "" {
 			line = strings.ReplaceAll(line, "nats://127.0.0.1:4222", natsURL)
 		}
-		var env, args []string
-		for _, w := range strings.Fields(strings.TrimSuffix(line, "&")) {
-			switch {
-			case args == nil && w != "./bin/adk" && strings.Contains(w, "="):
-				env = append(env, w)
-			case w == "./bin/adk":
-				args = []string{}
-			default:
-				args = append(args, w)
-			}
-		}
+		env, args := splitReadmeLine(line)
 		switch args[0] {
 		case "serve":
 			for i := range args {
@@ -230,17 +220,7 @@ func TestReadme_TracesFromAnySDK(t *testing.T) {
 			line = strings.ReplaceAll(line, "http://127.0.0.1:4318", otlpOrigin)
 		}
 		line = strings.ReplaceAll(line, "TRACE_ID", traceID)
-		var env, args []string
-		for _, w := range strings.Fields(strings.TrimSuffix(line, "&")) {
-			switch {
-			case args == nil && w != "./bin/adk" && strings.Contains(w, "="):
-				env = append(env, w)
-			case w == "./bin/adk":
-				args = []string{}
-			default:
-				args = append(args, w)
-			}
-		}
+		env, args := splitReadmeLine(line)
 		switch {
 		case args[0] == "serve":
 			for i := range args {

@@ -73,17 +73,7 @@ func TestReadme_TracingEveryRun(t *testing.T) {
 		}
 		line = strings.ReplaceAll(line, "JOB_ID", jobID)
 		line = strings.ReplaceAll(line, "SAMPLE_ID", sampleID)
-		var env, args []string
-		for _, w := range strings.Fields(strings.TrimSuffix(line, "&")) {
-			switch {
-			case args == nil && w != "./bin/adk" && strings.Contains(w, "="):
-				env = append(env, w)
-			case w == "./bin/adk":
-				args = []string{}
-			default:
-				args = append(args, w)
-			}
-		}
+		env, args := splitReadmeLine(line)
 		if args[0] == "serve" {
 			for i := range args {
 				switch {
@@ -218,4 +208,20 @@ func startServeBinaryLines(t *testing.T, dir string, args []string) (string, []s
 			t.Fatalf("serve not ready: %s", serveErr.String())
 		}
 	}
+}
+
+// splitReadmeLine splits a README command line ("A=1 ./bin/adk eval run
+// ... &") into its environment assignments and the adk arguments.
+func splitReadmeLine(line string) (env, args []string) {
+	for _, w := range strings.Fields(strings.TrimSuffix(line, "&")) {
+		switch {
+		case args == nil && w != "./bin/adk" && strings.Contains(w, "="):
+			env = append(env, w)
+		case w == "./bin/adk":
+			args = []string{}
+		default:
+			args = append(args, w)
+		}
+	}
+	return env, args
 }
