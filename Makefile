@@ -84,6 +84,11 @@ bench-otlp: build ## OTLP/HTTP ingestion through adk serve driven by telemetryge
 chaos: ## Seeded random faults (leader, follower, worker, NATS node, worker silence) over an in-process cluster; CHAOS_RUNS (default 20), CHAOS_SEED replays
 	CHAOS_RUNS=$${CHAOS_RUNS:-20} $(GO) test -count=1 -timeout $$(( $${CHAOS_RUNS:-20} * 3 + 5 ))m -run 'TestChaosChecker|TestClusterChaos$$' -v ./testcluster/ | grep --line-buffered -E '^(---|ok|FAIL|panic)|chaos|goroutine'
 
+# The chaos targets filter go test's output through grep; pipefail keeps
+# go test's exit status (a failing run must fail the target).
+chaos chaos-procs: SHELL := /bin/bash
+chaos chaos-procs: .SHELLFLAGS := -o pipefail -c
+
 .PHONY: chaos-procs
 chaos-procs: ## Seeded kill -9/SIGSTOP faults over real processes (nats-server, 3 coordinators, 4 workers, 2 store nodes, a fake provider); CHAOS_RUNS (default 20), CHAOS_SEED replays, CHAOS_HISTORY_DIR keeps failing runs
 	CHAOS_RUNS=$${CHAOS_RUNS:-20} nice -n 19 $(GO) test -count=1 -timeout $$(( $${CHAOS_RUNS:-20} * 4 + 5 ))m -run 'TestChaosChecker|TestClusterChaosProcs' -v ./testcluster/ | grep --line-buffered -E '^(---|ok|FAIL|panic)|chaos|goroutine'
