@@ -329,10 +329,11 @@ func ContentType(format string) string {
 	return "application/json; charset=utf-8"
 }
 
-// RenderStoredResult renders a job's stored result document: the one
-// path from a result to report bytes that the HTTP route, the Go
-// caller (JobReport) and `adk eval report JOB_ID` share, so all three
-// give the same bytes.
+// RenderStoredResult renders a job's stored result document: the path
+// from a result to report bytes that the HTTP route and the Go caller
+// (JobReport) share. `adk eval report JOB_ID` makes the same two calls
+// (evalengine.DecodeResult, then evalengine.Render) itself, and the
+// report-parity tests check that all three give the same bytes.
 func RenderStoredResult(doc []byte, format string, opts evalengine.ExportOptions) ([]byte, error) {
 	r, err := evalengine.DecodeResult(doc)
 	if err != nil {
