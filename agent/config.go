@@ -280,9 +280,9 @@ func cutRateLimit(raw json.RawMessage) (json.RawMessage, *ratelimit.Spec, error)
 	return out, &spec, err
 }
 
-// EndpointKey names a provider's endpoint for rate limits: its name and,
+// endpointKey names a provider's endpoint for rate limits: its name and,
 // for a remote provider, its base URL (never a credential).
-func EndpointKey(p model.Provider) string {
+func endpointKey(p model.Provider) string {
 	if e, ok := p.(interface{ Endpoint() string }); ok {
 		return p.Name() + " " + e.Endpoint()
 	}
@@ -312,7 +312,7 @@ func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
 		if p.rateLimit == nil || p.provider == nil {
 			return nil
 		}
-		key := EndpointKey(p.provider)
+		key := endpointKey(p.provider)
 		if prev, ok := specs[key]; ok && prev != *p.rateLimit {
 			return &Error{Code: CodeInvalidAgentConfig, Agent: p.spec.Name, Detail: "model.rate_limit: differs from another rate_limit for endpoint " + key}
 		}
@@ -332,7 +332,7 @@ func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
 			p.provider = w
 			return nil
 		}
-		key := EndpointKey(p.provider)
+		key := endpointKey(p.provider)
 		spec, ok := specs[key]
 		if !ok {
 			return nil

@@ -250,17 +250,6 @@ var ResourceAttributeKeys = [...]string{
 	"telemetry.sdk.version",
 }
 
-// IsResourceAttributeKey reports whether k is one of ResourceAttributeKeys.
-func IsResourceAttributeKey(k string) bool {
-	switch k {
-	case "service.name", "service.namespace", "service.version", "service.instance.id",
-		"deployment.environment", "deployment.environment.name",
-		"telemetry.sdk.name", "telemetry.sdk.language", "telemetry.sdk.version":
-		return true
-	}
-	return false
-}
-
 // AttrRule is how the value of an allowlisted span attribute is kept.
 type AttrRule uint8
 

@@ -35,12 +35,9 @@ func Wrap(p model.Provider, l *Limiter) *Provider {
 // Name is the wrapped provider's name.
 func (p *Provider) Name() string { return p.inner.Name() }
 
-// Limiter returns the provider's limiter.
-func (p *Provider) Limiter() *Limiter { return p.l }
-
 // Generate waits for the limiter, calls the provider, and retries 429s.
 func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	est := EstimateTokens(req)
+	est := estimateTokens(req)
 	for {
 		release, err := p.l.Acquire(ctx, est)
 		if err != nil {
@@ -65,10 +62,10 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 	}
 }
 
-// EstimateTokens guesses a request's tokens before the call (about four
+// estimateTokens guesses a request's tokens before the call (about four
 // characters a token, plus the output bound): the tokens-per-minute
 // bucket is charged this up front and the rest after the answer's usage.
-func EstimateTokens(req *model.Request) int {
+func estimateTokens(req *model.Request) int {
 	chars := 0
 	for _, m := range req.Messages {
 		for _, part := range m.Parts {
