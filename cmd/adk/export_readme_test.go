@@ -49,14 +49,7 @@ func TestReadme_ForwardingTraces(t *testing.T) {
 		env, args := splitReadmeLine(line)
 		switch args[0] {
 		case "serve":
-			for i := range args {
-				switch {
-				case i > 0 && args[i-1] == "--port":
-					args[i] = "-1"
-				case i > 0 && args[i-1] == "--data-dir":
-					args[i] = filepath.Join(dir, "data")
-				}
-			}
+			localServeArgs(args, dir)
 			natsURL = startServeBinary(t, dir, args)
 		case "export":
 			exporters = append(exporters, startExport(t, dir, env, args))
@@ -223,13 +216,9 @@ func TestReadme_TracesFromAnySDK(t *testing.T) {
 		env, args := splitReadmeLine(line)
 		switch {
 		case args[0] == "serve":
-			for i := range args {
-				switch {
-				case i > 0 && args[i-1] == "--port":
-					args[i] = "-1"
-				case i > 0 && args[i-1] == "--data-dir":
-					args[i] = filepath.Join(dir, "data")
-				case i > 0 && args[i-1] == "--otlp-addr":
+			localServeArgs(args, dir)
+			for i := 1; i < len(args); i++ {
+				if args[i-1] == "--otlp-addr" {
 					args[i] = "127.0.0.1:0"
 				}
 			}

@@ -75,14 +75,7 @@ func TestReadme_TracingEveryRun(t *testing.T) {
 		line = strings.ReplaceAll(line, "SAMPLE_ID", sampleID)
 		env, args := splitReadmeLine(line)
 		if args[0] == "serve" {
-			for i := range args {
-				switch {
-				case i > 0 && args[i-1] == "--port":
-					args[i] = "-1"
-				case i > 0 && args[i-1] == "--data-dir":
-					args[i] = filepath.Join(dir, "data")
-				}
-			}
+			localServeArgs(args, dir)
 			natsURL = startServeBinary(t, dir, args)
 			continue
 		}
@@ -224,4 +217,17 @@ func splitReadmeLine(line string) (env, args []string) {
 		}
 	}
 	return env, args
+}
+
+// localServeArgs points a README `adk serve` line at the test: an
+// ephemeral NATS port and a data directory under dir.
+func localServeArgs(args []string, dir string) {
+	for i := 1; i < len(args); i++ {
+		switch args[i-1] {
+		case "--port":
+			args[i] = "-1"
+		case "--data-dir":
+			args[i] = filepath.Join(dir, "data")
+		}
+	}
 }
