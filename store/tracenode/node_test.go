@@ -210,6 +210,11 @@ func TestNode_CatchesUpFromACopyOfAPeersStoreOnceTheStreamHasRolled(t *testing.T
 	var last uint64
 	for i := range 10 {
 		last = publish(i)
+		// The stream keeps 4 messages: the peer must apply each one before
+		// the next can push it out, or it sees a gap of its own.
+		if err := a.store.WaitApplied(ctx, last); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := len(events(a, last)); got != 10 {
 		t.Fatalf("peer holds %d events, want 10", got)
