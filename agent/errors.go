@@ -39,6 +39,13 @@ const (
 // tool, for tool errors) it concerns, a short secret-free detail, and the
 // cause when there is one (a *model.Error for model failures, a plugin
 // error for plugin failures).
+//
+// It is not internal/coded's Error: callers read Agent and Tool by name,
+// the message puts the agent before the code and prints the cause, and a
+// sentinel matches only when bare. A generic type cannot hold the fields,
+// and a formatting hook would be as long as Error() below, so the type
+// stays its own. Its codes overlap plugins' (plugin_failed, cancelled), yet
+// neither package's sentinel matches the other's error: distinct types.
 type Error struct {
 	Code   string
 	Agent  string

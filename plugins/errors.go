@@ -70,6 +70,12 @@ const (
 // Error is the package's one structured error. Code is a stable contract
 // string; the other fields say where, when they apply. It never carries
 // plugin content, a raw error text or a secret.
+//
+// It is not internal/coded's Error: callers read Index, PluginID, Hook and
+// Limit by name, it has a JSON shape of its own, and its message depends on
+// the code (" at index N", " 128"). A generic type cannot hold those fields
+// and a formatting hook would be as long as Error() below, so the type
+// stays its own.
 type Error struct {
 	Code     string `json:"code"`
 	Index    int    `json:"index,omitempty"`     // descriptor index (invalid_plugin_descriptor)

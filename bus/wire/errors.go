@@ -32,6 +32,11 @@ const (
 
 // WireError is the one error type the codec returns. Code is one of the
 // Code* constants; errors.Is matches it against the Err* sentinels by code.
+//
+// It is not internal/coded's Error: it carries Offset, and its message
+// prints the offset and the msgpack cause, where coded never prints a
+// cause. Sharing coded would need a per-domain formatting hook as long as
+// the Error() it replaces, so the type stays its own.
 type WireError struct {
 	// Code is the stable error code.
 	Code string

@@ -161,6 +161,11 @@ type Gap struct {
 // Error is a store error with the contract's stable code; Gap is set for
 // replay_gap and cursor_ahead. It never carries event content or a
 // principal.
+//
+// It is not internal/coded's Error: callers (devapi, tracenode, the CLI)
+// read Gap by name, and a generic type cannot hold a package's own field.
+// Embedding coded's type would turn every literal into a nested one to save
+// the six lines of Error() below, so the type stays its own.
 type Error struct {
 	Code   string
 	Detail string
