@@ -107,6 +107,7 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 		defer it.Close()
 		msgs := messageReader{txn: txn, pid: p.pid}
 		defer msgs.close()
+		var view messageView
 		for it.Seek(binary.BigEndian.AppendUint64(prefix, CursorSeq(start))); it.Valid(); it.Next() {
 			page.Scanned++
 			key := it.Item().Key()
@@ -143,20 +144,20 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 			// Decompress straight from Badger's buffer: the message is
 			// read once for all of this group's records.
 			if err := item.Value(func(msg []byte) error {
+				if !view.decode(msg) {
+					return nil // malformed: skipped, as a corrupt group is
+				}
 				for _, i := range want {
-					blob, ok := messageRecord(msg, i)
+					j, ok := view.find(i)
 					if !ok {
 						continue // evicted before its message was written
 					}
-					size, ok := recordSize(blob)
-					if !ok {
-						continue
-					}
+					size := int(view.size[j])
 					if len(page.Events) >= q.Limit || page.EncodedBytes+size > q.MaxBytes {
 						page.Truncated = true
 						return nil
 					}
-					ev, err := decompressRecord(blob)
+					ev, err := view.record(j)
 					if err != nil {
 						return err
 					}

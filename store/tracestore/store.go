@@ -589,10 +589,12 @@ func (a *applier) del(k []byte) {
 type Prepared struct {
 	b    Batch
 	recs []preparedRecord
+	// chunks are the accepted records compressed recordChunk at a time
+	// (records.go): chunk c holds accepted records c*recordChunk onwards.
+	chunks [][]byte
 }
 
 type preparedRecord struct {
-	blob []byte // the stored (compressed) record
 	size uint32 // its JSON size
 	sels []selHash
 	err  error
@@ -609,7 +611,15 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	hashes := map[string]selHash{}
 	pr := projectors.Get().(*projector)
 	defer projectors.Put(pr)
-	var js, arena, scratch []byte
+	// chunk collects the JSON of the accepted records not yet compressed.
+	var chunk, arena, scratch []byte
+	inChunk := 0
+	flush := func() {
+		if inChunk > 0 {
+			p.chunks = append(p.chunks, compressChunk(&arena, &scratch, chunk))
+			chunk, inChunk = chunk[:0], 0
+		}
+	}
 	// Records of a batch share few identities (the spans of a trace or a
 	// run): records of one identity share its selector hashes, read-only.
 	type ids struct {
@@ -632,12 +642,17 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = err
 			continue
 		}
-		js = appendRecord(js[:0], Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
-		if len(js) > o.MaxEventBytes {
+		start := len(chunk)
+		chunk = appendRecord(chunk, Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
+		if len(chunk)-start > o.MaxEventBytes {
+			chunk = chunk[:start]
 			r.err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
-		r.blob, r.size = compressRecord(&arena, &scratch, js), uint32(len(js))
+		r.size = uint32(len(chunk) - start)
+		if inChunk++; inChunk == recordChunk {
+			flush()
+		}
 		key := ids{pj.identity, pj.eval}
 		if sh, ok := byID[key]; ok {
 			r.sels = sh
@@ -655,6 +670,7 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.sels[j] = h
 		}
 	}
+	flush()
 	return p
 }
 
@@ -691,7 +707,7 @@ func (a *applier) run() []Result {
 		res[i].Cursor = c
 		s.m.Counters.Accepted++
 		p.tomb = false // live again: its heap entry goes stale
-		a.recs = append(a.recs, msgRecord{idx: uint16(i), size: pr.size, blob: pr.blob})
+		a.recs = append(a.recs, msgRecord{idx: uint16(i), size: pr.size})
 		for _, sh := range pr.sels {
 			h := sh.key
 			g := a.groups[h]
@@ -973,13 +989,14 @@ func (h *tombHeap) pop() {
 // records are all gone writes nothing.
 func (a *applier) writeMessage(p *principal) {
 	b := a.b
-	live := a.recs
-	for len(live) > 0 && Cursor(b.Seq, int(live[0].idx)) <= p.evictedThrough {
-		live = live[1:]
+	first := 0 // the first live record
+	for first < len(a.recs) && Cursor(b.Seq, int(a.recs[first].idx)) <= p.evictedThrough {
+		first++
 	}
-	if len(live) == 0 {
+	if first == len(a.recs) {
 		return
 	}
+	live := a.recs[first:]
 	sels := make([]uint64, 0, len(a.order))
 	for _, h := range a.order {
 		g := a.groups[h]
@@ -989,7 +1006,11 @@ func (a *applier) writeMessage(p *principal) {
 		a.set(groupKey(p.pid, h, b.Seq), encodeGroup(g.check, g.idx))
 		sels = append(sels, h)
 	}
-	a.set(messageKey(p.pid, b.Seq), encodeMessage(live))
+	// Chunks whose records are all gone are not written; the first one
+	// written may still hold evicted records (queries skip them by the
+	// watermark, as they skip records evicted after the write).
+	c := first / recordChunk
+	a.set(messageKey(p.pid, b.Seq), encodeMessage(a.recs[c*recordChunk:], a.prep.chunks[c:]))
 	mk, mv := manifestKey(p.pid, b.Seq), encodeManifest(b.TimeMS, live, sels)
 	a.g.manifests[string(mk)] = mv
 	a.set(mk, mv)
