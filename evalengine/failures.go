@@ -5,18 +5,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/fadcedab/adk/internal/canonjson"
-	"github.com/fadcedab/adk/internal/secrets"
 )
 
-// Failure-reason bounds. Every renderer (Markdown, JUnit, SARIF,
+// Failure-reason bounds (MaxExcerptRunes is in excerpt.go). Every renderer (Markdown, JUnit, SARIF,
 // annotations, and the HTML report) takes its reasons from Failures, so a
 // reason reads the same everywhere and its size is bounded in one place.
 const (
-	// MaxExcerptRunes bounds an expected/actual excerpt.
-	MaxExcerptRunes = 200
 	// MaxFailureSamples bounds the samples explained per case; the rest
 	// are counted in CaseFailure.OmittedSamples.
 	MaxFailureSamples = 5
@@ -329,35 +323,4 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// Excerpt renders a response or argument value for a report: a string as
-// itself, anything else as canonical JSON with secret-named keys pruned,
-// cut to MaxExcerptRunes runes (the cut is marked with its full length).
-func Excerpt(v any) string {
-	switch x := v.(type) {
-	case string:
-		return excerptString(strconv.Quote(x))
-	case nil:
-		return "null"
-	}
-	b, err := canonjson.Marshal(secrets.Prune(v))
-	if err != nil {
-		return "(unrenderable)"
-	}
-	return excerptString(string(b))
-}
-
-func excerptString(s string) string {
-	if utf8.RuneCountInString(s) <= MaxExcerptRunes {
-		return s
-	}
-	n, i := 0, 0
-	for i = range s {
-		if n == MaxExcerptRunes {
-			break
-		}
-		n++
-	}
-	return s[:i] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -76,7 +76,7 @@ func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
 // EncodeSet writes a set as its canonical JSON document plus a newline:
 // the file `adk eval convert` produces. ParseSet reads it back unchanged.
 func EncodeSet(s *Set) ([]byte, error) {
-	if err := s.check(); err != nil {
+	if err := CheckSet(s); err != nil {
 		return nil, err
 	}
 	g, err := toGeneric(s)

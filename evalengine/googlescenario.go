@@ -170,38 +170,3 @@ func WithoutScenarioCases(set *Set) (*Set, []string) {
 	}
 	return &out, ids
 }
-
-// MetaNotEvaluatedCases is the result metadata key listing the cases a run
-// left out, each {"case_id", "reason"}.
-const MetaNotEvaluatedCases = "not_evaluated_cases"
-
-// MarkNotEvaluated records in r's metadata that the cases ids were not
-// evaluated, for reason. The renderers list them.
-func MarkNotEvaluated(r *Result, ids []string, reason string) {
-	if r == nil || len(ids) == 0 {
-		return
-	}
-	list := make([]any, len(ids))
-	for i, id := range ids {
-		list[i] = map[string]any{"case_id": id, "reason": reason}
-	}
-	if r.Metadata == nil {
-		r.Metadata = map[string]any{}
-	}
-	r.Metadata[MetaNotEvaluatedCases] = list
-}
-
-// notEvaluatedCases reads MarkNotEvaluated's list back.
-func notEvaluatedCases(r *Result) [][2]string {
-	list, _ := r.Metadata[MetaNotEvaluatedCases].([]any)
-	var out [][2]string
-	for _, v := range list {
-		m, _ := v.(map[string]any)
-		id, _ := m["case_id"].(string)
-		reason, _ := m["reason"].(string)
-		if id != "" {
-			out = append(out, [2]string{id, reason})
-		}
-	}
-	return out
-}

@@ -422,8 +422,12 @@ func canonicalExpected(m map[string]any) any {
 	return out
 }
 
-// check validates a Set built in Go (not through ParseSet) cheaply: the
-// structural rules the engine relies on.
+// CheckSet validates a Set built in Go (not through ParseSet) cheaply:
+// the structural rules the engine relies on. It is a function rather than
+// a method so the root API's Set gains no method.
+func CheckSet(s *Set) error { return s.check() }
+
+// check is CheckSet.
 func (s *Set) check() error {
 	if s == nil {
 		return newErr(CodeInvalidEvalSet, "nil set")
