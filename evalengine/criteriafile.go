@@ -3,6 +3,7 @@ package evalengine
 import (
 	"strconv"
 
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
 
@@ -10,12 +11,12 @@ import (
 const MaxCriteriaFileBytes = 1 << 20
 
 var (
-	criterionKeys       = keySet("id", "criterion", "threshold", "kind", "scope", "config")
-	criterionConfigKeys = keySet("normalization", "args", "match")
+	criterionKeys       = evalcore.KeySet("id", "criterion", "threshold", "kind", "scope", "config")
+	criterionConfigKeys = evalcore.KeySet("normalization", "args", "match")
 	// fileJudgeConfigKeys are the judge settings a file may hold: the
 	// rubric and the bounds. Provider, model and provider_config come from
 	// the machine (CriteriaOptions.Judge), never from a file.
-	fileJudgeConfigKeys = keySet("rubric", "rubric_id", "rubric_version", "request_timeout_ms",
+	fileJudgeConfigKeys = evalcore.KeySet("rubric", "rubric_id", "rubric_version", "request_timeout_ms",
 		"max_prompt_bytes", "max_output_bytes", "max_rationale_bytes", "max_output_tokens")
 )
 
@@ -70,17 +71,17 @@ func ParseCriteria(data []byte) ([]Metric, error) {
 func ParseCriteriaWithOptions(data []byte, opts CriteriaOptions) ([]Metric, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: MaxCriteriaFileBytes})
 	if err != nil {
-		return nil, limitErr(CodeInvalidCriteriaFile, err)
+		return nil, evalcore.LimitErr(CodeInvalidCriteriaFile, err)
 	}
 	if obj, ok := v.(map[string]any); ok {
-		if unk := unknownKeys(obj, keySet("criteria")); len(unk) > 0 {
-			return nil, newErr(CodeUnknownCriteriaKeys, keysDetail(unk))
+		if unk := evalcore.UnknownKeys(obj, evalcore.KeySet("criteria")); len(unk) > 0 {
+			return nil, evalcore.NewErr(CodeUnknownCriteriaKeys, evalcore.KeysDetail(unk))
 		}
 		v = obj["criteria"]
 	}
 	items, ok := v.([]any)
 	if !ok {
-		return nil, newErr(CodeCriteriaMustBeArray, "")
+		return nil, evalcore.NewErr(CodeCriteriaMustBeArray, "")
 	}
 	out := make([]Metric, 0, len(items))
 	seen := map[string]bool{}
@@ -88,49 +89,49 @@ func ParseCriteriaWithOptions(data []byte, opts CriteriaOptions) ([]Metric, erro
 		idx := strconv.Itoa(i + 1)
 		m, ok := item.(map[string]any)
 		if !ok {
-			return nil, newErr(CodeInvalidCriterion, idx)
+			return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 		}
-		if unk := unknownKeys(m, criterionKeys); len(unk) > 0 {
-			return nil, newErr(CodeUnknownCriterionKeys, idx+": "+keysDetail(unk))
+		if unk := evalcore.UnknownKeys(m, criterionKeys); len(unk) > 0 {
+			return nil, evalcore.NewErr(CodeUnknownCriterionKeys, idx+": "+evalcore.KeysDetail(unk))
 		}
 		id, _ := m["id"].(string)
 		name, _ := m["criterion"].(string)
 		if id == "" || name == "" {
-			return nil, newErr(CodeInvalidCriterion, idx)
+			return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 		}
 		threshold := 1.0
 		if t, present := m["threshold"]; present {
-			if threshold, ok = fraction(t); !ok {
-				return nil, newErr(CodeInvalidCriterion, idx)
+			if threshold, ok = evalcore.Fraction(t); !ok {
+				return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 			}
 		}
 		kind := ""
 		if k, present := m["kind"]; present {
 			if kind, _ = k.(string); kind != KindMetric && kind != KindJudge {
-				return nil, newErr(CodeInvalidCriterion, idx)
+				return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 			}
 		}
 		scope := ""
 		if sc, present := m["scope"]; present {
 			if scope, _ = sc.(string); scope != ScopeTurn && scope != ScopeCase {
-				return nil, newErr(CodeInvalidCriterion, idx)
+				return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 			}
 		}
 		var config map[string]any
 		if c, present := m["config"]; present {
 			if config, ok = c.(map[string]any); !ok {
-				return nil, newErr(CodeInvalidCriterion, idx)
+				return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 			}
 		}
 		metric, err := fileMetric(id, name, kind, scope, threshold, config, opts)
 		if err != nil {
 			if ErrorCode(err) == CodeInvalidMetricID {
-				return nil, newErr(CodeInvalidCriterion, idx)
+				return nil, evalcore.NewErr(CodeInvalidCriterion, idx)
 			}
 			return nil, &Error{Code: CodeInvalidCriterion, Reason: errorReasonOrCode(err), Detail: idx, Err: err}
 		}
 		if seen[id] {
-			return nil, newErr(CodeDuplicateMetricID, id)
+			return nil, evalcore.NewErr(CodeDuplicateMetricID, id)
 		}
 		seen[id] = true
 		out = append(out, metric)
@@ -144,7 +145,7 @@ func fileMetric(id, name, kind, scope string, threshold float64, config map[stri
 	switch name {
 	case MetricLatency, MetricCost, MetricSafety, MetricSemanticQuality:
 		if _, ok := config["metric"]; ok {
-			return Metric{}, reasonErr(CodeInvalidMetric, "unknown_config_key", id)
+			return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "unknown_config_key", id)
 		}
 		cfg := make(map[string]any, len(config)+1)
 		for k, v := range config {
@@ -161,18 +162,18 @@ func fileMetric(id, name, kind, scope string, threshold float64, config map[stri
 		return m, err
 	case CriterionLLMJudge:
 		if kind == KindMetric || scope == ScopeTurn {
-			return Metric{}, reasonErr(CodeInvalidMetric, "invalid_module_or_scope", id)
+			return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "invalid_module_or_scope", id)
 		}
 		for k := range config {
 			if !fileJudgeConfigKeys[k] {
 				if judgeConfigKeys[k] {
-					return Metric{}, reasonErr(CodeInvalidMetric, "judge_provider_from_file", id)
+					return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "judge_provider_from_file", id)
 				}
-				return Metric{}, reasonErr(CodeInvalidMetric, JudgeUnknownConfigKey, id)
+				return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, JudgeUnknownConfigKey, id)
 			}
 		}
 		if opts.Judge == nil {
-			return Metric{}, reasonErr(CodeInvalidMetric, "judge_unavailable", id)
+			return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "judge_unavailable", id)
 		}
 		cfg, err := ParseJudgeConfig(config)
 		if err != nil {
@@ -183,16 +184,16 @@ func fileMetric(id, name, kind, scope string, threshold float64, config map[stri
 			return Metric{}, err
 		}
 		m := j.Metric(id, threshold)
-		if err := validateMetrics([]Metric{m}); err != nil {
+		if err := evalcore.ValidateMetrics([]Metric{m}); err != nil {
 			return Metric{}, err
 		}
 		return m, nil
 	}
 	if scope == ScopeTurn {
-		return Metric{}, reasonErr(CodeInvalidMetric, "invalid_module_or_scope", id)
+		return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "invalid_module_or_scope", id)
 	}
-	if unk := unknownKeys(config, criterionConfigKeys); len(unk) > 0 {
-		return Metric{}, reasonErr(CodeInvalidMetric, "unknown_config_key", id)
+	if unk := evalcore.UnknownKeys(config, criterionConfigKeys); len(unk) > 0 {
+		return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "unknown_config_key", id)
 	}
 	m, err := NewCriterion(id, name, threshold, config)
 	if err == nil && kind != "" {
@@ -215,17 +216,17 @@ func errorReasonOrCode(err error) string {
 func ParseMetricTolerances(data []byte) (map[string]float64, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: MaxCriteriaFileBytes})
 	if err != nil {
-		return nil, limitErr(CodeInvalidMetricTolerances, err)
+		return nil, evalcore.LimitErr(CodeInvalidMetricTolerances, err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, newErr(CodeMetricTolerancesNotObject, "")
+		return nil, evalcore.NewErr(CodeMetricTolerancesNotObject, "")
 	}
 	out := make(map[string]float64, len(obj))
 	for id, t := range obj {
-		f, ok := fraction(t)
+		f, ok := evalcore.Fraction(t)
 		if id == "" || !ok {
-			return nil, newErr(CodeInvalidMetricTolerances, id)
+			return nil, evalcore.NewErr(CodeInvalidMetricTolerances, id)
 		}
 		out[id] = f
 	}

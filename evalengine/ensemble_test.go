@@ -62,7 +62,7 @@ func TestEnsemble_MajorityAndMinimum(t *testing.T) {
 }
 
 func TestEnsemble_CalibrationIsDeterministic(t *testing.T) {
-	ex := []evalengine.CalibrationExample{{0.1, false}, {0.4, false}, {0.7, true}, {0.9, true}}
+	ex := []evalengine.CalibrationExample{{Score: 0.1, Label: false}, {Score: 0.4, Label: false}, {Score: 0.7, Label: true}, {Score: 0.9, Label: true}}
 	for i := 0; i < 3; i++ {
 		c, err := evalengine.CalibrateThreshold(ex, 0.5)
 		if err != nil {
@@ -74,7 +74,7 @@ func TestEnsemble_CalibrationIsDeterministic(t *testing.T) {
 		ex[0], ex[3] = ex[3], ex[0] // input order must not matter
 	}
 	// Noisy labels: t=0.4 gets 3 of 4, as does 0.7; the lowest wins.
-	c, _ := evalengine.CalibrateThreshold([]evalengine.CalibrationExample{{0.2, false}, {0.4, true}, {0.6, false}, {0.8, true}}, 0.9)
+	c, _ := evalengine.CalibrateThreshold([]evalengine.CalibrationExample{{Score: 0.2, Label: false}, {Score: 0.4, Label: true}, {Score: 0.6, Label: false}, {Score: 0.8, Label: true}}, 0.9)
 	if c.Threshold != 0.4 || c.CorrectCount != 3 {
 		t.Fatalf("noisy calibration %+v", c)
 	}

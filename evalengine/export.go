@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 )
 
@@ -84,14 +85,14 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		suite = DefaultSuiteName
 	}
 	if len(suite) > MaxSuiteNameBytes || !utf8.ValidString(suite) {
-		return nil, newErr(CodeInvalidSuiteName, "")
+		return nil, evalcore.NewErr(CodeInvalidSuiteName, "")
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
 		maxBytes = MaxExportBytes
 	}
 	if maxBytes < 0 || maxBytes > MaxExportBytes {
-		return nil, newErr(CodeInvalidExportOptions, "max_bytes")
+		return nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
 	}
 	var (
 		res *Result
@@ -99,14 +100,14 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 	)
 	switch x := v.(type) {
 	case *Result:
-		r, err := checkResult(x)
+		r, err := evalcore.CheckResult(x)
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
 		}
 		res = r
 	case *Comparison:
 		if x == nil {
-			return nil, reasonErr(CodeInvalidExportResult, "nil", "")
+			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "nil", "")
 		}
 		data, err := x.MarshalJSON()
 		if err == nil {
@@ -116,7 +117,7 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
 		}
 	default:
-		return nil, reasonErr(CodeInvalidExportResult, "unsupported_value", "")
+		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "unsupported_value", "")
 	}
 	var (
 		out []byte
@@ -137,15 +138,15 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		}
 	case FormatJSONL:
 		if res == nil || res.ResultSchemaVersion != ResultSchemaVersion {
-			return nil, reasonErr(CodeInvalidExportResult, "result_required", format)
+			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_required", format)
 		}
-		return streamResult(res, opts.StreamDigests)
+		return evalcore.StreamResult(res, opts.StreamDigests)
 	case FormatJUnit, FormatSARIF, FormatAnnotations:
 		if res == nil {
-			return nil, reasonErr(CodeInvalidExportResult, "result_required", format)
+			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_required", format)
 		}
 		if res.ResultSchemaVersion != ResultSchemaVersion {
-			return nil, reasonErr(CodeInvalidExportResult, "result_schema_version", format)
+			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_schema_version", format)
 		}
 		switch format {
 		case FormatJUnit:
@@ -156,13 +157,13 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 			out, err = annotations(res)
 		}
 	default:
-		return nil, newErr(CodeInvalidReportFormat, format)
+		return nil, evalcore.NewErr(CodeInvalidReportFormat, format)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(out) > maxBytes {
-		return nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+		return nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 	}
 	return out, nil
 }
@@ -177,7 +178,7 @@ func canonicalJSON(v any) ([]byte, error) {
 	}
 	out, err := canonjson.Marshal(v)
 	if err != nil {
-		return nil, reasonErr(CodeInvalidExportResult, "not_json", "")
+		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "not_json", "")
 	}
 	return append(out, '\n'), nil
 }
@@ -219,7 +220,7 @@ func markdownResult(r *Result) []byte {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
 	}
 	markdownFailures(&b, Failures(r))
-	if ne := notEvaluatedCases(r); len(ne) > 0 {
+	if ne := evalcore.NotEvaluatedCases(r); len(ne) > 0 {
 		b.WriteString("\n## Not evaluated\n\n| Case | Reason |\n| --- | --- |\n")
 		for _, c := range ne {
 			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(c[0]), mdCell(c[1]))
@@ -386,7 +387,7 @@ func sarif(r *Result, suite string) ([]byte, error) {
 
 func annotations(r *Result) ([]byte, error) {
 	if len(r.Cases) > MaxExportFindings {
-		return nil, newErr(CodeAnnotationLimitExceeded, "")
+		return nil, evalcore.NewErr(CodeAnnotationLimitExceeded, "")
 	}
 	out := []any{}
 	for _, f := range Failures(r) {

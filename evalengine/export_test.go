@@ -1,9 +1,11 @@
 package evalengine
 
+import "github.com/fadcedab/adk/evalengine/internal/evalcore"
+
 // Internals the external tests check.
 var (
-	EncodedSize = encodedSize
-	ResultSize  = resultSize
+	EncodedSize = evalcore.EncodedSize
+	ResultSize  = evalcore.ResultSize
 
 	IsScenarioCase = isScenarioCase
 )

@@ -3,6 +3,7 @@ package evalengine
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"strconv"
 	"strings"
 )
@@ -137,14 +138,14 @@ func failedMetrics(ms []MetricResult) []FailedMetric {
 func metricReason(m *MetricResult) string {
 	for _, k := range [...]string{"reason", "rationale", "explanation"} {
 		if s, ok := m.Metadata[k].(string); ok && s != "" {
-			return excerptString(s)
+			return evalcore.ExcerptString(s)
 		}
 	}
 	return ""
 }
 
 func sampleFailure(s *SampleResult) SampleFailure {
-	sf := SampleFailure{SampleIndex: s.SampleIndex, Status: s.Status, Error: excerptString(s.Error), TraceID: s.TraceID}
+	sf := SampleFailure{SampleIndex: s.SampleIndex, Status: s.Status, Error: evalcore.ExcerptString(s.Error), TraceID: s.TraceID}
 	var metrics []MetricResult
 	metrics = append(metrics, s.Criteria...)
 	for ti := range s.Turns {
@@ -156,7 +157,7 @@ func sampleFailure(s *SampleResult) SampleFailure {
 		if m.Passed {
 			continue
 		}
-		mm, _ := m.Metadata[metaFirstMismatch].(map[string]any)
+		mm, _ := m.Metadata[evalcore.MetaFirstMismatch].(map[string]any)
 		if mm == nil {
 			continue
 		}
@@ -174,7 +175,7 @@ func sampleFailure(s *SampleResult) SampleFailure {
 	// judge, a custom metric): show the first turn with an expectation.
 	if sf.Response == nil && sf.Error == "" && len(sf.Metrics) > 0 {
 		for ti := range s.Turns {
-			if exp, ok := expectedResponse(s.Turns[ti].Expected); ok {
+			if exp, ok := evalcore.ExpectedResponse(s.Turns[ti].Expected); ok {
 				sf.Response = &ResponseMismatch{TurnIndex: ti, Expected: Excerpt(exp), Actual: Excerpt(s.Turns[ti].Actual)}
 				break
 			}

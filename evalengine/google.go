@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 )
 
@@ -39,30 +40,30 @@ func LoadSet(data []byte) (*Set, SetFormat, error) {
 // LoadSetWithOptions is LoadSet with options.
 func LoadSetWithOptions(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
 	if opts.MaxCases < 0 || opts.MaxCases > MaxCases {
-		return nil, "", newErr(CodeInvalidEvalOptions, "max_cases")
+		return nil, "", evalcore.NewErr(CodeInvalidEvalOptions, "max_cases")
 	}
 	s, f, err := loadSet(data, opts)
 	if err == nil && opts.MaxCases > 0 && len(s.Cases) > opts.MaxCases {
-		return nil, "", newErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases))+" > "+strconv.Itoa(opts.MaxCases))
+		return nil, "", evalcore.NewErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases))+" > "+strconv.Itoa(opts.MaxCases))
 	}
 	return s, f, err
 }
 
 func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
-	v, src, deadline, err := decodeSet(data, opts)
+	v, src, deadline, err := evalcore.DecodeSet(data, opts)
 	if err != nil {
 		return nil, "", err
 	}
 	switch x := v.(type) {
 	case map[string]any:
 		if hasAny(x, "eval_set_id", "eval_cases") {
-			if err := src.undefer(x); err != nil {
-				return nil, "", limitErr(CodeInvalidEvalSet, err)
+			if err := src.Undefer(x); err != nil {
+				return nil, "", evalcore.LimitErr(CodeInvalidEvalSet, err)
 			}
 			s, err := fromGoogleEvalSet(x, v, deadline)
 			return s, SetFormatGoogleEvalSet, err
 		}
-		s, err := setFromObject(x, src, deadline)
+		s, err := evalcore.SetFromObject(x, src, deadline)
 		return s, SetFormatADK, err
 	case []any:
 		if isLegacyTestList(x) {
@@ -70,22 +71,22 @@ func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
 			return s, SetFormatGoogleTestJSON, err
 		}
 	}
-	return nil, "", newErr(CodeEvalSetMustBeObject, "")
+	return nil, "", evalcore.NewErr(CodeEvalSetMustBeObject, "")
 }
 
 // EncodeSet writes a set as its canonical JSON document plus a newline:
 // the file `adk eval convert` produces. ParseSet reads it back unchanged.
 func EncodeSet(s *Set) ([]byte, error) {
-	if err := CheckSet(s); err != nil {
+	if err := evalcore.CheckSet(s); err != nil {
 		return nil, err
 	}
-	g, err := toGeneric(s)
+	g, err := evalcore.ToGeneric(s)
 	if err != nil {
-		return nil, reasonErr(CodeInvalidEvalSet, "not_json", "")
+		return nil, evalcore.ReasonErr(CodeInvalidEvalSet, "not_json", "")
 	}
 	out, err := canonjson.Marshal(g)
 	if err != nil {
-		return nil, reasonErr(CodeInvalidEvalSet, "not_json", "")
+		return nil, evalcore.ReasonErr(CodeInvalidEvalSet, "not_json", "")
 	}
 	return append(out, '\n'), nil
 }
@@ -141,18 +142,18 @@ func isLegacyTestList(l []any) bool {
 func contentVersion(doc any) (string, error) {
 	b, err := canonjson.Marshal(doc)
 	if err != nil {
-		return "", reasonErr(CodeInvalidGoogleEvalSet, "not_json", "")
+		return "", evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "not_json", "")
 	}
 	sum := sha256.Sum256(b)
 	return googleVersionPrefix + hex.EncodeToString(sum[:])[:googleVersionHexLen], nil
 }
 
 func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, error) {
-	bad := func(reason, detail string) error { return reasonErr(CodeInvalidGoogleEvalSet, reason, detail) }
+	bad := func(reason, detail string) error { return evalcore.ReasonErr(CodeInvalidGoogleEvalSet, reason, detail) }
 	idv, _ := gget(m, "eval_set_id")
 	id, ok := idv.(string)
 	if !ok || id == "" {
-		return nil, newErr(CodeInvalidEvalSetID, "")
+		return nil, evalcore.NewErr(CodeInvalidEvalSetID, "")
 	}
 	version, err := contentVersion(doc)
 	if err != nil {
@@ -161,43 +162,43 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 	s := &Set{SchemaVersion: 2, ID: id, Version: version, Metadata: map[string]any{googleSourceKey: string(SetFormatGoogleEvalSet)}}
 	if v, ok := gget(m, "name"); ok {
 		if s.Name, ok = v.(string); !ok {
-			return nil, newErr(CodeInvalidEvalSetName, "")
+			return nil, evalcore.NewErr(CodeInvalidEvalSetName, "")
 		}
 	}
 	if v, ok := gget(m, "description"); ok {
 		if s.Description, ok = v.(string); !ok {
-			return nil, newErr(CodeInvalidEvalSetDescription, "")
+			return nil, evalcore.NewErr(CodeInvalidEvalSetDescription, "")
 		}
 	}
 	casesV, _ := gget(m, "eval_cases")
 	cases, ok := casesV.([]any)
 	if !ok {
-		return nil, newErr(CodeInvalidEvalCases, "")
+		return nil, evalcore.NewErr(CodeInvalidEvalCases, "")
 	}
 	if len(cases) > MaxCases {
-		return nil, newErr(CodeCaseLimitExceeded, strconv.Itoa(len(cases)))
+		return nil, evalcore.NewErr(CodeCaseLimitExceeded, strconv.Itoa(len(cases)))
 	}
 	seen := map[string]bool{}
 	for i, cv := range cases {
 		if time.Now().After(deadline) {
-			return nil, newErr(CodeValidationTimeout, "")
+			return nil, evalcore.NewErr(CodeValidationTimeout, "")
 		}
 		cm, ok := cv.(map[string]any)
 		if !ok {
-			return nil, newErr(CodeInvalidEvalCase, "index "+strconv.Itoa(i))
+			return nil, evalcore.NewErr(CodeInvalidEvalCase, "index "+strconv.Itoa(i))
 		}
 		eidV, _ := gget(cm, "eval_id")
 		eid, ok := eidV.(string)
 		if !ok || eid == "" {
-			return nil, newErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
+			return nil, evalcore.NewErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
 		}
 		if seen[eid] {
-			return nil, newErr(CodeDuplicateCaseID, eid)
+			return nil, evalcore.NewErr(CodeDuplicateCaseID, eid)
 		}
 		seen[eid] = true
 		if sv, ok := gget(cm, "conversation_scenario"); ok && sv != nil {
 			if cv, ok := gget(cm, "conversation"); ok && cv != nil {
-				return nil, reasonErr(CodeInvalidGoogleEvalSet, "conversation_and_conversation_scenario", eid)
+				return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_and_conversation_scenario", eid)
 			}
 			c, err := googleScenarioCase(eid, sv)
 			if err != nil {
@@ -212,10 +213,10 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 		convV, _ := gget(cm, "conversation")
 		conv, ok := convV.([]any)
 		if !ok || len(conv) == 0 {
-			return nil, newErr(CodeCaseHasNoTurns, eid)
+			return nil, evalcore.NewErr(CodeCaseHasNoTurns, eid)
 		}
 		if len(conv) > MaxTurns {
-			return nil, newErr(CodeTurnLimitExceeded, eid)
+			return nil, evalcore.NewErr(CodeTurnLimitExceeded, eid)
 		}
 		c := Case{ID: eid, Metadata: map[string]any{}, Turns: make([]Turn, 0, len(conv))}
 		if si, ok := gget(cm, "session_input"); ok {
@@ -232,7 +233,7 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 				return nil, err
 			}
 			if tseen[t.ID] {
-				return nil, newErr(CodeDuplicateTurnID, eid+"/"+t.ID)
+				return nil, evalcore.NewErr(CodeDuplicateTurnID, eid+"/"+t.ID)
 			}
 			tseen[t.ID] = true
 			c.Turns = append(c.Turns, t)
@@ -254,7 +255,7 @@ func googleTurn(inv map[string]any, caseID string, index int) (Turn, error) {
 	}
 	uc, ok := gget(inv, "user_content")
 	if !ok {
-		return Turn{}, newErr(CodeMissingTurnInput, caseID+"/"+t.ID)
+		return Turn{}, evalcore.NewErr(CodeMissingTurnInput, caseID+"/"+t.ID)
 	}
 	t.Input = contentValue(uc)
 	exp := map[string]any{}
@@ -266,7 +267,7 @@ func googleTurn(inv map[string]any, caseID string, index int) (Turn, error) {
 	if idata, ok := gget(inv, "intermediate_data"); ok {
 		im, ok := idata.(map[string]any)
 		if !ok {
-			return Turn{}, reasonErr(CodeInvalidGoogleEvalSet, "intermediate_data", caseID+"/"+t.ID)
+			return Turn{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "intermediate_data", caseID+"/"+t.ID)
 		}
 		traj, err := googleTrajectory(im, caseID+"/"+t.ID)
 		if err != nil {
@@ -290,11 +291,11 @@ func googleTrajectory(im map[string]any, where string) ([]any, error) {
 	step := func(fc any) error {
 		m, ok := fc.(map[string]any)
 		if !ok {
-			return reasonErr(CodeInvalidGoogleEvalSet, "tool_use", where)
+			return evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "tool_use", where)
 		}
 		name, _ := m["name"].(string)
 		if name == "" {
-			return reasonErr(CodeInvalidGoogleEvalSet, "tool_use", where)
+			return evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "tool_use", where)
 		}
 		args, ok := m["args"]
 		if !ok || args == nil {
@@ -306,7 +307,7 @@ func googleTrajectory(im map[string]any, where string) ([]any, error) {
 	if uses, ok := gget(im, "tool_uses"); ok {
 		l, ok := uses.([]any)
 		if !ok {
-			return nil, reasonErr(CodeInvalidGoogleEvalSet, "tool_uses", where)
+			return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "tool_uses", where)
 		}
 		for _, u := range l {
 			if err := step(u); err != nil {
@@ -318,7 +319,7 @@ func googleTrajectory(im map[string]any, where string) ([]any, error) {
 	if evs, ok := gget(im, "invocation_events"); ok {
 		l, ok := evs.([]any)
 		if !ok {
-			return nil, reasonErr(CodeInvalidGoogleEvalSet, "invocation_events", where)
+			return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "invocation_events", where)
 		}
 		for _, ev := range l {
 			em, _ := ev.(map[string]any)
@@ -425,7 +426,7 @@ func fromGoogleTestList(l []any, doc any, sourceName string) (*Set, error) {
 		}
 	}
 	if len(l) > MaxTurns {
-		return nil, newErr(CodeTurnLimitExceeded, name)
+		return nil, evalcore.NewErr(CodeTurnLimitExceeded, name)
 	}
 	version, err := contentVersion(doc)
 	if err != nil {
@@ -442,14 +443,14 @@ func fromGoogleTestList(l []any, doc any, sourceName string) (*Set, error) {
 		if uses, ok := m["expected_tool_use"]; ok && uses != nil {
 			ul, ok := uses.([]any)
 			if !ok {
-				return nil, reasonErr(CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
+				return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
 			}
 			traj := make([]any, 0, len(ul))
 			for _, u := range ul {
 				um, _ := u.(map[string]any)
 				tool, _ := um["tool_name"].(string)
 				if tool == "" {
-					return nil, reasonErr(CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
+					return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
 				}
 				args, ok := um["tool_input"]
 				if !ok || args == nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
@@ -65,31 +66,31 @@ func googleCriteria() []string {
 func ParseGoogleTestConfig(data []byte) (*GoogleTestConfig, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: MaxCriteriaFileBytes})
 	if err != nil {
-		return nil, limitErr(CodeInvalidGoogleTestConfig, err)
+		return nil, evalcore.LimitErr(CodeInvalidGoogleTestConfig, err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, reasonErr(CodeInvalidGoogleTestConfig, "not_an_object", "")
+		return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, "not_an_object", "")
 	}
 	for k := range obj {
 		switch k {
 		case "criteria", "user_simulator_config", "userSimulatorConfig":
 		case "custom_metrics", "customMetrics":
-			return nil, reasonErr(CodeUnknownGoogleCriterion, "custom_metrics", "Python code metrics cannot run here")
+			return nil, evalcore.ReasonErr(CodeUnknownGoogleCriterion, "custom_metrics", "Python code metrics cannot run here")
 		default:
-			return nil, reasonErr(CodeInvalidGoogleTestConfig, "unknown_key", k)
+			return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, "unknown_key", k)
 		}
 	}
 	out := &GoogleTestConfig{MaxTurns: DefaultScenarioMaxTurns}
 	if usc, ok := gget(obj, "user_simulator_config"); ok {
 		m, ok := usc.(map[string]any)
 		if !ok {
-			return nil, reasonErr(CodeInvalidGoogleTestConfig, "user_simulator_config", "")
+			return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, "user_simulator_config", "")
 		}
 		if n, ok := gget(m, "max_allowed_invocations"); ok {
 			f, ok := numberOf(n)
 			if !ok || f != float64(int(f)) || f < 1 || f > MaxScenarioMaxTurns {
-				return nil, reasonErr(CodeInvalidGoogleTestConfig, "max_allowed_invocations", "1.."+strconv.Itoa(MaxScenarioMaxTurns))
+				return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, "max_allowed_invocations", "1.."+strconv.Itoa(MaxScenarioMaxTurns))
 			}
 			out.MaxTurns = int(f)
 		}
@@ -101,7 +102,7 @@ func ParseGoogleTestConfig(data []byte) (*GoogleTestConfig, error) {
 	}
 	crit, ok := critV.(map[string]any)
 	if !ok {
-		return nil, reasonErr(CodeInvalidGoogleTestConfig, "criteria", "")
+		return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, "criteria", "")
 	}
 	names := make([]string, 0, len(crit))
 	for k := range crit {
@@ -118,7 +119,7 @@ func ParseGoogleTestConfig(data []byte) (*GoogleTestConfig, error) {
 	}
 	doc, err := canonjson.Marshal(map[string]any{"criteria": items})
 	if err != nil {
-		return nil, reasonErr(CodeInvalidGoogleTestConfig, "criteria", "")
+		return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, "criteria", "")
 	}
 	out.Criteria = doc
 	return out, nil
@@ -128,7 +129,7 @@ func ParseGoogleTestConfig(data []byte) (*GoogleTestConfig, error) {
 // an object with threshold (and match_type for trajectories).
 func googleCriterion(name string, v any) (map[string]any, error) {
 	if !slices.Contains(googleCriteria(), name) {
-		return nil, reasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
+		return nil, evalcore.ReasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
 	}
 	threshold, obj, err := googleThreshold(name, v)
 	if err != nil {
@@ -150,10 +151,10 @@ func googleCriterion(name string, v any) (map[string]any, error) {
 				case "ANY_ORDER":
 					match = MatchSubset
 				default:
-					return nil, reasonErr(CodeInvalidGoogleTestConfig, name+".match_type", "EXACT, IN_ORDER or ANY_ORDER")
+					return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+".match_type", "EXACT, IN_ORDER or ANY_ORDER")
 				}
 			default:
-				return nil, reasonErr(CodeInvalidGoogleTestConfig, name+"."+k, "unknown key")
+				return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+"."+k, "unknown key")
 			}
 		}
 		return map[string]any{"id": name, "criterion": CriterionToolTrajectory, "threshold": threshold,
@@ -161,13 +162,13 @@ func googleCriterion(name string, v any) (map[string]any, error) {
 	case "response_match_score":
 		for k := range obj {
 			if k != "threshold" {
-				return nil, reasonErr(CodeInvalidGoogleTestConfig, name+"."+k, "unknown key")
+				return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+"."+k, "unknown key")
 			}
 		}
 		return map[string]any{"id": name, "criterion": MetricSemanticQuality, "threshold": threshold,
 			"config": map[string]any{"algorithm": SemanticTokenF1}}, nil
 	}
-	return nil, reasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
+	return nil, evalcore.ReasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
 }
 
 func googleThreshold(name string, v any) (float64, map[string]any, error) {
@@ -178,7 +179,7 @@ func googleThreshold(name string, v any) (float64, map[string]any, error) {
 	}
 	f, ok := numberOf(t)
 	if !ok || f < 0 || f > 1 {
-		return 0, nil, reasonErr(CodeInvalidGoogleTestConfig, name+".threshold", "a number 0..1")
+		return 0, nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+".threshold", "a number 0..1")
 	}
 	return f, obj, nil
 }

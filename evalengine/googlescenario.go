@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 )
 
@@ -34,28 +35,28 @@ func isScenarioCase(c *Case) bool {
 func googleScenarioCase(eid string, sv any) (Case, error) {
 	sc, ok := sv.(map[string]any)
 	if !ok {
-		return Case{}, reasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario", eid)
+		return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario", eid)
 	}
 	input := map[string]any{}
 	sp, _ := gget(sc, "starting_prompt")
 	start, ok := sp.(string)
 	if !ok || start == "" {
-		return Case{}, reasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.starting_prompt", eid)
+		return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.starting_prompt", eid)
 	}
 	input["starting_prompt"] = start
 	if pv, ok := gget(sc, "conversation_plan"); ok && pv != nil {
 		plan, ok := pv.(string)
 		if !ok {
-			return Case{}, reasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.conversation_plan", eid)
+			return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.conversation_plan", eid)
 		}
 		input["conversation_plan"] = plan
 	}
 	if pv, ok := gget(sc, "user_persona"); ok && pv != nil {
 		switch pv.(type) {
 		case string, map[string]any:
-			input["user_persona"] = pruneValue(pv)
+			input["user_persona"] = evalcore.PruneValue(pv)
 		default:
-			return Case{}, reasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.user_persona", eid)
+			return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.user_persona", eid)
 		}
 	}
 	return Case{ID: eid, Metadata: map[string]any{MetaConversationScenario: true},
@@ -95,11 +96,11 @@ func GoogleScenarioUser(base LLMUserConfig, env ModelEnv, maxTurns int) func(sce
 	return func(scenario any) (UserSimulator, error) {
 		m, ok := scenario.(map[string]any)
 		if !ok {
-			return nil, newErr(CodeInvalidSimulationScenario, "not_an_object")
+			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "not_an_object")
 		}
 		start, _ := m["starting_prompt"].(string)
 		if start == "" {
-			return nil, newErr(CodeInvalidSimulationScenario, "starting_prompt")
+			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "starting_prompt")
 		}
 		cfg := base
 		cfg.Goal, _ = m["conversation_plan"].(string)
@@ -116,7 +117,7 @@ func GoogleScenarioUser(base LLMUserConfig, env ModelEnv, maxTurns int) func(sce
 		case map[string]any:
 			b, err := canonjson.Marshal(p)
 			if err != nil {
-				return nil, newErr(CodeInvalidSimulationScenario, "user_persona")
+				return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "user_persona")
 			}
 			cfg.Persona = string(b)
 		default:

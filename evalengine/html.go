@@ -3,6 +3,7 @@ package evalengine
 import (
 	"bytes"
 	_ "embed"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"html/template"
 	"sort"
 	"strconv"
@@ -35,22 +36,22 @@ var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 // person reads to see why a case failed. The bytes are deterministic.
 func RenderHTML(res *Result, cmp *Comparison, opts ExportOptions) ([]byte, error) {
 	if res == nil && cmp == nil {
-		return nil, reasonErr(CodeInvalidExportResult, "nil", "")
+		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "nil", "")
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
 		maxBytes = MaxExportBytes
 	}
 	if maxBytes < 0 || maxBytes > MaxExportBytes {
-		return nil, newErr(CodeInvalidExportOptions, "max_bytes")
+		return nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
 	}
 	if res != nil {
-		r, err := checkResult(res)
+		r, err := evalcore.CheckResult(res)
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
 		}
 		if r.ResultSchemaVersion != ResultSchemaVersion {
-			return nil, reasonErr(CodeInvalidExportResult, "result_schema_version", FormatHTML)
+			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_schema_version", FormatHTML)
 		}
 		res = r
 	}
@@ -65,10 +66,10 @@ func RenderHTML(res *Result, cmp *Comparison, opts ExportOptions) ([]byte, error
 	}
 	var b bytes.Buffer
 	if err := htmlReport.Execute(&b, buildHTMLView(res, cmp)); err != nil {
-		return nil, reasonErr(CodeInvalidExportResult, "render_failed", err.Error())
+		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "render_failed", err.Error())
 	}
 	if b.Len() > maxBytes {
-		return nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(b.Len()))
+		return nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(b.Len()))
 	}
 	return b.Bytes(), nil
 }
@@ -223,7 +224,7 @@ func buildHTMLSample(s *SampleResult) htmlSample {
 		}
 		ht := htmlTurn{T: t, Input: clip(responseText(t.Input)), Actual: clip(responseText(t.Actual))}
 		var exp any
-		exp, ht.HasExp = expectedResponse(t.Expected)
+		exp, ht.HasExp = evalcore.ExpectedResponse(t.Expected)
 		ht.Expected = clip(responseText(exp))
 		if ht.HasExp {
 			ht.Diff = DiffWords(ht.Expected, ht.Actual)
@@ -256,7 +257,7 @@ func buildHTMLSample(s *SampleResult) htmlSample {
 func trajectoryMismatchAt(s *SampleResult) (ei, ai int, expected string) {
 	for i := range s.Criteria {
 		m := &s.Criteria[i]
-		mm, _ := m.Metadata[metaFirstMismatch].(map[string]any)
+		mm, _ := m.Metadata[evalcore.MetaFirstMismatch].(map[string]any)
 		if m.Passed || mm == nil {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/internal/secrets"
@@ -79,14 +80,14 @@ const (
 )
 
 // judgeConfigKeys is the closed key set of a judge config.
-var judgeConfigKeys = keySet("rubric", "rubric_id", "rubric_version", "provider", "model", "provider_config",
+var judgeConfigKeys = evalcore.KeySet("rubric", "rubric_id", "rubric_version", "provider", "model", "provider_config",
 	"request_timeout_ms", "max_prompt_bytes", "max_output_bytes", "max_rationale_bytes", "max_output_tokens",
 	"request_max_heap_words")
 
 // reservedProviderConfigKeys are what the judge itself decides; a
 // provider_config that sets one is invalid_provider_config. timeout_ms is
 // request_timeout_ms's job here.
-var reservedProviderConfigKeys = keySet("provider", "model", "response_mime_type", "response_schema",
+var reservedProviderConfigKeys = evalcore.KeySet("provider", "model", "response_mime_type", "response_schema",
 	"temperature", "max_tokens", "max_output_tokens", "request_timeout", "request_timeout_ms", "timeout_ms")
 
 // JudgeConfig is the LLM rubric judge's configuration. Zero numeric fields
@@ -135,13 +136,13 @@ func ParseJudgeConfig(v any) (JudgeConfig, error) {
 	if !ok {
 		return JudgeConfig{}, judgeErr(JudgeInvalidConfig, nil)
 	}
-	if n, ok := plainSize(m); !ok {
+	if n, ok := evalcore.PlainSize(m); !ok {
 		return JudgeConfig{}, judgeErr(JudgeInvalidConfig, nil)
 	} else if n > MaxJudgeConfigBytes {
 		return JudgeConfig{}, judgeErr(JudgeConfigTooLarge, nil)
 	}
-	if unk := unknownKeys(m, judgeConfigKeys); len(unk) > 0 {
-		return JudgeConfig{}, &Error{Code: CodeLLMJudge, Reason: JudgeUnknownConfigKey, Detail: keysDetail(unk)}
+	if unk := evalcore.UnknownKeys(m, judgeConfigKeys); len(unk) > 0 {
+		return JudgeConfig{}, &Error{Code: CodeLLMJudge, Reason: JudgeUnknownConfigKey, Detail: evalcore.KeysDetail(unk)}
 	}
 	var c JudgeConfig
 	str := func(key, reason string, dst *string) error {
@@ -161,7 +162,7 @@ func ParseJudgeConfig(v any) (JudgeConfig, error) {
 		if !present {
 			return nil
 		}
-		n, ok := jsonInt(x)
+		n, ok := evalcore.JSONInt(x)
 		if !ok || n < 1 || n > math.MaxInt32 {
 			return judgeErr(reason, nil)
 		}
@@ -258,13 +259,13 @@ func validModelName(s string) bool {
 // checkProviderConfig applies the provider-independent provider_config
 // rules: plain JSON, ≤256 KiB, no reserved key.
 func checkProviderConfig(pc map[string]any) error {
-	n, ok := plainSize(pc)
+	n, ok := evalcore.PlainSize(pc)
 	if !ok || n > MaxProviderConfigBytes {
 		return judgeErr(JudgeInvalidProviderConfig, nil)
 	}
 	for k := range pc {
 		if reservedProviderConfigKeys[k] {
-			return &Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: bound(k)}
+			return &Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.Bound(k)}
 		}
 	}
 	return nil
@@ -419,8 +420,8 @@ func (j *Judge) providerErr(err error) error {
 
 // request builds the bounded model request.
 func (j *Judge) request(evaluationCase any) (*model.Request, error) {
-	generic, err := toGeneric(evaluationCase)
-	if err != nil || !plainJSON(generic) {
+	generic, err := evalcore.ToGeneric(evaluationCase)
+	if err != nil || !evalcore.PlainJSON(generic) {
 		return nil, judgeErr(JudgeInvalidCaseInput, nil)
 	}
 	pruned := j.redactor.Value(generic)
@@ -481,7 +482,7 @@ func (j *Judge) verdict(resp *model.Response) (Verdict, error) {
 	if !ok1 || !ok2 {
 		return Verdict{}, judgeErr(JudgeInvalidJudgeOutput, nil)
 	}
-	score, ok := fraction(num)
+	score, ok := evalcore.Fraction(num)
 	if !ok || len(rationale) > j.cfg.MaxRationaleBytes {
 		return Verdict{}, judgeErr(JudgeInvalidJudgeOutput, nil)
 	}
@@ -526,7 +527,7 @@ func JudgeCaseDocument(e CaseEval) map[string]any {
 	doc := map[string]any{}
 	if c := e.Case; c != nil {
 		doc["case_id"] = c.ID
-		doc["metadata"] = metaOrEmpty(c.Metadata)
+		doc["metadata"] = evalcore.MetaOrEmpty(c.Metadata)
 		for k, v := range map[string]any{
 			"session_input":           c.SessionInput,
 			"expected_trajectory":     c.ExpectedTrajectory,

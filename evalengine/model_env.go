@@ -8,6 +8,7 @@ import (
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/agent/model/gemini"
 	"github.com/fadcedab/adk/agent/model/openai"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/secrets"
 )
 
@@ -20,7 +21,7 @@ const (
 
 // modelProviderConfigKeys are the provider_config keys NewModelProvider
 // understands.
-var modelProviderConfigKeys = keySet("base_url", "api_key_env", "api_key", "max_attempts",
+var modelProviderConfigKeys = evalcore.KeySet("base_url", "api_key_env", "api_key", "max_attempts",
 	"max_response_bytes", "base_backoff_ms", "max_backoff_ms")
 
 // ModelEnv is what the machine running an evaluation supplies to
@@ -164,8 +165,8 @@ func (spec ProviderSpec) redactor() *secrets.Redactor {
 // invalid_provider_config.
 func NewModelProvider(spec ProviderSpec, hc *http.Client) (model.Provider, error) {
 	pc := spec.Config
-	if unk := unknownKeys(pc, modelProviderConfigKeys); len(unk) > 0 {
-		return nil, &Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: keysDetail(unk)}
+	if unk := evalcore.UnknownKeys(pc, modelProviderConfigKeys); len(unk) > 0 {
+		return nil, &Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.KeysDetail(unk)}
 	}
 	bad := judgeErr(JudgeInvalidProviderConfig, nil)
 	str := func(key string) (string, bool) {
@@ -181,7 +182,7 @@ func NewModelProvider(spec ProviderSpec, hc *http.Client) (model.Provider, error
 		if !present {
 			return 0, true
 		}
-		n, ok := jsonInt(v)
+		n, ok := evalcore.JSONInt(v)
 		return n, ok && n >= 0
 	}
 	baseURL, ok1 := str("base_url")

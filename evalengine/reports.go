@@ -2,6 +2,7 @@ package evalengine
 
 import (
 	"fmt"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"strconv"
 	"strings"
 )
@@ -26,7 +27,7 @@ const (
 // ANDs comparison.Passed with current.Passed.
 func CompareReport(baseline, current *Result, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
 	if format != FormatJSON && format != FormatMarkdown {
-		return nil, nil, newErr(CodeInvalidReportFormat, format)
+		return nil, nil, evalcore.NewErr(CodeInvalidReportFormat, format)
 	}
 	cmp, err := Compare(baseline, current, opts)
 	if err != nil {
@@ -43,7 +44,7 @@ func CompareReport(baseline, current *Result, opts CompareOptions, format string
 			limit = MaxExportBytes
 		}
 		if len(out) > limit {
-			return nil, nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+			return nil, nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 		}
 	}
 	return out, cmp, nil
@@ -143,34 +144,34 @@ func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, 
 		opts.Format = FormatText
 	}
 	if opts.Format != FormatText && opts.Format != FormatMarkdown && opts.Format != FormatJSON {
-		return nil, nil, newErr(CodeInvalidReportFormat, opts.Format)
+		return nil, nil, evalcore.NewErr(CodeInvalidReportFormat, opts.Format)
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
 		maxBytes = MaxExportBytes
 	}
 	if maxBytes < 0 || maxBytes > MaxExportBytes {
-		return nil, nil, newErr(CodeInvalidExportOptions, "max_bytes")
+		return nil, nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
 	}
-	level, _, err := zFor(opts.Gate.ConfidenceLevel)
+	level, _, err := evalcore.ZFor(opts.Gate.ConfidenceLevel)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts.Gate.ConfidenceLevel = level
 	if len(results) == 0 || len(results) > MaxStatsReportInputs {
-		return nil, nil, reasonErr(CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(results)))
+		return nil, nil, evalcore.ReasonErr(CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(results)))
 	}
 	checked := make([]*Result, len(results))
 	for i, r := range results {
-		c, err := checkResult(r)
+		c, err := evalcore.CheckResult(r)
 		if err == nil && c.ResultSchemaVersion != ResultSchemaVersion {
-			err = newErr(CodeUnsupportedResultVersion, "1")
+			err = evalcore.NewErr(CodeUnsupportedResultVersion, "1")
 		}
 		if err != nil {
 			return nil, nil, &Error{Code: CodeInvalidEvalResult, Reason: ErrorCode(err), Detail: strconv.Itoa(i + 1), Err: err}
 		}
 		if i > 0 && c.EvalSetID != checked[0].EvalSetID {
-			return nil, nil, newErr(CodeEvalSetMismatch, strconv.Itoa(i+1))
+			return nil, nil, evalcore.NewErr(CodeEvalSetMismatch, strconv.Itoa(i+1))
 		}
 		checked[i] = c
 	}
@@ -203,7 +204,7 @@ func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, 
 		return nil, nil, err
 	}
 	if len(out) > maxBytes {
-		return nil, nil, newErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+		return nil, nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 	}
 	return out, doc, nil
 }

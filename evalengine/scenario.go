@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/internal/secrets"
@@ -78,7 +79,7 @@ func (s *scenarioSession) Turn(ctx context.Context, in TurnInput) (TurnOutput, e
 		if i == len(res.Outputs)-1 {
 			out.Output = o.Output
 		}
-		a, b, ok := usageOf(o.Metadata)
+		a, b, ok := evalcore.UsageOf(o.Metadata)
 		usageOK = usageOK && ok
 		in64, out64 = in64+a, out64+b
 	}
@@ -181,12 +182,12 @@ func LLMUserFactory(base LLMUserConfig, env ModelEnv) func(scenario any) (UserSi
 	return func(scenario any) (UserSimulator, error) {
 		m, ok := scenario.(map[string]any)
 		if !ok {
-			return nil, newErr(CodeInvalidSimulationScenario, "not_an_object")
+			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "not_an_object")
 		}
 		persona, ok1 := m["persona"].(string)
 		goal, ok2 := m["goal"].(string)
 		if !ok1 || !ok2 {
-			return nil, newErr(CodeInvalidSimulationScenario, "persona_and_goal")
+			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "persona_and_goal")
 		}
 		cfg := base
 		cfg.Persona, cfg.Goal = persona, goal

@@ -3,6 +3,7 @@ package evalengine
 import (
 	"context"
 	"errors"
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"strconv"
 )
 
@@ -61,13 +62,13 @@ func DefaultSimulationOptions() SimulationOptions {
 func (o SimulationOptions) check() error {
 	switch {
 	case o.CallbackTimeoutMS < 1 || o.CallbackTimeoutMS > maxSimulationCallbackMS:
-		return newErr(CodeInvalidSimulationOptions, "callback_timeout_ms")
+		return evalcore.NewErr(CodeInvalidSimulationOptions, "callback_timeout_ms")
 	case o.MaxSteps < 1 || o.MaxSteps > maxSimulationMaxSteps:
-		return newErr(CodeInvalidSimulationOptions, "max_steps")
+		return evalcore.NewErr(CodeInvalidSimulationOptions, "max_steps")
 	case o.MaxValueBytes < 1 || o.MaxValueBytes > maxSimulationMaxValueBytes:
-		return newErr(CodeInvalidSimulationOptions, "max_value_bytes")
-	case o.Context != nil && !plainJSON(o.Context):
-		return newErr(CodeInvalidSimulationOptions, "context")
+		return evalcore.NewErr(CodeInvalidSimulationOptions, "max_value_bytes")
+	case o.Context != nil && !evalcore.PlainJSON(o.Context):
+		return evalcore.NewErr(CodeInvalidSimulationOptions, "context")
 	}
 	return nil
 }
@@ -78,28 +79,28 @@ func (o SimulationOptions) check() error {
 // unknown_eval_simulation_options.
 func ParseSimulationOptions(m map[string]any) (SimulationOptions, error) {
 	o := DefaultSimulationOptions()
-	if unk := unknownKeys(m, keySet("callback_timeout_ms", "max_steps", "max_value_bytes", "max_heap_words", "context")); len(unk) > 0 {
-		return o, newErr(CodeUnknownSimulationOptions, keysDetail(unk))
+	if unk := evalcore.UnknownKeys(m, evalcore.KeySet("callback_timeout_ms", "max_steps", "max_value_bytes", "max_heap_words", "context")); len(unk) > 0 {
+		return o, evalcore.NewErr(CodeUnknownSimulationOptions, evalcore.KeysDetail(unk))
 	}
 	for key, dst := range map[string]*int{"callback_timeout_ms": &o.CallbackTimeoutMS, "max_steps": &o.MaxSteps, "max_value_bytes": &o.MaxValueBytes} {
 		if v, ok := m[key]; ok {
-			n, ok := jsonInt(v)
+			n, ok := evalcore.JSONInt(v)
 			if !ok || n < 1 || n > maxSimulationMaxValueBytes {
-				return o, newErr(CodeInvalidSimulationOptions, key)
+				return o, evalcore.NewErr(CodeInvalidSimulationOptions, key)
 			}
 			*dst = int(n)
 		}
 	}
 	if v, ok := m["max_heap_words"]; ok {
-		n, ok := jsonInt(v)
+		n, ok := evalcore.JSONInt(v)
 		if !ok || n < simulationHeapWordsLowerBound || n > simulationHeapWordsUpperBound {
-			return o, newErr(CodeInvalidSimulationOptions, "max_heap_words")
+			return o, evalcore.NewErr(CodeInvalidSimulationOptions, "max_heap_words")
 		}
 	}
 	if v, ok := m["context"]; ok {
 		c, ok := v.(map[string]any)
 		if !ok {
-			return o, newErr(CodeInvalidSimulationOptions, "context")
+			return o, evalcore.NewErr(CodeInvalidSimulationOptions, "context")
 		}
 		o.Context = c
 	}
@@ -177,17 +178,17 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 		return nil, err
 	}
 	if sim.User == nil {
-		return nil, newErr(CodeSimulatorMissingCallback, simulationUserRole)
+		return nil, evalcore.NewErr(CodeSimulatorMissingCallback, simulationUserRole)
 	}
 	if sim.Agent == nil {
-		return nil, newErr(CodeSimulatorMissingCallback, simulationAgentRole)
+		return nil, evalcore.NewErr(CodeSimulatorMissingCallback, simulationAgentRole)
 	}
 	scenario, err := boundaryValue(scenario, o.MaxValueBytes)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidSimulationScenario, Reason: ErrorReason(err)}
 	}
 	if m, ok := scenario.(map[string]any); ok && m[simulationScenarioEnvironment] != nil && sim.Environment == nil {
-		return nil, newErr(CodeEnvironmentNotConfigured, "")
+		return nil, evalcore.NewErr(CodeEnvironmentNotConfigured, "")
 	}
 	res := &SimulationResult{Transcript: []TranscriptEntry{}}
 	view := func() SimulationView {
@@ -207,7 +208,7 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 			return res, nil
 		}
 		if res.Steps == o.MaxSteps {
-			return nil, newErr(CodeSimulationStepLimit, strconv.Itoa(o.MaxSteps))
+			return nil, evalcore.NewErr(CodeSimulationStepLimit, strconv.Itoa(o.MaxSteps))
 		}
 		input, err := boundaryValue(turn.Input, o.MaxValueBytes)
 		if err != nil {
@@ -217,7 +218,7 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 		out, err := sim.Agent.Turn(ctx, TurnInput{TurnID: simulationTurnIDPrefix + strconv.Itoa(res.Steps+1), TurnIndex: res.Steps, Input: input})
 		res.Steps++
 		if err != nil {
-			return nil, &Error{Code: CodeSimulationAgentFailed, Reason: adapterTag(err, TagAdapterFailed), Err: err}
+			return nil, &Error{Code: CodeSimulationAgentFailed, Reason: evalcore.AdapterTag(err, TagAdapterFailed), Err: err}
 		}
 		reply, err := agentValue(out.Output, o.MaxValueBytes)
 		if err != nil {
@@ -261,7 +262,7 @@ func callback(ctx context.Context, timeoutMS int, failCode string, f func(contex
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			err = reasonErr(CodeSimulatorCallbackFailed, simulationCallbackPanicReason, "")
+			err = evalcore.ReasonErr(CodeSimulatorCallbackFailed, simulationCallbackPanicReason, "")
 		}
 	}()
 	ferr := f(cctx)
@@ -288,22 +289,22 @@ func boundaryValue(v any, maxBytes int) (any, error) { return crossing(v, maxByt
 func agentValue(v any, maxBytes int) (any, error) { return crossing(v, maxBytes, true) }
 
 func crossing(v any, maxBytes int, convert bool) (any, error) {
-	if !plainJSON(v) {
+	if !evalcore.PlainJSON(v) {
 		if !convert {
-			return nil, reasonErr(CodeInvalidSimulationScenario, simulationInvalidValueReason, "")
+			return nil, evalcore.ReasonErr(CodeInvalidSimulationScenario, simulationInvalidValueReason, "")
 		}
-		g, err := toGeneric(v)
-		if err != nil || !plainJSON(g) {
-			return nil, reasonErr(CodeInvalidSimulationScenario, simulationInvalidValueReason, "")
+		g, err := evalcore.ToGeneric(v)
+		if err != nil || !evalcore.PlainJSON(g) {
+			return nil, evalcore.ReasonErr(CodeInvalidSimulationScenario, simulationInvalidValueReason, "")
 		}
 		v = g
 	}
-	n, ok := plainSize(v)
+	n, ok := evalcore.PlainSize(v)
 	if !ok {
-		return nil, reasonErr(CodeInvalidSimulationScenario, simulationInvalidValueReason, "")
+		return nil, evalcore.ReasonErr(CodeInvalidSimulationScenario, simulationInvalidValueReason, "")
 	}
 	if n > maxBytes {
-		return nil, reasonErr(CodeInvalidSimulationScenario, simulationValueTooLargeReason, "")
+		return nil, evalcore.ReasonErr(CodeInvalidSimulationScenario, simulationValueTooLargeReason, "")
 	}
 	return v, nil
 }

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"bufio"
@@ -193,7 +193,7 @@ func (sw *StreamWriter) writeLine(v any, flush bool) error {
 	}
 	n := int64(len(line))
 	if n > MaxStreamLineBytes {
-		return reasonErr(CodeInvalidEvalStream, "line_too_large", strconv.FormatInt(n, 10))
+		return ReasonErr(CodeInvalidEvalStream, "line_too_large", strconv.FormatInt(n, 10))
 	}
 	if sw.maxBytes > 0 && sw.written+n > sw.maxBytes {
 		// Keep what is there whole: no partial line is ever written.
@@ -247,7 +247,7 @@ func ReadStream(r io.Reader) (*Stream, error) {
 	br := bufio.NewReaderSize(r, streamBufferBytes)
 	st := &Stream{}
 	bad := func(line int, reason string) error {
-		return reasonErr(CodeInvalidEvalStream, reason, "line "+strconv.Itoa(line))
+		return ReasonErr(CodeInvalidEvalStream, reason, "line "+strconv.Itoa(line))
 	}
 	lim := jsonlimit.OwnDocumentLimits()
 	lim.MaxBytes = MaxStreamLineBytes
@@ -406,15 +406,15 @@ func (st *Stream) checkSample(ci int, s *SampleResult) error {
 // (inconsistent). The result is held in memory whole.
 func StreamToResult(st *Stream) (*Result, error) {
 	if st.Summary == nil {
-		return nil, reasonErr(CodeInvalidEvalStream, "incomplete", "no summary")
+		return nil, ReasonErr(CodeInvalidEvalStream, "incomplete", "no summary")
 	}
 	sum := st.Summary
 	h := &st.Header
 	if sum.EvalSetID != h.EvalSetID || sum.EvalSetVersion != h.EvalSetVersion || len(sum.Cases) != h.CaseCount || sum.SampleCount != h.SampleCount {
-		return nil, reasonErr(CodeInvalidEvalStream, "summary_mismatch", "")
+		return nil, ReasonErr(CodeInvalidEvalStream, "summary_mismatch", "")
 	}
 	if len(st.Samples) != h.CaseCount*h.SampleCount {
-		return nil, reasonErr(CodeInvalidEvalStream, "incomplete", strconv.Itoa(len(st.Samples))+" of "+strconv.Itoa(h.CaseCount*h.SampleCount)+" samples")
+		return nil, ReasonErr(CodeInvalidEvalStream, "incomplete", strconv.Itoa(len(st.Samples))+" of "+strconv.Itoa(h.CaseCount*h.SampleCount)+" samples")
 	}
 	byCase := make([][]SampleResult, h.CaseCount)
 	for i := range byCase {
@@ -430,7 +430,7 @@ func StreamToResult(st *Stream) (*Result, error) {
 		full.Cases[ci].Samples = byCase[ci]
 		for si := range byCase[ci] {
 			if byCase[ci][si].CaseID != sum.Cases[ci].CaseID {
-				return nil, reasonErr(CodeInvalidEvalStream, "sample_identity", sum.Cases[ci].CaseID)
+				return nil, ReasonErr(CodeInvalidEvalStream, "sample_identity", sum.Cases[ci].CaseID)
 			}
 		}
 	}
@@ -447,13 +447,13 @@ func verifyStreamResult(r *Result) error {
 	type plain Result
 	enc, err := json.Marshal((*plain)(r))
 	if err != nil {
-		return reasonErr(CodeInvalidEvalStream, "not_json", "")
+		return ReasonErr(CodeInvalidEvalStream, "not_json", "")
 	}
 	dec := json.NewDecoder(bytes.NewReader(enc))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return reasonErr(CodeInvalidEvalStream, "not_json", "")
+		return ReasonErr(CodeInvalidEvalStream, "not_json", "")
 	}
 	if err := verifyResultN(r, doc, len(r.Cases)); err != nil {
 		var e *Error
@@ -466,7 +466,7 @@ func verifyStreamResult(r *Result) error {
 }
 
 // streamResult renders a whole result as a stream, samples in case order.
-func streamResult(r *Result, digests map[string]string) ([]byte, error) {
+func StreamResult(r *Result, digests map[string]string) ([]byte, error) {
 	if digests == nil {
 		digests = map[string]string{}
 	}

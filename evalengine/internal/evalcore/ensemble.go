@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"math"
@@ -70,22 +70,22 @@ type Ensemble struct {
 func DecodeVotes(data []byte) ([]Vote, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: 1 << 20})
 	if err != nil {
-		return nil, limitErr(CodeInvalidEnsembleVotes, err)
+		return nil, LimitErr(CodeInvalidEnsembleVotes, err)
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, reasonErr(CodeInvalidEnsembleVotes, "not_an_array", "")
+		return nil, ReasonErr(CodeInvalidEnsembleVotes, "not_an_array", "")
 	}
 	if len(list) > MaxEnsembleVotes {
-		return nil, reasonErr(CodeInvalidEnsembleVotes, "too_many_votes", strconv.Itoa(len(list)))
+		return nil, ReasonErr(CodeInvalidEnsembleVotes, "too_many_votes", strconv.Itoa(len(list)))
 	}
-	allowed := keySet("judge_id", "id", "score", "weight", "confidence")
+	allowed := KeySet("judge_id", "id", "score", "weight", "confidence")
 	out := make([]Vote, 0, len(list))
 	for i, item := range list {
 		idx := strconv.Itoa(i + 1)
 		m, ok := item.(map[string]any)
-		if !ok || len(unknownKeys(m, allowed)) > 0 {
-			return nil, newErr(CodeInvalidEnsembleVotes, idx)
+		if !ok || len(UnknownKeys(m, allowed)) > 0 {
+			return nil, NewErr(CodeInvalidEnsembleVotes, idx)
 		}
 		id, _ := m["judge_id"].(string)
 		if alt, ok := m["id"].(string); ok && id == "" {
@@ -102,7 +102,7 @@ func DecodeVotes(data []byte) ([]Vote, error) {
 			vote.Confidence, ok3 = toFloat(c)
 		}
 		if !ok1 || !ok2 || !ok3 {
-			return nil, newErr(CodeInvalidEnsembleVotes, idx)
+			return nil, NewErr(CodeInvalidEnsembleVotes, idx)
 		}
 		out = append(out, vote)
 	}
@@ -114,20 +114,20 @@ func DecodeVotes(data []byte) ([]Vote, error) {
 
 func checkVotes(votes []Vote) error {
 	if len(votes) > MaxEnsembleVotes {
-		return reasonErr(CodeInvalidEnsembleVotes, "too_many_votes", strconv.Itoa(len(votes)))
+		return ReasonErr(CodeInvalidEnsembleVotes, "too_many_votes", strconv.Itoa(len(votes)))
 	}
 	seen := make(map[string]bool, len(votes))
 	for i, v := range votes {
 		idx := strconv.Itoa(i + 1)
 		if v.JudgeID == "" || len(v.JudgeID) > 256 {
-			return reasonErr(CodeInvalidEnsembleVotes, "judge_id", idx)
+			return ReasonErr(CodeInvalidEnsembleVotes, "judge_id", idx)
 		}
 		if seen[v.JudgeID] {
-			return newErr(CodeDuplicateEnsembleVote, v.JudgeID)
+			return NewErr(CodeDuplicateEnsembleVote, v.JudgeID)
 		}
 		seen[v.JudgeID] = true
 		if !isFraction(v.Score) || !isFraction(v.Confidence) || math.IsNaN(v.Weight) || v.Weight <= 0 || v.Weight > MaxVoteWeight {
-			return reasonErr(CodeInvalidEnsembleVotes, "vote_value", idx)
+			return ReasonErr(CodeInvalidEnsembleVotes, "vote_value", idx)
 		}
 	}
 	return nil
@@ -141,10 +141,10 @@ func checkVotes(votes []Vote) error {
 // disagreement ≥ ReviewDisagreementThreshold.
 func AggregateVotes(votes []Vote, opts EnsembleOptions) (*Ensemble, error) {
 	if opts.Strategy != EnsembleWeightedMean && opts.Strategy != EnsembleMajority {
-		return nil, newErr(CodeInvalidEnsembleOptions, "strategy")
+		return nil, NewErr(CodeInvalidEnsembleOptions, "strategy")
 	}
 	if !isFraction(opts.Threshold) || !isFraction(opts.ReviewDisagreementThreshold) || opts.MinJudges < 1 || opts.MinJudges > MaxEnsembleVotes {
-		return nil, newErr(CodeInvalidEnsembleOptions, "bounds")
+		return nil, NewErr(CodeInvalidEnsembleOptions, "bounds")
 	}
 	if err := checkVotes(votes); err != nil {
 		return nil, err
@@ -202,10 +202,10 @@ type Calibration struct {
 // sweep is O(n log n): candidates and examples are sorted once.
 func CalibrateThreshold(examples []CalibrationExample, defaultThreshold float64) (*Calibration, error) {
 	if len(examples) == 0 || len(examples) > MaxCalibrationExamples {
-		return nil, reasonErr(CodeInvalidCalibration, "example_count", strconv.Itoa(len(examples)))
+		return nil, ReasonErr(CodeInvalidCalibration, "example_count", strconv.Itoa(len(examples)))
 	}
 	if !isFraction(defaultThreshold) {
-		return nil, reasonErr(CodeInvalidCalibration, "default_threshold", "")
+		return nil, ReasonErr(CodeInvalidCalibration, "default_threshold", "")
 	}
 	sorted := make([]CalibrationExample, len(examples))
 	copy(sorted, examples)
@@ -213,7 +213,7 @@ func CalibrateThreshold(examples []CalibrationExample, defaultThreshold float64)
 	cands := []float64{0, 1, defaultThreshold}
 	for i, ex := range sorted {
 		if !isFraction(ex.Score) {
-			return nil, reasonErr(CodeInvalidCalibration, "score", strconv.Itoa(i+1))
+			return nil, ReasonErr(CodeInvalidCalibration, "score", strconv.Itoa(i+1))
 		}
 		if ex.Label {
 			positives++
@@ -261,10 +261,10 @@ type CalibratedScore struct {
 // ApplyCalibration classifies score with c's threshold.
 func ApplyCalibration(c *Calibration, score float64) (CalibratedScore, error) {
 	if c == nil || c.CalibrationType != CalibrationType || !isFraction(c.Threshold) {
-		return CalibratedScore{}, reasonErr(CodeInvalidCalibration, "calibration", "")
+		return CalibratedScore{}, ReasonErr(CodeInvalidCalibration, "calibration", "")
 	}
 	if !isFraction(score) {
-		return CalibratedScore{}, reasonErr(CodeInvalidCalibration, "score", "")
+		return CalibratedScore{}, ReasonErr(CodeInvalidCalibration, "score", "")
 	}
 	return CalibratedScore{Score: score, Threshold: c.Threshold, Passed: score >= c.Threshold}, nil
 }

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"bytes"
@@ -320,11 +320,11 @@ func Aggregate(set *Set, metrics []Metric, opts Options, samples []SampleResult,
 	if err != nil {
 		return nil, err
 	}
-	if err := validateMetrics(metrics); err != nil {
+	if err := ValidateMetrics(metrics); err != nil {
 		return nil, err
 	}
 	if len(samples) != len(set.Cases)*opts.Samples {
-		return nil, newErr(CodeInvalidSampleResults, "want "+strconv.Itoa(len(set.Cases)*opts.Samples)+" samples, got "+strconv.Itoa(len(samples)))
+		return nil, NewErr(CodeInvalidSampleResults, "want "+strconv.Itoa(len(set.Cases)*opts.Samples)+" samples, got "+strconv.Itoa(len(samples)))
 	}
 	index := make(map[string]int, len(set.Cases))
 	for i, c := range set.Cases {
@@ -337,13 +337,13 @@ func Aggregate(set *Set, metrics []Metric, opts Options, samples []SampleResult,
 	for _, s := range samples {
 		ci, ok := index[s.CaseID]
 		if !ok || s.SampleIndex < 0 || s.SampleIndex >= opts.Samples {
-			return nil, newErr(CodeInvalidSampleResults, s.CaseID)
+			return nil, NewErr(CodeInvalidSampleResults, s.CaseID)
 		}
 		if byCase[ci][s.SampleIndex].SampleID != "" {
-			return nil, newErr(CodeInvalidSampleResults, "duplicate "+s.CaseID+"#"+strconv.Itoa(s.SampleIndex))
+			return nil, NewErr(CodeInvalidSampleResults, "duplicate "+s.CaseID+"#"+strconv.Itoa(s.SampleIndex))
 		}
 		if s.SampleID != SampleID(set.ID, set.Version, s.CaseID, s.SampleIndex) {
-			return nil, newErr(CodeInvalidSampleResults, "sample id "+s.CaseID+"#"+strconv.Itoa(s.SampleIndex))
+			return nil, NewErr(CodeInvalidSampleResults, "sample id "+s.CaseID+"#"+strconv.Itoa(s.SampleIndex))
 		}
 		byCase[ci][s.SampleIndex] = s
 	}
@@ -626,7 +626,7 @@ func MarkNotEvaluated(r *Result, ids []string, reason string) {
 }
 
 // notEvaluatedCases reads MarkNotEvaluated's list back.
-func notEvaluatedCases(r *Result) [][2]string {
+func NotEvaluatedCases(r *Result) [][2]string {
 	list, _ := r.Metadata[MetaNotEvaluatedCases].([]any)
 	var out [][2]string
 	for _, v := range list {

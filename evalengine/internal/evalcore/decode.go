@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const floatTolerance = 1e-12
 func DecodeResult(data []byte) (*Result, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.OwnDocumentLimits())
 	if err != nil {
-		return nil, limitErr(CodeInvalidEvalResult, err)
+		return nil, LimitErr(CodeInvalidEvalResult, err)
 	}
 	return resultFromValue(data, v)
 }
@@ -31,7 +31,7 @@ func DecodeResult(data []byte) (*Result, error) {
 func resultFromValue(data []byte, v any) (*Result, error) {
 	m, ok := asObject(v)
 	if !ok {
-		return nil, reasonErr(CodeInvalidEvalResult, "not_an_object", "")
+		return nil, ReasonErr(CodeInvalidEvalResult, "not_an_object", "")
 	}
 	ver, _ := m["result_schema_version"].(json.Number)
 	switch ver {
@@ -41,16 +41,16 @@ func resultFromValue(data []byte, v any) (*Result, error) {
 		_, ok3 := m["cases"].([]any)
 		passed, ok4 := m["passed"].(bool)
 		if !ok1 || !ok2 || !ok3 || !ok4 {
-			return nil, reasonErr(CodeInvalidEvalResult, "invalid_v1_result", "")
+			return nil, ReasonErr(CodeInvalidEvalResult, "invalid_v1_result", "")
 		}
 		return &Result{ResultSchemaVersion: 1, EvalSetID: id, EvalSetVersion: version, Passed: passed, legacy: m}, nil
 	case "2":
 	default:
-		return nil, newErr(CodeUnsupportedResultVersion, bound(string(ver)))
+		return nil, NewErr(CodeUnsupportedResultVersion, Bound(string(ver)))
 	}
 	var r Result
 	if err := jsonlimit.Unmarshal(data, jsonlimit.OwnDocumentLimits(), &r); err != nil {
-		return nil, limitErr(CodeInvalidEvalResult, err)
+		return nil, LimitErr(CodeInvalidEvalResult, err)
 	}
 	if err := verifyResult(&r, v); err != nil {
 		return nil, err
@@ -59,16 +59,16 @@ func resultFromValue(data []byte, v any) (*Result, error) {
 }
 
 // checkResult re-validates an in-memory result the way DecodeResult does.
-func checkResult(r *Result) (*Result, error) {
+func CheckResult(r *Result) (*Result, error) {
 	if r == nil {
-		return nil, reasonErr(CodeInvalidEvalResult, "nil", "")
+		return nil, ReasonErr(CodeInvalidEvalResult, "nil", "")
 	}
 	if r.checked == r {
 		return r, nil
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
-		return nil, reasonErr(CodeInvalidEvalResult, "not_json", "")
+		return nil, ReasonErr(CodeInvalidEvalResult, "not_json", "")
 	}
 	return DecodeResult(data)
 }
@@ -80,7 +80,7 @@ func verifyResult(r *Result, doc any) error { return verifyResultN(r, doc, MaxCa
 // verifyResultN is verifyResult with a case bound (a streamed result may
 // hold more cases than a single document).
 func verifyResultN(r *Result, doc any, maxCases int) error {
-	bad := func(reason, detail string) error { return reasonErr(CodeInvalidEvalResult, reason, detail) }
+	bad := func(reason, detail string) error { return ReasonErr(CodeInvalidEvalResult, reason, detail) }
 	if r.EvalSetSchemaVersion != 1 && r.EvalSetSchemaVersion != 2 {
 		return bad("eval_set_schema_version", "")
 	}
@@ -186,19 +186,19 @@ func verifyResultN(r *Result, doc any, maxCases int) error {
 func recheckMetric(m *MetricResult, scope string, byID map[string]metricDesc) error {
 	d, ok := byID[m.MetricID]
 	if !ok || d.scope != scope || d.kind != m.Kind || d.threshold != m.Threshold || m.Scope != scope {
-		return reasonErr(CodeInvalidEvalResult, "metric_result", m.MetricID)
+		return ReasonErr(CodeInvalidEvalResult, "metric_result", m.MetricID)
 	}
 	switch m.Status {
 	case StatusOK:
 		if !isFraction(m.Score) {
-			return reasonErr(CodeInvalidEvalResult, "metric_score", m.MetricID)
+			return ReasonErr(CodeInvalidEvalResult, "metric_score", m.MetricID)
 		}
 	case StatusError, StatusNotEvaluated:
 		if m.Score != 0 {
-			return reasonErr(CodeInvalidEvalResult, "metric_score", m.MetricID)
+			return ReasonErr(CodeInvalidEvalResult, "metric_score", m.MetricID)
 		}
 	default:
-		return reasonErr(CodeInvalidEvalResult, "metric_status", m.MetricID)
+		return ReasonErr(CodeInvalidEvalResult, "metric_status", m.MetricID)
 	}
 	m.Passed = m.Status == StatusOK && m.Score >= m.Threshold
 	return nil
@@ -245,7 +245,7 @@ func jsonClose(a, b any, path string) (string, bool) {
 
 // toGeneric turns a Go value into generic JSON values (numbers as
 // json.Number).
-func toGeneric(v any) (any, error) {
+func ToGeneric(v any) (any, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

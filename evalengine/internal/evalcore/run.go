@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"context"
@@ -123,10 +123,10 @@ func (r *SampleRunner) Run(ctx context.Context, adapter Adapter, caseIndex, samp
 // RunObserved is Run traced through obs (RunConfig.Observer); nil is Run.
 func (r *SampleRunner) RunObserved(ctx context.Context, adapter Adapter, obs observability.Observer, caseIndex, sampleIndex int) (SampleResult, error) {
 	if adapter == nil {
-		return SampleResult{}, newErr(CodeInvalidAdapter, "nil adapter")
+		return SampleResult{}, NewErr(CodeInvalidAdapter, "nil adapter")
 	}
 	if caseIndex < 0 || caseIndex >= len(r.e.set.Cases) || sampleIndex < 0 || sampleIndex >= r.e.opts.Samples {
-		return SampleResult{}, newErr(CodeInvalidSampleResults, "sample out of range")
+		return SampleResult{}, NewErr(CodeInvalidSampleResults, "sample out of range")
 	}
 	e := r.e
 	e.adapter = adapter
@@ -139,7 +139,7 @@ func (r *SampleRunner) RunObserved(ctx context.Context, adapter Adapter, obs obs
 type noAdapter struct{}
 
 func (noAdapter) NewSession(context.Context, SampleInfo) (Session, error) {
-	return nil, newErr(CodeInvalidAdapter, "nil adapter")
+	return nil, NewErr(CodeInvalidAdapter, "nil adapter")
 }
 
 // ErrorSample is the record of a sample that never ran or whose worker was
@@ -154,7 +154,7 @@ func ErrorSample(set *Set, caseIndex, sampleIndex int, tag string) SampleResult 
 		Turns:       []TurnResult{},
 		Trajectory:  []TrajectoryItem{},
 		Criteria:    []MetricResult{},
-		Metadata:    metaOrEmpty(c.Metadata),
+		Metadata:    MetaOrEmpty(c.Metadata),
 		Error:       tag,
 	}
 }
@@ -186,12 +186,12 @@ func newEngine(set *Set, cfg RunConfig) (*engine, error) {
 		return nil, err
 	}
 	if cfg.Adapter == nil {
-		return nil, newErr(CodeInvalidAdapter, "nil adapter")
+		return nil, NewErr(CodeInvalidAdapter, "nil adapter")
 	}
 	if len(cfg.Metrics) == 0 && opts.EmptyCriteria != EmptyCriteriaPass {
-		return nil, newErr(CodeEmptyCriteria, "")
+		return nil, NewErr(CodeEmptyCriteria, "")
 	}
-	if err := validateMetrics(cfg.Metrics); err != nil {
+	if err := ValidateMetrics(cfg.Metrics); err != nil {
 		return nil, err
 	}
 	e := &engine{
@@ -206,7 +206,7 @@ func newEngine(set *Set, cfg RunConfig) (*engine, error) {
 		drop:        cfg.DropSamples,
 	}
 	if cfg.DropSamples && cfg.OnSample == nil {
-		return nil, newErr(CodeInvalidEvalOptions, "drop_samples needs on_sample")
+		return nil, NewErr(CodeInvalidEvalOptions, "drop_samples needs on_sample")
 	}
 	if err := checkFinished(set, opts, cfg.Finished); err != nil {
 		return nil, err
@@ -502,7 +502,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		return nil, &Error{Code: CodeEvaluationCancelled, Err: ctx.Err()}
 	}
 	if budgetExceeded {
-		return nil, newErr(CodeReportBudgetExceeded, "")
+		return nil, NewErr(CodeReportBudgetExceeded, "")
 	}
 	// Samples never dispatched before the run deadline are timeouts.
 	for c := range byCase {
@@ -531,10 +531,10 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	r := aggregate(headerOf(e.set, e.opts, time.Since(start)), descsOf(e.metrics), byCase)
 	n, err := resultSize(r, sampleBytes)
 	if err != nil || sizeErr != nil {
-		return nil, reasonErr(CodeReportTooLarge, "encode_failed", "")
+		return nil, ReasonErr(CodeReportTooLarge, "encode_failed", "")
 	}
 	if n > e.opts.MaxReportBytes {
-		return nil, newErr(CodeReportTooLarge, strconv.Itoa(n))
+		return nil, NewErr(CodeReportTooLarge, strconv.Itoa(n))
 	}
 	return r.markChecked(), nil
 }
@@ -573,7 +573,7 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 		Turns:       make([]TurnResult, 0, len(c.Turns)),
 		Trajectory:  []TrajectoryItem{},
 		Criteria:    make([]MetricResult, 0, len(e.caseMetrics)),
-		Metadata:    metaOrEmpty(c.Metadata),
+		Metadata:    MetaOrEmpty(c.Metadata),
 	}
 	ctx, cancel := context.WithTimeout(parent, e.caseTimeout)
 	defer cancel()
@@ -651,7 +651,7 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 	}
 	if sess != nil {
 		if err := closeSafely(sess); err != nil {
-			fail(adapterTag(err, TagAdapterTerminateFailed))
+			fail(AdapterTag(err, TagAdapterTerminateFailed))
 		}
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
@@ -692,7 +692,7 @@ func (e *engine) newSession(ctx context.Context, info SampleInfo) (sess Session,
 	}()
 	sess, err = e.adapter.NewSession(ctx, info)
 	if err != nil {
-		return nil, errors.New(adapterTag(err, TagAdapterInitFailed))
+		return nil, errors.New(AdapterTag(err, TagAdapterInitFailed))
 	}
 	if sess == nil {
 		return nil, errors.New(TagInvalidAdapterResult)
@@ -709,7 +709,7 @@ func (e *engine) turn(ctx context.Context, sess Session, in TurnInput) (out Turn
 	}()
 	out, err := sess.Turn(ctx, in)
 	if err != nil {
-		return TurnOutput{}, adapterTag(err, TagAdapterFailed)
+		return TurnOutput{}, AdapterTag(err, TagAdapterFailed)
 	}
 	for _, s := range out.Trajectory {
 		if s.Tool == "" || (s.Kind != "" && s.Kind != KindToolCall && s.Kind != KindToolResponse) {
@@ -771,12 +771,12 @@ func (e *engine) turnResult(ctx context.Context, res *SampleResult, c *Case, ci,
 		}
 		if e.opts.CaptureToolContent {
 			if item.Kind == KindToolCall {
-				item.Args = pruneValue(s.Args)
+				item.Args = PruneValue(s.Args)
 				if item.Args == nil {
 					item.Args = map[string]any{}
 				}
 			} else {
-				item.Result = pruneValue(s.Result)
+				item.Result = PruneValue(s.Result)
 			}
 		}
 		res.Trajectory = append(res.Trajectory, item)
@@ -798,13 +798,13 @@ func (e *engine) turnResult(ctx context.Context, res *SampleResult, c *Case, ci,
 		Passed:          true,
 		Metrics:         make([]MetricResult, 0, len(e.turnMetrics)),
 		Trajectory:      res.Trajectory[first:len(res.Trajectory):len(res.Trajectory)],
-		Metadata:        metaOrEmpty(t.Metadata),
+		Metadata:        MetaOrEmpty(t.Metadata),
 		AdapterMetadata: meta,
 	}
 	if e.opts.CaptureEvents {
 		tr.Events = make([]any, len(out.Events))
 		for i, ev := range out.Events {
-			tr.Events[i] = pruneValue(ev)
+			tr.Events[i] = PruneValue(ev)
 		}
 	}
 	if len(e.turnMetrics) > 0 {
@@ -829,7 +829,7 @@ var adapterMetadataPruner = secrets.NewPruner(
 	"cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens",
 )
 
-func pruneValue(v any) any {
+func PruneValue(v any) any {
 	switch v.(type) {
 	case map[string]any, []any:
 		return secrets.Prune(v)
@@ -837,7 +837,7 @@ func pruneValue(v any) any {
 	return v
 }
 
-func metaOrEmpty(m map[string]any) map[string]any {
+func MetaOrEmpty(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
 	}
@@ -875,14 +875,14 @@ func checkFinished(set *Set, opts Options, finished []StreamSample) error {
 	for _, f := range finished {
 		ci, si := f.CaseIndex, f.Sample.SampleIndex
 		if ci < 0 || ci >= len(set.Cases) || si < 0 || si >= opts.Samples {
-			return newErr(CodeInvalidSampleResults, "finished sample out of range")
+			return NewErr(CodeInvalidSampleResults, "finished sample out of range")
 		}
 		id := set.Cases[ci].ID
 		if f.Sample.CaseID != id || f.Sample.SampleID != SampleID(set.ID, set.Version, id, si) {
-			return newErr(CodeInvalidSampleResults, "sample id "+id+"#"+strconv.Itoa(si))
+			return NewErr(CodeInvalidSampleResults, "sample id "+id+"#"+strconv.Itoa(si))
 		}
 		if seen[[2]int{ci, si}] {
-			return newErr(CodeInvalidSampleResults, "duplicate "+id+"#"+strconv.Itoa(si))
+			return NewErr(CodeInvalidSampleResults, "duplicate "+id+"#"+strconv.Itoa(si))
 		}
 		seen[[2]int{ci, si}] = true
 	}

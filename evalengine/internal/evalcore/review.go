@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"strconv"
@@ -84,7 +84,7 @@ func NewReview(id string, subject any, required int, expiresAt *int64) (*Review,
 // check validates a review's shape and that its phase follows from its
 // decisions, so a forged record is refused (invalid_eval_review).
 func (r *Review) check() error {
-	bad := func(reason string) error { return reasonErr(CodeInvalidReview, reason, "") }
+	bad := func(reason string) error { return ReasonErr(CodeInvalidReview, reason, "") }
 	if r == nil {
 		return bad("nil")
 	}
@@ -103,7 +103,7 @@ func (r *Review) check() error {
 	if r.ExpiresAt != nil && *r.ExpiresAt < 0 {
 		return bad("expires_at")
 	}
-	if n, ok := plainSize(r.Subject); !ok || n > maxReviewValueBytes {
+	if n, ok := PlainSize(r.Subject); !ok || n > maxReviewValueBytes {
 		return bad("subject")
 	}
 	approvals, rejects := 0, 0
@@ -113,7 +113,7 @@ func (r *Review) check() error {
 			return bad("reviewer")
 		}
 		seen[d.Reviewer] = true
-		if n, ok := plainSize(d.Metadata); !ok || n > maxReviewValueBytes {
+		if n, ok := PlainSize(d.Metadata); !ok || n > maxReviewValueBytes {
 			return bad("decision_metadata")
 		}
 		switch d.Decision {
@@ -171,10 +171,10 @@ func (r *Review) guard(expectedRevision int64) error {
 		return err
 	}
 	if r.Revision != expectedRevision {
-		return newErr(CodeStaleReviewRevision, strconv.FormatInt(r.Revision, 10))
+		return NewErr(CodeStaleReviewRevision, strconv.FormatInt(r.Revision, 10))
 	}
 	if r.Terminal() {
-		return newErr(CodeReviewTerminal, r.Phase)
+		return NewErr(CodeReviewTerminal, r.Phase)
 	}
 	return nil
 }
@@ -188,18 +188,18 @@ func (r *Review) RecordDecision(expectedRevision int64, reviewer, decision strin
 		return nil, err
 	}
 	if !validReviewID(reviewer) || (decision != DecisionApprove && decision != DecisionReject) {
-		return nil, reasonErr(CodeInvalidReview, "decision", "")
+		return nil, ReasonErr(CodeInvalidReview, "decision", "")
 	}
 	if metadata == nil {
 		metadata = map[string]any{}
 	}
-	if n, ok := plainSize(metadata); !ok || n > maxReviewValueBytes {
-		return nil, reasonErr(CodeInvalidReview, "decision_metadata", "")
+	if n, ok := PlainSize(metadata); !ok || n > maxReviewValueBytes {
+		return nil, ReasonErr(CodeInvalidReview, "decision_metadata", "")
 	}
 	approvals := 0
 	for _, d := range r.Decisions {
 		if d.Reviewer == reviewer {
-			return nil, newErr(CodeDuplicateReviewer, reviewer)
+			return nil, NewErr(CodeDuplicateReviewer, reviewer)
 		}
 		if d.Decision == DecisionApprove {
 			approvals++
@@ -225,7 +225,7 @@ func (r *Review) Expire(expectedRevision int64, nowMS int64) (*Review, error) {
 		return nil, err
 	}
 	if r.ExpiresAt == nil || nowMS < *r.ExpiresAt {
-		return nil, newErr(CodeReviewNotExpired, "")
+		return nil, NewErr(CodeReviewNotExpired, "")
 	}
 	next := r.clone()
 	next.Revision++
@@ -238,32 +238,32 @@ func (r *Review) Expire(expectedRevision int64, nowMS int64) (*Review, error) {
 func DecodeReview(data []byte) (*Review, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: 4 << 20})
 	if err != nil {
-		return nil, limitErr(CodeInvalidReview, err)
+		return nil, LimitErr(CodeInvalidReview, err)
 	}
 	m, ok := v.(map[string]any)
-	if !ok || len(unknownKeys(m, keySet("review_schema_version", "review_id", "revision", "phase", "subject",
+	if !ok || len(UnknownKeys(m, KeySet("review_schema_version", "review_id", "revision", "phase", "subject",
 		"required_reviewers", "expires_at", "decisions"))) > 0 || len(m) != 8 {
-		return nil, reasonErr(CodeInvalidReview, "keys", "")
+		return nil, ReasonErr(CodeInvalidReview, "keys", "")
 	}
 	if ds, ok := m["decisions"].([]any); ok {
 		for _, d := range ds {
 			dm, ok := d.(map[string]any)
-			if !ok || len(dm) != 3 || len(unknownKeys(dm, keySet("reviewer", "decision", "metadata"))) > 0 {
-				return nil, reasonErr(CodeInvalidReview, "decision_keys", "")
+			if !ok || len(dm) != 3 || len(UnknownKeys(dm, KeySet("reviewer", "decision", "metadata"))) > 0 {
+				return nil, ReasonErr(CodeInvalidReview, "decision_keys", "")
 			}
 		}
 	}
 	var r Review
 	if err := jsonlimit.Unmarshal(data, jsonlimit.Limits{MaxBytes: 4 << 20}, &r); err != nil {
-		return nil, limitErr(CodeInvalidReview, err)
+		return nil, LimitErr(CodeInvalidReview, err)
 	}
 	r.Subject = m["subject"]
 	if r.Decisions == nil {
-		return nil, reasonErr(CodeInvalidReview, "decisions", "")
+		return nil, ReasonErr(CodeInvalidReview, "decisions", "")
 	}
 	for i := range r.Decisions {
 		if r.Decisions[i].Metadata == nil {
-			return nil, reasonErr(CodeInvalidReview, "decision_metadata", "")
+			return nil, ReasonErr(CodeInvalidReview, "decision_metadata", "")
 		}
 	}
 	if err := r.check(); err != nil {

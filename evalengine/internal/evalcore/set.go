@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"encoding/json"
@@ -73,15 +73,15 @@ type LoadOptions struct {
 // bounded by the JSON limits and the validation timeout. Use LoadSet to
 // accept Google ADK files as well.
 func ParseSet(data []byte) (*Set, error) {
-	v, src, deadline, err := decodeSet(data, LoadOptions{})
+	v, src, deadline, err := DecodeSet(data, LoadOptions{})
 	if err != nil {
 		return nil, err
 	}
 	m, ok := asObject(v)
 	if !ok {
-		return nil, newErr(CodeEvalSetMustBeObject, "")
+		return nil, NewErr(CodeEvalSetMustBeObject, "")
 	}
-	return setFromObject(m, src, deadline)
+	return SetFromObject(m, src, deadline)
 }
 
 // caseSource builds the elements of a native set's "cases" array, which
@@ -115,7 +115,7 @@ func (src caseSource) cases(v any) (n int, each func(fn func(i int, v any) error
 			err := jsonlimit.EachElement(src.data, x, src.lim, fn)
 			if _, checked := err.(*jsonlimit.Error); checked {
 				// DecodeDeferring checked these bytes: not reached.
-				return limitErr(CodeInvalidEvalSet, err)
+				return LimitErr(CodeInvalidEvalSet, err)
 			}
 			return err
 		}, true
@@ -125,7 +125,7 @@ func (src caseSource) cases(v any) (n int, each func(fn func(i int, v any) error
 
 // undefer builds m's deferred cases in place, for the formats that read
 // the whole document (Google's).
-func (src caseSource) undefer(m map[string]any) error {
+func (src caseSource) Undefer(m map[string]any) error {
 	span, ok := m["cases"].(jsonlimit.Deferred)
 	if !ok {
 		return nil
@@ -155,7 +155,7 @@ func setValidationTimeout(n int) time.Duration {
 	return DefaultValidationTimeout + time.Duration(max(0, n-1<<20)/(128<<10))*time.Second
 }
 
-func decodeSet(data []byte, opts LoadOptions) (any, caseSource, time.Time, error) {
+func DecodeSet(data []byte, opts LoadOptions) (any, caseSource, time.Time, error) {
 	timeout := opts.ValidationTimeout
 	if timeout <= 0 {
 		timeout = setValidationTimeout(len(data))
@@ -173,26 +173,26 @@ func decodeSet(data []byte, opts LoadOptions) (any, caseSource, time.Time, error
 	src := caseSource{data: data, lim: lim}
 	v, err := jsonlimit.DecodeDeferring(data, lim, "cases")
 	if err != nil {
-		return nil, src, deadline, limitErr(CodeInvalidEvalSet, err)
+		return nil, src, deadline, LimitErr(CodeInvalidEvalSet, err)
 	}
 	if time.Now().After(deadline) {
-		return nil, src, deadline, newErr(CodeValidationTimeout, "")
+		return nil, src, deadline, NewErr(CodeValidationTimeout, "")
 	}
 	return v, src, deadline, nil
 }
 
 var (
-	setKeys    = keySet("schema_version", "id", "version", "cases", "metadata", "name", "description")
-	caseKeysV1 = keySet("id", "metadata", "turns", "input", "expected")
-	caseKeysV2 = keySet("id", "metadata", "turns", "input", "expected", "session_input", "expected_trajectory", "expected_final_response")
-	turnKeysV1 = keySet("id", "input", "expected", "metadata")
-	turnKeysV2 = keySet("id", "input", "expected", "metadata", "expected_response", "expected_trajectory", "expected_intermediate_responses")
+	setKeys    = KeySet("schema_version", "id", "version", "cases", "metadata", "name", "description")
+	caseKeysV1 = KeySet("id", "metadata", "turns", "input", "expected")
+	caseKeysV2 = KeySet("id", "metadata", "turns", "input", "expected", "session_input", "expected_trajectory", "expected_final_response")
+	turnKeysV1 = KeySet("id", "input", "expected", "metadata")
+	turnKeysV2 = KeySet("id", "input", "expected", "metadata", "expected_response", "expected_trajectory", "expected_intermediate_responses")
 )
 
 // setFromObject validates a decoded native set and builds its canonical form.
-func setFromObject(m map[string]any, src caseSource, deadline time.Time) (*Set, error) {
-	if unk := unknownKeys(m, setKeys); len(unk) > 0 {
-		return nil, newErr(CodeUnknownSetKeys, keysDetail(unk))
+func SetFromObject(m map[string]any, src caseSource, deadline time.Time) (*Set, error) {
+	if unk := UnknownKeys(m, setKeys); len(unk) > 0 {
+		return nil, NewErr(CodeUnknownSetKeys, KeysDetail(unk))
 	}
 	s := &Set{SchemaVersion: 2}
 	if sv, ok := m["schema_version"]; ok {
@@ -204,19 +204,19 @@ func setFromObject(m map[string]any, src caseSource, deadline time.Time) (*Set, 
 	}
 	var ok bool
 	if s.ID, ok = m["id"].(string); !ok || s.ID == "" {
-		return nil, newErr(CodeInvalidEvalSetID, "")
+		return nil, NewErr(CodeInvalidEvalSetID, "")
 	}
 	if s.Version, ok = m["version"].(string); !ok || s.Version == "" {
-		return nil, newErr(CodeInvalidEvalSetVersion, "")
+		return nil, NewErr(CodeInvalidEvalSetVersion, "")
 	}
 	if v, present := m["name"]; present {
 		if s.Name, ok = v.(string); !ok {
-			return nil, newErr(CodeInvalidEvalSetName, "")
+			return nil, NewErr(CodeInvalidEvalSetName, "")
 		}
 	}
 	if v, present := m["description"]; present {
 		if s.Description, ok = v.(string); !ok {
-			return nil, newErr(CodeInvalidEvalSetDescription, "")
+			return nil, NewErr(CodeInvalidEvalSetDescription, "")
 		}
 	}
 	meta, err := metadataValue(m, "set")
@@ -226,23 +226,23 @@ func setFromObject(m map[string]any, src caseSource, deadline time.Time) (*Set, 
 	s.Metadata = meta
 	n, each, ok := src.cases(m["cases"])
 	if !ok {
-		return nil, newErr(CodeInvalidEvalCases, "")
+		return nil, NewErr(CodeInvalidEvalCases, "")
 	}
 	if n > MaxCases {
-		return nil, newErr(CodeCaseLimitExceeded, strconv.Itoa(n))
+		return nil, NewErr(CodeCaseLimitExceeded, strconv.Itoa(n))
 	}
 	s.Cases = make([]Case, 0, n)
 	seen := make(map[string]bool, n)
 	err = each(func(i int, cv any) error {
 		if time.Now().After(deadline) {
-			return newErr(CodeValidationTimeout, "")
+			return NewErr(CodeValidationTimeout, "")
 		}
 		c, err := caseFromValue(cv, i, s.SchemaVersion)
 		if err != nil {
 			return err
 		}
 		if seen[c.ID] {
-			return newErr(CodeDuplicateCaseID, c.ID)
+			return NewErr(CodeDuplicateCaseID, c.ID)
 		}
 		seen[c.ID] = true
 		s.Cases = append(s.Cases, c)
@@ -262,9 +262,9 @@ func schemaVersion(v any) (int, error) {
 		case "2":
 			return 2, nil
 		}
-		return 0, newErr(CodeUnsupportedSchemaVersion, string(n))
+		return 0, NewErr(CodeUnsupportedSchemaVersion, string(n))
 	}
-	return 0, newErr(CodeUnsupportedSchemaVersion, "not a number")
+	return 0, NewErr(CodeUnsupportedSchemaVersion, "not a number")
 }
 
 // metadataValue reads an optional metadata object and prunes its secrets.
@@ -275,7 +275,7 @@ func metadataValue(m map[string]any, where string) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, newErr(CodeInvalidEvalMetadata, where)
+		return nil, NewErr(CodeInvalidEvalMetadata, where)
 	}
 	return pruneObject(obj), nil
 }
@@ -294,18 +294,18 @@ func pruneObject(m map[string]any) map[string]any {
 func caseFromValue(v any, index int, schema int) (Case, error) {
 	m, ok := asObject(v)
 	if !ok {
-		return Case{}, newErr(CodeInvalidEvalCase, "index "+strconv.Itoa(index))
+		return Case{}, NewErr(CodeInvalidEvalCase, "index "+strconv.Itoa(index))
 	}
 	id, ok := m["id"].(string)
 	if !ok || id == "" {
-		return Case{}, newErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(index))
+		return Case{}, NewErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(index))
 	}
 	allowed := caseKeysV2
 	if schema == 1 {
 		allowed = caseKeysV1
 	}
-	if unk := unknownKeys(m, allowed); len(unk) > 0 {
-		return Case{}, newErr(CodeUnknownCaseKeys, id+": "+keysDetail(unk))
+	if unk := UnknownKeys(m, allowed); len(unk) > 0 {
+		return Case{}, NewErr(CodeUnknownCaseKeys, id+": "+KeysDetail(unk))
 	}
 	c := Case{ID: id}
 	meta, err := metadataValue(m, "case "+id)
@@ -322,17 +322,17 @@ func caseFromValue(v any, index int, schema int) (Case, error) {
 	_, hasExpected := m["expected"]
 	switch {
 	case hasTurns && (hasInput || hasExpected):
-		return Case{}, reasonErr(CodeInvalidEvalCase, "turns_and_shorthand", id)
+		return Case{}, ReasonErr(CodeInvalidEvalCase, "turns_and_shorthand", id)
 	case hasTurns:
 		turns, ok := turnsV.([]any)
 		if !ok {
-			return Case{}, reasonErr(CodeInvalidEvalCase, "turns_must_be_array", id)
+			return Case{}, ReasonErr(CodeInvalidEvalCase, "turns_must_be_array", id)
 		}
 		if len(turns) == 0 {
-			return Case{}, newErr(CodeCaseHasNoTurns, id)
+			return Case{}, NewErr(CodeCaseHasNoTurns, id)
 		}
 		if len(turns) > MaxTurns {
-			return Case{}, newErr(CodeTurnLimitExceeded, id)
+			return Case{}, NewErr(CodeTurnLimitExceeded, id)
 		}
 		c.Turns = make([]Turn, 0, len(turns))
 		seen := make(map[string]bool, len(turns))
@@ -342,7 +342,7 @@ func caseFromValue(v any, index int, schema int) (Case, error) {
 				return Case{}, err
 			}
 			if seen[t.ID] {
-				return Case{}, newErr(CodeDuplicateTurnID, id+"/"+t.ID)
+				return Case{}, NewErr(CodeDuplicateTurnID, id+"/"+t.ID)
 			}
 			seen[t.ID] = true
 			c.Turns = append(c.Turns, t)
@@ -350,7 +350,7 @@ func caseFromValue(v any, index int, schema int) (Case, error) {
 	case hasInput:
 		c.Turns = []Turn{{ID: "turn-1", Input: m["input"], Expected: m["expected"], Metadata: map[string]any{}}}
 	default:
-		return Case{}, newErr(CodeCaseHasNoTurns, id)
+		return Case{}, NewErr(CodeCaseHasNoTurns, id)
 	}
 	return c, nil
 }
@@ -358,13 +358,13 @@ func caseFromValue(v any, index int, schema int) (Case, error) {
 func turnFromValue(v any, caseID string, index int, schema int) (Turn, error) {
 	m, ok := asObject(v)
 	if !ok {
-		return Turn{}, newErr(CodeInvalidEvalTurn, caseID+"/"+strconv.Itoa(index+1))
+		return Turn{}, NewErr(CodeInvalidEvalTurn, caseID+"/"+strconv.Itoa(index+1))
 	}
 	t := Turn{ID: "turn-" + strconv.Itoa(index+1)}
 	if idv, present := m["id"]; present {
 		id, ok := idv.(string)
 		if !ok || id == "" {
-			return Turn{}, newErr(CodeInvalidEvalTurnID, caseID+"/"+strconv.Itoa(index+1))
+			return Turn{}, NewErr(CodeInvalidEvalTurnID, caseID+"/"+strconv.Itoa(index+1))
 		}
 		t.ID = id
 	}
@@ -372,12 +372,12 @@ func turnFromValue(v any, caseID string, index int, schema int) (Turn, error) {
 	if schema == 1 {
 		allowed = turnKeysV1
 	}
-	if unk := unknownKeys(m, allowed); len(unk) > 0 {
-		return Turn{}, newErr(CodeUnknownTurnKeys, caseID+"/"+t.ID+": "+keysDetail(unk))
+	if unk := UnknownKeys(m, allowed); len(unk) > 0 {
+		return Turn{}, NewErr(CodeUnknownTurnKeys, caseID+"/"+t.ID+": "+KeysDetail(unk))
 	}
 	input, present := m["input"]
 	if !present {
-		return Turn{}, newErr(CodeMissingTurnInput, caseID+"/"+t.ID)
+		return Turn{}, NewErr(CodeMissingTurnInput, caseID+"/"+t.ID)
 	}
 	t.Input = input
 	meta, err := metadataValue(m, "turn "+caseID+"/"+t.ID)
@@ -430,43 +430,43 @@ func CheckSet(s *Set) error { return s.check() }
 // check is CheckSet.
 func (s *Set) check() error {
 	if s == nil {
-		return newErr(CodeInvalidEvalSet, "nil set")
+		return NewErr(CodeInvalidEvalSet, "nil set")
 	}
 	if s.SchemaVersion != 1 && s.SchemaVersion != 2 {
-		return newErr(CodeUnsupportedSchemaVersion, strconv.Itoa(s.SchemaVersion))
+		return NewErr(CodeUnsupportedSchemaVersion, strconv.Itoa(s.SchemaVersion))
 	}
 	if s.ID == "" {
-		return newErr(CodeInvalidEvalSetID, "")
+		return NewErr(CodeInvalidEvalSetID, "")
 	}
 	if s.Version == "" {
-		return newErr(CodeInvalidEvalSetVersion, "")
+		return NewErr(CodeInvalidEvalSetVersion, "")
 	}
 	if len(s.Cases) > MaxCases {
-		return newErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases)))
+		return NewErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases)))
 	}
 	seen := make(map[string]bool, len(s.Cases))
 	for i := range s.Cases {
 		c := &s.Cases[i]
 		if c.ID == "" {
-			return newErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
+			return NewErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
 		}
 		if seen[c.ID] {
-			return newErr(CodeDuplicateCaseID, c.ID)
+			return NewErr(CodeDuplicateCaseID, c.ID)
 		}
 		seen[c.ID] = true
 		if len(c.Turns) == 0 {
-			return newErr(CodeCaseHasNoTurns, c.ID)
+			return NewErr(CodeCaseHasNoTurns, c.ID)
 		}
 		if len(c.Turns) > MaxTurns {
-			return newErr(CodeTurnLimitExceeded, c.ID)
+			return NewErr(CodeTurnLimitExceeded, c.ID)
 		}
 		tseen := make(map[string]bool, len(c.Turns))
 		for _, t := range c.Turns {
 			if t.ID == "" {
-				return newErr(CodeInvalidEvalTurnID, c.ID)
+				return NewErr(CodeInvalidEvalTurnID, c.ID)
 			}
 			if tseen[t.ID] {
-				return newErr(CodeDuplicateTurnID, c.ID+"/"+t.ID)
+				return NewErr(CodeDuplicateTurnID, c.ID+"/"+t.ID)
 			}
 			tseen[t.ID] = true
 		}

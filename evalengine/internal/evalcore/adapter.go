@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"errors"
@@ -126,15 +126,15 @@ func ErrorReason(err error) string {
 	return ""
 }
 
-func newErr(code, detail string) *Error { return &Error{Code: code, Detail: bound(detail)} }
+func NewErr(code, detail string) *Error { return &Error{Code: code, Detail: Bound(detail)} }
 
-func reasonErr(code, reason, detail string) *Error {
-	return &Error{Code: code, Reason: reason, Detail: bound(detail)}
+func ReasonErr(code, reason, detail string) *Error {
+	return &Error{Code: code, Reason: reason, Detail: Bound(detail)}
 }
 
 // limitErr wraps a jsonlimit error (or any decode error) under code, with the
 // jsonlimit code as the reason.
-func limitErr(code string, err error) *Error {
+func LimitErr(code string, err error) *Error {
 	reason := jsonlimit.ErrorCode(err)
 	if reason == "" {
 		reason = "invalid_json"
@@ -147,11 +147,11 @@ func limitErr(code string, err error) *Error {
 			detail += " key " + strconv.Quote(le.Key)
 		}
 	}
-	return &Error{Code: code, Reason: reason, Detail: bound(detail), Err: err}
+	return &Error{Code: code, Reason: reason, Detail: Bound(detail), Err: err}
 }
 
 // bound truncates s to maxDetail bytes on a rune boundary.
-func bound(s string) string {
+func Bound(s string) string {
 	if len(s) <= maxDetail {
 		return s
 	}
@@ -163,13 +163,13 @@ func bound(s string) string {
 }
 
 // keysDetail renders sorted, quoted, bounded key names.
-func keysDetail(keys []string) string {
+func KeysDetail(keys []string) string {
 	sort.Strings(keys)
 	q := make([]string, len(keys))
 	for i, k := range keys {
-		q[i] = strconv.Quote(bound(k))
+		q[i] = strconv.Quote(Bound(k))
 	}
-	return bound(strings.Join(q, ","))
+	return Bound(strings.Join(q, ","))
 }
 
 // AdapterError is how an adapter reports a failure with a stable tag, which
@@ -188,7 +188,7 @@ func (e *AdapterError) Error() string { return "evalengine adapter: " + e.Tag }
 func (e *AdapterError) Unwrap() error { return e.Err }
 
 // adapterTag extracts a safe tag from err, or returns def.
-func adapterTag(err error, def string) string {
+func AdapterTag(err error, def string) string {
 	var ae *AdapterError
 	if errors.As(err, &ae) && validTag(ae.Tag) {
 		return ae.Tag

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"encoding/json"
@@ -70,11 +70,11 @@ type CaseDiff struct {
 
 func (o CompareOptions) validate() error {
 	if !isFraction(o.MaxPassRateDrop) {
-		return newErr(CodeInvalidComparisonOptions, "max_pass_rate_drop")
+		return NewErr(CodeInvalidComparisonOptions, "max_pass_rate_drop")
 	}
 	for id, t := range o.MetricTolerances {
 		if id == "" || !isFraction(t) {
-			return newErr(CodeInvalidComparisonOptions, "metric_tolerances")
+			return NewErr(CodeInvalidComparisonOptions, "metric_tolerances")
 		}
 	}
 	return nil
@@ -87,22 +87,22 @@ func Compare(baseline, current *Result, opts CompareOptions) (*Comparison, error
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	b, err := checkResult(baseline)
+	b, err := CheckResult(baseline)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidBaseline, Reason: ErrorCode(err), Err: err}
 	}
-	c, err := checkResult(current)
+	c, err := CheckResult(current)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidCurrentResult, Reason: ErrorCode(err), Err: err}
 	}
 	if b.ResultSchemaVersion != ResultSchemaVersion {
-		return nil, reasonErr(CodeInvalidBaseline, CodeUnsupportedResultVersion, "")
+		return nil, ReasonErr(CodeInvalidBaseline, CodeUnsupportedResultVersion, "")
 	}
 	if c.ResultSchemaVersion != ResultSchemaVersion {
-		return nil, reasonErr(CodeInvalidCurrentResult, CodeUnsupportedResultVersion, "")
+		return nil, ReasonErr(CodeInvalidCurrentResult, CodeUnsupportedResultVersion, "")
 	}
 	if b.EvalSetID != c.EvalSetID {
-		return nil, newErr(CodeEvalSetMismatch, "")
+		return nil, NewErr(CodeEvalSetMismatch, "")
 	}
 	cmp := &Comparison{
 		ReportSchemaVersion: ComparisonSchemaVersion,
@@ -166,8 +166,8 @@ func Compare(baseline, current *Result, opts CompareOptions) (*Comparison, error
 }
 
 func sameTrajectory(a, b []TrajectoryItem) bool {
-	ga, err1 := toGeneric(a)
-	gb, err2 := toGeneric(b)
+	ga, err1 := ToGeneric(a)
+	gb, err2 := ToGeneric(b)
 	return err1 == nil && err2 == nil && jsonEqual(ga, gb)
 }
 
@@ -177,11 +177,11 @@ func sameTrajectory(a, b []TrajectoryItem) bool {
 func DecodeComparison(data []byte) (*Comparison, error) {
 	v, err := jsonlimit.Decode(data, jsonlimit.OwnDocumentLimits())
 	if err != nil {
-		return nil, limitErr(CodeInvalidComparison, err)
+		return nil, LimitErr(CodeInvalidComparison, err)
 	}
 	var c Comparison
 	if err := jsonlimit.Unmarshal(data, jsonlimit.OwnDocumentLimits(), &c); err != nil {
-		return nil, limitErr(CodeInvalidComparison, err)
+		return nil, LimitErr(CodeInvalidComparison, err)
 	}
 	if err := c.verify(v); err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func DecodeComparison(data []byte) (*Comparison, error) {
 }
 
 func (c *Comparison) verify(doc any) error {
-	bad := func(reason string) error { return reasonErr(CodeInvalidComparison, reason, "") }
+	bad := func(reason string) error { return ReasonErr(CodeInvalidComparison, reason, "") }
 	if c.ReportSchemaVersion != ComparisonSchemaVersion || c.ReportType != ComparisonReportType {
 		return bad("report_type")
 	}
@@ -244,7 +244,7 @@ func (c *Comparison) verify(doc any) error {
 	if c.Passed == regression {
 		return bad("passed")
 	}
-	gen, err := toGeneric(c)
+	gen, err := ToGeneric(c)
 	if err != nil {
 		return bad("not_json")
 	}

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"context"
@@ -157,23 +157,23 @@ func (s Score) normalize() Score {
 }
 
 // validateMetrics checks ids, kinds, thresholds and scorers.
-func validateMetrics(ms []Metric) error {
+func ValidateMetrics(ms []Metric) error {
 	seen := make(map[string]bool, len(ms))
 	for _, m := range ms {
 		if m.ID == "" || len(m.ID) > maxMetricIDBytes {
-			return newErr(CodeInvalidMetricID, m.ID)
+			return NewErr(CodeInvalidMetricID, m.ID)
 		}
 		if seen[m.ID] {
-			return newErr(CodeDuplicateMetricID, m.ID)
+			return NewErr(CodeDuplicateMetricID, m.ID)
 		}
 		seen[m.ID] = true
 		switch {
 		case m.Kind != "" && m.Kind != KindMetric && m.Kind != KindJudge:
-			return reasonErr(CodeInvalidMetric, "invalid_kind", m.ID)
+			return ReasonErr(CodeInvalidMetric, "invalid_kind", m.ID)
 		case !isFraction(m.Threshold):
-			return reasonErr(CodeInvalidMetric, "invalid_threshold", m.ID)
+			return ReasonErr(CodeInvalidMetric, "invalid_threshold", m.ID)
 		case (m.Turn == nil) == (m.Case == nil):
-			return reasonErr(CodeInvalidMetric, "missing_callback", m.ID)
+			return ReasonErr(CodeInvalidMetric, "missing_callback", m.ID)
 		}
 	}
 	return nil
@@ -196,7 +196,7 @@ func NewCriterion(id, criterion string, threshold float64, config map[string]any
 				return s, nil
 			}
 		}
-		return "", reasonErr(CodeInvalidMetric, "invalid_"+key, id)
+		return "", ReasonErr(CodeInvalidMetric, "invalid_"+key, id)
 	}
 	allowedKeys := map[string]bool{}
 	switch criterion {
@@ -226,14 +226,14 @@ func NewCriterion(id, criterion string, threshold float64, config map[string]any
 		}
 		m.Case = toolTrajectory{match: match, args: args}
 	default:
-		return Metric{}, reasonErr(CodeInvalidMetric, "unknown_criterion", id)
+		return Metric{}, ReasonErr(CodeInvalidMetric, "unknown_criterion", id)
 	}
 	for k := range config {
 		if !allowedKeys[k] {
-			return Metric{}, reasonErr(CodeInvalidMetric, "unknown_config_key", id)
+			return Metric{}, ReasonErr(CodeInvalidMetric, "unknown_config_key", id)
 		}
 	}
-	if err := validateMetrics([]Metric{m}); err != nil {
+	if err := ValidateMetrics([]Metric{m}); err != nil {
 		return Metric{}, err
 	}
 	return m, nil
@@ -260,7 +260,7 @@ func (c exactResponse) ScoreCase(_ context.Context, e CaseEval) Score {
 		}
 	} else {
 		for i := range e.Case.Turns {
-			if exp, ok := expectedResponse(e.Case.Turns[i].Expected); ok && i < len(e.Outputs) {
+			if exp, ok := ExpectedResponse(e.Case.Turns[i].Expected); ok && i < len(e.Outputs) {
 				compare(i, exp, e.Outputs[i].Output)
 			}
 		}
@@ -275,7 +275,7 @@ func (c exactResponse) ScoreCase(_ context.Context, e CaseEval) Score {
 		"expected_count": pairs,
 	}
 	if mismatch != nil {
-		meta[metaFirstMismatch] = mismatch
+		meta[MetaFirstMismatch] = mismatch
 	}
 	return OK(float64(matched)/float64(pairs), meta)
 }
@@ -297,7 +297,7 @@ func (c exactResponse) equal(exp, act any) bool {
 
 // expectedResponse finds a turn's expected response. A null expectation is
 // no expectation (doc.go, quirk 1).
-func expectedResponse(expected any) (any, bool) {
+func ExpectedResponse(expected any) (any, bool) {
 	switch x := expected.(type) {
 	case nil:
 		return nil, false
@@ -375,7 +375,7 @@ func (c toolTrajectory) ScoreCase(_ context.Context, e CaseEval) Score {
 		"matched_count":  matched,
 	}
 	if !pass {
-		meta[metaFirstMismatch] = c.firstMismatch(exp, act)
+		meta[MetaFirstMismatch] = c.firstMismatch(exp, act)
 	}
 	return OK(score, meta)
 }
@@ -459,7 +459,7 @@ func (e expectedStep) describe() string {
 
 // metaFirstMismatch is the metric metadata key of a criterion's first
 // mismatch; failures.go reads it.
-const metaFirstMismatch = "first_mismatch"
+const MetaFirstMismatch = "first_mismatch"
 
 // responseMismatch records the first expected/actual response pair that
 // differed, as bounded excerpts.

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ const maxPlainDepth = 64
 // nested at most maxPlainDepth deep. Anything else (a channel, a func, a
 // struct, a pointer) is the Go form of the contract's "opaque term" and is
 // refused at every boundary where values cross into or out of trusted code.
-func plainJSON(v any) bool { return plainAt(v, 0) }
+func PlainJSON(v any) bool { return plainAt(v, 0) }
 
 func plainAt(v any, depth int) bool {
 	if depth > maxPlainDepth {
@@ -52,8 +52,8 @@ func plainAt(v any, depth int) bool {
 }
 
 // plainSize returns the size of a plain JSON value's encoding.
-func plainSize(v any) (int, bool) {
-	if !plainJSON(v) {
+func PlainSize(v any) (int, bool) {
+	if !PlainJSON(v) {
 		return 0, false
 	}
 	n, err := encodedSize(v)

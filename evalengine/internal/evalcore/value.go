@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"encoding/json"
@@ -109,7 +109,7 @@ func toFloat(v any) (float64, bool) {
 }
 
 // fraction reads a JSON number in [0, 1].
-func fraction(v any) (float64, bool) {
+func Fraction(v any) (float64, bool) {
 	f, ok := toFloat(v)
 	if !ok || math.IsNaN(f) || f < 0 || f > 1 {
 		return 0, false
@@ -124,7 +124,7 @@ func asObject(v any) (map[string]any, bool) {
 }
 
 // unknownKeys returns the keys of m not in allowed.
-func unknownKeys(m map[string]any, allowed map[string]bool) []string {
+func UnknownKeys(m map[string]any, allowed map[string]bool) []string {
 	var out []string
 	for k := range m {
 		if !allowed[k] {
@@ -134,7 +134,7 @@ func unknownKeys(m map[string]any, allowed map[string]bool) []string {
 	return out
 }
 
-func keySet(keys ...string) map[string]bool {
+func KeySet(keys ...string) map[string]bool {
 	m := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		m[k] = true

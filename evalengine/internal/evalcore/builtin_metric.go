@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"context"
@@ -89,10 +89,10 @@ func NewBuiltinMetric(id, scope string, threshold float64, config map[string]any
 	case MetricSemanticQuality:
 		b, err = newSemanticMetric(config)
 	default:
-		return Metric{}, reasonErr(CodeInvalidMetric, ReasonInvalidBuiltinMetric, id)
+		return Metric{}, ReasonErr(CodeInvalidMetric, ReasonInvalidBuiltinMetric, id)
 	}
 	if err != nil {
-		return Metric{}, reasonErr(CodeInvalidMetric, err.Error(), id)
+		return Metric{}, ReasonErr(CodeInvalidMetric, err.Error(), id)
 	}
 	switch scope {
 	case ScopeTurn:
@@ -100,9 +100,9 @@ func NewBuiltinMetric(id, scope string, threshold float64, config map[string]any
 	case "", ScopeCase:
 		m.Case = builtinCase{b}
 	default:
-		return Metric{}, reasonErr(CodeInvalidMetric, "invalid_module_or_scope", id)
+		return Metric{}, ReasonErr(CodeInvalidMetric, "invalid_module_or_scope", id)
 	}
-	if err := validateMetrics([]Metric{m}); err != nil {
+	if err := ValidateMetrics([]Metric{m}); err != nil {
 		return Metric{}, err
 	}
 	return m, nil
@@ -135,12 +135,12 @@ func intConfig(config map[string]any, key string, def, lo, hi int64) (int64, boo
 	if !ok {
 		return def, true
 	}
-	n, ok := jsonInt(v)
+	n, ok := JSONInt(v)
 	return n, ok && n >= lo && n <= hi
 }
 
 // jsonInt reads a JSON number that is an exact integer.
-func jsonInt(v any) (int64, bool) {
+func JSONInt(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int:
 		return int64(n), true
@@ -161,7 +161,7 @@ func jsonInt(v any) (int64, bool) {
 }
 
 func onlyKeys(config map[string]any, keys ...string) bool {
-	return len(unknownKeys(config, keySet(append(keys, "metric")...))) == 0
+	return len(UnknownKeys(config, KeySet(append(keys, "metric")...))) == 0
 }
 
 // latencyMetric scores measured latency against a target and hard limit.
@@ -239,7 +239,7 @@ func newCostMetric(config map[string]any) (builtinMetric, error) {
 }
 
 // usageOf reads the token counters of one turn's adapter metadata.
-func usageOf(meta map[string]any) (in, out int64, ok bool) {
+func UsageOf(meta map[string]any) (in, out int64, ok bool) {
 	u, _ := meta["usage"].(map[string]any)
 	if u == nil {
 		return 0, 0, false
@@ -247,7 +247,7 @@ func usageOf(meta map[string]any) (in, out int64, ok bool) {
 	read := func(keys ...string) (int64, bool) {
 		for _, k := range keys {
 			if v, present := u[k]; present {
-				n, ok := jsonInt(v)
+				n, ok := JSONInt(v)
 				return n, ok && n >= 0
 			}
 		}
@@ -274,7 +274,7 @@ func (c costMetric) score(in, out int64) Score {
 }
 
 func (c costMetric) turn(e TurnEval) Score {
-	in, out, ok := usageOf(e.Output.Metadata)
+	in, out, ok := UsageOf(e.Output.Metadata)
 	if !ok {
 		return NotEvaluated(ReasonUsageUnavailable)
 	}
@@ -287,7 +287,7 @@ func (c costMetric) caseScore(e CaseEval) Score {
 	}
 	var in, out int64
 	for _, o := range e.Outputs {
-		i, j, ok := usageOf(o.Metadata)
+		i, j, ok := UsageOf(o.Metadata)
 		if !ok {
 			return NotEvaluated(ReasonUsageUnavailable)
 		}
@@ -318,7 +318,7 @@ func violationsOf(meta map[string]any) (int64, bool) {
 	case []any:
 		return int64(len(v)), true
 	default:
-		n, ok := jsonInt(v)
+		n, ok := JSONInt(v)
 		return n, ok && n >= 0 && n <= maxSafetyListSize
 	}
 }
@@ -399,7 +399,7 @@ func (s semanticMetric) turn(e TurnEval) Score {
 	var exp any
 	ok := false
 	if e.Turn != nil {
-		exp, ok = expectedResponse(e.Turn.Expected)
+		exp, ok = ExpectedResponse(e.Turn.Expected)
 	}
 	return s.compare(exp, ok, e.Output.Output)
 }

@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"math"
@@ -33,13 +33,13 @@ var zScores = map[float64]float64{
 }
 
 // zFor returns the level (0 ⇒ 0.95) and its z.
-func zFor(level float64) (float64, float64, error) {
+func ZFor(level float64) (float64, float64, error) {
 	if level == 0 {
 		level = DefaultConfidenceLevel
 	}
 	z, ok := zScores[level]
 	if !ok {
-		return 0, 0, newErr(CodeInvalidConfidenceLevel, strconv.FormatFloat(level, 'g', -1, 64))
+		return 0, 0, NewErr(CodeInvalidConfidenceLevel, strconv.FormatFloat(level, 'g', -1, 64))
 	}
 	return level, z, nil
 }
@@ -48,11 +48,11 @@ func zFor(level float64) (float64, float64, error) {
 // fractions. The error's detail is the 1-based index of the first bad one.
 func checkSeries(xs []float64) error {
 	if len(xs) > MaxStatisticsSamples {
-		return reasonErr(CodeInvalidEvaluationStatistic, "too_many_samples", strconv.Itoa(len(xs)))
+		return ReasonErr(CodeInvalidEvaluationStatistic, "too_many_samples", strconv.Itoa(len(xs)))
 	}
 	for i, x := range xs {
 		if !isFraction(x) {
-			return newErr(CodeInvalidEvaluationSample, strconv.Itoa(i+1))
+			return NewErr(CodeInvalidEvaluationSample, strconv.Itoa(i+1))
 		}
 	}
 	return nil
@@ -105,7 +105,7 @@ type MeanInterval struct {
 // mean ± z·σ/√n at level (0.90, 0.95 or 0.99; 0 means 0.95). An empty
 // series is invalid_evaluation_statistics.
 func ConfidenceInterval(xs []float64, level float64) (MeanInterval, error) {
-	level, z, err := zFor(level)
+	level, z, err := ZFor(level)
 	if err != nil {
 		return MeanInterval{}, err
 	}
@@ -113,7 +113,7 @@ func ConfidenceInterval(xs []float64, level float64) (MeanInterval, error) {
 		return MeanInterval{}, err
 	}
 	if len(xs) == 0 {
-		return MeanInterval{}, reasonErr(CodeInvalidEvaluationStatistic, "empty_series", "")
+		return MeanInterval{}, ReasonErr(CodeInvalidEvaluationStatistic, "empty_series", "")
 	}
 	st := sampleSummary(xs)
 	margin := z * st.StandardDeviation / math.Sqrt(float64(st.Count))
@@ -144,12 +144,12 @@ type PassRateInterval struct {
 // stays inside 0..1 and is honest at 0/n and n/n, which is why a pass rate
 // of 0.80 over 20 cases reports 0.58–0.92, not a false ±0.
 func WilsonInterval(passed, total int, level float64) (PassRateInterval, error) {
-	level, z, err := zFor(level)
+	level, z, err := ZFor(level)
 	if err != nil {
 		return PassRateInterval{}, err
 	}
 	if total < 1 || total > MaxStatisticsSamples || passed < 0 || passed > total {
-		return PassRateInterval{}, newErr(CodeInvalidPassRateSamples, strconv.Itoa(passed)+"/"+strconv.Itoa(total))
+		return PassRateInterval{}, NewErr(CodeInvalidPassRateSamples, strconv.Itoa(passed)+"/"+strconv.Itoa(total))
 	}
 	return wilson(passed, total, level, z), nil
 }
@@ -221,19 +221,19 @@ type GateReport struct {
 // lower > MaxMeanDrop (RequireSignificance) or drop > MaxMeanDrop. Both
 // series need at least one score.
 func LongitudinalGate(baseline, current []float64, opts GateOptions) (*GateReport, error) {
-	level, z, err := zFor(opts.ConfidenceLevel)
+	level, z, err := ZFor(opts.ConfidenceLevel)
 	if err != nil {
 		return nil, err
 	}
 	if !isFraction(opts.MaxMeanDrop) {
-		return nil, reasonErr(CodeInvalidEvaluationStatistic, "max_mean_drop", "")
+		return nil, ReasonErr(CodeInvalidEvaluationStatistic, "max_mean_drop", "")
 	}
 	for _, xs := range [][]float64{baseline, current} {
 		if err := checkSeries(xs); err != nil {
 			return nil, err
 		}
 		if len(xs) == 0 {
-			return nil, reasonErr(CodeInvalidEvaluationStatistic, "empty_series", "")
+			return nil, ReasonErr(CodeInvalidEvaluationStatistic, "empty_series", "")
 		}
 	}
 	b, c := sampleSummary(baseline), sampleSummary(current)

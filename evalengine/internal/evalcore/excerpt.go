@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"strconv"
@@ -17,7 +17,7 @@ const MaxExcerptRunes = 200
 func Excerpt(v any) string {
 	switch x := v.(type) {
 	case string:
-		return excerptString(strconv.Quote(x))
+		return ExcerptString(strconv.Quote(x))
 	case nil:
 		return "null"
 	}
@@ -25,10 +25,10 @@ func Excerpt(v any) string {
 	if err != nil {
 		return "(unrenderable)"
 	}
-	return excerptString(string(b))
+	return ExcerptString(string(b))
 }
 
-func excerptString(s string) string {
+func ExcerptString(s string) string {
 	if utf8.RuneCountInString(s) <= MaxExcerptRunes {
 		return s
 	}

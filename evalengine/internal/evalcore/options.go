@@ -1,4 +1,4 @@
-package evalengine
+package evalcore
 
 import (
 	"math"
@@ -77,7 +77,7 @@ func DefaultOptions() Options {
 // MinSuccessfulSamples) and checks every bound. Errors are
 // invalid_eval_options with the option name as the detail.
 func (o Options) Normalize() (Options, error) {
-	bad := func(name string) (Options, error) { return Options{}, newErr(CodeInvalidEvalOptions, name) }
+	bad := func(name string) (Options, error) { return Options{}, NewErr(CodeInvalidEvalOptions, name) }
 	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
 		return bad("concurrency")
 	}
@@ -127,7 +127,7 @@ func (o Options) Normalize() (Options, error) {
 // checkSampleTotal enforces cases × samples ≤ MaxTotalSamples.
 func (o Options) checkSampleTotal(cases int) error {
 	if total := cases * o.Samples; total > MaxTotalSamples {
-		return newErr(CodeSampleLimitExceeded, strconv.Itoa(total)+" > "+strconv.Itoa(MaxTotalSamples))
+		return NewErr(CodeSampleLimitExceeded, strconv.Itoa(total)+" > "+strconv.Itoa(MaxTotalSamples))
 	}
 	return nil
 }
