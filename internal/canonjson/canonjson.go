@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/internal/jsonlimit"
@@ -56,11 +57,34 @@ func (e *Error) Unwrap() error { return e.cause }
 // invalid UTF-8 in such values with U+FFFD; in generic values it is an
 // error.) A nil map or slice is written as null, as encoding/json does.
 func Marshal(v any) ([]byte, error) {
-	e := &encoder{}
+	e := encoders.Get().(*encoder)
+	defer e.release()
 	if err := e.value(v); err != nil {
 		return nil, err
 	}
-	return e.buf, nil
+	if cap(e.buf) > maxPooledBuffer {
+		out := e.buf
+		e.buf = nil
+		return out, nil
+	}
+	// One allocation of the encoding's size: an eval run encodes every
+	// sample as it finishes, and growing a fresh buffer from empty was
+	// most of that encoding's allocation and clearing.
+	return append(make([]byte, 0, len(e.buf)), e.buf...), nil
+}
+
+// encoders keeps encoders with their scratch buffers between Marshal calls.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+// maxPooledBuffer is the largest scratch buffer kept in the pool: a big
+// document's buffer is handed out as the result instead of copied.
+const maxPooledBuffer = 64 << 10
+
+// release resets e and returns it to the pool.
+func (e *encoder) release() {
+	e.buf, e.path = e.buf[:0], e.path[:0]
+	e.reflecting, e.rdepth = false, 0
+	encoders.Put(e)
 }
 
 // Canonicalize rewrites a JSON document in canonical form. The document is
@@ -226,7 +250,12 @@ func (e *encoder) value(v any) error {
 
 // object writes a map with its keys in UTF-16 code unit order.
 func object[V any](e *encoder, m map[string]V) error {
-	keys := make([]string, 0, len(m))
+	// Most objects are small: their keys are sorted on the stack.
+	var small [8]string
+	keys := small[:0]
+	if len(m) > len(small) {
+		keys = make([]string, 0, len(m))
+	}
 	for k := range m {
 		keys = append(keys, k)
 	}
