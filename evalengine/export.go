@@ -171,6 +171,12 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 // canonicalJSON renders v as canonical JSON (sorted keys) plus a newline.
 func canonicalJSON(v any) ([]byte, error) {
 	if r, ok := v.(*Result); ok && r.Legacy() == nil {
+		if out, ok, err := evalcore.CanonicalResult(r); ok || err != nil {
+			if err != nil {
+				return nil, evalcore.ReasonErr(CodeInvalidExportResult, "not_json", "")
+			}
+			return out, nil
+		}
 		// Result.MarshalJSON would send canonjson through encoding/json and
 		// back; its plain struct encodes by reflection to the same bytes.
 		type plain Result

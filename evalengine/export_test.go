@@ -7,5 +7,7 @@ var (
 	EncodedSize = evalcore.EncodedSize
 	ResultSize  = evalcore.ResultSize
 
+	SpliceSamples = evalcore.SpliceSamples
+
 	IsScenarioCase = isScenarioCase
 )

@@ -2,6 +2,7 @@ package evalengine_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -112,8 +113,8 @@ func TestRender_JSONIsTheCanonicalFormOfMarshalJSON(t *testing.T) {
 }
 
 // TestResultSize_EqualsTheEncodedSize checks the run's size check, which
-// adds up the samples' sizes measured as they finished, against encoding
-// the whole document.
+// adds up the samples' canonical sizes measured as they finished, against
+// the JSON report's document.
 func TestResultSize_EqualsTheEncodedSize(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 7, 40} {
 		r := manyCases(n, func(i int) int { return i % 4 })
@@ -123,23 +124,87 @@ func TestResultSize_EqualsTheEncodedSize(t *testing.T) {
 		sum := 0
 		for _, c := range r.Cases {
 			for i := range c.Samples {
-				s, err := evalengine.EncodedSize(&c.Samples[i])
+				b, err := canonjson.Marshal(&c.Samples[i])
 				if err != nil {
 					t.Fatal(err)
 				}
-				sum += s
+				sum += len(b)
 			}
 		}
 		got, err := evalengine.ResultSize(r, sum)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := r.MarshalJSON()
+		want, err := canonjson.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != len(want) {
 			t.Fatalf("%d cases: resultSize = %d, encoding is %d bytes", n, got, len(want))
 		}
+	}
+}
+
+// TestRender_SplicedSamplesAreByteIdentical checks the JSON report of a
+// run, which splices the samples its workers encoded, against encoding
+// the whole result: with keys and strings that look like the members
+// spliced ("cases":null, "samples":null), escapes, cases without samples
+// and no cases at all.
+func TestRender_SplicedSamplesAreByteIdentical(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7, 100} {
+		r := manyCases(n, func(i int) int { return i % 4 })
+		if n == 7 {
+			r.Cases[3].Samples = nil
+		}
+		if n == 0 {
+			r.Cases = []evalengine.CaseResult{}
+		}
+		want, err := canonjson.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := evalengine.SpliceSamples(r)
+		if err != nil || !ok {
+			t.Fatalf("%d cases: spliced %v, %v", n, ok, err)
+		}
+		if !bytes.Equal(got, append(want, '\n')) {
+			t.Fatalf("%d cases: splice differs from the whole encoding\n%s\n%s", n, got, want)
+		}
+	}
+	r := manyCases(3, func(int) int { return 1 })
+	r.Cases = nil
+	if _, ok, err := evalengine.SpliceSamples(r); ok || err != nil {
+		t.Fatalf("no cases: spliced %v, %v; want the whole encoding", ok, err)
+	}
+}
+
+// TestRender_RunResultEqualsItsDecodedCopy checks the JSON report of a
+// result straight from Run (samples spliced) against the same result
+// decoded from its document (encoded whole).
+func TestRender_RunResultEqualsItsDecodedCopy(t *testing.T) {
+	set := streamSet(t, 20)
+	o := opts(func(o *evalengine.Options) { o.Samples = 3; o.Concurrency = 4 })
+	r, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{Adapter: &countingAdapter{}, Metrics: evalengine.DefaultCriteria(), Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := evalengine.Render(r, evalengine.FormatJSON, evalengine.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := evalengine.DecodeResult(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := evalengine.Render(back, evalengine.FormatJSON, evalengine.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the run's report differs from its decoded copy's:\n%s\n%s", got, want)
 	}
 }

@@ -53,6 +53,12 @@ type Result struct {
 	// re-validated. Mutating a checked Result in place is the caller's
 	// responsibility.
 	checked *Result
+	// sampleJSON holds the canonical encoding of every sample
+	// ([case][sample]), made by the worker that ran it, so that rendering
+	// the JSON report splices them instead of encoding every sample again
+	// after the last one finished (canonicalResult). Run sets it; like
+	// checked, it trusts the samples not to be changed in place after.
+	sampleJSON [][][]byte
 }
 
 // markChecked records that r was built or verified by this package.

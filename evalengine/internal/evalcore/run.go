@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/secrets"
 )
 
@@ -405,24 +406,32 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		done, passed   int
 		errCount       int
 		budgetExceeded bool
-		// sampleBytes sums the samples' JSON sizes, each measured by the
-		// worker that ran it, so the final size check does not encode
-		// every sample again after the last one finished (resultSize).
+		// sampleBytes sums the samples' canonical JSON sizes, each
+		// encoded by the worker that ran it and kept in sampleJSON, so
+		// neither the final size check nor rendering encodes every sample
+		// again after the last one finished (resultSize, CanonicalResult).
 		sampleBytes int
 		sizeErr     error
+		sampleJSON  [][][]byte
 	)
-	addSize := func(s *SampleResult) {
-		if e.drop {
-			return
+	if !e.drop {
+		sampleJSON = make([][][]byte, nCases)
+		for c := range sampleJSON {
+			sampleJSON[c] = make([][]byte, nSamples)
 		}
-		n, err := encodedSize(s)
+	}
+	addSize := func(c, si int, b []byte, err error) {
 		if err != nil {
 			sizeErr = err
 		}
-		sampleBytes += n
+		sampleBytes += len(b)
+		sampleJSON[c][si] = b
 	}
 	for _, f := range e.finished {
-		addSize(&f.Sample)
+		if !e.drop {
+			b, err := canonjson.Marshal(&f.Sample)
+			addSize(f.CaseIndex, f.Sample.SampleIndex, b, err)
+		}
 		done++
 		switch {
 		case f.Sample.Status == SampleStatusError:
@@ -455,15 +464,14 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				// A sample the run's end cut off is not finished: a resume
 				// runs it again.
 				cut := runCtx.Err() != nil && (res.Error == TagTimeout || res.Error == TagCancelled)
-				var n int
-				var nErr error
+				var enc []byte
+				var encErr error
 				if !e.drop {
-					n, nErr = encodedSize(&res)
+					enc, encErr = canonjson.Marshal(&res)
 				}
 				mu.Lock()
-				sampleBytes += n
-				if nErr != nil {
-					sizeErr = nErr
+				if !e.drop {
+					addSize(c, s, enc, encErr)
 				}
 				slot := &slots(c)[s]
 				*slot = res
@@ -515,8 +523,10 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				ss[s] = ErrorSample(e.set, c, s, TagTimeout)
 				if e.drop {
 					e.onSample(c, &ss[s]) // the stream is the result
+				} else {
+					b, err := canonjson.Marshal(&ss[s])
+					addSize(c, s, b, err)
 				}
-				addSize(&ss[s])
 			}
 		}
 		if e.drop {
@@ -529,6 +539,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		return agg.finish(time.Since(start).Milliseconds()), nil
 	}
 	r := aggregate(headerOf(e.set, e.opts, time.Since(start)), descsOf(e.metrics), byCase)
+	r.sampleJSON = sampleJSON
 	n, err := resultSize(r, sampleBytes)
 	if err != nil || sizeErr != nil {
 		return nil, ReasonErr(CodeReportTooLarge, "encode_failed", "")
@@ -539,13 +550,15 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	return r.markChecked(), nil
 }
 
-// resultSize is the size of r's JSON encoding, given the sum of its
+// resultSize is the size of r's canonical JSON encoding (the document
+// the JSON report is, without its final newline), given the sum of its
 // samples' sizes: r is encoded without its samples, and each case's
 // "samples":null becomes the samples' array (a slice element encodes as
-// it does alone, as MarshalJSONWith relies on).
+// it does alone, as CanonicalResult relies on).
 func resultSize(r *Result, sampleBytes int) (int, error) {
-	type plain Result // skip Result.MarshalJSON's second pass
+	type plain Result
 	head := *r
+	head.sampleJSON = nil
 	if r.Cases != nil {
 		head.Cases = make([]CaseResult, len(r.Cases))
 	}
@@ -557,8 +570,8 @@ func resultSize(r *Result, sampleBytes int) (int, error) {
 			n += len("[]") - len("null") + max(k-1, 0) // brackets for null, commas
 		}
 	}
-	size, err := encodedSize((*plain)(&head))
-	return size + n, err
+	b, err := canonjson.Marshal((*plain)(&head))
+	return len(b) + n, err
 }
 
 // runSample runs one (case, sample). It never panics and never returns

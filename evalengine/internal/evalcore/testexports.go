@@ -1,8 +1,27 @@
 package evalcore
 
+import "github.com/fadcedab/adk/internal/canonjson"
+
 // The run's size check, for the root package's tests (its export_test.go),
 // which own the result fixtures. Nothing else calls these.
 var (
 	EncodedSize = encodedSize
 	ResultSize  = resultSize
 )
+
+// SpliceSamples renders r as the JSON report does after Run: every
+// sample encoded on its own beforehand (CanonicalResult). ok is false
+// when it fell back.
+func SpliceSamples(r *Result) (out []byte, ok bool, err error) {
+	r.sampleJSON = make([][][]byte, len(r.Cases))
+	for ci := range r.Cases {
+		r.sampleJSON[ci] = make([][]byte, len(r.Cases[ci].Samples))
+		for si := range r.Cases[ci].Samples {
+			if r.sampleJSON[ci][si], err = canonjson.Marshal(&r.Cases[ci].Samples[si]); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	defer func() { r.sampleJSON = nil }()
+	return CanonicalResult(r)
+}
