@@ -52,7 +52,12 @@ type Options struct {
 	// AllowedOrigins are origins (scheme://host[:port]) besides the
 	// server's own from which a browser may write.
 	AllowedOrigins []string
-	Logger         *slog.Logger
+	// Logger receives a line per answered request: at debug, or at warn
+	// for a 5xx (the API or the cluster behind it failed). A line names
+	// the route template, method, status, duration and error code, never
+	// the path, query, token or body, so no id or secret reaches the log
+	// (nil: no log).
+	Logger *slog.Logger
 }
 
 // Server is the developer HTTP API. It holds no state between requests
@@ -207,7 +212,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		label = rt.pattern
 	}
 	sw := &statusWriter{ResponseWriter: w}
-	defer func() { s.metrics.observe(label, r.Method, sw.status, time.Since(start)) }()
+	defer func() {
+		d := time.Since(start)
+		s.metrics.observe(label, r.Method, sw.status, d)
+		s.logRequest(label, r.Method, sw, d)
+	}()
 	if rt == nil {
 		if s.o.UI != nil && !strings.HasPrefix(r.URL.Path, "/dev/") {
 			s.o.UI.ServeHTTP(sw, r)
@@ -340,6 +349,9 @@ func (c *call) scope() (string, *Error) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *Error) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.code = e.Code
+	}
 	for k, v := range e.Header {
 		w.Header().Set(k, v)
 	}
@@ -379,6 +391,7 @@ func (s *Server) writeRaw(w http.ResponseWriter, status int, contentType string,
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	code   string // the error code written, for the request log
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -430,15 +443,41 @@ func newAPIMetrics(reg prometheus.Registerer) (*apiMetrics, error) {
 	return m, nil
 }
 
-func (m *apiMetrics) observe(route, method string, status int, d time.Duration) {
+// knownMethod bounds a client-chosen method for metric labels and logs.
+func knownMethod(method string) string {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions:
-	default:
-		method = "other" // bounded label values
+		return method
 	}
+	return "other"
+}
+
+// logRequest writes the request's log line (see Options.Logger).
+func (s *Server) logRequest(route, method string, sw *statusWriter, d time.Duration) {
+	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	level := slog.LevelDebug
+	if status >= http.StatusInternalServerError {
+		level = slog.LevelWarn
+	}
+	ctx := context.Background()
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("route", route), slog.String("method", knownMethod(method)),
+		slog.Int("status", status), slog.Duration("duration", d)}
+	if sw.code != "" {
+		attrs = append(attrs, slog.String("code", sw.code))
+	}
+	s.log.LogAttrs(ctx, level, "devapi request", attrs...)
+}
+
+func (m *apiMetrics) observe(route, method string, status int, d time.Duration) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	m.requests.WithLabelValues(route, knownMethod(method), strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }

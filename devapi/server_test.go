@@ -3,13 +3,17 @@ package devapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/store/tracenode"
@@ -241,5 +245,84 @@ func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 	a := do(t, base, "GET", "/dev/v1/openapi.json", "", nil)
 	if a.status != 200 || !bytes.Equal(a.body, devapi.OpenAPI) {
 		t.Fatalf("served document: %d", a.status)
+	}
+}
+
+// lockedBuffer is a log destination the handler goroutines write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServer_RequestLog: every answered request logs one line naming the
+// route template, method, status and error code, at debug, or at warn for
+// a 5xx; never the path's ids, the query, the token or a foreign method.
+func TestServer_RequestLog(t *testing.T) {
+	const job = "eval-0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		level slog.Level
+		want  []string // each line's status and code, in order
+	}{
+		{slog.LevelDebug, []string{"403 forbidden", "503 developer_evaluation_unavailable", "405 method_not_allowed", "200 "}},
+		{slog.LevelWarn, []string{"503 developer_evaluation_unavailable"}},
+	} {
+		var logs lockedBuffer
+		_, base := newServer(t, devapi.Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: tc.level}))})
+		do(t, base, "GET", "/dev/v1/evaluation/jobs/"+job+"?scope=team-b", tokAlice, nil)
+		do(t, base, "GET", "/dev/v1/evaluation/jobs", tokAlice, nil)
+		do(t, base, "BREW", "/dev/v1/evaluation/jobs", tokAlice, nil)
+		do(t, base, "GET", "/healthz", "", nil)
+		var lines []string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+			if len(lines) >= len(tc.want) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(lines) != len(tc.want) {
+			t.Fatalf("level %v: %d lines, want %d:\n%s", tc.level, len(lines), len(tc.want), logs.String())
+		}
+		for i, line := range lines {
+			var l struct {
+				Level, Msg, Route, Method, Code string
+				Status                          int
+			}
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			if got := fmt.Sprintf("%d %s", l.Status, l.Code); got != tc.want[i] || l.Msg != "devapi request" || l.Route == "" {
+				t.Errorf("level %v line %d: %s, want %q", tc.level, i, line, tc.want[i])
+			}
+			wantLevel := "DEBUG"
+			if l.Status >= 500 {
+				wantLevel = "WARN"
+			}
+			if l.Level != wantLevel {
+				t.Errorf("line %s: level %s, want %s", line, l.Level, wantLevel)
+			}
+		}
+		for _, secret := range []string{job, "team-b", tokAlice, "BREW"} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the log repeats %q:\n%s", secret, logs.String())
+			}
+		}
+		if tc.level == slog.LevelDebug && !strings.Contains(lines[0], `"route":"/dev/v1/evaluation/jobs/{job_id}"`) {
+			t.Errorf("the route template is missing: %s", lines[0])
+		}
 	}
 }

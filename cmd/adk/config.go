@@ -12,9 +12,10 @@ func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the default settings file, or check one",
-		Long: `config works with the settings file that adk serve, coordinator, worker and
-store read with --config: one JSON document with a section per role
-("log", "coordinator", "worker", "store", "signals", "serve", "api").
+		Long: `config works with the settings file that adk serve, coordinator, worker,
+store and api read with --config: one JSON document with a section per
+role ("coordinator", "worker", "store", "signals", "serve", "api") and
+the "log" section every one of them reads (--log-level, --log-format).
 Flags of those commands win over the file, the file over the defaults.`,
 		Args: cobra.NoArgs,
 	}

@@ -99,6 +99,7 @@ func TestConfigValidateErrors(t *testing.T) {
 	}{
 		{[]string{"api", "--config", cfg, "--tokens", "t", "--metrics-addr", "10.1.2.3:9090"}, "invalid_settings: api.metrics_addr"},
 		{[]string{"api", "--tokens", "t", "--max-report-bytes", "0"}, "invalid_settings: api.max_report_bytes"},
+		{[]string{"api", "--tokens", "t", "--log-level", "loud"}, "invalid_settings: log.level (must be one of debug, info, warn, error)"},
 		{[]string{"coordinator", "--metrics-addr", "10.1.2.3:9090"}, "invalid_settings: coordinator.metrics_addr"},
 		{[]string{"worker", "--tls-key", "k.pem"}, "invalid_settings: worker.tls_cert"},
 		{[]string{"store", "--config", cfg, "--metrics-addr", "nope"}, "invalid_settings: store.metrics_addr"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -110,8 +111,8 @@ func (a *httpAPI) stop() {
 }
 
 // startHTTPAPI builds the API over coord and nc and listens on
-// --http-addr.
-func startHTTPAPI(f *apiFlags, tokens *tracenode.Tokens, coord *client.Client, nc *nats.Conn, reg prometheus.Registerer, ready func(context.Context) error, agents []string) (*httpAPI, error) {
+// --http-addr; log receives its request lines.
+func startHTTPAPI(f *apiFlags, tokens *tracenode.Tokens, coord *client.Client, nc *nats.Conn, reg prometheus.Registerer, ready func(context.Context) error, agents []string, log *slog.Logger) (*httpAPI, error) {
 	if err := devapi.CheckListen(f.config("http-addr", f.httpAddr)); err != nil {
 		return nil, &cliError{Code: codeInvalidListen, Reason: "http-addr", Detail: err.Error(), Err: err}
 	}
@@ -119,7 +120,7 @@ func startHTTPAPI(f *apiFlags, tokens *tracenode.Tokens, coord *client.Client, n
 		return nil, &cliError{Code: codeInvalidPositiveInt, Reason: "max_report_bytes", Detail: "1..16777216"}
 	}
 	o := devapi.Options{Tokens: tokens, Coord: coord, NATS: nc, MaxReportBytes: f.maxReportBytes, Ready: ready,
-		Registerer: reg, AllowedOrigins: f.allowedOrigins, Agents: agents}
+		Registerer: reg, AllowedOrigins: f.allowedOrigins, Agents: agents, Logger: log}
 	if !f.noUI {
 		o.UI = ui.Handler()
 	}
@@ -150,6 +151,7 @@ type apiOptions struct {
 	ops        opsFlags
 	tokensFile string
 	set        *settings.Flags
+	log        *slog.Logger
 	timeout    time.Duration
 	agents     []string
 	// listening, when set, receives the API's URL (tests).
@@ -170,7 +172,9 @@ file the store nodes read ("<sha256-hex> <principal> [scopes=a,b]").
 --config FILE reads the settings file (adk config defaults prints every
 key): its "api" section holds http_addr, max_report_bytes,
 allowed_origins, no_ui, metrics_addr, tls_cert, tls_key and
-insecure_listen. Flags win over the file.`,
+insecure_listen, and its "log" section the log level and format
+(--log-level, --log-format): at debug a line per request, at warn the
+5xx answers, to stderr. Flags win over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.set.Resolve()
@@ -179,6 +183,7 @@ insecure_listen. Flags win over the file.`,
 			}
 			o.api.load(f.API.HTTPAPI, f.API.Listen)
 			o.ops.load(f.API.Listen)
+			o.log = f.Log.Logger(cmd.ErrOrStderr())
 			if o.tokensFile == "" {
 				return &cliError{Code: codeMissingRequired, Reason: "tokens"}
 			}
@@ -191,7 +196,7 @@ insecure_listen. Flags win over the file.`,
 	o.nats.register(fl, defaultNATSURL)
 	o.api.register(fl, "127.0.0.1:8080", "HTTP listen address of the API")
 	o.ops.register(fl)
-	o.set = settings.Bind(fl)
+	o.set = settings.Bind(fl, "log.level", "log.format")
 	o.api.link(o.set, apiHTTPAPI, apiListen)
 	o.ops.link(o.set, apiListen)
 	fl.StringVar(&o.tokensFile, "tokens", "", "bearer tokens file (required)")
@@ -217,7 +222,7 @@ func runAPI(ctx context.Context, o apiOptions, stdout io.Writer) error {
 		}
 		return nil
 	}
-	a, err := startHTTPAPI(&o.api, tokens, client.New(nc, o.timeout), nc, reg, ready, o.agents)
+	a, err := startHTTPAPI(&o.api, tokens, client.New(nc, o.timeout), nc, reg, ready, o.agents, o.log)
 	if err != nil {
 		return err
 	}

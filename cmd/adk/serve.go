@@ -300,7 +300,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 			return node.Ready(ctx)
 		}
 		if o.api.httpAddr != "" {
-			a, err := startHTTPAPI(&o.api, tokens, client.New(ev.apiConn, 0), nc, reg, ready, ev.agents)
+			a, err := startHTTPAPI(&o.api, tokens, client.New(ev.apiConn, 0), nc, reg, ready, ev.agents, log)
 			if err != nil {
 				startErr = err
 				return false

@@ -34,8 +34,7 @@ nats://{{ .Release.Name }}-nats:4222
 {{- end -}}
 {{- end -}}
 
-{{/* Flags every role shares: NATS, settings, ops endpoints (adk api has
-no --log-level: the roles that do add it themselves). */}}
+{{/* Flags every role shares: NATS and the ops endpoints. */}}
 {{- define "adk.commonArgs" -}}
 - --nats
 - {{ include "adk.natsURL" . | quote }}
@@ -48,8 +47,7 @@ no --log-level: the roles that do add it themselves). */}}
 - --insecure-listen
 {{- end -}}
 
-{{/* The log level and settings file, for the roles that take them
-(coordinator, worker, store; not adk api). */}}
+{{/* The log level and settings file (coordinator, worker, store, api). */}}
 {{- define "adk.settingsArgs" -}}
 - --log-level
 - {{ .Values.logLevel | quote }}
