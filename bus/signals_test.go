@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
 	"github.com/nats-io/nats.go"
@@ -22,21 +23,8 @@ type signalEnv struct {
 
 func newSignalEnv(t *testing.T) *signalEnv {
 	t.Helper()
-	s, err := bus.StartServer(bus.ServerConfig{Name: "sig", StoreDir: t.TempDir(), DontListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &signalEnv{nc: nc, js: js}
+	s := bustest.Start(t, bus.ServerConfig{})
+	return &signalEnv{nc: s.NC, js: s.JS}
 }
 
 func (e *signalEnv) ensure(t *testing.T, c bus.SignalStreamConfig) jetstream.Stream {

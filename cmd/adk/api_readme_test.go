@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/store/tracenode"
 )
 
@@ -38,15 +37,11 @@ func TestReadme_APIGatewayLogs(t *testing.T) {
 	line := strings.TrimSpace(blocks[1][1])
 
 	dir := t.TempDir()
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "api", StoreDir: filepath.Join(dir, "nats"), Host: "127.0.0.1", Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	natsURL := startTestNATS(t)
 	const token = "readme-gateway-token-0123"
 	writeFile(t, dir, "tokens", tracenode.HashToken(token)+" alice\n")
 	writeFile(t, dir, "adk.json", `{"log": {"level": "error", "format": "text"}}`)
-	args := strings.Fields(strings.ReplaceAll(line, "$NATS", srv.ClientURL()))[1:]
+	args := strings.Fields(strings.ReplaceAll(line, "$NATS", natsURL))[1:]
 	for i := range args {
 		if args[i] == "--http-addr" {
 			args[i+1] = "127.0.0.1:0"

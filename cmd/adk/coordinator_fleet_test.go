@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/internal/testutil"
@@ -112,26 +112,7 @@ func (p *adkProc) exited() bool {
 // startTestNATS runs a JetStream NATS server on a free loopback port.
 func startTestNATS(t *testing.T) string {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "ext", StoreDir: filepath.Join(t.TempDir(), "nats"), Host: "127.0.0.1", Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := bus.WaitJetStreamReady(ctx, js); err != nil {
-		t.Fatal(err)
-	}
-	return srv.ClientURL()
+	return bustest.Start(t, bus.ServerConfig{Port: -1}).ClientURL()
 }
 
 // freeAddrs returns n loopback addresses that were free a moment ago

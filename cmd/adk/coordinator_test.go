@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator/client"
@@ -21,27 +20,7 @@ import (
 // on them with `adk eval run --cluster`, and stops both cleanly.
 func TestClusterCoordinatorWorkerCommands(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "ext", StoreDir: filepath.Join(dir, "nats"), Host: "127.0.0.1", Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	err = bus.WaitJetStreamReady(ctx, js)
-	cancel()
-	nc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := srv.ClientURL()
+	url := startTestNATS(t)
 
 	start := func(name string, args ...string) func() {
 		cmd := newRootCmd(io.Discard, io.Discard)

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/store/otlpexport"
@@ -144,23 +145,9 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "x", StoreDir: t.TempDir(), DontListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	return &cluster{nc: nc, js: js}
+	srv := bustest.Start(t, bus.ServerConfig{})
+	srv.SignalStream(t, bus.SignalStreamConfig{})
+	return &cluster{nc: srv.NC, js: srv.JS}
 }
 
 const traceA = "0af7651916cd43dd8448eb211c80319c"

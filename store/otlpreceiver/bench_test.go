@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/store/otlpreceiver"
 	"github.com/fadcedab/adk/store/tracenode"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // BenchmarkOTLPReceiver: protobuf requests of 512 spans through the
@@ -21,23 +21,11 @@ import (
 // receiver and the bus, not Badger.
 func BenchmarkOTLPReceiver(b *testing.B) {
 	const spansPerRequest = 512
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "bench", StoreDir: b.TempDir(), DontListen: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	srv := bustest.Start(b, bus.ServerConfig{})
+	srv.SignalStream(b, bus.SignalStreamConfig{MaxBytes: 1 << 30, MaxMsgs: 10_000_000})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds the drains
 	defer cancel()
-	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{MaxBytes: 1 << 30, MaxMsgs: 10_000_000}); err != nil {
-		b.Fatal(err)
-	}
-	pool := bus.NewPublisherPool(nc, otlpreceiver.PublisherConfig(nil), 0)
+	pool := bus.NewPublisherPool(srv.NC, otlpreceiver.PublisherConfig(nil), 0)
 	defer pool.Close()
 	recv, err := otlpreceiver.New(otlpreceiver.Config{Auth: tracenode.NewTokens(map[string]string{tokAlice: "alice"}), Publisher: pool})
 	if err != nil {

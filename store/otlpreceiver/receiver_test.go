@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/store/otlpreceiver"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -45,25 +45,11 @@ type harness struct {
 
 func newHarness(t testing.TB, pubCfg bus.PublisherConfig) *harness {
 	t.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "otlp", StoreDir: t.TempDir(), DontListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := bustest.Start(t, bus.ServerConfig{})
+	srv.SignalStream(t, bus.SignalStreamConfig{})
+	nc := srv.NC
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	st, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
 	if err != nil {
 		t.Fatal(err)

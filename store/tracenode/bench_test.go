@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
@@ -33,22 +34,14 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B, withNode bool) (*benchEnv, func()) {
 	b.Helper()
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "bench", StoreDir: b.TempDir(), DontListen: true, MaxStore: 8 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
+	srv := bustest.Start(b, bus.ServerConfig{MaxStore: 8 << 30})
+	srv.SignalStream(b, bus.SignalStreamConfig{MaxBytes: 4 << 30, MaxMsgs: 10_000_000})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{MaxBytes: 4 << 30, MaxMsgs: 10_000_000}); err != nil {
-		b.Fatal(err)
-	}
-	env := &benchEnv{nc: nc, js: js, dir: b.TempDir()}
+	nc := srv.NC
+	env := &benchEnv{nc: nc, js: srv.JS, dir: b.TempDir()}
 	if withNode {
+		var err error
 		env.store, err = tracestore.Open(tracestore.Config{Dir: env.dir, Options: tracestore.Options{
 			MaxEvents: tracestore.MaxEventsLimit, MaxEventsPerPrincipal: tracestore.MaxEventsLimit,
 			MaxBytes: tracestore.MaxBytesLimit, MaxBytesPerPrincipal: tracestore.MaxBytesLimit, Retention: tracestore.MaxRetention}})
@@ -61,13 +54,11 @@ func newBenchEnv(b *testing.B, withNode bool) (*benchEnv, func()) {
 			b.Fatal(err)
 		}
 	}
-	return env, func() {
+	return env, func() { // the server stops at b's cleanup, after this
 		if env.node != nil {
 			env.node.Stop()
 			_ = env.store.Close()
 		}
-		nc.Close()
-		srv.Shutdown()
 	}
 }
 

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
@@ -30,23 +30,11 @@ func span(trace, run string, i int) *observability.SpanSignal {
 }
 
 func TestNode_IngestsAndAnswersAuthenticatedQueries(t *testing.T) {
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "n", StoreDir: t.TempDir(), DontListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	srv := bustest.Start(t, bus.ServerConfig{})
+	st := srv.SignalStream(t, bus.SignalStreamConfig{})
+	nc := srv.NC
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
 	if err != nil {
 		t.Fatal(err)
@@ -137,22 +125,11 @@ func TestLoadTokens(t *testing.T) {
 // peer's applied sequence and then holds exactly what the peer holds
 // (store/DESIGN.md, "Catching up").
 func TestNode_CatchesUpFromACopyOfAPeersStoreOnceTheStreamHasRolled(t *testing.T) {
-	srv, err := bus.StartServer(bus.ServerConfig{Name: "n", StoreDir: t.TempDir(), DontListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	srv := bustest.Start(t, bus.ServerConfig{})
+	srv.SignalStream(t, bus.SignalStreamConfig{MaxMsgs: 4})
+	nc, js := srv.NC, srv.JS
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{MaxMsgs: 4}); err != nil {
-		t.Fatal(err)
-	}
 	const trace = "0af7651916cd43dd8448eb211c80319c"
 	publish := func(i int) uint64 {
 		t.Helper()
