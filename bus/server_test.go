@@ -1,12 +1,10 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,24 +149,6 @@ func TestServerConfig_Validate(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer for a slog handler that tests read from.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestConnect_CredentialsNeverInErrors(t *testing.T) {
 	const secret = "s3cret-Pw-4711"
 	s := startServer(t, bus.ServerConfig{Port: -1, Users: []bus.User{{Name: "alice", Password: secret}}})
@@ -214,7 +194,7 @@ func TestConnect_PermissionDenialIsLogged(t *testing.T) {
 	s := startServer(t, bus.ServerConfig{Port: -1, Users: []bus.User{{
 		Name: "bob", Password: "pw", PublishAllow: []string{"allowed.>"}, SubscribeAllow: []string{"_INBOX.>"},
 	}}})
-	var logs lockedBuffer
+	var logs testutil.Buffer
 	nc, err := bus.Connect(s.ClientURL(), bus.WithUserPassword("bob", "pw"),
 		bus.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {

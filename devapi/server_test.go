@@ -11,11 +11,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fadcedab/adk/devapi"
+	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/tracenode"
 )
 
@@ -248,25 +248,6 @@ func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination the handler goroutines write to while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServer_RequestLog: every answered request logs one line naming the
 // route template, method, status and error code, at debug, or at warn for
 // a 5xx; never the path's ids, the query, the token or a foreign method.
@@ -279,7 +260,7 @@ func TestServer_RequestLog(t *testing.T) {
 		{slog.LevelDebug, []string{"403 forbidden", "503 developer_evaluation_unavailable", "405 method_not_allowed", "200 "}},
 		{slog.LevelWarn, []string{"503 developer_evaluation_unavailable"}},
 	} {
-		var logs lockedBuffer
+		var logs testutil.Buffer
 		_, base := newServer(t, devapi.Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: tc.level}))})
 		do(t, base, "GET", "/dev/v1/evaluation/jobs/"+job+"?scope=team-b", tokAlice, nil)
 		do(t, base, "GET", "/dev/v1/evaluation/jobs", tokAlice, nil)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/coordinator/api"
@@ -18,18 +17,11 @@ import (
 	"github.com/fadcedab/adk/internal/testutil"
 )
 
-// String returns what was written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // adkProc is one running `adk` process of the built binary.
 type adkProc struct {
 	name           string
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr testutil.Buffer
 	done           chan struct{}
 	err            error // Wait's answer, once done is closed
 }

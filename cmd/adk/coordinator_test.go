@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/internal/testutil"

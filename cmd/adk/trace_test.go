@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,37 +127,20 @@ func TestServeAndTraceQuery(t *testing.T) {
 	}
 	defer nc.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &syncBuffer{}
+	w := &testutil.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- tail(ctx, w, f, func(ctx context.Context, req tracenode.QueryRequest) (*tracenode.QueryReply, error) {
 			return tracenode.Query(ctx, nc, req)
 		})
 	}()
-	testutil.WaitFor(t, 10*time.Second, "tail prints the window", func() bool { return w.lines() == 3 })
+	testutil.WaitFor(t, 10*time.Second, "tail prints the window", func() bool { return strings.Count(w.String(), "\n") == 3 })
 	publishSpans(t, url, 2)
-	testutil.WaitFor(t, 10*time.Second, "tail follows", func() bool { return w.lines() == 5 })
+	testutil.WaitFor(t, 10*time.Second, "tail follows", func() bool { return strings.Count(w.String(), "\n") == 5 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), "\n")
 }
 
 func TestStoreNodeAgainstExternalNATS(t *testing.T) {

@@ -1,0 +1,27 @@
+package testutil
+
+import (
+	"bytes"
+	"sync"
+)
+
+// Buffer is a bytes.Buffer that goroutines may write to (a logger, a
+// child process's output) while the test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
