@@ -79,6 +79,7 @@ type transitionCmd struct {
 	Now      int64               `msgpack:"now"`
 
 	timing *completeTiming // the leader's own, for its log; never encoded
+	doc    []byte          // the leader's build of the result; never encoded
 }
 
 type leaseCmd struct {
@@ -125,9 +126,9 @@ const (
 )
 
 func encodeCmd(t cmdType, body any) ([]byte, error) {
-	// Sized up front: a finish carries a thousand samples, a completing
-	// transition the whole result, and growing the buffer copied them
-	// several times.
+	// Sized up front: a finish carries a thousand samples (and a
+	// completing transition of an older log the whole result), and
+	// growing the buffer copied them several times.
 	buf := bytes.NewBuffer(make([]byte, 0, 1+sizeHint(body)))
 	buf.WriteByte(byte(t))
 	enc := msgpack.NewEncoder(buf)

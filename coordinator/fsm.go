@@ -22,11 +22,16 @@ type FSM struct {
 	store    *evalstore.Store
 	log      *slog.Logger
 	inflight inflightIndex
-	samples  *sampleCache // the leader's decoded samples of running jobs
+	samples  *sampleCache // decoded samples of running jobs
 	// applying is held from a store commit until its after hooks ran, so
-	// takeSamples never sees a job whose last outcomes are committed but
-	// not yet cached (it would fall back to the store for nothing).
+	// cachedSamples never sees a job whose last outcomes are committed but
+	// not yet cached (it would read them from the store for nothing).
 	applying sync.RWMutex
+	// prebuilt holds the result documents the leader built and is
+	// completing jobs with (offerResult), so its FSM does not build them
+	// twice.
+	prebuiltMu sync.Mutex
+	prebuilt   map[string]prebuilt
 	// failed is the storage failure that stopped this FSM (nil while it
 	// follows the log); onFail, set before Raft starts, stops the
 	// service with it. Only the apply goroutine writes failed.
@@ -102,11 +107,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
-// takeSamples is sampleCache.take after any apply in progress finished.
-func (f *FSM) takeSamples(jobID string, total int) []cachedOutcome {
+// cachedSamples is sampleCache.outcomes after any apply in progress
+// finished.
+func (f *FSM) cachedSamples(jobID string) map[int]cachedOutcome {
 	f.applying.RLock()
 	defer f.applying.RUnlock()
-	return f.samples.take(jobID, total)
+	return f.samples.outcomes(jobID)
 }
 
 // finish is the end of one command's apply: a storage failure stops the
@@ -138,7 +144,10 @@ func (f *FSM) fail(index uint64, c *fsmCmd, err error) *api.Error {
 		return e
 	}
 	code := api.CodeResultPersistenceFailed
+	var mismatch *resultMismatchError
 	switch {
+	case errors.As(err, &mismatch):
+		code = api.CodeResultDigestMismatch
 	case c.t == cmdRecover:
 		code = api.CodeStoreRecoveryFailed
 	case c.t == cmdTransition && c.to == evalrecord.PhaseCancelled:
@@ -224,7 +233,20 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 	case cmdTransition:
 		var c transitionCmd
 		decodeBody(t, body, &c)
-		fn = func(tx *evalstore.Tx) error { return f.applyTransition(tx, &c, res) }
+		// A completion written since results left the log carries only
+		// the document's digest and size: this node builds the document
+		// (once: fn may run again, see evalstore.UpdateBatch).
+		build := c.To == evalrecord.PhaseCompleted && len(c.Patch.Result) == 0 && c.Patch.ResultDigest != ""
+		fn = func(tx *evalstore.Tx) error {
+			if build {
+				doc, err := f.resultFor(tx, &c)
+				if err != nil {
+					return err
+				}
+				c.Patch.Result, build = doc, false
+			}
+			return f.applyTransition(tx, &c, res)
+		}
 		to = c.To
 		after = func() {
 			if res.Job != nil && res.Job.Phase.Terminal() {

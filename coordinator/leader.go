@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/nats-io/nats.go"
@@ -73,8 +73,6 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	gainedAt := time.Now()
 	n.leading.Store(true)
 	defer n.leading.Store(false)
-	n.fsm.samples.enable()
-	defer n.fsm.samples.disable()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -422,15 +420,22 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 		}
 		tc.Scope, tc.JobID, tc.Expected, tc.Adm, tc.Now = j.Scope, j.JobID, []evalrecord.Phase{evalrecord.PhaseRunning}, n.admission(), now.UnixMilli()
 		proposed := time.Now()
+		if tc.doc != nil {
+			n.fsm.offerResult(j.JobID, tc.Patch.ResultDigest, tc.doc)
+		}
 		_, err := n.propose(ctx, cmdTransition, tc)
+		if tc.doc != nil {
+			n.fsm.withdrawResult(j.JobID)
+		}
 		if err == nil && tc.To != evalrecord.PhaseCompleted {
 			n.pushKills(v, j.JobID)
 		}
 		if tc.To == evalrecord.PhaseCompleted && tc.timing != nil {
 			t := tc.timing
-			n.log.Info("job completed", "job", j.JobID, "tasks", j.Progress.Total, "result_bytes", len(tc.Patch.Result), "cached", t.cached,
+			commit := time.Since(proposed)
+			n.log.Info("job completed", "job", j.JobID, "tasks", j.Progress.Total, "result_bytes", tc.Patch.ResultSize, "cached", t.cached,
 				"read_ms", ms(t.read), "decode_ms", ms(t.decode), "aggregate_ms", ms(t.aggregate), "encode_ms", ms(t.encode),
-				"commit_ms", ms(time.Since(proposed)), "err", err)
+				"digest_ms", ms(t.digest), "commit_ms", ms(commit), "tail_ms", ms(t.total+commit), "err", err)
 		}
 		if err != nil && tc.To == evalrecord.PhaseCompleted && !errors.Is(err, evalrecord.ErrStalePhase) && !api.AsError(err).Retryable() {
 			// The result cannot be stored (quota, transaction size): the
@@ -516,126 +521,38 @@ func (n *Node) ownerExpired(j *evalrecord.Job, now, gainedAt time.Time) bool {
 	return now.Sub(since) > ttl
 }
 
-// completeJob aggregates a job's samples with evalengine.Aggregate, the
-// function a local run uses. Lost, timed-out or cancelled tasks become
-// error samples with their tag.
+// completeJob builds a job's result document (buildResult) from the
+// FSM's sample cache, reading from the store only what it lacks, and
+// returns the completing transition: the document's digest and size go
+// through Raft, the document itself only to this node's FSM
+// (offerResult); every other node builds the same bytes.
 func (n *Node) completeJob(j *evalrecord.Job, now time.Time) (*transitionCmd, error) {
-	var tm completeTiming
+	finishedAt := now.UnixMilli()
 	mark := time.Now()
-	lap := func(d *time.Duration) {
-		t := time.Now()
-		*d, mark = t.Sub(mark), t
-	}
-	// The leader's cache holds every outcome of a job it saw through
-	// (sampleCache); otherwise the store is read and every sample decoded.
-	cached := n.fsm.takeSamples(j.JobID, j.Progress.Total)
-	tm.cached = cached != nil
-	var tasks []evalrecord.Task
-	var set *evalrecord.SetRecord
-	err := n.store.View(func(tx *evalstore.Tx) (err error) {
-		if cached == nil {
-			if tasks, err = tx.Tasks(j.JobID); err != nil {
-				return err
-			}
-		}
-		set, err = tx.GetSet(j.Scope, j.EvalSetID, j.EvalSetVersion)
+	cached := n.fsm.cachedSamples(j.JobID)
+	var br builtResult
+	if err := n.store.View(func(tx *evalstore.Tx) (err error) {
+		br, err = buildResult(tx, j, finishedAt, cached)
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
-	lap(&tm.read)
-	failed := func(reason string) *transitionCmd {
-		return &transitionCmd{To: evalrecord.PhaseFailed, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: reason}}
+	if br.failed != "" {
+		return &transitionCmd{To: evalrecord.PhaseFailed, Patch: evalstore.Patch{FinishedAt: finishedAt, Reason: br.failed}}, nil
 	}
-	p, err := evalengine.Prepare(set.Body, j.Spec.Criteria, j.Spec.Options)
-	if err != nil {
-		return failed(api.AsError(err).Code), nil
-	}
-	cases := len(p.Set.Cases)
-	count := len(tasks)
-	if cached != nil {
-		count = len(cached)
-	}
-	samples := make([]evalengine.SampleResult, count)
-	// put makes task idx's outcome samples[i]: its sample if it is done and
-	// decoded as that (case, sample), else an error sample with its tag.
-	// It reports which.
-	put := func(i, idx int, state, tag string, s *evalengine.SampleResult) bool {
-		ci, si := api.TaskIndex(idx, cases)
-		if state == evalrecord.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
-			samples[i] = *s
-			return true
-		}
-		if tag == "" {
-			tag = evalengine.TagWorkerLost
-			if state == evalrecord.TaskCancelled {
-				tag = evalengine.TagCancelled
-			}
-		}
-		samples[i] = evalengine.ErrorSample(p.Set, ci, si, tag)
-		return false
-	}
-	decode := func(i int) {
-		t := &tasks[i]
-		var s evalengine.SampleResult
-		sp := &s
-		if t.State != evalrecord.TaskDone || json.Unmarshal(t.Sample, &s) != nil {
-			sp = nil
-		}
-		put(i, t.Index, t.State, t.Tag, sp)
-	}
-	// A cached sample used as is comes with its encoding: the document
-	// splices it instead of encoding 10,000 samples at the job's end.
-	var encoded func(ci, si int) []byte
-	if cached != nil {
-		enc := make([][]byte, len(cached))
-		for i, c := range cached {
-			if put(i, i, c.state, c.tag, c.sample) {
-				enc[i] = c.enc
-			}
-		}
-		encoded = func(ci, si int) []byte {
-			if i := si*cases + ci; i < len(enc) { // api.TaskIndex's inverse
-				return enc[i]
-			}
-			return nil
-		}
-	}
-	// The samples are decoded on every core: this is the tail of every
-	// job (its last result to its end), ~12 µs a sample on one core.
-	parts := min(runtime.GOMAXPROCS(0), max(1, len(tasks)/256))
-	var wg sync.WaitGroup
-	for w := range parts {
-		wg.Go(func() {
-			for i := w; i < len(tasks); i += parts {
-				decode(i)
-			}
-		})
-	}
-	wg.Wait()
-	lap(&tm.decode)
-	dur := now.Sub(time.UnixMilli(j.StartedAt))
-	res, err := evalengine.Aggregate(p.Set, p.Metrics, p.Options, samples, dur)
-	if err != nil {
-		return failed(api.AsError(err).Code), nil
-	}
-	lap(&tm.aggregate)
-	// Its own encoder, not json.Marshal: the latter would validate and
-	// compact the several MiB it returns, for the same bytes.
-	b, err := res.MarshalJSONWith(encoded)
-	if err != nil {
-		return failed("evaluation_result_encoding_failed"), nil
-	}
-	lap(&tm.encode)
-	return &transitionCmd{To: evalrecord.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Result: b}, timing: &tm}, nil
+	d := time.Now()
+	digest := canonjson.DigestBytes(br.doc)
+	br.tm.digest = time.Since(d)
+	br.tm.total = time.Since(mark)
+	return &transitionCmd{To: evalrecord.PhaseCompleted, Patch: evalstore.Patch{FinishedAt: finishedAt, ResultDigest: digest, ResultSize: int64(len(br.doc))},
+		timing: &br.tm, doc: br.doc}, nil
 }
 
 // completeTiming is where a job's completion spent its time, logged once
 // per job: the tail of every job (its last result to its end).
 type completeTiming struct {
-	read, decode, aggregate, encode time.Duration
-	cached                          bool // the samples came from sampleCache
+	read, decode, aggregate, encode, digest, total time.Duration
+	cached                                         bool // every sample came from sampleCache
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

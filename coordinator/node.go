@@ -146,6 +146,10 @@ type Config struct {
 	// MemTableSize for Badger (default 64 MiB).
 	MemTableSize int64
 	Logger       *slog.Logger
+	// TrailingLogs is how many Raft entries a snapshot leaves in the log
+	// (default 10,240): a peer further behind catches up by installing a
+	// snapshot. Tests lower it to exercise that path.
+	TrailingLogs uint64
 }
 
 // Node is one coordinator: a Raft peer with its FSM and eval store, the
@@ -281,6 +285,9 @@ func (n *Node) startRaft() error {
 	rc.MaxAppendEntries = 1024
 	rc.SnapshotThreshold = 8192
 	rc.TrailingLogs = 10240
+	if n.cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = n.cfg.TrailingLogs
+	}
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft-" + n.cfg.ID, Level: hclog.Error, Output: io.Discard})
 	raftDir := filepath.Join(n.cfg.DataDir, "raft")
 	if err := os.MkdirAll(raftDir, 0o700); err != nil {
@@ -309,7 +316,7 @@ func (n *Node) startRaft() error {
 		n.walMeta = nil
 		return fmt.Errorf("raft wal: %w", err)
 	}
-	logs, err := raft.NewLogCache(512, n.wal)
+	logs, err := raft.NewLogCache(512, compactedLog{n.wal})
 	if err != nil {
 		return err
 	}
@@ -797,4 +804,20 @@ func (n *Node) awaitApplied(ctx context.Context, index uint64) error {
 		}
 	}
 	return nil
+}
+
+// compactedLog is raft-wal with its head truncation made visible to
+// reads: raft-wal keeps answering GetLog below its first index until the
+// segment holding those entries is deleted (it only ever deletes whole
+// segments, 64 MiB), so a peer far behind was sent entries a snapshot
+// had compacted instead of the snapshot (Raft sends the snapshot only
+// when the leader's log no longer has the entry). Reads below the first
+// index are ErrLogNotFound, as Raft expects of a compacted log.
+type compactedLog struct{ *wal.WAL }
+
+func (l compactedLog) GetLog(index uint64, out *raft.Log) error {
+	if first, err := l.WAL.FirstIndex(); err == nil && index < first {
+		return raft.ErrLogNotFound
+	}
+	return l.WAL.GetLog(index, out)
 }

@@ -19,19 +19,20 @@ const DefaultSampleCacheBytes = 128 << 20
 // leader's peak RSS by ~25 MiB.
 const decodedBytesPerJSONByte = 4
 
-// sampleCache keeps, on the leader only, each running job's task outcomes
-// with their samples already decoded, filled after each committed
+// sampleCache keeps, on every node, each running job's task outcomes with
+// their samples already decoded and encoded, filled after each committed
 // `finish`. Completing a job then reads and decodes nothing: at 10,000
 // tasks that was ~100-120 ms of the job's tail (a scan of the task
-// records, then a JSON decode of every sample).
+// records, then a JSON decode of every sample). The leader builds the
+// result from it to digest it; every follower's FSM builds the same
+// document from its own when the completion (which carries only the
+// digest) is applied.
 //
-// The store stays the truth. An entry is used only when it holds an
-// accepted outcome for every task of the job; a job whose outcomes were
-// not all seen here (this node became leader mid-job, leadership came and
-// went, a restart, a snapshot restore) or that outgrew the byte bound
-// falls back to reading the store, as before. Outcomes are terminal and
-// accepted once (the FSM fences them by assignment), so a complete entry
-// is exactly what the store holds. Follower nodes keep nothing.
+// The store stays the truth. An outcome missing here (this node restarted
+// or restored a snapshot mid-job, or the job outgrew the byte bound) is
+// read from the store. Outcomes are terminal and accepted once (the FSM
+// fences them by assignment), so a cached outcome is exactly what the
+// store holds.
 type sampleCache struct {
 	mu     sync.Mutex
 	on     bool
@@ -57,10 +58,12 @@ type cachedOutcome struct {
 }
 
 func newSampleCache(max int64) *sampleCache {
-	return &sampleCache{max: max}
+	c := &sampleCache{max: max}
+	c.enable()
+	return c
 }
 
-// enable starts caching (this node leads); disable stops and forgets all.
+// enable starts caching; disable stops and forgets all (tests).
 func (c *sampleCache) enable() {
 	c.mu.Lock()
 	c.on, c.jobs, c.spoilt, c.bytes = c.max > 0, map[string]*cachedJob{}, map[string]bool{}, 0
@@ -134,22 +137,18 @@ func (c *sampleCache) finished(outs []evalstore.Outcome, accepted []bool) {
 	}
 }
 
-// take returns a job's outcomes by task index if every one of its total
-// tasks is there, else nil; either way the job is forgotten (it is ending).
-func (c *sampleCache) take(jobID string, total int) []cachedOutcome {
+// outcomes returns a copy of the job's cached outcomes by task index
+// (those it has: the caller reads the others from the store), nil when it
+// has none. The job stays cached until it ends.
+func (c *sampleCache) outcomes(jobID string) map[int]cachedOutcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j := c.jobs[jobID]
-	c.drop(jobID)
-	if j == nil || len(j.outs) != total {
+	if j == nil {
 		return nil
 	}
-	out := make([]cachedOutcome, total)
-	for i := range out {
-		o, ok := j.outs[i]
-		if !ok {
-			return nil
-		}
+	out := make(map[int]cachedOutcome, len(j.outs))
+	for i, o := range j.outs {
 		out[i] = o
 	}
 	return out

@@ -100,9 +100,9 @@ func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *eval
 }
 
 // TestCompleteJob_CacheMatchesStore checks that a job's result is the same
-// bytes whether the leader completes it from its sample cache or from the
-// store: the failover path (a leader that did not see the whole job), a
-// cache that outgrew its bound, and a follower that never cached.
+// bytes whether it is built from the sample cache, from the store, or from
+// both: a node that restarted or restored a snapshot mid-job, a cache that
+// outgrew its bound, a cache switched off.
 func TestCompleteJob_CacheMatchesStore(t *testing.T) {
 	now := time.UnixMilli(5000)
 	complete := func(t *testing.T, setup func(f *FSM) func()) (*transitionCmd, bool) {
@@ -115,27 +115,27 @@ func TestCompleteJob_CacheMatchesStore(t *testing.T) {
 		if err != nil || tc.To != evalrecord.PhaseCompleted {
 			t.Fatalf("%+v %v", tc, err)
 		}
+		if tc.Patch.ResultDigest != canonjson.DigestBytes(tc.doc) || tc.Patch.ResultSize != int64(len(tc.doc)) || tc.Patch.Result != nil {
+			t.Fatalf("the entry carries %d result bytes, digest %q size %d for a %d-byte document", len(tc.Patch.Result), tc.Patch.ResultDigest, tc.Patch.ResultSize, len(tc.doc))
+		}
 		return tc, tc.timing.cached
 	}
-	want, cached := complete(t, func(f *FSM) func() { return nil }) // never leader: the store
+	want, cached := complete(t, func(f *FSM) func() { f.samples.disable(); return nil }) // the store only
 	if cached {
-		t.Fatal("a node that never led used a cache")
+		t.Fatal("a switched-off cache was used")
 	}
-	if _, err := evalengine.DecodeResult(want.Patch.Result); err != nil {
+	if _, err := evalengine.DecodeResult(want.doc); err != nil {
 		t.Fatalf("result: %v", err)
 	}
 	cases := map[string]struct {
 		setup  func(f *FSM) func()
 		cached bool
 	}{
-		"leader all along":      {func(f *FSM) func() { f.samples.enable(); return nil }, true},
-		"became leader mid-job": {func(f *FSM) func() { return f.samples.enable }, false},
-		"leadership lost and regained": {func(f *FSM) func() {
-			f.samples.enable()
-			return func() { f.samples.disable(); f.samples.enable() }
-		}, false},
+		"cached all along":         {func(f *FSM) func() { return nil }, true},
+		"cache on mid-job":         {func(f *FSM) func() { f.samples.disable(); return f.samples.enable }, false},
+		"restarted mid-job":        {func(f *FSM) func() { return func() { f.samples.disable(); f.samples.enable() } }, false},
 		"over the byte bound":      {func(f *FSM) func() { f.samples.max = 4 << 10; f.samples.enable(); return nil }, false},
-		"snapshot restore mid-job": {func(f *FSM) func() { f.samples.enable(); return f.samples.reset }, false},
+		"snapshot restore mid-job": {func(f *FSM) func() { return f.samples.reset }, false},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -143,18 +143,17 @@ func TestCompleteJob_CacheMatchesStore(t *testing.T) {
 			if cached != c.cached {
 				t.Fatalf("cached %v, want %v", cached, c.cached)
 			}
-			if !bytes.Equal(got.Patch.Result, want.Patch.Result) {
-				t.Fatalf("the result differs from the store's (%d vs %d bytes)", len(got.Patch.Result), len(want.Patch.Result))
+			if !bytes.Equal(got.doc, want.doc) || got.Patch.ResultDigest != want.Patch.ResultDigest {
+				t.Fatalf("the result differs from the store's (%d vs %d bytes)", len(got.doc), len(want.doc))
 			}
 		})
 	}
 }
 
 // TestSampleCache_ForgetsEndedJobs checks that a job becoming terminal,
-// a recover and leadership ending leave no bytes behind.
+// a recover and switching the cache off leave no bytes behind.
 func TestSampleCache_ForgetsEndedJobs(t *testing.T) {
 	f, _ := newFSM(t)
-	f.samples.enable()
 	cacheJob(t, f, 3, 2, nil)
 	if f.samples.bytes == 0 || len(f.samples.jobs) != 1 {
 		t.Fatalf("cached %d bytes of %d jobs", f.samples.bytes, len(f.samples.jobs))
@@ -168,7 +167,7 @@ func TestSampleCache_ForgetsEndedJobs(t *testing.T) {
 		t.Fatalf("after the job ended: %d bytes of %d jobs", f.samples.bytes, len(f.samples.jobs))
 	}
 	f.samples.disable()
-	if f.samples.take("eval-a", 6) != nil {
+	if f.samples.outcomes("eval-a") != nil {
 		t.Fatal("a disabled cache answered")
 	}
 }

@@ -306,7 +306,7 @@ func (s *service) result(req *api.Request) *api.Reply {
 			if err != nil {
 				return nil, err
 			}
-			return s.resultPage(req, j.JobID, res)
+			return s.resultPage(req, j, res)
 		case !j.Phase.Terminal():
 			return nil, api.Errorf(api.CodeResultNotReady, "")
 		default:
@@ -342,33 +342,40 @@ func (s *service) pageLimit(maxBytes int) int {
 // resultPage answers bytes [req.Offset, req.Offset+page) of a job's result
 // with its total size and SHA-256, which the client checks once it has
 // reassembled every page (pages may come from different nodes).
-func (s *service) resultPage(req *api.Request, jobID string, res []byte) (*api.Reply, error) {
+func (s *service) resultPage(req *api.Request, j *evalrecord.Job, res []byte) (*api.Reply, error) {
 	if req.Offset < 0 || req.Offset > int64(len(res)) || req.MaxBytes < 0 {
 		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d / max_bytes %d outside a %d-byte result", req.Offset, req.MaxBytes, len(res))
 	}
+	digest, err := s.resultDigest(j, res)
+	if err != nil {
+		return nil, err
+	}
 	end := min(int64(len(res)), req.Offset+int64(s.pageLimit(req.MaxBytes)))
 	return &api.Reply{Result: res[req.Offset:end], NextOffset: end, ResultSize: int64(len(res)),
-		ResultDigest: s.resultDigest(jobID, res)}, nil
+		ResultDigest: digest}, nil
 }
 
-// resultDigest hashes a result once: a completed job's result never
-// changes, and a job id is never reused.
-func (s *service) resultDigest(jobID string, res []byte) string {
+// resultDigest hashes a result once (a completed job's result never
+// changes, and a job id is never reused) and checks it against the digest
+// the job recorded from the Raft log: bytes that differ are never served.
+func (s *service) resultDigest(j *evalrecord.Job, res []byte) (string, error) {
 	s.digestMu.Lock()
-	d, ok := s.digests[jobID]
+	d, ok := s.digests[j.JobID]
 	s.digestMu.Unlock()
-	if ok {
-		return d
+	if !ok {
+		sum := sha256.Sum256(res)
+		d = hex.EncodeToString(sum[:])
+		s.digestMu.Lock()
+		if len(s.digests) >= maxCachedDigests {
+			clear(s.digests)
+		}
+		s.digests[j.JobID] = d
+		s.digestMu.Unlock()
 	}
-	sum := sha256.Sum256(res)
-	d = hex.EncodeToString(sum[:])
-	s.digestMu.Lock()
-	if len(s.digests) >= maxCachedDigests {
-		clear(s.digests)
+	if j.ResultDigest != "" && d != j.ResultDigest {
+		return "", api.Errorf(api.CodeResultDigestMismatch, "coordinator %s holds a result of job %s with sha-256 %s; the log says %s", s.n.cfg.ID, j.JobID, d, j.ResultDigest)
 	}
-	s.digests[jobID] = d
-	s.digestMu.Unlock()
-	return d
+	return d, nil
 }
 
 // join adds a coordinator to the Raft configuration through the leader.

@@ -50,6 +50,9 @@ type EvalOptions struct {
 	// start, 3 replicas on a 3-node NATS cluster) through a publisher pool
 	// on their own restricted connection, as adk worker does.
 	Signals bool
+	// TrailingLogs is coordinator.Config.TrailingLogs: lowered, a
+	// coordinator that was stopped catches up by installing a snapshot.
+	TrailingLogs uint64
 }
 
 // Test defaults: small timeouts sized for a 2-core machine. DispatchGrace
@@ -205,6 +208,7 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 		ID: cn.ID, DataDir: cn.Dir, RaftAddr: cn.Addr, Bootstrap: bootstrap, NATS: nc,
 		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
 		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger, StoreLimits: c.opts.StoreLimits,
+		TrailingLogs: c.opts.TrailingLogs,
 	})
 	if err != nil {
 		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)
@@ -233,6 +237,13 @@ func (c *EvalCluster) Coordinator(i int) *coordinator.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.coords[i].Node
+}
+
+// CoordDir returns coordinator i's data dir.
+func (c *EvalCluster) CoordDir(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coords[i].Dir
 }
 
 // CoordConn returns coordinator i's NATS connection (nil while stopped);

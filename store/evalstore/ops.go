@@ -375,11 +375,23 @@ func (tx *Tx) CreateEvaluation(set evalrecord.SetRecord, j evalrecord.Job, adm A
 // Patch carries the fields a transition sets (CONTRACTS §6): running needs
 // StartedAt; completed needs Result and FinishedAt; failed, timed_out and
 // cancelled need FinishedAt and Reason.
+//
+// A completion comes in one of two forms. Written by coordinators before
+// results left the Raft log, Result alone: the store validates it and
+// computes its digest. Now the log carries ResultDigest and ResultSize
+// only, and each node's FSM builds the document itself and sets Result to
+// bytes it has checked against both; the store records the log's digest.
+// (Field names are the msgpack keys of the Raft entry: add, never rename.)
 type Patch struct {
 	StartedAt  int64
 	FinishedAt int64
 	Reason     string
 	Result     []byte // result JSON
+	// ResultDigest is the SHA-256 (hex) of the document and ResultSize
+	// its length, as the leader built it; set on completions that carry
+	// no Result through the log.
+	ResultDigest string `msgpack:",omitempty"`
+	ResultSize   int64  `msgpack:",omitempty"`
 }
 
 // Transition moves a job from one of expected to `to`, compare-and-set:
@@ -412,9 +424,17 @@ func (tx *Tx) Transition(scope, id string, expected []evalrecord.Phase, to evalr
 		if len(p.Result) == 0 {
 			return nil, newErr(evalrecord.CodeInvalidResult, "")
 		}
-		// Revalidated as JSON; the size is bounded by the record quota. (The
-		// generic jsonlimit node budget is too small for 10,000 samples.)
-		if !json.Valid(p.Result) {
+		switch {
+		case p.ResultDigest != "":
+			// Built by this node's FSM and checked against the log's
+			// digest: its own encoder's output, valid by construction.
+			if int64(len(p.Result)) != p.ResultSize {
+				return nil, errf(evalrecord.CodeInvalidResult, "%d bytes, the log says %d", len(p.Result), p.ResultSize)
+			}
+		case !json.Valid(p.Result):
+			// Revalidated as JSON; the size is bounded by the record quota.
+			// (The generic jsonlimit node budget is too small for 10,000
+			// samples.)
 			return nil, newErr(evalrecord.CodeInvalidResult, "")
 		}
 	default:
@@ -467,7 +487,10 @@ func (tx *Tx) Transition(scope, id string, expected []evalrecord.Phase, to evalr
 				return nil, err
 			}
 			j.Bytes += int64(len(k) + len(p.Result))
-			j.ResultDigest = canonjson.DigestBytes(p.Result)
+			j.ResultDigest = p.ResultDigest
+			if j.ResultDigest == "" {
+				j.ResultDigest = canonjson.DigestBytes(p.Result)
+			}
 			if err := tx.txn.Set(k, p.Result); err != nil {
 				return nil, err
 			}

@@ -177,6 +177,11 @@ func (s *Store) updateLocked(index uint64, fn func(tx *Tx) error) (applied bool,
 	txn := s.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	fnErr := fn(&Tx{txn: txn, lim: s.lim})
+	if se := (*StorageError)(nil); errors.As(fnErr, &se) {
+		// fn could not persist what the entry says: the index is not
+		// recorded, so a restart replays the entry (the FSM stops).
+		return false, fnErr
+	}
 	if fnErr != nil {
 		txn.Discard()
 		txn = s.db.NewTransaction(true)
@@ -271,7 +276,9 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 	return s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, lim: s.lim}) })
 }
 
-// StorageError is a Badger failure: not a domain answer, the FSM must stop.
+// StorageError is a Badger failure, or an Fn that cannot persist what its
+// entry says (it returns a *StorageError): not a domain answer, the FSM
+// must stop, and the entry's index is not recorded.
 type StorageError struct{ Err error }
 
 func (e *StorageError) Error() string { return "evalstore storage: " + e.Err.Error() }

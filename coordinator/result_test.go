@@ -1,0 +1,171 @@
+package coordinator
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/store/evalrecord"
+	"github.com/fadcedab/adk/store/evalstore"
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// storedResult returns job eval-a's phase, digest and stored document.
+func storedResult(t *testing.T, s *evalstore.Store) (evalrecord.Phase, string, []byte) {
+	t.Helper()
+	var (
+		j   *evalrecord.Job
+		doc []byte
+	)
+	if err := s.View(func(tx *evalstore.Tx) (err error) {
+		if j, err = tx.JobByID("eval-a"); err != nil {
+			return err
+		}
+		if doc, err = tx.Result("eval-a"); errors.Is(err, evalrecord.ErrNotFound) {
+			err = nil
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return j.Phase, j.ResultDigest, doc
+}
+
+// leaderBuild is what a leader proposes for eval-a: the transition (digest
+// and size only) and the document it built.
+func leaderBuild(t *testing.T) *transitionCmd {
+	t.Helper()
+	f, s := newFSM(t)
+	j := cacheJob(t, f, 13, 11, nil)
+	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
+	if err != nil || tc.To != evalrecord.PhaseCompleted {
+		t.Fatalf("%+v %v", tc, err)
+	}
+	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
+	return tc
+}
+
+// TestFSM_CompletionBuildsTheResult checks that a completion carrying only
+// the digest makes every FSM store the leader's bytes under the leader's
+// digest, whatever its cache held (a follower that saw the whole job, one
+// restored or restarted mid-job, one without a cache), and that the entry
+// is small.
+func TestFSM_CompletionBuildsTheResult(t *testing.T) {
+	want := leaderBuild(t)
+	e := entry(t, 1000, cmdTransition, want)
+	if len(e.Data) > 1024 {
+		t.Fatalf("the completing entry is %d bytes", len(e.Data))
+	}
+	for name, setup := range map[string]func(f *FSM) func(){
+		"cached all along": func(f *FSM) func() { return nil },
+		"restored mid-job": func(f *FSM) func() { return f.samples.reset },
+		"no cache":         func(f *FSM) func() { f.samples.disable(); return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, s := newFSM(t)
+			cacheJob(t, f, 13, 11, setup(f))
+			if r := f.ApplyBatch([]*raft.Log{e})[0].(*applyResult); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			phase, digest, doc := storedResult(t, s)
+			if phase != evalrecord.PhaseCompleted || digest != want.Patch.ResultDigest || !bytes.Equal(doc, want.doc) {
+				t.Fatalf("%s, digest %s, %d bytes; want completed, %s, %d bytes", phase, digest, len(doc), want.Patch.ResultDigest, len(want.doc))
+			}
+		})
+	}
+	t.Run("the leader's own build", func(t *testing.T) {
+		// The offered bytes differ from what this FSM would build: stored
+		// as offered, they prove the offer was used (a build would not
+		// match the entry's digest).
+		own := append(append([]byte(nil), want.doc...), ' ')
+		tc := *want
+		tc.Patch.ResultDigest, tc.Patch.ResultSize = canonjson.DigestBytes(own), int64(len(own))
+		f, s := newFSM(t)
+		cacheJob(t, f, 13, 11, nil)
+		f.offerResult("eval-a", tc.Patch.ResultDigest, own)
+		if r := f.Apply(entry(t, 1000, cmdTransition, &tc)).(*applyResult); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if _, digest, doc := storedResult(t, s); !bytes.Equal(doc, own) || digest != tc.Patch.ResultDigest {
+			t.Fatalf("stored %d bytes", len(doc))
+		}
+		if len(f.prebuilt) != 0 {
+			t.Fatal("the offer outlived its entry")
+		}
+	})
+}
+
+// oldPatch and oldTransitionCmd are the shapes coordinators wrote before
+// results left the log: the whole document in the entry.
+type oldPatch struct {
+	StartedAt  int64
+	FinishedAt int64
+	Reason     string
+	Result     []byte
+}
+
+type oldTransitionCmd struct {
+	Scope    string              `msgpack:"scope"`
+	JobID    string              `msgpack:"job"`
+	Expected []evalrecord.Phase  `msgpack:"expected,omitempty"`
+	To       evalrecord.Phase    `msgpack:"to"`
+	Patch    oldPatch            `msgpack:"patch"`
+	Adm      evalstore.Admission `msgpack:"adm"`
+	Now      int64               `msgpack:"now"`
+}
+
+// TestFSM_OldCompletionEntryStillApplies checks that a log written by the
+// previous build (the result inside the completing entry, S2-compressed)
+// applies: the document is stored as the entry has it, digest computed.
+func TestFSM_OldCompletionEntryStillApplies(t *testing.T) {
+	lead := leaderBuild(t)
+	old := &oldTransitionCmd{Scope: "app", JobID: "eval-a", Expected: lead.Expected, To: evalrecord.PhaseCompleted,
+		Patch: oldPatch{FinishedAt: lead.Patch.FinishedAt, Result: lead.doc}, Now: lead.Now}
+	e := entry(t, 1000, cmdTransition, old)
+	if e.Data[0] != byte(cmdTransition)|cmdCompressed {
+		t.Fatalf("type byte %#x", e.Data[0])
+	}
+	// The new Patch encodes a completion without digest exactly as the old.
+	b1, _ := msgpack.Marshal(&old.Patch)
+	b2, _ := msgpack.Marshal(&evalstore.Patch{FinishedAt: old.Patch.FinishedAt, Result: lead.doc})
+	if !bytes.Equal(b1, b2) {
+		t.Fatal("the Patch encoding changed for old-form completions")
+	}
+	f, s := newFSM(t)
+	cacheJob(t, f, 13, 11, nil)
+	if r := f.Apply(e).(*applyResult); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	phase, digest, doc := storedResult(t, s)
+	if phase != evalrecord.PhaseCompleted || digest != canonjson.DigestBytes(lead.doc) || !bytes.Equal(doc, lead.doc) {
+		t.Fatalf("%s, digest %s, %d bytes", phase, digest, len(doc))
+	}
+}
+
+// TestFSM_ResultMismatchStopsTheNode checks that a node whose build does
+// not match the log's digest stores nothing, leaves the entry unapplied
+// (a restart replays it) and stops with eval_result_digest_mismatch.
+func TestFSM_ResultMismatchStopsTheNode(t *testing.T) {
+	want := leaderBuild(t)
+	bad := *want
+	bad.Patch.ResultDigest = canonjson.DigestBytes([]byte("another build"))
+	f, s := newFSM(t)
+	var stopped error
+	f.onFail = func(err error) { stopped = err }
+	cacheJob(t, f, 13, 11, nil)
+	before := s.AppliedIndex()
+	r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, &bad)})[0].(*applyResult)
+	if r.Err == nil || r.Err.Code != api.CodeResultDigestMismatch || api.AsError(stopped).Code != api.CodeResultDigestMismatch {
+		t.Fatalf("answer %v, stopped with %v", r.Err, stopped)
+	}
+	if s.AppliedIndex() != before {
+		t.Fatalf("applied index %d, was %d", s.AppliedIndex(), before)
+	}
+	if phase, _, doc := storedResult(t, s); phase != evalrecord.PhaseRunning || doc != nil {
+		t.Fatalf("%s with %d result bytes", phase, len(doc))
+	}
+}
