@@ -5,10 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,25 +13,23 @@ import (
 	"github.com/fadcedab/adk/store/tracenode"
 )
 
-// TestReadme_APIGatewayLogs runs the README's `adk api` logging line (the
-// second sh block of "Developer HTTP API") through the built binary
+// TestReadme_APIGatewayLogs runs the README's `adk api` logging line (in
+// "Developer HTTP API", in a block of its own: the cluster README test
+// runs only that section's first block) through the built binary
 // against a NATS server on a free port, with a settings file asking for
 // text logs at error level: the flags win, so a refused request and a
 // health check come out as JSON lines at debug, naming the route template
 // and never the job id, the scope or the token.
 func TestReadme_APIGatewayLogs(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	line := ""
+	for _, l := range readmeSectionCommands(t, "Developer HTTP API") {
+		if strings.HasPrefix(l, "./bin/adk api ") {
+			line = l
+		}
 	}
-	section := string(readme)
-	section = section[strings.Index(section, "\n## Developer HTTP API\n")+1:]
-	section = section[:strings.Index(section, "\n## ")]
-	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1)
-	if len(blocks) < 2 || !strings.HasPrefix(blocks[1][1], "./bin/adk api ") {
-		t.Fatal(`the "Developer HTTP API" section's second sh block is not the adk api line`)
+	if line == "" {
+		t.Fatal(`the "Developer HTTP API" section has no adk api line`)
 	}
-	line := strings.TrimSpace(blocks[1][1])
 
 	dir := t.TempDir()
 	natsURL := startTestNATS(t)
