@@ -59,6 +59,10 @@ type Result struct {
 	// after the last one finished (canonicalResult). Run sets it; like
 	// checked, it trusts the samples not to be changed in place after.
 	sampleJSON [][][]byte
+	// summary holds the cases of a dropped-samples run (RunConfig.
+	// DropSamples), kept compactly, when Cases is nil: WriteSummary
+	// writes them.
+	summary *runAgg
 }
 
 // markChecked records that r was built or verified by this package.
@@ -425,9 +429,41 @@ type runAgg struct {
 	pos       map[string]int
 	r         *Result
 	caseTally []metricTally // scratch of addCase
-	okScores  [][][]float64 // [case][metric] ok scores, pooled at finish
-	errs      []int         // per metric, over the run
+	metrics   [][]caseMetric
+	errs      []int // per metric, over the run
 	notEv     []int
+	// compact keeps each case as a caseAgg instead of a CaseResult (the
+	// drop-samples run): the Result's Cases stay nil and WriteSummary
+	// builds every case's line from its caseAgg.
+	compact bool
+	cases   []caseAgg
+}
+
+// caseAgg is one case's aggregate as a dropped-samples run keeps it, a
+// third of a CaseResult's size: the per-metric results (each with a
+// four-key metadata map and boxed statistics) are built only when the
+// case's line is written, and the fields every case shares are the run's.
+// At 100,000 cases the CaseResults were most of the run's peak memory.
+type caseAgg struct {
+	id         string
+	metadata   map[string]any // nil and emptyMeta set: an empty object
+	trajectory []TrajectoryItem
+	durationMS int64
+	stats      Statistics // of the successful samples' outcomes
+	status     string
+	samples    int32
+	successful int32
+	passedN    int32
+	errorN     int32
+	passed     bool
+	emptyMeta  bool
+	metrics    []caseMetric // per metric, in descriptor order
+}
+
+// caseMetric is one metric's tally over one case's samples.
+type caseMetric struct {
+	ok          []float64 // scores of the samples it scored, in sample order
+	errs, notEv int32
 }
 
 func newRunAgg(h aggHeader, descs []metricDesc, cases int) *runAgg {
@@ -448,7 +484,7 @@ func newRunAgg(h aggHeader, descs []metricDesc, cases int) *runAgg {
 			Metadata:             h.metadata,
 		},
 		caseTally: make([]metricTally, len(descs)),
-		okScores:  make([][][]float64, cases),
+		metrics:   make([][]caseMetric, cases),
 		errs:      make([]int, len(descs)),
 		notEv:     make([]int, len(descs)),
 	}
@@ -458,35 +494,43 @@ func newRunAgg(h aggHeader, descs []metricDesc, cases int) *runAgg {
 	return a
 }
 
+// newCompactRunAgg is newRunAgg keeping caseAggs (see runAgg.compact).
+func newCompactRunAgg(h aggHeader, descs []metricDesc, cases int) *runAgg {
+	a := newRunAgg(h, descs, cases)
+	a.compact = true
+	a.r.Cases, a.metrics = nil, nil
+	a.cases = make([]caseAgg, cases)
+	a.r.summary = a
+	return a
+}
+
 // addCase aggregates case ci from its samples, ordered by sample index.
 func (a *runAgg) addCase(ci int, samples []SampleResult) {
-	h, descs, pos, r := &a.h, a.descs, a.pos, a.r
+	h, pos, r := &a.h, a.pos, a.r
 	caseTally := a.caseTally
 	for i := range caseTally {
 		caseTally[i] = metricTally{}
 	}
-	c := CaseResult{
-		SampleCount:             len(samples),
-		SamplePassRateThreshold: h.samplePassRateThreshold,
-		MinSuccessfulSamples:    h.minSuccessful,
-		Samples:                 samples,
-		Criteria:                make([]MetricResult, len(descs)),
-	}
+	c := caseAgg{samples: int32(len(samples))}
 	if len(samples) > 0 {
-		c.CaseID = samples[0].CaseID
-		c.Trajectory = samples[0].Trajectory
-		c.Metadata = samples[0].Metadata
+		c.id = samples[0].CaseID
+		c.trajectory = samples[0].Trajectory
+		c.metadata = samples[0].Metadata
+		if c.metadata != nil && len(c.metadata) == 0 {
+			c.metadata, c.emptyMeta = nil, true
+		}
 	}
-	outcomes := make([]float64, 0, len(samples))
+	var outcomeBuf [16]float64
+	outcomes := outcomeBuf[:0]
 	for si := range samples {
 		s := &samples[si]
-		c.DurationMS += s.DurationMS
+		c.durationMS += s.DurationMS
 		if s.Status == SampleStatusError {
-			c.ErrorSampleCount++
+			c.errorN++
 		} else {
-			c.SuccessfulSampleCount++
+			c.successful++
 			if s.Passed {
-				c.PassedSampleCount++
+				c.passedN++
 				outcomes = append(outcomes, 1)
 			} else {
 				outcomes = append(outcomes, 0)
@@ -505,30 +549,84 @@ func (a *runAgg) addCase(ci int, samples []SampleResult) {
 			}
 		}
 	}
-	if c.SuccessfulSampleCount > 0 {
-		c.SamplePassRate = float64(c.PassedSampleCount) / float64(c.SuccessfulSampleCount)
-	}
-	c.SampleStatistics = NewStatistics(outcomes)
-	c.Passed = c.SuccessfulSampleCount >= h.minSuccessful && c.SamplePassRate >= h.samplePassRateThreshold
+	c.stats = NewStatistics(outcomes)
+	rate := c.samplePassRate()
+	c.passed = int(c.successful) >= h.minSuccessful && rate >= h.samplePassRateThreshold
 	switch {
-	case c.SuccessfulSampleCount == 0:
-		c.Status = SampleStatusError
-		c.Passed = false
-	case c.ErrorSampleCount > 0:
-		c.Status = CaseStatusPartial
-	case c.Passed:
-		c.Status = SampleStatusPassed
+	case c.successful == 0:
+		c.status = SampleStatusError
+		c.passed = false
+	case c.errorN > 0:
+		c.status = CaseStatusPartial
+	case c.passed:
+		c.status = SampleStatusPassed
 	default:
-		c.Status = SampleStatusFailed
+		c.status = SampleStatusFailed
 	}
-	ok := make([][]float64, len(descs))
-	for i, d := range descs {
+	c.metrics = make([]caseMetric, len(a.descs))
+	for i := range a.descs {
 		t := &caseTally[i]
+		c.metrics[i] = caseMetric{ok: t.ok, errs: int32(t.errs), notEv: int32(t.notEv)}
+		a.errs[i] += t.errs
+		a.notEv[i] += t.notEv
+	}
+	if !a.compact {
+		a.metrics[ci] = c.metrics
+	}
+	if c.passed {
+		r.PassedCaseCount++
+	}
+	switch c.status {
+	case SampleStatusError:
+		r.ErrorCaseCount++
+	case CaseStatusPartial:
+		r.PartialCaseCount++
+	}
+	if a.compact {
+		a.cases[ci] = c
+		return
+	}
+	r.Cases[ci] = a.caseResult(&c)
+	r.Cases[ci].Samples = samples
+}
+
+func (c *caseAgg) samplePassRate() float64 {
+	if c.successful == 0 {
+		return 0
+	}
+	return float64(c.passedN) / float64(c.successful)
+}
+
+// caseResult builds the CaseResult of c, without samples.
+func (a *runAgg) caseResult(c *caseAgg) CaseResult {
+	out := CaseResult{
+		CaseID:                  c.id,
+		Status:                  c.status,
+		Passed:                  c.passed,
+		DurationMS:              c.durationMS,
+		Trajectory:              c.trajectory,
+		Metadata:                c.metadata,
+		Criteria:                make([]MetricResult, len(a.descs)),
+		SampleCount:             int(c.samples),
+		SuccessfulSampleCount:   int(c.successful),
+		PassedSampleCount:       int(c.passedN),
+		ErrorSampleCount:        int(c.errorN),
+		SamplePassRate:          c.samplePassRate(),
+		SamplePassRateThreshold: a.h.samplePassRateThreshold,
+		MinSuccessfulSamples:    a.h.minSuccessful,
+		SampleStatistics:        c.stats,
+	}
+	if c.emptyMeta {
+		out.Metadata = map[string]any{}
+	}
+	for i, d := range a.descs {
+		t := &c.metrics[i]
+		errs, notEv, total := int(t.errs), int(t.notEv), len(t.ok)+int(t.errs)+int(t.notEv)
 		mr := MetricResult{MetricID: d.id, Kind: d.kind, Scope: d.scope, Threshold: d.threshold, Score: mean(t.ok)}
 		switch {
-		case t.total() == 0 || (len(t.ok) == 0 && t.errs == 0):
+		case total == 0 || (len(t.ok) == 0 && errs == 0):
 			mr.Status = StatusNotEvaluated
-		case len(t.ok) == t.total():
+		case len(t.ok) == total:
 			mr.Status = StatusOK
 		case len(t.ok) == 0:
 			mr.Status = StatusError
@@ -537,27 +635,14 @@ func (a *runAgg) addCase(ci int, samples []SampleResult) {
 		}
 		mr.Passed = mr.Status == StatusOK && mr.Score >= d.threshold
 		mr.Metadata = map[string]any{
-			"sample_count":        t.total(),
-			"error_count":         t.errs,
-			"not_evaluated_count": t.notEv,
+			"sample_count":        total,
+			"error_count":         errs,
+			"not_evaluated_count": notEv,
 			"statistics":          NewStatistics(t.ok),
 		}
-		c.Criteria[i] = mr
-		ok[i] = t.ok
-		a.errs[i] += t.errs
-		a.notEv[i] += t.notEv
+		out.Criteria[i] = mr
 	}
-	a.okScores[ci] = ok
-	if c.Passed {
-		r.PassedCaseCount++
-	}
-	switch c.Status {
-	case SampleStatusError:
-		r.ErrorCaseCount++
-	case CaseStatusPartial:
-		r.PartialCaseCount++
-	}
-	r.Cases[ci] = c
+	return out
 }
 
 // finish pools the run-level metric summaries (in case order) and the
@@ -565,17 +650,24 @@ func (a *runAgg) addCase(ci int, samples []SampleResult) {
 func (a *runAgg) finish(durationMS int64) *Result {
 	r := a.r
 	r.DurationMS = durationMS
+	metrics := a.metrics
+	if a.compact {
+		metrics = make([][]caseMetric, len(a.cases))
+		for ci := range a.cases {
+			metrics[ci] = a.cases[ci].metrics
+		}
+	}
 	for i, d := range a.descs {
 		n := 0
-		for ci := range a.okScores {
-			if a.okScores[ci] != nil {
-				n += len(a.okScores[ci][i])
+		for ci := range metrics {
+			if metrics[ci] != nil {
+				n += len(metrics[ci][i].ok)
 			}
 		}
 		pooled := make([]float64, 0, n)
-		for ci := range a.okScores {
-			if a.okScores[ci] != nil {
-				pooled = append(pooled, a.okScores[ci][i]...)
+		for ci := range metrics {
+			if metrics[ci] != nil {
+				pooled = append(pooled, metrics[ci][i].ok...)
 			}
 		}
 		avg := mean(pooled)

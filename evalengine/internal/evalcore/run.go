@@ -69,8 +69,10 @@ type RunConfig struct {
 	// (a case's samples together, so few cases hold samples at once) and
 	// applies no report budget. OnSample then also gets the samples the
 	// run's end cut off (as timeout), since the stream is the result. The
-	// Result's cases carry no samples: it is a stream summary
-	// (StreamWriter.WriteSummary), which Render refuses. Needs OnSample.
+	// Result is a stream summary (StreamWriter.WriteSummary writes its
+	// case lines), which Render refuses: its Cases is nil, the cases'
+	// aggregates being kept compactly until WriteSummary builds each
+	// case's line. Needs OnSample.
 	DropSamples bool
 }
 
@@ -367,7 +369,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		remaining []int // samples of each case not yet finished (drop mode)
 	)
 	if e.drop {
-		agg = newRunAgg(headerOf(e.set, e.opts, 0), descsOf(e.metrics), nCases)
+		agg = newCompactRunAgg(headerOf(e.set, e.opts, 0), descsOf(e.metrics), nCases)
 		remaining = make([]int, nCases)
 		for i := range remaining {
 			remaining[i] = nSamples
@@ -377,7 +379,6 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	// (drop mode only).
 	caseDone := func(c int) {
 		agg.addCase(c, byCase[c])
-		agg.r.Cases[c].Samples = nil
 		byCase[c] = nil
 	}
 	var have func(c, s int) bool
@@ -534,8 +535,9 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if e.drop {
-		// Cases carry no samples: the caller streamed them. Not marked
-		// checked, so Render refuses it; the stream summary is its use.
+		// No samples, and the cases kept compactly (Cases is nil): the
+		// caller streamed the samples. Not marked checked, so Render
+		// refuses it; the stream summary is its use.
 		return agg.finish(time.Since(start).Milliseconds()), nil
 	}
 	r := aggregate(headerOf(e.set, e.opts, time.Since(start)), descsOf(e.metrics), byCase)

@@ -136,9 +136,20 @@ func (sw *StreamWriter) WriteSample(caseIndex int, s *SampleResult) error {
 // WriteSummary appends the case lines and the summary line (r without
 // its samples) and writes everything out.
 func (sw *StreamWriter) WriteSummary(r *Result) error {
-	for i := range r.Cases {
-		c := r.Cases[i]
-		c.Samples = nil
+	n := len(r.Cases)
+	if r.summary != nil && r.Cases == nil {
+		n = len(r.summary.cases)
+	}
+	for i := range n {
+		var c CaseResult
+		if r.Cases != nil {
+			c = r.Cases[i]
+			c.Samples = nil
+		} else {
+			// A dropped-samples run: each case's line is built from its
+			// compact aggregate only now, one at a time.
+			c = r.summary.caseResult(&r.summary.cases[i])
+		}
 		if err := sw.writeLine(&struct {
 			Type      string      `json:"type"`
 			CaseIndex int         `json:"case_index"`
