@@ -117,6 +117,36 @@ func randSpan(r *rand.Rand) *observability.SpanSignal {
 	return s
 }
 
+func randEnvelope(r *rand.Rand) *observability.Envelope {
+	e := &observability.Envelope{
+		Schema: r.IntN(4), Event: randString(r), TimestampMS: r.Int64() - r.Int64(), ContentCaptured: r.IntN(2) == 0,
+		Metadata: observability.EnvelopeMetadata{TraceID: randString(r), SpanID: randString(r), TraceFlags: r.IntN(300) - 20},
+	}
+	m := &e.Metadata
+	for _, f := range []*string{&m.RunID, &m.InvocationID, &m.Session, &m.Agent, &m.Model, &m.Tool, &m.CallID, &m.ParentID, &m.TraceState} {
+		if r.IntN(2) == 0 {
+			*f = randString(r)
+		}
+	}
+	switch r.IntN(4) {
+	case 0:
+	case 1:
+		e.Measurements = map[string]int64{}
+	default:
+		e.Measurements = map[string]int64{}
+		for range 1 + r.IntN(4) {
+			e.Measurements[randString(r)] = r.Int64() - r.Int64()
+		}
+	}
+	if r.IntN(4) != 0 {
+		m.Attributes = observability.Attributes(randMap(r, 0))
+	}
+	if r.IntN(3) == 0 {
+		e.Content = randValue(r, 0)
+	}
+	return e
+}
+
 // checkSameAsMarshal fails unless encodeSignal gives json.Marshal's bytes,
 // or its error.
 func checkSameAsMarshal(t *testing.T, s observability.Signal) {
@@ -140,6 +170,7 @@ func TestEncodeSignal_MatchesEncodingJSON(t *testing.T) {
 				t.Logf("sample %s", mustAppend(t, s))
 			}
 			checkSameAsMarshal(t, s)
+			checkSameAsMarshal(t, randEnvelope(r))
 		})
 	}
 }
@@ -171,11 +202,29 @@ func TestEncodeSignal_FallsBackWhereItCannotMatch(t *testing.T) {
 			checkSameAsMarshal(t, s)
 		})
 	}
-	t.Run("envelope", func(t *testing.T) {
+	for name, v := range cases {
+		t.Run("envelope "+name, func(t *testing.T) {
+			e := &observability.Envelope{Schema: 1, Event: "adk.run.start", Content: map[string]any{"a": "<b>", "k": v}}
+			if _, ok := observability.AppendEnvelopeJSON(nil, e); ok && name != "deep" {
+				t.Fatalf("appender accepted content %T", v)
+			}
+			checkSameAsMarshal(t, e)
+			e = &observability.Envelope{Schema: 1, Event: "adk.run.stop", Metadata: observability.EnvelopeMetadata{Attributes: observability.Attributes{"k": v}}}
+			if _, ok := observability.AppendEnvelopeJSON(nil, e); ok && name != "deep" {
+				t.Fatalf("appender accepted attribute %T", v)
+			}
+			checkSameAsMarshal(t, e)
+		})
+	}
+	t.Run("envelope content", func(t *testing.T) {
 		checkSameAsMarshal(t, &observability.Envelope{Schema: 1, Event: "adk.run.start", Content: map[string]any{"a": "<b>"}})
+		checkSameAsMarshal(t, &observability.Envelope{Schema: 1, Event: "adk.run.start", Content: map[string]any(nil)})
 	})
 	t.Run("nil span", func(t *testing.T) {
 		checkSameAsMarshal(t, (*observability.SpanSignal)(nil))
+	})
+	t.Run("nil envelope", func(t *testing.T) {
+		checkSameAsMarshal(t, (*observability.Envelope)(nil))
 	})
 }
 
@@ -202,6 +251,16 @@ func FuzzEncodeSignal(f *testing.F) {
 			s.TraceState = key
 		}
 		checkSameAsMarshal(t, s)
+		e := &observability.Envelope{Schema: int(shape), Event: name, TimestampMS: n, ContentCaptured: flag,
+			Measurements: map[string]int64{key: n, val: d},
+			Metadata: observability.EnvelopeMetadata{RunID: run, Agent: val, Tool: key, TraceID: run, SpanID: key,
+				TraceFlags: int(shape), Attributes: s.Attributes}}
+		if shape&8 == 8 {
+			e.Content = map[string]any{key: []any{val, fl, n, flag, nil}}
+			e.Metadata.ParentID, e.Metadata.TraceState = val, name
+			e.Measurements = nil
+		}
+		checkSameAsMarshal(t, e)
 	})
 }
 
@@ -219,6 +278,27 @@ func BenchmarkEncodeSignal(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := encodeSignal(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	e := &observability.Envelope{Schema: 1, Event: "adk.eval.stop", TimestampMS: 1000,
+		Measurements: map[string]int64{"duration": 500, "duration_ms": 0},
+		Metadata: observability.EnvelopeMetadata{RunID: "run-1", Agent: "travel", TraceID: "0000000000000000000000000000abcd",
+			SpanID: "000000000000abcd", TraceFlags: 1, Attributes: observability.Attributes{"adk.eval.job_id": "job-1",
+				"adk.eval.case_id": "c1", "adk.eval.sample_id": "c1#0", "adk.eval.worker_id": "w0", "status": "ok"}}}
+	b.Run("envelope_appender", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := encodeSignal(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("envelope_encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(e); err != nil {
 				b.Fatal(err)
 			}
 		}
