@@ -27,6 +27,43 @@ type PublisherPool struct {
 	closed bool
 }
 
+// The high-rate publisher template (HighRatePublisherConfig).
+const (
+	// HighRateBatchSize is the most signals in one ADK_SIGNALS message.
+	// Batches grow with load (a batch leaves as soon as an in-flight slot
+	// is free), so a trickle still goes out at once; under load, fewer
+	// and larger messages cut the per-message cost of replicated
+	// JetStream and of the store nodes. 512 signals of ~500 bytes fit the
+	// publisher's 512 KiB MaxBatchBytes and the stream's 1 MiB MaxMsgSize.
+	HighRateBatchSize = 512
+	// HighRateMaxQueueEvents and HighRateMaxQueueBytes bound a principal's
+	// queue: a few seconds of a busy worker's signals, or 64 OTLP
+	// requests of 512 spans, before enqueues are refused (counted).
+	HighRateMaxQueueEvents = 32 << 10
+	HighRateMaxQueueBytes  = 32 << 20
+	// HighRateMaxInflight is the unacknowledged batches per principal.
+	HighRateMaxInflight = 4
+)
+
+// HighRatePublisherConfig is the template for a principal that emits a
+// stream rather than a trickle: a fleet worker tracing every task it runs
+// (about 5 signals a task, hundreds of tasks a second), the OTLP receiver
+// (hundreds of spans a request), a local eval sending its runs into a
+// cluster. The contract's defaults (32 signals a batch, 4096 queued, 2 in
+// flight) suit one agent process; under a worker's load they send ten
+// times as many messages, and the queue overflows while each small batch
+// waits for its replicated ack (measured: a third of a 10k-task job's
+// signals refused). metrics may be nil.
+func HighRatePublisherConfig(metrics *observability.Metrics) PublisherConfig {
+	return PublisherConfig{
+		MaxQueueEvents:     HighRateMaxQueueEvents,
+		MaxQueueBytes:      HighRateMaxQueueBytes,
+		BatchSize:          HighRateBatchSize,
+		MaxInflightBatches: HighRateMaxInflight,
+		Metrics:            metrics,
+	}
+}
+
 // NewPublisherPool makes a pool; tmpl.Principal is ignored. At most
 // maxPrincipals publishers exist at once (0 means 1024), and together they
 // queue at most tmpl.PoolMaxQueueBytes (default 256 MiB); past that an

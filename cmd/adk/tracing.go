@@ -104,7 +104,10 @@ func startLocalTracing(getenv func(string) string, service string, drain time.Du
 		// Unreachable is not an error: the eval runs, its signals count as
 		// dropped (one stderr line at the end).
 		if nc, err := bus.Connect(to.url, bus.WithName("adk-eval-trace"), bus.WithConnectTimeout(2*time.Second), bus.WithMaxReconnects(3)); err == nil {
-			if pub, err := bus.NewPublisher(nc, bus.PublisherConfig{Principal: to.principal}); err == nil {
+			// A local eval at high concurrency is a stream, not a trickle.
+			pc := bus.HighRatePublisherConfig(nil)
+			pc.Principal = to.principal
+			if pub, err := bus.NewPublisher(nc, pc); err == nil {
 				lt.nc, lt.pub = nc, pub
 			} else {
 				nc.Close()
@@ -193,7 +196,7 @@ func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string
 	if err != nil {
 		return nil, err
 	}
-	return &fleetTracing{pool: bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0), local: local, drain: drain}, nil
+	return &fleetTracing{pool: bus.NewPublisherPool(nc, bus.HighRatePublisherConfig(nil), 0), local: local, drain: drain}, nil
 }
 
 // workerConfig fills the worker's signal fields.
