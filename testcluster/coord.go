@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -303,7 +304,7 @@ func (c *EvalCluster) StartWorker(i int) *worker.Worker {
 		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, Logger: c.opts.Logger}
 	var pool *bus.PublisherPool
 	if c.opts.Signals {
-		pool = bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
+		pool = bus.NewPublisherPool(nc, bus.HighRatePublisherConfig(nil), 0)
 		cfg.Signals = pool
 	}
 	w, err := worker.Start(cfg)
@@ -397,6 +398,45 @@ func (c *EvalCluster) WaitJob(cl *client.Client, scope, jobID string, d time.Dur
 		return false
 	})
 	return last
+}
+
+// SignalStats sums the publisher counters of every running worker
+// (zero without EvalOptions.Signals).
+func (c *EvalCluster) SignalStats() bus.PublisherStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var sum bus.PublisherStats
+	for _, wn := range c.wks {
+		if wn.pool == nil {
+			continue
+		}
+		for _, s := range wn.pool.Stats() {
+			sum.Accepted += s.Accepted
+			sum.Exported += s.Exported
+			sum.Rejected += s.Rejected
+			sum.ExportFailed += s.ExportFailed
+			sum.QueueEvents += s.QueueEvents
+		}
+	}
+	return sum
+}
+
+// DrainSignals waits until every running worker's publishers have
+// delivered (or accounted for) what they accepted, or ctx ends.
+func (c *EvalCluster) DrainSignals(ctx context.Context) error {
+	c.mu.Lock()
+	var pools []*bus.PublisherPool
+	for _, wn := range c.wks {
+		if wn.pool != nil {
+			pools = append(pools, wn.pool)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, p := range pools {
+		errs = append(errs, p.Drain(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // ensureSignalStream creates ADK_SIGNALS as the coordinator user.

@@ -2,6 +2,7 @@ package testcluster_test
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/testcluster"
@@ -21,7 +25,12 @@ import (
 // every task into ADK_SIGNALS (replicated on the 3 servers) under its own
 // restricted NATS user, as adk worker does; compare cpu_µs/task with
 // signals=off on a shared machine (issue 13 asks for ≥90% of the
-// throughput).
+// throughput). The CPU figure includes draining the signals a job left
+// queued; signals/task, stream_msgs/task and stream_B/task show what
+// reached ADK_SIGNALS, and a refused signal is logged (a run that drops
+// signals is cheaper than one that delivers them). Everything, the three
+// R3 NATS servers included, shares this process's two cores: the
+// whole-process ratio bounds, and understates, what a worker pays.
 func BenchmarkClusterEval_10kTasks(b *testing.B) {
 	for _, signals := range []bool{false, true} {
 		b.Run(map[bool]string{false: "signals=off", true: "signals=on"}[signals], func(b *testing.B) {
@@ -54,8 +63,26 @@ func benchClusterEval(b *testing.B, signals bool) {
 		id := submit(b, cl, set, opts, "")
 		c.WaitJob(cl, scope, id, 2*time.Minute, "completed", "failed")
 		d := time.Since(start)
+		// The signals a job left queued are part of its cost: drain
+		// them before reading the CPU clock.
+		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+		err := c.DrainSignals(ctx)
+		cancel()
+		drain := time.Since(start) - d
 		cpu := cpuTime() - cpu0
 		b.StopTimer()
+		if err != nil {
+			b.Fatalf("drain signals: %v", err)
+		}
+		if signals {
+			st := c.SignalStats()
+			b.ReportMetric(float64(st.Accepted)/tasks, "signals/task")
+			b.ReportMetric(float64(drain.Milliseconds()), "drain_ms")
+			if st.Rejected+st.ExportFailed > 0 {
+				b.Logf("signals not delivered: %+v", st)
+			}
+			reportSignalStream(b, c, tasks)
+		}
 		j, _ := cl.Status(b.Context(), scope, id)
 		if j.Phase != "completed" || j.Progress.Done != tasks {
 			b.Fatalf("job %s %s %+v", j.Phase, j.Reason, j.Progress)
@@ -66,6 +93,29 @@ func benchClusterEval(b *testing.B, signals bool) {
 		// tasks/s moves with whatever else runs.
 		b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu_µs/task")
 	}
+}
+
+// reportSignalStream reports the JetStream messages and bytes the job's
+// signals took in ADK_SIGNALS, per task.
+func reportSignalStream(b *testing.B, c *testcluster.EvalCluster, tasks int) {
+	nc := c.ConnectCoord()
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, bus.SignalStreamName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(info.State.Msgs)/float64(tasks), "stream_msgs/task")
+	b.ReportMetric(float64(info.State.Bytes)/float64(tasks), "stream_B/task")
 }
 
 // cpuTime is this process's user+system CPU time.
