@@ -203,15 +203,17 @@ func (s *agentSession) Turn(ctx context.Context, in evalengine.TurnInput) (evale
 		UserID:    s.userID,
 		Message:   model.Message{Role: model.RoleUser, Parts: []model.Part{{Text: inputText(in.Input)}}},
 	}
-	var (
+	// The loop body is a closure (range over func): every variable it
+	// sets would be its own heap allocation, so they are one struct.
+	st := &struct {
 		out          evalengine.TurnOutput
 		final        string
 		invocationID string
 		inTok, outTk int64
-	)
+	}{}
 	capture := s.a.opts.CaptureEvents
 	if capture {
-		out.Events = []any{}
+		st.out.Events = []any{}
 	}
 	for ev, err := range s.r.Run(ctx, req) {
 		if err != nil {
@@ -220,40 +222,41 @@ func (s *agentSession) Turn(ctx context.Context, in evalengine.TurnInput) (evale
 			}
 			return evalengine.TurnOutput{}, &evalengine.AdapterError{Tag: errorTag(err), Err: err}
 		}
-		invocationID = ev.InvocationID
+		st.invocationID = ev.InvocationID
 		if ev.Usage != nil {
-			inTok += ev.Usage.InputTokens
-			outTk += ev.Usage.OutputTokens
+			st.inTok += ev.Usage.InputTokens
+			st.outTk += ev.Usage.OutputTokens
 		}
 		if ev.Content != nil {
 			for i := range ev.Content.Parts {
 				p := &ev.Content.Parts[i]
 				switch {
 				case p.ToolCall != nil:
-					out.Trajectory = append(out.Trajectory, evalengine.ToolStep{
+					st.out.Trajectory = append(st.out.Trajectory, evalengine.ToolStep{
 						Kind: evalengine.KindToolCall, Tool: p.ToolCall.Name, CallID: p.ToolCall.ID, Args: argsOrEmpty(p.ToolCall.Args),
 					})
 				case p.ToolResult != nil:
-					out.Trajectory = append(out.Trajectory, evalengine.ToolStep{
+					st.out.Trajectory = append(st.out.Trajectory, evalengine.ToolStep{
 						Kind: evalengine.KindToolResponse, Tool: p.ToolResult.Name, CallID: p.ToolResult.ID, Result: toolResult(p.ToolResult),
 					})
 				}
 			}
 			if ev.Final {
-				final = ev.Content.Text()
+				st.final = ev.Content.Text()
 			}
 		}
 		if capture {
-			out.Events = appendEvents(out.Events, ev)
+			st.out.Events = appendEvents(st.out.Events, ev)
 		}
 	}
 	if ctx.Err() != nil {
 		return evalengine.TurnOutput{}, ctx.Err()
 	}
-	out.Output = final
+	out := st.out
+	out.Output = st.final
 	out.Metadata = map[string]any{
-		"invocation_id": invocationID,
-		"usage":         map[string]any{"input_tokens": inTok, "output_tokens": outTk},
+		"invocation_id": st.invocationID,
+		"usage":         map[string]any{"input_tokens": st.inTok, "output_tokens": st.outTk},
 	}
 	return out, nil
 }

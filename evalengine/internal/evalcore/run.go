@@ -796,13 +796,14 @@ func (e *engine) turnResult(ctx context.Context, res *SampleResult, c *Case, ci,
 		}
 		res.Trajectory = append(res.Trajectory, item)
 	}
-	meta := make(map[string]any, len(out.Metadata)+1)
+	var meta map[string]any
 	if len(out.Metadata) > 0 {
-		if pruned, ok := adapterMetadataPruner.Prune(out.Metadata).(map[string]any); ok {
-			for k, v := range pruned {
-				meta[k] = v
-			}
-		}
+		// Prune returns a copy of its own: the latency goes into it,
+		// rather than into a second copy.
+		meta, _ = adapterMetadataPruner.Prune(out.Metadata).(map[string]any)
+	}
+	if meta == nil {
+		meta = make(map[string]any, 1)
 	}
 	meta["runtime_latency_ms"] = latency
 	tr := TurnResult{
