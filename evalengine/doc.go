@@ -100,7 +100,11 @@
 //     eval_report_budget_exceeded. The contract charges 2 × the BEAM term
 //     size + 256, which here would refuse a 10,000-sample run of ~1 KiB
 //     samples that fits the 16 MiB report. The final document is measured
-//     for real (eval_report_too_large).
+//     for real (eval_report_too_large): its canonical encoding, which is
+//     what the JSON report and every reader of a saved result see. The
+//     workers encode each sample as it finishes, and the JSON report
+//     splices those bytes rather than encoding every sample again after
+//     the last one (the run's tail).
 //  11. Render output always ends with a newline, so library, API and CLI
 //     bytes are the same. The default suite and tool name is "adk_eval".
 //     SARIF declares an "evaluation-case" rule (the ruleId every finding
