@@ -693,3 +693,6 @@ func ReadStream(r io.Reader) (*Stream, error) {
 func StreamToResult(st *Stream) (*Result, error) {
 	return evalcore.StreamToResult(st)
 }
+
+// MaxCriteriaFileBytes caps a criteria or tolerances file (CONTRACTS §5.11).
+const MaxCriteriaFileBytes = evalcore.MaxCriteriaFileBytes

@@ -4,11 +4,9 @@ import (
 	"strconv"
 
 	"github.com/fadcedab/adk/evalengine/internal/evalcore"
+	"github.com/fadcedab/adk/evalengine/internal/llm"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
-
-// MaxCriteriaFileBytes caps a criteria or tolerances file (CONTRACTS §5.11).
-const MaxCriteriaFileBytes = 1 << 20
 
 var (
 	criterionKeys       = evalcore.KeySet("id", "criterion", "threshold", "kind", "scope", "config")
@@ -166,7 +164,7 @@ func fileMetric(id, name, kind, scope string, threshold float64, config map[stri
 		}
 		for k := range config {
 			if !fileJudgeConfigKeys[k] {
-				if judgeConfigKeys[k] {
+				if llm.JudgeConfigKeys[k] {
 					return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, "judge_provider_from_file", id)
 				}
 				return Metric{}, evalcore.ReasonErr(CodeInvalidMetric, JudgeUnknownConfigKey, id)

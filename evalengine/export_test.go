@@ -1,6 +1,9 @@
 package evalengine
 
-import "github.com/fadcedab/adk/evalengine/internal/evalcore"
+import (
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
+	"github.com/fadcedab/adk/evalengine/internal/googleadk"
+)
 
 // Internals the external tests check.
 var (
@@ -9,5 +12,5 @@ var (
 
 	SpliceSamples = evalcore.SpliceSamples
 
-	IsScenarioCase = isScenarioCase
+	IsScenarioCase = googleadk.IsScenarioCase
 )

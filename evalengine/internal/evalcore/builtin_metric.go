@@ -139,7 +139,7 @@ func intConfig(config map[string]any, key string, def, lo, hi int64) (int64, boo
 	return n, ok && n >= lo && n <= hi
 }
 
-// jsonInt reads a JSON number that is an exact integer.
+// JSONInt reads a JSON number that is an exact integer.
 func JSONInt(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int:
@@ -238,7 +238,7 @@ func newCostMetric(config map[string]any) (builtinMetric, error) {
 	return costMetric{inRate: in, outRate: out, maxCost: maxCost}, nil
 }
 
-// usageOf reads the token counters of one turn's adapter metadata.
+// UsageOf reads the token counters of one turn's adapter metadata.
 func UsageOf(meta map[string]any) (in, out int64, ok bool) {
 	u, _ := meta["usage"].(map[string]any)
 	if u == nil {

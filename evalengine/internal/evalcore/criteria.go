@@ -156,7 +156,7 @@ func (s Score) normalize() Score {
 	return s
 }
 
-// validateMetrics checks ids, kinds, thresholds and scorers.
+// ValidateMetrics checks ids, kinds, thresholds and scorers.
 func ValidateMetrics(ms []Metric) error {
 	seen := make(map[string]bool, len(ms))
 	for _, m := range ms {
@@ -295,7 +295,7 @@ func (c exactResponse) equal(exp, act any) bool {
 	return es == as
 }
 
-// expectedResponse finds a turn's expected response. A null expectation is
+// ExpectedResponse finds a turn's expected response. A null expectation is
 // no expectation (doc.go, quirk 1).
 func ExpectedResponse(expected any) (any, bool) {
 	switch x := expected.(type) {
@@ -385,7 +385,7 @@ func (c toolTrajectory) ScoreCase(_ context.Context, e CaseEval) Score {
 // a report can say "expected lookup(q=x), got search". Only the expected
 // side carries arguments: the actual arguments are tool content, which the
 // result holds only under capture_tool_content, and the report reads them
-// from there (failures.go).
+// from there (report.Failures).
 func (c toolTrajectory) firstMismatch(exp []expectedStep, act []ToolStep) map[string]any {
 	ei, ai := -1, -1
 	switch c.match {
@@ -457,8 +457,8 @@ func (e expectedStep) describe() string {
 	return e.name + " " + Excerpt(e.args)
 }
 
-// metaFirstMismatch is the metric metadata key of a criterion's first
-// mismatch; failures.go reads it.
+// MetaFirstMismatch is the metric metadata key of a criterion's first
+// mismatch; report.Failures reads it.
 const MetaFirstMismatch = "first_mismatch"
 
 // responseMismatch records the first expected/actual response pair that
@@ -619,3 +619,6 @@ func (c toolTrajectory) multisetMatches(exp []expectedStep, act []ToolStep) int 
 	}
 	return count
 }
+
+// MaxCriteriaFileBytes caps a criteria or tolerances file (CONTRACTS §5.11).
+const MaxCriteriaFileBytes = 1 << 20

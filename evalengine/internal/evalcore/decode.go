@@ -58,7 +58,7 @@ func resultFromValue(data []byte, v any) (*Result, error) {
 	return r.markChecked(), nil
 }
 
-// checkResult re-validates an in-memory result the way DecodeResult does.
+// CheckResult re-validates an in-memory result the way DecodeResult does.
 func CheckResult(r *Result) (*Result, error) {
 	if r == nil {
 		return nil, ReasonErr(CodeInvalidEvalResult, "nil", "")
@@ -243,7 +243,7 @@ func jsonClose(a, b any, path string) (string, bool) {
 	return path, jsonEqual(a, b)
 }
 
-// toGeneric turns a Go value into generic JSON values (numbers as
+// ToGeneric turns a Go value into generic JSON values (numbers as
 // json.Number).
 func ToGeneric(v any) (any, error) {
 	data, err := json.Marshal(v)

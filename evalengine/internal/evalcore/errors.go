@@ -132,7 +132,7 @@ func ReasonErr(code, reason, detail string) *Error {
 	return &Error{Code: code, Reason: reason, Detail: Bound(detail)}
 }
 
-// limitErr wraps a jsonlimit error (or any decode error) under code, with the
+// LimitErr wraps a jsonlimit error (or any decode error) under code, with the
 // jsonlimit code as the reason.
 func LimitErr(code string, err error) *Error {
 	reason := jsonlimit.ErrorCode(err)
@@ -150,7 +150,7 @@ func LimitErr(code string, err error) *Error {
 	return &Error{Code: code, Reason: reason, Detail: Bound(detail), Err: err}
 }
 
-// bound truncates s to maxDetail bytes on a rune boundary.
+// Bound truncates s to maxDetail bytes on a rune boundary.
 func Bound(s string) string {
 	if len(s) <= maxDetail {
 		return s
@@ -162,7 +162,7 @@ func Bound(s string) string {
 	return s[:cut] + "..."
 }
 
-// keysDetail renders sorted, quoted, bounded key names.
+// KeysDetail renders sorted, quoted, bounded key names.
 func KeysDetail(keys []string) string {
 	sort.Strings(keys)
 	q := make([]string, len(keys))
@@ -187,7 +187,7 @@ func (e *AdapterError) Error() string { return "evalengine adapter: " + e.Tag }
 // Unwrap returns the cause.
 func (e *AdapterError) Unwrap() error { return e.Err }
 
-// adapterTag extracts a safe tag from err, or returns def.
+// AdapterTag extracts a safe tag from err, or returns def.
 func AdapterTag(err error, def string) string {
 	var ae *AdapterError
 	if errors.As(err, &ae) && validTag(ae.Tag) {

@@ -10,7 +10,7 @@ import (
 // boundary (simulators, reviews, judge provider configuration).
 const maxPlainDepth = 64
 
-// plainJSON reports whether v is a plain JSON value: objects with string
+// PlainJSON reports whether v is a plain JSON value: objects with string
 // keys, arrays, valid UTF-8 strings, booleans, null and finite numbers,
 // nested at most maxPlainDepth deep. Anything else (a channel, a func, a
 // struct, a pointer) is the Go form of the contract's "opaque term" and is
@@ -51,7 +51,7 @@ func plainAt(v any, depth int) bool {
 	return false
 }
 
-// plainSize returns the size of a plain JSON value's encoding.
+// PlainSize returns the size of a plain JSON value's encoding.
 func PlainSize(v any) (int, bool) {
 	if !PlainJSON(v) {
 		return 0, false

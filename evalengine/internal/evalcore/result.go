@@ -723,7 +723,7 @@ func MarkNotEvaluated(r *Result, ids []string, reason string) {
 	r.Metadata[MetaNotEvaluatedCases] = list
 }
 
-// notEvaluatedCases reads MarkNotEvaluated's list back.
+// NotEvaluatedCases reads MarkNotEvaluated's list back.
 func NotEvaluatedCases(r *Result) [][2]string {
 	list, _ := r.Metadata[MetaNotEvaluatedCases].([]any)
 	var out [][2]string

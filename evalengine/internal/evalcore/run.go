@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"github.com/fadcedab/adk/observability"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/secrets"
+	"github.com/fadcedab/adk/observability"
 )
 
 // SampleID derives the deterministic sample id (CONTRACTS §5.4): "sample-"

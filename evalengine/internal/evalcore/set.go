@@ -85,7 +85,7 @@ func ParseSet(data []byte) (*Set, error) {
 }
 
 // caseSource builds the elements of a native set's "cases" array, which
-// decodeSet leaves deferred (jsonlimit.DecodeDeferring): the whole document
+// DecodeSet leaves deferred (jsonlimit.DecodeDeferring): the whole document
 // is checked against the limits first, then each case is decoded, turned
 // into a Case and its generic values dropped, so a 100,000-case set never
 // holds every case's generic tree at once.
@@ -123,7 +123,7 @@ func (src caseSource) cases(v any) (n int, each func(fn func(i int, v any) error
 	return 0, nil, false
 }
 
-// undefer builds m's deferred cases in place, for the formats that read
+// Undefer builds m's deferred cases in place, for the formats that read
 // the whole document (Google's).
 func (src caseSource) Undefer(m map[string]any) error {
 	span, ok := m["cases"].(jsonlimit.Deferred)
@@ -163,7 +163,7 @@ func DecodeSet(data []byte, opts LoadOptions) (any, caseSource, time.Time, error
 	deadline := time.Now().Add(timeout)
 	// An eval set may hold MaxCases cases: the list, node and string
 	// ceilings are those of adk's own large documents; the 16 MiB byte
-	// bound is the contract's.
+	// Bound is the contract's.
 	base := jsonlimit.OwnDocumentLimits()
 	base.MaxBytes = jsonlimit.DefaultMaxBytes
 	lim, err := base.Tighten(opts.Limits)
@@ -189,7 +189,7 @@ var (
 	turnKeysV2 = KeySet("id", "input", "expected", "metadata", "expected_response", "expected_trajectory", "expected_intermediate_responses")
 )
 
-// setFromObject validates a decoded native set and builds its canonical form.
+// SetFromObject validates a decoded native set and builds its canonical form.
 func SetFromObject(m map[string]any, src caseSource, deadline time.Time) (*Set, error) {
 	if unk := UnknownKeys(m, setKeys); len(unk) > 0 {
 		return nil, NewErr(CodeUnknownSetKeys, KeysDetail(unk))

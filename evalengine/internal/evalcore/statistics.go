@@ -32,7 +32,7 @@ var zScores = map[float64]float64{
 	0.99: 2.5758293035489004,
 }
 
-// zFor returns the level (0 ⇒ 0.95) and its z.
+// ZFor returns the level (0 ⇒ 0.95) and its z.
 func ZFor(level float64) (float64, float64, error) {
 	if level == 0 {
 		level = DefaultConfidenceLevel

@@ -476,7 +476,7 @@ func verifyStreamResult(r *Result) error {
 	return nil
 }
 
-// streamResult renders a whole result as a stream, samples in case order.
+// StreamResult renders a whole result as a stream, samples in case order.
 func StreamResult(r *Result, digests map[string]string) ([]byte, error) {
 	if digests == nil {
 		digests = map[string]string{}

@@ -108,7 +108,7 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// fraction reads a JSON number in [0, 1].
+// Fraction reads a JSON number in [0, 1].
 func Fraction(v any) (float64, bool) {
 	f, ok := toFloat(v)
 	if !ok || math.IsNaN(f) || f < 0 || f > 1 {
@@ -123,7 +123,7 @@ func asObject(v any) (map[string]any, bool) {
 	return m, ok
 }
 
-// unknownKeys returns the keys of m not in allowed.
+// UnknownKeys returns the keys of m not in allowed.
 func UnknownKeys(m map[string]any, allowed map[string]bool) []string {
 	var out []string
 	for k := range m {

@@ -1,4 +1,4 @@
-package evalengine
+package llm
 
 import (
 	"net/http"
@@ -166,7 +166,7 @@ func (spec ProviderSpec) redactor() *secrets.Redactor {
 func NewModelProvider(spec ProviderSpec, hc *http.Client) (model.Provider, error) {
 	pc := spec.Config
 	if unk := evalcore.UnknownKeys(pc, modelProviderConfigKeys); len(unk) > 0 {
-		return nil, &Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.KeysDetail(unk)}
+		return nil, &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.KeysDetail(unk)}
 	}
 	bad := judgeErr(JudgeInvalidProviderConfig, nil)
 	str := func(key string) (string, bool) {

@@ -1,10 +1,12 @@
-package evalengine
+package googleadk
 
 import (
 	"context"
 	"strings"
 
 	"github.com/fadcedab/adk/evalengine/internal/evalcore"
+	"github.com/fadcedab/adk/evalengine/internal/llm"
+	"github.com/fadcedab/adk/evalengine/internal/simulation"
 	"github.com/fadcedab/adk/internal/canonjson"
 )
 
@@ -23,7 +25,7 @@ const MetaConversationScenario = "google_adk_conversation_scenario"
 const NotEvaluatedUserSimulator = "user_simulator_not_configured"
 
 // isScenarioCase reports whether c is an imported conversation_scenario.
-func isScenarioCase(c *Case) bool {
+func isScenarioCase(c *evalcore.Case) bool {
 	if c == nil {
 		return false
 	}
@@ -32,22 +34,22 @@ func isScenarioCase(c *Case) bool {
 }
 
 // googleScenarioCase builds the case of a conversation_scenario.
-func googleScenarioCase(eid string, sv any) (Case, error) {
+func googleScenarioCase(eid string, sv any) (evalcore.Case, error) {
 	sc, ok := sv.(map[string]any)
 	if !ok {
-		return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario", eid)
+		return evalcore.Case{}, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "conversation_scenario", eid)
 	}
 	input := map[string]any{}
 	sp, _ := gget(sc, "starting_prompt")
 	start, ok := sp.(string)
 	if !ok || start == "" {
-		return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.starting_prompt", eid)
+		return evalcore.Case{}, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "conversation_scenario.starting_prompt", eid)
 	}
 	input["starting_prompt"] = start
 	if pv, ok := gget(sc, "conversation_plan"); ok && pv != nil {
 		plan, ok := pv.(string)
 		if !ok {
-			return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.conversation_plan", eid)
+			return evalcore.Case{}, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "conversation_scenario.conversation_plan", eid)
 		}
 		input["conversation_plan"] = plan
 	}
@@ -56,23 +58,23 @@ func googleScenarioCase(eid string, sv any) (Case, error) {
 		case string, map[string]any:
 			input["user_persona"] = evalcore.PruneValue(pv)
 		default:
-			return Case{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_scenario.user_persona", eid)
+			return evalcore.Case{}, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "conversation_scenario.user_persona", eid)
 		}
 	}
-	return Case{ID: eid, Metadata: map[string]any{MetaConversationScenario: true},
-		Turns: []Turn{{ID: "scenario", Input: input, Metadata: map[string]any{}}}}, nil
+	return evalcore.Case{ID: eid, Metadata: map[string]any{MetaConversationScenario: true},
+		Turns: []evalcore.Turn{{ID: "scenario", Input: input, Metadata: map[string]any{}}}}, nil
 }
 
 // ScenarioRouter is the adapter of a set that mixes scripted and
 // conversation_scenario cases: scenario cases go to Scenario, the rest to
 // Script.
 type ScenarioRouter struct {
-	Script   Adapter
-	Scenario Adapter
+	Script   evalcore.Adapter
+	Scenario evalcore.Adapter
 }
 
 // NewSession opens the session of the case's kind.
-func (r *ScenarioRouter) NewSession(ctx context.Context, info SampleInfo) (Session, error) {
+func (r *ScenarioRouter) NewSession(ctx context.Context, info evalcore.SampleInfo) (evalcore.Session, error) {
 	if isScenarioCase(info.Case) {
 		return r.Scenario.NewSession(ctx, info)
 	}
@@ -92,15 +94,15 @@ var builtinPersonas = map[string]string{
 // whose persona is user_persona and whose goal is the conversation_plan,
 // and the conversation ends after maxTurns user turns (adk-python's
 // max_allowed_invocations) without an error.
-func GoogleScenarioUser(base LLMUserConfig, env ModelEnv, maxTurns int) func(scenario any) (UserSimulator, error) {
-	return func(scenario any) (UserSimulator, error) {
+func GoogleScenarioUser(base llm.LLMUserConfig, env llm.ModelEnv, maxTurns int) func(scenario any) (simulation.UserSimulator, error) {
+	return func(scenario any) (simulation.UserSimulator, error) {
 		m, ok := scenario.(map[string]any)
 		if !ok {
-			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "not_an_object")
+			return nil, evalcore.NewErr(simulation.CodeInvalidSimulationScenario, "not_an_object")
 		}
 		start, _ := m["starting_prompt"].(string)
 		if start == "" {
-			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "starting_prompt")
+			return nil, evalcore.NewErr(simulation.CodeInvalidSimulationScenario, "starting_prompt")
 		}
 		cfg := base
 		cfg.Goal, _ = m["conversation_plan"].(string)
@@ -117,13 +119,13 @@ func GoogleScenarioUser(base LLMUserConfig, env ModelEnv, maxTurns int) func(sce
 		case map[string]any:
 			b, err := canonjson.Marshal(p)
 			if err != nil {
-				return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "user_persona")
+				return nil, evalcore.NewErr(simulation.CodeInvalidSimulationScenario, "user_persona")
 			}
 			cfg.Persona = string(b)
 		default:
 			cfg.Persona = builtinPersonas["NOVICE"]
 		}
-		llm, err := NewLLMUser(cfg, env)
+		llm, err := llm.NewLLMUser(cfg, env)
 		if err != nil {
 			return nil, err
 		}
@@ -133,26 +135,26 @@ func GoogleScenarioUser(base LLMUserConfig, env ModelEnv, maxTurns int) func(sce
 
 type scenarioUser struct {
 	start    string
-	next     UserSimulator
+	next     simulation.UserSimulator
 	maxTurns int
 }
 
-func (u *scenarioUser) NextTurn(ctx context.Context, view SimulationView) (UserTurn, error) {
+func (u *scenarioUser) NextTurn(ctx context.Context, view simulation.SimulationView) (simulation.UserTurn, error) {
 	switch {
 	case view.Step >= u.maxTurns:
-		return UserTurn{Done: true}, nil
+		return simulation.UserTurn{Done: true}, nil
 	case view.Step == 0:
-		return UserTurn{Input: u.start}, nil
+		return simulation.UserTurn{Input: u.start}, nil
 	}
 	return u.next.NextTurn(ctx, view)
 }
 
-var _ Adapter = (*ScenarioRouter)(nil)
+var _ evalcore.Adapter = (*ScenarioRouter)(nil)
 
 // WithoutScenarioCases returns set without its conversation_scenario
 // cases (a copy; set itself is unchanged) and their ids, for a run that
 // has no user simulator. Without scenario cases it returns set itself.
-func WithoutScenarioCases(set *Set) (*Set, []string) {
+func WithoutScenarioCases(set *evalcore.Set) (*evalcore.Set, []string) {
 	var ids []string
 	for i := range set.Cases {
 		if isScenarioCase(&set.Cases[i]) {
@@ -163,7 +165,7 @@ func WithoutScenarioCases(set *Set) (*Set, []string) {
 		return set, nil
 	}
 	out := *set
-	out.Cases = make([]Case, 0, len(set.Cases)-len(ids))
+	out.Cases = make([]evalcore.Case, 0, len(set.Cases)-len(ids))
 	for i := range set.Cases {
 		if !isScenarioCase(&set.Cases[i]) {
 			out.Cases = append(out.Cases, set.Cases[i])

@@ -1,10 +1,12 @@
-package evalengine
+package simulation
 
 import (
 	"context"
 	"errors"
-	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"strconv"
+	"time"
+
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 )
 
 // Simulation error codes (CONTRACTS §5.13). CodeSimulationAgentFailed is
@@ -151,7 +153,7 @@ type EnvironmentSimulator interface {
 type Simulation struct {
 	User        UserSimulator
 	Environment EnvironmentSimulator
-	Agent       Session
+	Agent       evalcore.Session
 	Options     SimulationOptions
 }
 
@@ -162,7 +164,7 @@ type SimulationResult struct {
 	Transcript []TranscriptEntry `json:"transcript"`
 	// Outputs are the agent's raw turn outputs (with tool content), for
 	// metrics.
-	Outputs []TurnOutput `json:"-"`
+	Outputs []evalcore.TurnOutput `json:"-"`
 }
 
 // RunSimulation runs the loop: ask the user for a turn (or done), give it
@@ -185,7 +187,7 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 	}
 	scenario, err := boundaryValue(scenario, o.MaxValueBytes)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidSimulationScenario, Reason: ErrorReason(err)}
+		return nil, &evalcore.Error{Code: CodeInvalidSimulationScenario, Reason: evalcore.ErrorReason(err)}
 	}
 	if m, ok := scenario.(map[string]any); ok && m[simulationScenarioEnvironment] != nil && sim.Environment == nil {
 		return nil, evalcore.NewErr(CodeEnvironmentNotConfigured, "")
@@ -212,17 +214,17 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 		}
 		input, err := boundaryValue(turn.Input, o.MaxValueBytes)
 		if err != nil {
-			return nil, &Error{Code: CodeUserSimulatorFailed, Reason: ErrorReason(err)}
+			return nil, &evalcore.Error{Code: CodeUserSimulatorFailed, Reason: evalcore.ErrorReason(err)}
 		}
 		res.Transcript = append(res.Transcript, TranscriptEntry{Role: simulationUserRole, Content: input})
-		out, err := sim.Agent.Turn(ctx, TurnInput{TurnID: simulationTurnIDPrefix + strconv.Itoa(res.Steps+1), TurnIndex: res.Steps, Input: input})
+		out, err := sim.Agent.Turn(ctx, evalcore.TurnInput{TurnID: simulationTurnIDPrefix + strconv.Itoa(res.Steps+1), TurnIndex: res.Steps, Input: input})
 		res.Steps++
 		if err != nil {
-			return nil, &Error{Code: CodeSimulationAgentFailed, Reason: evalcore.AdapterTag(err, TagAdapterFailed), Err: err}
+			return nil, &evalcore.Error{Code: CodeSimulationAgentFailed, Reason: evalcore.AdapterTag(err, evalcore.TagAdapterFailed), Err: err}
 		}
 		reply, err := agentValue(out.Output, o.MaxValueBytes)
 		if err != nil {
-			return nil, &Error{Code: CodeSimulationAgentFailed, Reason: ErrorReason(err)}
+			return nil, &evalcore.Error{Code: CodeSimulationAgentFailed, Reason: evalcore.ErrorReason(err)}
 		}
 		res.Outputs = append(res.Outputs, out)
 		res.Transcript = append(res.Transcript, TranscriptEntry{Role: simulationAgentRole, Content: reply})
@@ -230,12 +232,12 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 			continue
 		}
 		for _, step := range out.Trajectory {
-			if step.Kind != "" && step.Kind != KindToolCall {
+			if step.Kind != "" && step.Kind != evalcore.KindToolCall {
 				continue
 			}
 			effect, err := agentValue(map[string]any{"tool": step.Tool, "args": step.Args, "call_id": step.CallID}, o.MaxValueBytes)
 			if err != nil {
-				return nil, &Error{Code: CodeEnvironmentSimulatorFailed, Reason: ErrorReason(err)}
+				return nil, &evalcore.Error{Code: CodeEnvironmentSimulatorFailed, Reason: evalcore.ErrorReason(err)}
 			}
 			var obs any
 			err = callback(ctx, o.CallbackTimeoutMS, CodeEnvironmentSimulatorFailed, func(cctx context.Context) (err error) {
@@ -246,7 +248,7 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 				return nil, err
 			}
 			if obs, err = boundaryValue(obs, o.MaxValueBytes); err != nil {
-				return nil, &Error{Code: CodeEnvironmentSimulatorFailed, Reason: ErrorReason(err)}
+				return nil, &evalcore.Error{Code: CodeEnvironmentSimulatorFailed, Reason: evalcore.ErrorReason(err)}
 			}
 			res.Transcript = append(res.Transcript, TranscriptEntry{Role: simulationEnvironmentRole, Content: obs, Effect: effect})
 		}
@@ -258,7 +260,7 @@ func RunSimulation(ctx context.Context, sim Simulation, scenario any) (*Simulati
 // eval_simulator_callback_failed, an answer after the deadline
 // eval_simulator_callback_timeout.
 func callback(ctx context.Context, timeoutMS int, failCode string, f func(context.Context) error) (err error) {
-	cctx, cancel := context.WithTimeout(ctx, msDuration(timeoutMS))
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -268,12 +270,12 @@ func callback(ctx context.Context, timeoutMS int, failCode string, f func(contex
 	ferr := f(cctx)
 	if cctx.Err() != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &Error{Code: CodeSimulatorCallbackFailed, Reason: "cancelled", Err: ctx.Err()}
+			return &evalcore.Error{Code: CodeSimulatorCallbackFailed, Reason: "cancelled", Err: ctx.Err()}
 		}
-		return &Error{Code: CodeSimulatorCallbackTimeout, Err: context.DeadlineExceeded}
+		return &evalcore.Error{Code: CodeSimulatorCallbackTimeout, Err: context.DeadlineExceeded}
 	}
 	if ferr != nil {
-		return &Error{Code: failCode, Reason: ErrorCode(ferr), Err: ferr}
+		return &evalcore.Error{Code: failCode, Reason: evalcore.ErrorCode(ferr), Err: ferr}
 	}
 	return nil
 }

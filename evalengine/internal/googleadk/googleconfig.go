@@ -1,4 +1,4 @@
-package evalengine
+package googleadk
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ const (
 
 // GoogleTestConfig is a test_config.json mapped onto adk: the criteria as
 // an adk criteria document (ParseCriteria reads it) and the scenario turn
-// bound from its user_simulator_config.
+// Bound from its user_simulator_config.
 type GoogleTestConfig struct {
 	// Criteria is {"criteria": [...]} in adk's criteria file format.
 	Criteria []byte
@@ -64,7 +64,7 @@ func googleCriteria() []string {
 
 // ParseGoogleTestConfig maps a test_config.json onto adk criteria.
 func ParseGoogleTestConfig(data []byte) (*GoogleTestConfig, error) {
-	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: MaxCriteriaFileBytes})
+	v, err := jsonlimit.Decode(data, jsonlimit.Limits{MaxBytes: evalcore.MaxCriteriaFileBytes})
 	if err != nil {
 		return nil, evalcore.LimitErr(CodeInvalidGoogleTestConfig, err)
 	}
@@ -137,7 +137,7 @@ func googleCriterion(name string, v any) (map[string]any, error) {
 	}
 	switch name {
 	case "tool_trajectory_avg_score":
-		match := MatchExact
+		match := evalcore.MatchExact
 		for k, mv := range obj {
 			switch k {
 			case "threshold":
@@ -145,11 +145,11 @@ func googleCriterion(name string, v any) (map[string]any, error) {
 				s, _ := mv.(string)
 				switch strings.ToUpper(s) {
 				case "EXACT":
-					match = MatchExact
+					match = evalcore.MatchExact
 				case "IN_ORDER":
-					match = MatchInOrder
+					match = evalcore.MatchInOrder
 				case "ANY_ORDER":
-					match = MatchSubset
+					match = evalcore.MatchSubset
 				default:
 					return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+".match_type", "EXACT, IN_ORDER or ANY_ORDER")
 				}
@@ -157,16 +157,16 @@ func googleCriterion(name string, v any) (map[string]any, error) {
 				return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+"."+k, "unknown key")
 			}
 		}
-		return map[string]any{"id": name, "criterion": CriterionToolTrajectory, "threshold": threshold,
-			"config": map[string]any{"match": match, "args": ArgsExact}}, nil
+		return map[string]any{"id": name, "criterion": evalcore.CriterionToolTrajectory, "threshold": threshold,
+			"config": map[string]any{"match": match, "args": evalcore.ArgsExact}}, nil
 	case "response_match_score":
 		for k := range obj {
 			if k != "threshold" {
 				return nil, evalcore.ReasonErr(CodeInvalidGoogleTestConfig, name+"."+k, "unknown key")
 			}
 		}
-		return map[string]any{"id": name, "criterion": MetricSemanticQuality, "threshold": threshold,
-			"config": map[string]any{"algorithm": SemanticTokenF1}}, nil
+		return map[string]any{"id": name, "criterion": evalcore.MetricSemanticQuality, "threshold": threshold,
+			"config": map[string]any{"algorithm": evalcore.SemanticTokenF1}}, nil
 	}
 	return nil, evalcore.ReasonErr(CodeUnknownGoogleCriterion, name, "supported: "+strings.Join(googleCriteria(), ", "))
 }

@@ -1,13 +1,14 @@
-package evalengine
+package report
 
 import (
 	"bytes"
 	_ "embed"
-	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"html/template"
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 )
 
 // FormatHTML is the self-contained HTML report (issue 15).
@@ -34,9 +35,9 @@ var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 // Unlike the other non-JSON formats it carries content (inputs, expected
 // and actual responses, tool names, rationales): it is the report a
 // person reads to see why a case failed. The bytes are deterministic.
-func RenderHTML(res *Result, cmp *Comparison, opts ExportOptions) ([]byte, error) {
+func RenderHTML(res *evalcore.Result, cmp *evalcore.Comparison, opts ExportOptions) ([]byte, error) {
 	if res == nil && cmp == nil {
-		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "nil", "")
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "nil", "")
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
@@ -48,28 +49,28 @@ func RenderHTML(res *Result, cmp *Comparison, opts ExportOptions) ([]byte, error
 	if res != nil {
 		r, err := evalcore.CheckResult(res)
 		if err != nil {
-			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
-		if r.ResultSchemaVersion != ResultSchemaVersion {
-			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_schema_version", FormatHTML)
+		if r.ResultSchemaVersion != evalcore.ResultSchemaVersion {
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "result_schema_version", FormatHTML)
 		}
 		res = r
 	}
 	if cmp != nil {
 		data, err := cmp.MarshalJSON()
 		if err == nil {
-			cmp, err = DecodeComparison(data)
+			cmp, err = evalcore.DecodeComparison(data)
 		}
 		if err != nil {
-			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
 	}
 	var b bytes.Buffer
 	if err := htmlReport.Execute(&b, buildHTMLView(res, cmp)); err != nil {
-		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "render_failed", err.Error())
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
 	}
 	if b.Len() > maxBytes {
-		return nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(b.Len()))
+		return nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(b.Len()))
 	}
 	return b.Bytes(), nil
 }
@@ -81,7 +82,7 @@ type htmlView struct {
 }
 
 type htmlResult struct {
-	R         *Result
+	R         *evalcore.Result
 	Status    string
 	Interval  string
 	MetricIDs []string
@@ -93,7 +94,7 @@ type htmlKV struct{ Key, Value string }
 
 type htmlCase struct {
 	Anchor  string
-	C       *CaseResult
+	C       *evalcore.CaseResult
 	Scores  []htmlScore // one per MetricIDs entry
 	Summary string      // the failure in one line
 	Samples []htmlSample
@@ -102,11 +103,11 @@ type htmlCase struct {
 
 type htmlScore struct {
 	Present bool
-	M       MetricResult
+	M       evalcore.MetricResult
 }
 
 type htmlSample struct {
-	S       *SampleResult
+	S       *evalcore.SampleResult
 	Failure *SampleFailure
 	Metrics []htmlMetric
 	Turns   []htmlTurn
@@ -115,13 +116,13 @@ type htmlSample struct {
 }
 
 type htmlMetric struct {
-	M      MetricResult
+	M      evalcore.MetricResult
 	Where  string // "case" or the turn id
 	Reason string
 }
 
 type htmlTurn struct {
-	T        *TurnResult
+	T        *evalcore.TurnResult
 	Input    string
 	Expected string
 	HasExp   bool
@@ -138,12 +139,12 @@ type htmlToolRow struct {
 }
 
 type htmlCompare struct {
-	C      *Comparison
+	C      *evalcore.Comparison
 	Status string
-	Cases  []CaseDiff // regressions first
+	Cases  []evalcore.CaseDiff // regressions first
 }
 
-func buildHTMLView(res *Result, cmp *Comparison) *htmlView {
+func buildHTMLView(res *evalcore.Result, cmp *evalcore.Comparison) *htmlView {
 	v := &htmlView{}
 	if res != nil {
 		v.Title = "Evaluation report: " + res.EvalSetID + " " + res.EvalSetVersion
@@ -154,7 +155,7 @@ func buildHTMLView(res *Result, cmp *Comparison) *htmlView {
 			v.Title = "Evaluation comparison: " + cmp.EvalSetID
 		}
 		hc := &htmlCompare{C: cmp, Status: passFail(cmp.Passed)}
-		hc.Cases = append([]CaseDiff(nil), cmp.CaseDiffs...)
+		hc.Cases = append([]evalcore.CaseDiff(nil), cmp.CaseDiffs...)
 		// Newly failing first, then the rest, each in document order.
 		sort.SliceStable(hc.Cases, func(i, j int) bool { return hc.Cases[i].Regression && !hc.Cases[j].Regression })
 		v.Compare = hc
@@ -162,7 +163,7 @@ func buildHTMLView(res *Result, cmp *Comparison) *htmlView {
 	return v
 }
 
-func buildHTMLResult(r *Result) *htmlResult {
+func buildHTMLResult(r *evalcore.Result) *htmlResult {
 	hr := &htmlResult{R: r, Status: passFail(r.Passed), Interval: wilsonText(r.PassRateInterval)}
 	for _, m := range r.Metrics {
 		hr.MetricIDs = append(hr.MetricIDs, m.MetricID)
@@ -182,7 +183,7 @@ func buildHTMLResult(r *Result) *htmlResult {
 	for ci := range r.Cases {
 		c := &r.Cases[ci]
 		hc := htmlCase{Anchor: "case-" + strconv.Itoa(ci), C: c}
-		byID := map[string]MetricResult{}
+		byID := map[string]evalcore.MetricResult{}
 		for _, m := range c.Criteria {
 			byID[m.MetricID] = m
 		}
@@ -206,7 +207,7 @@ func buildHTMLResult(r *Result) *htmlResult {
 	return hr
 }
 
-func buildHTMLSample(s *SampleResult) htmlSample {
+func buildHTMLSample(s *evalcore.SampleResult) htmlSample {
 	hs := htmlSample{S: s}
 	if !s.Passed {
 		f := sampleFailure(s)
@@ -254,7 +255,7 @@ func buildHTMLSample(s *SampleResult) htmlSample {
 // trajectoryMismatchAt reads the first failing trajectory criterion's
 // first_mismatch record: the expected and actual call indexes (-1 when
 // none) and the expected call's description.
-func trajectoryMismatchAt(s *SampleResult) (ei, ai int, expected string) {
+func trajectoryMismatchAt(s *evalcore.SampleResult) (ei, ai int, expected string) {
 	for i := range s.Criteria {
 		m := &s.Criteria[i]
 		mm, _ := m.Metadata[evalcore.MetaFirstMismatch].(map[string]any)

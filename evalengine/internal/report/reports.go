@@ -1,10 +1,11 @@
-package evalengine
+package report
 
 import (
 	"fmt"
-	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"strconv"
 	"strings"
+
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 )
 
 // FormatText is the plain-text format of StatsReport.
@@ -25,11 +26,11 @@ const (
 // are result-only and refused. The comparison is returned for the exit
 // code: it does not include the current result's own verdict, so a gate
 // ANDs comparison.Passed with current.Passed.
-func CompareReport(baseline, current *Result, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
+func CompareReport(baseline, current *evalcore.Result, opts evalcore.CompareOptions, format string, eo ExportOptions) ([]byte, *evalcore.Comparison, error) {
 	if format != FormatJSON && format != FormatMarkdown {
-		return nil, nil, evalcore.NewErr(CodeInvalidReportFormat, format)
+		return nil, nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, format)
 	}
-	cmp, err := Compare(baseline, current, opts)
+	cmp, err := evalcore.Compare(baseline, current, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,7 +45,7 @@ func CompareReport(baseline, current *Result, opts CompareOptions, format string
 			limit = MaxExportBytes
 		}
 		if len(out) > limit {
-			return nil, nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+			return nil, nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 		}
 	}
 	return out, cmp, nil
@@ -52,12 +53,12 @@ func CompareReport(baseline, current *Result, opts CompareOptions, format string
 
 // intervalSection renders both Wilson intervals (results were validated by
 // Compare, so their intervals are the recomputed ones).
-func intervalSection(b, c *Result) string {
+func intervalSection(b, c *evalcore.Result) string {
 	var s strings.Builder
 	s.WriteString("\n## Pass-rate intervals\n\n| Result | Version | Pass rate | Cases passed | 95% Wilson CI |\n| --- | --- | --- | --- | --- |\n")
 	for _, row := range []struct {
 		name string
-		r    *Result
+		r    *evalcore.Result
 	}{{"baseline", b}, {"current", c}} {
 		iv := row.r.PassRateInterval
 		fmt.Fprintf(&s, "| %s | %s | %s | %d/%d | %s–%s |\n", row.name, mdCell(row.r.EvalSetVersion), f4(row.r.PassRate), iv.Passed, iv.Total, f4(iv.Lower), f4(iv.Upper))
@@ -75,7 +76,7 @@ func intervalSection(b, c *Result) string {
 type StatsOptions struct {
 	// Gate is the longitudinal gate policy; its ConfidenceLevel is also
 	// the level of every interval in the report.
-	Gate GateOptions
+	Gate evalcore.GateOptions
 	// Format is text (default), markdown or json.
 	Format string
 	// MaxBytes bounds the output (≤16 MiB, the default).
@@ -85,7 +86,7 @@ type StatsOptions struct {
 // DefaultStatsOptions are the default gate (95 %, no tolerated drop,
 // significance required) and text output.
 func DefaultStatsOptions() StatsOptions {
-	return StatsOptions{Gate: DefaultGateOptions(), Format: FormatText}
+	return StatsOptions{Gate: evalcore.DefaultGateOptions(), Format: FormatText}
 }
 
 // StatsDocument is the statistics report over a series of results.
@@ -101,34 +102,34 @@ type StatsDocument struct {
 
 // ResultStats are one result's intervals.
 type ResultStats struct {
-	EvalSetID        string           `json:"eval_set_id"`
-	EvalSetVersion   string           `json:"eval_set_version"`
-	PassRateInterval PassRateInterval `json:"pass_rate_interval"`
-	Metrics          []MetricStats    `json:"metrics"`
+	EvalSetID        string                    `json:"eval_set_id"`
+	EvalSetVersion   string                    `json:"eval_set_version"`
+	PassRateInterval evalcore.PassRateInterval `json:"pass_rate_interval"`
+	Metrics          []MetricStats             `json:"metrics"`
 }
 
 // MetricStats is a metric's mean score interval over every ok score of
 // the result (all samples, all turns); nil when it has none.
 type MetricStats struct {
-	MetricID string        `json:"metric_id"`
-	Interval *MeanInterval `json:"interval"`
+	MetricID string                 `json:"metric_id"`
+	Interval *evalcore.MeanInterval `json:"interval"`
 }
 
 // StatsGate is the longitudinal gate over the pass outcomes of cases (1
 // passed, 0 not) and over each metric's scores.
 type StatsGate struct {
-	BaselineResults int          `json:"baseline_results"` // how many results were pooled
-	PassRate        *GateReport  `json:"pass_rate"`
-	Metrics         []MetricGate `json:"metrics"`
-	Options         GateOptions  `json:"options"`
-	Regressions     []string     `json:"regressions"` // "pass_rate", "metric:<id>"
+	BaselineResults int                  `json:"baseline_results"` // how many results were pooled
+	PassRate        *evalcore.GateReport `json:"pass_rate"`
+	Metrics         []MetricGate         `json:"metrics"`
+	Options         evalcore.GateOptions `json:"options"`
+	Regressions     []string             `json:"regressions"` // "pass_rate", "metric:<id>"
 }
 
 // MetricGate is one metric's gate; Gate is nil when either side has no
 // scores (the metric is then not gated).
 type MetricGate struct {
-	MetricID string      `json:"metric_id"`
-	Gate     *GateReport `json:"gate"`
+	MetricID string               `json:"metric_id"`
+	Gate     *evalcore.GateReport `json:"gate"`
 }
 
 // StatsReport is `adk eval stats RESULT...`: for every result (oldest
@@ -139,12 +140,12 @@ type MetricGate struct {
 // results are re-validated and must share eval_set_id. It returns the
 // rendering and the document; the gate passed when doc.Passed (exit 0),
 // else a regression (exit 2).
-func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, error) {
+func StatsReport(results []*evalcore.Result, opts StatsOptions) ([]byte, *StatsDocument, error) {
 	if opts.Format == "" {
 		opts.Format = FormatText
 	}
 	if opts.Format != FormatText && opts.Format != FormatMarkdown && opts.Format != FormatJSON {
-		return nil, nil, evalcore.NewErr(CodeInvalidReportFormat, opts.Format)
+		return nil, nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, opts.Format)
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
@@ -159,19 +160,19 @@ func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, 
 	}
 	opts.Gate.ConfidenceLevel = level
 	if len(results) == 0 || len(results) > MaxStatsReportInputs {
-		return nil, nil, evalcore.ReasonErr(CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(results)))
+		return nil, nil, evalcore.ReasonErr(evalcore.CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(results)))
 	}
-	checked := make([]*Result, len(results))
+	checked := make([]*evalcore.Result, len(results))
 	for i, r := range results {
 		c, err := evalcore.CheckResult(r)
-		if err == nil && c.ResultSchemaVersion != ResultSchemaVersion {
-			err = evalcore.NewErr(CodeUnsupportedResultVersion, "1")
+		if err == nil && c.ResultSchemaVersion != evalcore.ResultSchemaVersion {
+			err = evalcore.NewErr(evalcore.CodeUnsupportedResultVersion, "1")
 		}
 		if err != nil {
-			return nil, nil, &Error{Code: CodeInvalidEvalResult, Reason: ErrorCode(err), Detail: strconv.Itoa(i + 1), Err: err}
+			return nil, nil, &evalcore.Error{Code: evalcore.CodeInvalidEvalResult, Reason: evalcore.ErrorCode(err), Detail: strconv.Itoa(i + 1), Err: err}
 		}
 		if i > 0 && c.EvalSetID != checked[0].EvalSetID {
-			return nil, nil, evalcore.NewErr(CodeEvalSetMismatch, strconv.Itoa(i+1))
+			return nil, nil, evalcore.NewErr(evalcore.CodeEvalSetMismatch, strconv.Itoa(i+1))
 		}
 		checked[i] = c
 	}
@@ -204,20 +205,20 @@ func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, 
 		return nil, nil, err
 	}
 	if len(out) > maxBytes {
-		return nil, nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+		return nil, nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 	}
 	return out, doc, nil
 }
 
 // metricScores collects every ok score of a metric across samples and
 // turns, by metric id, in descriptor order.
-func metricScores(r *Result) map[string][]float64 {
+func metricScores(r *evalcore.Result) map[string][]float64 {
 	out := make(map[string][]float64, len(r.Metrics))
 	for _, m := range r.Metrics {
 		out[m.MetricID] = nil
 	}
-	add := func(m *MetricResult) {
-		if m.Status == StatusOK {
+	add := func(m *evalcore.MetricResult) {
+		if m.Status == evalcore.StatusOK {
 			out[m.MetricID] = append(out[m.MetricID], m.Score)
 		}
 	}
@@ -237,7 +238,7 @@ func metricScores(r *Result) map[string][]float64 {
 	return out
 }
 
-func caseOutcomes(r *Result) []float64 {
+func caseOutcomes(r *evalcore.Result) []float64 {
 	out := make([]float64, len(r.Cases))
 	for i, c := range r.Cases {
 		if c.Passed {
@@ -247,25 +248,25 @@ func caseOutcomes(r *Result) []float64 {
 	return out
 }
 
-func resultStats(r *Result, level float64) (ResultStats, error) {
+func resultStats(r *evalcore.Result, level float64) (ResultStats, error) {
 	rs := ResultStats{EvalSetID: r.EvalSetID, EvalSetVersion: r.EvalSetVersion, Metrics: []MetricStats{}}
 	if r.CaseCount > 0 {
-		iv, err := WilsonInterval(r.PassedCaseCount, r.CaseCount, level)
+		iv, err := evalcore.WilsonInterval(r.PassedCaseCount, r.CaseCount, level)
 		if err != nil {
 			return rs, err
 		}
 		rs.PassRateInterval = iv
 	} else {
-		rs.PassRateInterval = PassRateInterval{ConfidenceLevel: level, Upper: 1}
+		rs.PassRateInterval = evalcore.PassRateInterval{ConfidenceLevel: level, Upper: 1}
 	}
 	scores := metricScores(r)
 	for _, m := range r.Metrics {
 		ms := MetricStats{MetricID: m.MetricID}
 		if xs := scores[m.MetricID]; len(xs) > 0 {
-			if len(xs) > MaxStatisticsSamples {
-				xs = xs[:MaxStatisticsSamples]
+			if len(xs) > evalcore.MaxStatisticsSamples {
+				xs = xs[:evalcore.MaxStatisticsSamples]
 			}
-			ci, err := ConfidenceInterval(xs, level)
+			ci, err := evalcore.ConfidenceInterval(xs, level)
 			if err != nil {
 				return rs, err
 			}
@@ -276,7 +277,7 @@ func resultStats(r *Result, level float64) (ResultStats, error) {
 	return rs, nil
 }
 
-func statsGate(history []*Result, current *Result, opts GateOptions) (*StatsGate, error) {
+func statsGate(history []*evalcore.Result, current *evalcore.Result, opts evalcore.GateOptions) (*StatsGate, error) {
 	g := &StatsGate{BaselineResults: len(history), Metrics: []MetricGate{}, Options: opts, Regressions: []string{}}
 	var baseOutcomes []float64
 	baseScores := map[string][]float64{}
@@ -287,13 +288,13 @@ func statsGate(history []*Result, current *Result, opts GateOptions) (*StatsGate
 		}
 	}
 	capped := func(xs []float64) []float64 {
-		if len(xs) > MaxStatisticsSamples {
-			return xs[len(xs)-MaxStatisticsSamples:] // the most recent
+		if len(xs) > evalcore.MaxStatisticsSamples {
+			return xs[len(xs)-evalcore.MaxStatisticsSamples:] // the most recent
 		}
 		return xs
 	}
 	if cur := caseOutcomes(current); len(baseOutcomes) > 0 && len(cur) > 0 {
-		pr, err := LongitudinalGate(capped(baseOutcomes), capped(cur), opts)
+		pr, err := evalcore.LongitudinalGate(capped(baseOutcomes), capped(cur), opts)
 		if err != nil {
 			return nil, err
 		}
@@ -306,7 +307,7 @@ func statsGate(history []*Result, current *Result, opts GateOptions) (*StatsGate
 	for _, m := range current.Metrics {
 		mg := MetricGate{MetricID: m.MetricID}
 		if b, c := baseScores[m.MetricID], curScores[m.MetricID]; len(b) > 0 && len(c) > 0 {
-			gr, err := LongitudinalGate(capped(b), capped(c), opts)
+			gr, err := evalcore.LongitudinalGate(capped(b), capped(c), opts)
 			if err != nil {
 				return nil, err
 			}
@@ -322,7 +323,7 @@ func statsGate(history []*Result, current *Result, opts GateOptions) (*StatsGate
 
 func pct(level float64) string { return strconv.FormatFloat(level*100, 'f', -1, 64) + "%" }
 
-func gateLine(g *GateReport) string {
+func gateLine(g *evalcore.GateReport) string {
 	verdict := "ok"
 	if g.Regression {
 		verdict = "REGRESSION"
@@ -394,7 +395,7 @@ func statsMarkdown(d *StatsDocument) string {
 		fmt.Fprintf(&b, "\n## Longitudinal gate\n\nResult %d against results 1-%d pooled; max mean drop %s, significance required: %t.\n\n",
 			len(d.Results), g.BaselineResults, f4(g.Options.MaxMeanDrop), g.Options.RequireSignificance)
 		b.WriteString("| Series | Baseline mean | Current mean | Drop | Drop lower bound | Status |\n| --- | --- | --- | --- | --- | --- |\n")
-		row := func(name string, gr *GateReport) {
+		row := func(name string, gr *evalcore.GateReport) {
 			if gr == nil {
 				fmt.Fprintf(&b, "| %s | - | - | - | - | not gated |\n", mdCell(name))
 				return

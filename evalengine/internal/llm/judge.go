@@ -1,4 +1,4 @@
-package evalengine
+package llm
 
 import (
 	"context"
@@ -79,8 +79,8 @@ const (
 	maxProviderModelVersion    = 256
 )
 
-// judgeConfigKeys is the closed key set of a judge config.
-var judgeConfigKeys = evalcore.KeySet("rubric", "rubric_id", "rubric_version", "provider", "model", "provider_config",
+// JudgeConfigKeys is the closed key set of a judge config.
+var JudgeConfigKeys = evalcore.KeySet("rubric", "rubric_id", "rubric_version", "provider", "model", "provider_config",
 	"request_timeout_ms", "max_prompt_bytes", "max_output_bytes", "max_rationale_bytes", "max_output_tokens",
 	"request_max_heap_words")
 
@@ -124,8 +124,8 @@ type JudgeConfig struct {
 // judgeErr builds an {llm_judge, reason} error. cause is kept for
 // errors.Is/As (a structural *model.Error or a context error) and never
 // printed.
-func judgeErr(reason string, cause error) *Error {
-	return &Error{Code: CodeLLMJudge, Reason: reason, Err: cause}
+func judgeErr(reason string, cause error) *evalcore.Error {
+	return &evalcore.Error{Code: CodeLLMJudge, Reason: reason, Err: cause}
 }
 
 // ParseJudgeConfig reads a judge config object (§5.8): a closed key set,
@@ -141,8 +141,8 @@ func ParseJudgeConfig(v any) (JudgeConfig, error) {
 	} else if n > MaxJudgeConfigBytes {
 		return JudgeConfig{}, judgeErr(JudgeConfigTooLarge, nil)
 	}
-	if unk := evalcore.UnknownKeys(m, judgeConfigKeys); len(unk) > 0 {
-		return JudgeConfig{}, &Error{Code: CodeLLMJudge, Reason: JudgeUnknownConfigKey, Detail: evalcore.KeysDetail(unk)}
+	if unk := evalcore.UnknownKeys(m, JudgeConfigKeys); len(unk) > 0 {
+		return JudgeConfig{}, &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeUnknownConfigKey, Detail: evalcore.KeysDetail(unk)}
 	}
 	var c JudgeConfig
 	str := func(key, reason string, dst *string) error {
@@ -265,7 +265,7 @@ func checkProviderConfig(pc map[string]any) error {
 	}
 	for k := range pc {
 		if reservedProviderConfigKeys[k] {
-			return &Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.Bound(k)}
+			return &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.Bound(k)}
 		}
 	}
 	return nil
@@ -303,8 +303,8 @@ func NewJudge(cfg JudgeConfig, env ModelEnv) (*Judge, error) {
 }
 
 // Metric wraps the judge as a case-scope metric of kind judge.
-func (j *Judge) Metric(id string, threshold float64) Metric {
-	return Metric{ID: id, Kind: KindJudge, Threshold: threshold, Case: j}
+func (j *Judge) Metric(id string, threshold float64) evalcore.Metric {
+	return evalcore.Metric{ID: id, Kind: evalcore.KindJudge, Threshold: threshold, Case: j}
 }
 
 // Verdict is a judge's successful answer.
@@ -398,7 +398,7 @@ func (j *Judge) ctxErr(parent, call context.Context) error {
 // providerErr maps a provider failure to a reason. The *model.Error is
 // structural (class, status), so keeping it as the cause leaks nothing.
 func (j *Judge) providerErr(err error) error {
-	var je *Error
+	var je *evalcore.Error
 	if errors.As(err, &je) && je.Code == CodeLLMJudge {
 		return je
 	}
@@ -508,22 +508,22 @@ func bound256(s string) string {
 
 // ScoreCase judges one sample: the whole case (turns with inputs,
 // expectations, actual outputs and tool steps) is the evaluation case.
-func (j *Judge) ScoreCase(ctx context.Context, e CaseEval) Score {
+func (j *Judge) ScoreCase(ctx context.Context, e evalcore.CaseEval) evalcore.Score {
 	v, err := j.Evaluate(ctx, JudgeCaseDocument(e))
 	if err != nil {
 		meta := j.baseMetadata()
 		meta["error"] = CodeLLMJudge
-		meta["reason"] = ErrorReason(err)
-		return Score{Status: StatusError, Metadata: meta}
+		meta["reason"] = evalcore.ErrorReason(err)
+		return evalcore.Score{Status: evalcore.StatusError, Metadata: meta}
 	}
-	return OK(v.Score, v.Metadata)
+	return evalcore.OK(v.Score, v.Metadata)
 }
 
 // JudgeCaseDocument is the evaluation case a judge sees for one sample:
 // case_id, metadata, the case-level expectations when present, and every
 // turn's input, expected, actual and tool steps (args and results
 // included; secrets are pruned by the judge before sending).
-func JudgeCaseDocument(e CaseEval) map[string]any {
+func JudgeCaseDocument(e evalcore.CaseEval) map[string]any {
 	doc := map[string]any{}
 	if c := e.Case; c != nil {
 		doc["case_id"] = c.ID
@@ -550,7 +550,7 @@ func JudgeCaseDocument(e CaseEval) map[string]any {
 		for _, s := range o.Trajectory {
 			step := map[string]any{"kind": s.Kind, "tool": s.Tool}
 			if s.Kind == "" {
-				step["kind"] = KindToolCall
+				step["kind"] = evalcore.KindToolCall
 			}
 			if s.Args != nil {
 				step["args"] = s.Args

@@ -1,8 +1,9 @@
-package evalengine
+package report
 
 import (
 	"strings"
 
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
 )
 
@@ -34,7 +35,7 @@ func responseText(v any) string {
 // turn's expected "trajectory" or "tool_uses", as names or {tool|name}
 // objects, concatenated); has is false when no turn states one. A case's
 // top-level expected_trajectory is not in the result document.
-func expectedTools(turns []TurnResult) (names []string, has bool) {
+func expectedTools(turns []evalcore.TurnResult) (names []string, has bool) {
 	for _, t := range turns {
 		m, ok := t.Expected.(map[string]any)
 		if !ok {
@@ -66,10 +67,10 @@ func expectedTools(turns []TurnResult) (names []string, has bool) {
 }
 
 // toolNames is the tool names of the tool calls in a trajectory.
-func toolNames(items []TrajectoryItem) []string {
+func toolNames(items []evalcore.TrajectoryItem) []string {
 	var out []string
 	for _, it := range items {
-		if it.Kind == "" || it.Kind == KindToolCall {
+		if it.Kind == "" || it.Kind == evalcore.KindToolCall {
 			out = append(out, it.Tool)
 		}
 	}

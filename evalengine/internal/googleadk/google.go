@@ -1,4 +1,4 @@
-package evalengine
+package googleadk
 
 import (
 	"crypto/sha256"
@@ -33,23 +33,23 @@ const (
 // list of {query, expected_tool_use, reference}. Google files are
 // converted to schema 2 (doc.go, "Google ADK import"); EncodeSet writes
 // the converted file.
-func LoadSet(data []byte) (*Set, SetFormat, error) {
-	return LoadSetWithOptions(data, LoadOptions{})
+func LoadSet(data []byte) (*evalcore.Set, SetFormat, error) {
+	return LoadSetWithOptions(data, evalcore.LoadOptions{})
 }
 
 // LoadSetWithOptions is LoadSet with options.
-func LoadSetWithOptions(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
-	if opts.MaxCases < 0 || opts.MaxCases > MaxCases {
-		return nil, "", evalcore.NewErr(CodeInvalidEvalOptions, "max_cases")
+func LoadSetWithOptions(data []byte, opts evalcore.LoadOptions) (*evalcore.Set, SetFormat, error) {
+	if opts.MaxCases < 0 || opts.MaxCases > evalcore.MaxCases {
+		return nil, "", evalcore.NewErr(evalcore.CodeInvalidEvalOptions, "max_cases")
 	}
 	s, f, err := loadSet(data, opts)
 	if err == nil && opts.MaxCases > 0 && len(s.Cases) > opts.MaxCases {
-		return nil, "", evalcore.NewErr(CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases))+" > "+strconv.Itoa(opts.MaxCases))
+		return nil, "", evalcore.NewErr(evalcore.CodeCaseLimitExceeded, strconv.Itoa(len(s.Cases))+" > "+strconv.Itoa(opts.MaxCases))
 	}
 	return s, f, err
 }
 
-func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
+func loadSet(data []byte, opts evalcore.LoadOptions) (*evalcore.Set, SetFormat, error) {
 	v, src, deadline, err := evalcore.DecodeSet(data, opts)
 	if err != nil {
 		return nil, "", err
@@ -58,7 +58,7 @@ func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
 	case map[string]any:
 		if hasAny(x, "eval_set_id", "eval_cases") {
 			if err := src.Undefer(x); err != nil {
-				return nil, "", evalcore.LimitErr(CodeInvalidEvalSet, err)
+				return nil, "", evalcore.LimitErr(evalcore.CodeInvalidEvalSet, err)
 			}
 			s, err := fromGoogleEvalSet(x, v, deadline)
 			return s, SetFormatGoogleEvalSet, err
@@ -71,22 +71,22 @@ func loadSet(data []byte, opts LoadOptions) (*Set, SetFormat, error) {
 			return s, SetFormatGoogleTestJSON, err
 		}
 	}
-	return nil, "", evalcore.NewErr(CodeEvalSetMustBeObject, "")
+	return nil, "", evalcore.NewErr(evalcore.CodeEvalSetMustBeObject, "")
 }
 
 // EncodeSet writes a set as its canonical JSON document plus a newline:
 // the file `adk eval convert` produces. ParseSet reads it back unchanged.
-func EncodeSet(s *Set) ([]byte, error) {
+func EncodeSet(s *evalcore.Set) ([]byte, error) {
 	if err := evalcore.CheckSet(s); err != nil {
 		return nil, err
 	}
 	g, err := evalcore.ToGeneric(s)
 	if err != nil {
-		return nil, evalcore.ReasonErr(CodeInvalidEvalSet, "not_json", "")
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidEvalSet, "not_json", "")
 	}
 	out, err := canonjson.Marshal(g)
 	if err != nil {
-		return nil, evalcore.ReasonErr(CodeInvalidEvalSet, "not_json", "")
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidEvalSet, "not_json", "")
 	}
 	return append(out, '\n'), nil
 }
@@ -142,63 +142,65 @@ func isLegacyTestList(l []any) bool {
 func contentVersion(doc any) (string, error) {
 	b, err := canonjson.Marshal(doc)
 	if err != nil {
-		return "", evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "not_json", "")
+		return "", evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "not_json", "")
 	}
 	sum := sha256.Sum256(b)
 	return googleVersionPrefix + hex.EncodeToString(sum[:])[:googleVersionHexLen], nil
 }
 
-func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, error) {
-	bad := func(reason, detail string) error { return evalcore.ReasonErr(CodeInvalidGoogleEvalSet, reason, detail) }
+func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*evalcore.Set, error) {
+	bad := func(reason, detail string) error {
+		return evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, reason, detail)
+	}
 	idv, _ := gget(m, "eval_set_id")
 	id, ok := idv.(string)
 	if !ok || id == "" {
-		return nil, evalcore.NewErr(CodeInvalidEvalSetID, "")
+		return nil, evalcore.NewErr(evalcore.CodeInvalidEvalSetID, "")
 	}
 	version, err := contentVersion(doc)
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{SchemaVersion: 2, ID: id, Version: version, Metadata: map[string]any{googleSourceKey: string(SetFormatGoogleEvalSet)}}
+	s := &evalcore.Set{SchemaVersion: 2, ID: id, Version: version, Metadata: map[string]any{googleSourceKey: string(SetFormatGoogleEvalSet)}}
 	if v, ok := gget(m, "name"); ok {
 		if s.Name, ok = v.(string); !ok {
-			return nil, evalcore.NewErr(CodeInvalidEvalSetName, "")
+			return nil, evalcore.NewErr(evalcore.CodeInvalidEvalSetName, "")
 		}
 	}
 	if v, ok := gget(m, "description"); ok {
 		if s.Description, ok = v.(string); !ok {
-			return nil, evalcore.NewErr(CodeInvalidEvalSetDescription, "")
+			return nil, evalcore.NewErr(evalcore.CodeInvalidEvalSetDescription, "")
 		}
 	}
 	casesV, _ := gget(m, "eval_cases")
 	cases, ok := casesV.([]any)
 	if !ok {
-		return nil, evalcore.NewErr(CodeInvalidEvalCases, "")
+		return nil, evalcore.NewErr(evalcore.CodeInvalidEvalCases, "")
 	}
-	if len(cases) > MaxCases {
-		return nil, evalcore.NewErr(CodeCaseLimitExceeded, strconv.Itoa(len(cases)))
+	if len(cases) > evalcore.MaxCases {
+		return nil, evalcore.NewErr(evalcore.CodeCaseLimitExceeded, strconv.Itoa(len(cases)))
 	}
 	seen := map[string]bool{}
 	for i, cv := range cases {
 		if time.Now().After(deadline) {
-			return nil, evalcore.NewErr(CodeValidationTimeout, "")
+			return nil, evalcore.NewErr(evalcore.CodeValidationTimeout, "")
 		}
 		cm, ok := cv.(map[string]any)
 		if !ok {
-			return nil, evalcore.NewErr(CodeInvalidEvalCase, "index "+strconv.Itoa(i))
+			return nil, evalcore.NewErr(evalcore.CodeInvalidEvalCase, "index "+strconv.Itoa(i))
 		}
 		eidV, _ := gget(cm, "eval_id")
 		eid, ok := eidV.(string)
 		if !ok || eid == "" {
-			return nil, evalcore.NewErr(CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
+			return nil, evalcore.NewErr(evalcore.CodeInvalidEvalCaseID, "index "+strconv.Itoa(i))
 		}
 		if seen[eid] {
-			return nil, evalcore.NewErr(CodeDuplicateCaseID, eid)
+			return nil, evalcore.NewErr(evalcore.CodeDuplicateCaseID, eid)
 		}
 		seen[eid] = true
 		if sv, ok := gget(cm, "conversation_scenario"); ok && sv != nil {
 			if cv, ok := gget(cm, "conversation"); ok && cv != nil {
-				return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "conversation_and_conversation_scenario", eid)
+				return nil, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "conversation_and_conversation_scenario", eid)
 			}
 			c, err := googleScenarioCase(eid, sv)
 			if err != nil {
@@ -213,12 +215,12 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 		convV, _ := gget(cm, "conversation")
 		conv, ok := convV.([]any)
 		if !ok || len(conv) == 0 {
-			return nil, evalcore.NewErr(CodeCaseHasNoTurns, eid)
+			return nil, evalcore.NewErr(evalcore.CodeCaseHasNoTurns, eid)
 		}
-		if len(conv) > MaxTurns {
-			return nil, evalcore.NewErr(CodeTurnLimitExceeded, eid)
+		if len(conv) > evalcore.MaxTurns {
+			return nil, evalcore.NewErr(evalcore.CodeTurnLimitExceeded, eid)
 		}
-		c := Case{ID: eid, Metadata: map[string]any{}, Turns: make([]Turn, 0, len(conv))}
+		c := evalcore.Case{ID: eid, Metadata: map[string]any{}, Turns: make([]evalcore.Turn, 0, len(conv))}
 		if si, ok := gget(cm, "session_input"); ok {
 			c.SessionInput = si
 		}
@@ -233,7 +235,7 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 				return nil, err
 			}
 			if tseen[t.ID] {
-				return nil, evalcore.NewErr(CodeDuplicateTurnID, eid+"/"+t.ID)
+				return nil, evalcore.NewErr(evalcore.CodeDuplicateTurnID, eid+"/"+t.ID)
 			}
 			tseen[t.ID] = true
 			c.Turns = append(c.Turns, t)
@@ -241,13 +243,13 @@ func fromGoogleEvalSet(m map[string]any, doc any, deadline time.Time) (*Set, err
 		s.Cases = append(s.Cases, c)
 	}
 	if s.Cases == nil {
-		s.Cases = []Case{}
+		s.Cases = []evalcore.Case{}
 	}
 	return s, nil
 }
 
-func googleTurn(inv map[string]any, caseID string, index int) (Turn, error) {
-	t := Turn{ID: "turn-" + strconv.Itoa(index+1), Metadata: map[string]any{}}
+func googleTurn(inv map[string]any, caseID string, index int) (evalcore.Turn, error) {
+	t := evalcore.Turn{ID: "turn-" + strconv.Itoa(index+1), Metadata: map[string]any{}}
 	if idv, ok := gget(inv, "invocation_id"); ok {
 		if id, ok := idv.(string); ok && id != "" {
 			t.ID = id
@@ -255,7 +257,7 @@ func googleTurn(inv map[string]any, caseID string, index int) (Turn, error) {
 	}
 	uc, ok := gget(inv, "user_content")
 	if !ok {
-		return Turn{}, evalcore.NewErr(CodeMissingTurnInput, caseID+"/"+t.ID)
+		return evalcore.Turn{}, evalcore.NewErr(evalcore.CodeMissingTurnInput, caseID+"/"+t.ID)
 	}
 	t.Input = contentValue(uc)
 	exp := map[string]any{}
@@ -267,11 +269,11 @@ func googleTurn(inv map[string]any, caseID string, index int) (Turn, error) {
 	if idata, ok := gget(inv, "intermediate_data"); ok {
 		im, ok := idata.(map[string]any)
 		if !ok {
-			return Turn{}, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "intermediate_data", caseID+"/"+t.ID)
+			return evalcore.Turn{}, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "intermediate_data", caseID+"/"+t.ID)
 		}
 		traj, err := googleTrajectory(im, caseID+"/"+t.ID)
 		if err != nil {
-			return Turn{}, err
+			return evalcore.Turn{}, err
 		}
 		exp["trajectory"] = traj
 		if ir, ok := gget(im, "intermediate_responses"); ok {
@@ -291,11 +293,11 @@ func googleTrajectory(im map[string]any, where string) ([]any, error) {
 	step := func(fc any) error {
 		m, ok := fc.(map[string]any)
 		if !ok {
-			return evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "tool_use", where)
+			return evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "tool_use", where)
 		}
 		name, _ := m["name"].(string)
 		if name == "" {
-			return evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "tool_use", where)
+			return evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "tool_use", where)
 		}
 		args, ok := m["args"]
 		if !ok || args == nil {
@@ -307,7 +309,7 @@ func googleTrajectory(im map[string]any, where string) ([]any, error) {
 	if uses, ok := gget(im, "tool_uses"); ok {
 		l, ok := uses.([]any)
 		if !ok {
-			return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "tool_uses", where)
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "tool_uses", where)
 		}
 		for _, u := range l {
 			if err := step(u); err != nil {
@@ -319,7 +321,7 @@ func googleTrajectory(im map[string]any, where string) ([]any, error) {
 	if evs, ok := gget(im, "invocation_events"); ok {
 		l, ok := evs.([]any)
 		if !ok {
-			return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "invocation_events", where)
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "invocation_events", where)
 		}
 		for _, ev := range l {
 			em, _ := ev.(map[string]any)
@@ -416,7 +418,7 @@ func dropNulls(v any) any {
 	return v
 }
 
-func fromGoogleTestList(l []any, doc any, sourceName string) (*Set, error) {
+func fromGoogleTestList(l []any, doc any, sourceName string) (*evalcore.Set, error) {
 	name := defaultLegacyName
 	if sourceName != "" {
 		base := path.Base(strings.ReplaceAll(sourceName, "\\", "/"))
@@ -425,17 +427,17 @@ func fromGoogleTestList(l []any, doc any, sourceName string) (*Set, error) {
 			name = base
 		}
 	}
-	if len(l) > MaxTurns {
-		return nil, evalcore.NewErr(CodeTurnLimitExceeded, name)
+	if len(l) > evalcore.MaxTurns {
+		return nil, evalcore.NewErr(evalcore.CodeTurnLimitExceeded, name)
 	}
 	version, err := contentVersion(doc)
 	if err != nil {
 		return nil, err
 	}
-	c := Case{ID: name, Metadata: map[string]any{}, Turns: make([]Turn, 0, len(l))}
+	c := evalcore.Case{ID: name, Metadata: map[string]any{}, Turns: make([]evalcore.Turn, 0, len(l))}
 	for i, e := range l {
 		m := e.(map[string]any) // isLegacyTestList checked the shape
-		t := Turn{ID: "turn-" + strconv.Itoa(i+1), Input: m["query"], Metadata: map[string]any{}}
+		t := evalcore.Turn{ID: "turn-" + strconv.Itoa(i+1), Input: m["query"], Metadata: map[string]any{}}
 		exp := map[string]any{}
 		if ref, ok := m["reference"]; ok && ref != nil {
 			exp["response"] = ref
@@ -443,14 +445,14 @@ func fromGoogleTestList(l []any, doc any, sourceName string) (*Set, error) {
 		if uses, ok := m["expected_tool_use"]; ok && uses != nil {
 			ul, ok := uses.([]any)
 			if !ok {
-				return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
+				return nil, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
 			}
 			traj := make([]any, 0, len(ul))
 			for _, u := range ul {
 				um, _ := u.(map[string]any)
 				tool, _ := um["tool_name"].(string)
 				if tool == "" {
-					return nil, evalcore.ReasonErr(CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
+					return nil, evalcore.ReasonErr(evalcore.CodeInvalidGoogleEvalSet, "expected_tool_use", t.ID)
 				}
 				args, ok := um["tool_input"]
 				if !ok || args == nil {
@@ -468,9 +470,9 @@ func fromGoogleTestList(l []any, doc any, sourceName string) (*Set, error) {
 		}
 		c.Turns = append(c.Turns, t)
 	}
-	return &Set{
+	return &evalcore.Set{
 		SchemaVersion: 2, ID: name, Version: version,
 		Metadata: map[string]any{googleSourceKey: string(SetFormatGoogleTestJSON)},
-		Cases:    []Case{c},
+		Cases:    []evalcore.Case{c},
 	}, nil
 }

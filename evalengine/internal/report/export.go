@@ -1,4 +1,4 @@
-package evalengine
+package report
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ const (
 	FormatJUnit       = "junit"
 	FormatSARIF       = "sarif"
 	FormatAnnotations = "annotations"
-	// FormatJSONL is the sample stream (stream.go): a header line, one
+	// FormatJSONL is the sample stream (evalcore/stream.go): a header line, one
 	// line per sample in case order, the summary line. It is bounded per
 	// line, not by MaxBytes, so it carries results too big for one
 	// 16 MiB document.
@@ -74,9 +74,9 @@ func Formats() []string {
 func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 	if format == FormatHTML {
 		switch x := v.(type) {
-		case *Result:
+		case *evalcore.Result:
 			return RenderHTML(x, nil, opts)
-		case *Comparison:
+		case *evalcore.Comparison:
 			return RenderHTML(nil, x, opts)
 		}
 	}
@@ -85,7 +85,7 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		suite = DefaultSuiteName
 	}
 	if len(suite) > MaxSuiteNameBytes || !utf8.ValidString(suite) {
-		return nil, evalcore.NewErr(CodeInvalidSuiteName, "")
+		return nil, evalcore.NewErr(evalcore.CodeInvalidSuiteName, "")
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
@@ -95,29 +95,29 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		return nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
 	}
 	var (
-		res *Result
-		cmp *Comparison
+		res *evalcore.Result
+		cmp *evalcore.Comparison
 	)
 	switch x := v.(type) {
-	case *Result:
+	case *evalcore.Result:
 		r, err := evalcore.CheckResult(x)
 		if err != nil {
-			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
 		res = r
-	case *Comparison:
+	case *evalcore.Comparison:
 		if x == nil {
-			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "nil", "")
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "nil", "")
 		}
 		data, err := x.MarshalJSON()
 		if err == nil {
-			cmp, err = DecodeComparison(data)
+			cmp, err = evalcore.DecodeComparison(data)
 		}
 		if err != nil {
-			return nil, &Error{Code: CodeInvalidExportResult, Reason: ErrorCode(err), Err: err}
+			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
 	default:
-		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "unsupported_value", "")
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "unsupported_value", "")
 	}
 	var (
 		out []byte
@@ -137,16 +137,16 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 			out = markdownComparison(cmp)
 		}
 	case FormatJSONL:
-		if res == nil || res.ResultSchemaVersion != ResultSchemaVersion {
-			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_required", format)
+		if res == nil || res.ResultSchemaVersion != evalcore.ResultSchemaVersion {
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "result_required", format)
 		}
 		return evalcore.StreamResult(res, opts.StreamDigests)
 	case FormatJUnit, FormatSARIF, FormatAnnotations:
 		if res == nil {
-			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_required", format)
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "result_required", format)
 		}
-		if res.ResultSchemaVersion != ResultSchemaVersion {
-			return nil, evalcore.ReasonErr(CodeInvalidExportResult, "result_schema_version", format)
+		if res.ResultSchemaVersion != evalcore.ResultSchemaVersion {
+			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "result_schema_version", format)
 		}
 		switch format {
 		case FormatJUnit:
@@ -157,34 +157,34 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 			out, err = annotations(res)
 		}
 	default:
-		return nil, evalcore.NewErr(CodeInvalidReportFormat, format)
+		return nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, format)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(out) > maxBytes {
-		return nil, evalcore.NewErr(CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
+		return nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 	}
 	return out, nil
 }
 
 // canonicalJSON renders v as canonical JSON (sorted keys) plus a newline.
 func canonicalJSON(v any) ([]byte, error) {
-	if r, ok := v.(*Result); ok && r.Legacy() == nil {
+	if r, ok := v.(*evalcore.Result); ok && r.Legacy() == nil {
 		if out, ok, err := evalcore.CanonicalResult(r); ok || err != nil {
 			if err != nil {
-				return nil, evalcore.ReasonErr(CodeInvalidExportResult, "not_json", "")
+				return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
 			}
 			return out, nil
 		}
 		// Result.MarshalJSON would send canonjson through encoding/json and
 		// back; its plain struct encodes by reflection to the same bytes.
-		type plain Result
+		type plain evalcore.Result
 		v = (*plain)(r)
 	}
 	out, err := canonjson.Marshal(v)
 	if err != nil {
-		return nil, evalcore.ReasonErr(CodeInvalidExportResult, "not_json", "")
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
 	}
 	return append(out, '\n'), nil
 }
@@ -204,12 +204,12 @@ func passFail(ok bool) string {
 
 func f4(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 
-func markdownResult(r *Result) []byte {
+func markdownResult(r *evalcore.Result) []byte {
 	var b strings.Builder
 	b.WriteString("# Evaluation report\n\n")
 	fmt.Fprintf(&b, "**Status: %s**\n\n", passFail(r.Passed))
 	fmt.Fprintf(&b, "Eval set: %s (version %s)\n\n", mdCell(r.EvalSetID), mdCell(r.EvalSetVersion))
-	if r.ResultSchemaVersion != ResultSchemaVersion {
+	if r.ResultSchemaVersion != evalcore.ResultSchemaVersion {
 		b.WriteString("Legacy result (schema 1): no per-case details.\n")
 		return []byte(b.String())
 	}
@@ -267,7 +267,7 @@ func markdownFailures(b *strings.Builder, fs []CaseFailure) {
 }
 
 // wilsonText renders an interval as "95% Wilson CI 0.5840–0.9193".
-func wilsonText(iv PassRateInterval) string {
+func wilsonText(iv evalcore.PassRateInterval) string {
 	return fmt.Sprintf("%s%% Wilson CI %s–%s", strconv.FormatFloat(iv.ConfidenceLevel*100, 'f', -1, 64), f4(iv.Lower), f4(iv.Upper))
 }
 
@@ -278,7 +278,7 @@ func regressionCell(reg bool) string {
 	return "ok"
 }
 
-func markdownComparison(c *Comparison) []byte {
+func markdownComparison(c *evalcore.Comparison) []byte {
 	var b strings.Builder
 	b.WriteString("# Evaluation baseline comparison\n\n")
 	fmt.Fprintf(&b, "**Status: %s**\n\n", passFail(c.Passed))
@@ -326,7 +326,7 @@ func xmlEscape(s string) string {
 
 func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
 
-func junit(r *Result, suite string) []byte {
+func junit(r *evalcore.Result, suite string) []byte {
 	var b strings.Builder
 	failures := 0
 	for _, c := range r.Cases {
@@ -355,7 +355,7 @@ func junit(r *Result, suite string) []byte {
 	return []byte(b.String())
 }
 
-func sarif(r *Result, suite string) ([]byte, error) {
+func sarif(r *evalcore.Result, suite string) ([]byte, error) {
 	rules := []any{map[string]any{
 		"id": caseRuleID, "name": caseRuleID,
 		"shortDescription": map[string]any{"text": "An evaluation case did not pass"},
@@ -391,9 +391,9 @@ func sarif(r *Result, suite string) ([]byte, error) {
 	return canonicalJSON(doc)
 }
 
-func annotations(r *Result) ([]byte, error) {
+func annotations(r *evalcore.Result) ([]byte, error) {
 	if len(r.Cases) > MaxExportFindings {
-		return nil, evalcore.NewErr(CodeAnnotationLimitExceeded, "")
+		return nil, evalcore.NewErr(evalcore.CodeAnnotationLimitExceeded, "")
 	}
 	out := []any{}
 	for _, f := range Failures(r) {

@@ -1,4 +1,4 @@
-package evalengine
+package llm
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/evalengine/internal/evalcore"
+	"github.com/fadcedab/adk/evalengine/internal/simulation"
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 	"github.com/fadcedab/adk/internal/secrets"
@@ -22,19 +23,19 @@ import (
 // every agent turn reported it. A simulation failure is the sample's
 // error, tagged with the simulation error code.
 type ScenarioAdapter struct {
-	Agent Adapter
+	Agent evalcore.Adapter
 	// NewUser builds a fresh user simulator for one scenario (for
 	// example LLMUserFactory).
-	NewUser func(scenario any) (UserSimulator, error)
+	NewUser func(scenario any) (simulation.UserSimulator, error)
 	// NewEnvironment, optional, builds the environment simulator.
-	NewEnvironment func(scenario any) (EnvironmentSimulator, error)
-	Options        SimulationOptions
+	NewEnvironment func(scenario any) (simulation.EnvironmentSimulator, error)
+	Options        simulation.SimulationOptions
 }
 
 // NewSession opens a session of the agent under evaluation.
-func (a *ScenarioAdapter) NewSession(ctx context.Context, info SampleInfo) (Session, error) {
+func (a *ScenarioAdapter) NewSession(ctx context.Context, info evalcore.SampleInfo) (evalcore.Session, error) {
 	if a.Agent == nil || a.NewUser == nil {
-		return nil, &AdapterError{Tag: CodeSimulatorMissingCallback}
+		return nil, &evalcore.AdapterError{Tag: simulation.CodeSimulatorMissingCallback}
 	}
 	inner, err := a.Agent.NewSession(ctx, info)
 	if err != nil {
@@ -45,30 +46,30 @@ func (a *ScenarioAdapter) NewSession(ctx context.Context, info SampleInfo) (Sess
 
 type scenarioSession struct {
 	a     *ScenarioAdapter
-	inner Session
+	inner evalcore.Session
 }
 
 // Turn runs one scenario to its end.
-func (s *scenarioSession) Turn(ctx context.Context, in TurnInput) (TurnOutput, error) {
+func (s *scenarioSession) Turn(ctx context.Context, in evalcore.TurnInput) (evalcore.TurnOutput, error) {
 	user, err := s.a.NewUser(in.Input)
 	if err != nil || user == nil {
-		return TurnOutput{}, &AdapterError{Tag: CodeInvalidSimulationScenario, Err: err}
+		return evalcore.TurnOutput{}, &evalcore.AdapterError{Tag: simulation.CodeInvalidSimulationScenario, Err: err}
 	}
-	sim := Simulation{User: user, Agent: s.inner, Options: s.a.Options}
+	sim := simulation.Simulation{User: user, Agent: s.inner, Options: s.a.Options}
 	if s.a.NewEnvironment != nil {
 		if sim.Environment, err = s.a.NewEnvironment(in.Input); err != nil {
-			return TurnOutput{}, &AdapterError{Tag: CodeInvalidSimulationScenario, Err: err}
+			return evalcore.TurnOutput{}, &evalcore.AdapterError{Tag: simulation.CodeInvalidSimulationScenario, Err: err}
 		}
 	}
-	res, err := RunSimulation(ctx, sim, in.Input)
+	res, err := simulation.RunSimulation(ctx, sim, in.Input)
 	if err != nil {
-		tag := ErrorCode(err)
+		tag := evalcore.ErrorCode(err)
 		if tag == "" {
-			tag = CodeSimulatorCallbackFailed
+			tag = simulation.CodeSimulatorCallbackFailed
 		}
-		return TurnOutput{}, &AdapterError{Tag: tag, Err: err}
+		return evalcore.TurnOutput{}, &evalcore.AdapterError{Tag: tag, Err: err}
 	}
-	out := TurnOutput{Metadata: map[string]any{
+	out := evalcore.TurnOutput{Metadata: map[string]any{
 		"simulation": map[string]any{"steps": res.Steps, "done": res.Done, "transcript": transcriptValue(res.Transcript)},
 	}}
 	var in64, out64 int64
@@ -92,7 +93,7 @@ func (s *scenarioSession) Turn(ctx context.Context, in TurnInput) (TurnOutput, e
 // Close closes the agent session.
 func (s *scenarioSession) Close() error { return s.inner.Close() }
 
-func transcriptValue(t []TranscriptEntry) []any {
+func transcriptValue(t []simulation.TranscriptEntry) []any {
 	out := make([]any, len(t))
 	for i, e := range t {
 		m := map[string]any{"role": e.Role, "content": e.Content}
@@ -143,8 +144,8 @@ type LLMUser struct {
 	redactor *secrets.Redactor
 }
 
-func userErr(reason string, cause error) *Error {
-	return &Error{Code: CodeLLMUser, Reason: reason, Err: cause}
+func userErr(reason string, cause error) *evalcore.Error {
+	return &evalcore.Error{Code: CodeLLMUser, Reason: reason, Err: cause}
 }
 
 // NewLLMUser validates cfg and builds its provider from env.
@@ -164,13 +165,13 @@ func NewLLMUser(cfg LLMUserConfig, env ModelEnv) (*LLMUser, error) {
 	}
 	spec, err := env.spec(cfg.Provider, cfg.Model, cfg.ProviderConfig)
 	if err != nil {
-		return nil, userErr(ErrorReason(err), nil)
+		return nil, userErr(evalcore.ErrorReason(err), nil)
 	}
 	spec.RequestTimeoutMS = cfg.RequestTimeoutMS
 	spec.MaxOutputBytes = 2*cfg.MaxMessageBytes + 256
 	p, err := env.build(spec)
 	if err != nil {
-		return nil, userErr(ErrorReason(err), nil)
+		return nil, userErr(evalcore.ErrorReason(err), nil)
 	}
 	return &LLMUser{cfg: cfg, provider: p, model: spec.Model, redactor: spec.redactor()}, nil
 }
@@ -178,16 +179,16 @@ func NewLLMUser(cfg LLMUserConfig, env ModelEnv) (*LLMUser, error) {
 // LLMUserFactory returns a ScenarioAdapter.NewUser that reads persona and
 // goal (required strings) from a scenario object; other scenario keys are
 // left to the environment. base supplies everything else.
-func LLMUserFactory(base LLMUserConfig, env ModelEnv) func(scenario any) (UserSimulator, error) {
-	return func(scenario any) (UserSimulator, error) {
+func LLMUserFactory(base LLMUserConfig, env ModelEnv) func(scenario any) (simulation.UserSimulator, error) {
+	return func(scenario any) (simulation.UserSimulator, error) {
 		m, ok := scenario.(map[string]any)
 		if !ok {
-			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "not_an_object")
+			return nil, evalcore.NewErr(simulation.CodeInvalidSimulationScenario, "not_an_object")
 		}
 		persona, ok1 := m["persona"].(string)
 		goal, ok2 := m["goal"].(string)
 		if !ok1 || !ok2 {
-			return nil, evalcore.NewErr(CodeInvalidSimulationScenario, "persona_and_goal")
+			return nil, evalcore.NewErr(simulation.CodeInvalidSimulationScenario, "persona_and_goal")
 		}
 		cfg := base
 		cfg.Persona, cfg.Goal = persona, goal
@@ -203,11 +204,11 @@ const llmUserSystemPrompt = "You are simulating a human user talking to an AI as
 	"next message to the assistant; empty when done)."
 
 // NextTurn asks the model for the user's next message.
-func (u *LLMUser) NextTurn(ctx context.Context, view SimulationView) (UserTurn, error) {
+func (u *LLMUser) NextTurn(ctx context.Context, view simulation.SimulationView) (simulation.UserTurn, error) {
 	transcript := u.redactor.Value(transcriptValue(view.Transcript))
 	doc, err := canonjson.Marshal(map[string]any{"persona": u.cfg.Persona, "goal": u.cfg.Goal, "transcript": transcript})
 	if err != nil {
-		return UserTurn{}, userErr(JudgeInvalidCaseInput, nil)
+		return simulation.UserTurn{}, userErr(JudgeInvalidCaseInput, nil)
 	}
 	zero := 0.0
 	req := &model.Request{
@@ -231,38 +232,38 @@ func (u *LLMUser) NextTurn(ctx context.Context, view SimulationView) (UserTurn, 
 	defer cancel()
 	resp, err := u.provider.Generate(cctx, req)
 	if cctx.Err() != nil {
-		return UserTurn{}, userErr(JudgeRequestTimeout, cctx.Err())
+		return simulation.UserTurn{}, userErr(JudgeRequestTimeout, cctx.Err())
 	}
 	if err != nil || resp == nil {
 		var me *model.Error
 		if errors.As(err, &me) {
-			return UserTurn{}, userErr(JudgeProviderRequestFailed, me) // structural, safe to keep
+			return simulation.UserTurn{}, userErr(JudgeProviderRequestFailed, me) // structural, safe to keep
 		}
-		return UserTurn{}, userErr(JudgeProviderRequestFailed, nil)
+		return simulation.UserTurn{}, userErr(JudgeProviderRequestFailed, nil)
 	}
 	text := resp.Message.Text()
 	if len(text) > 2*u.cfg.MaxMessageBytes+256 {
-		return UserTurn{}, userErr(JudgeOutputTooLarge, nil)
+		return simulation.UserTurn{}, userErr(JudgeOutputTooLarge, nil)
 	}
 	v, err := jsonlimit.Decode([]byte(text), jsonlimit.Limits{MaxBytes: 2*u.cfg.MaxMessageBytes + 256, MaxDepth: 4})
 	obj, ok := v.(map[string]any)
 	if err != nil || !ok || len(obj) != 2 {
-		return UserTurn{}, userErr(LLMUserInvalidOutput, nil)
+		return simulation.UserTurn{}, userErr(LLMUserInvalidOutput, nil)
 	}
 	done, ok1 := obj["done"].(bool)
 	msg, ok2 := obj["message"].(string)
 	if !ok1 || !ok2 || len(msg) > u.cfg.MaxMessageBytes || (!done && msg == "") {
-		return UserTurn{}, userErr(LLMUserInvalidOutput, nil)
+		return simulation.UserTurn{}, userErr(LLMUserInvalidOutput, nil)
 	}
 	if done {
-		return UserTurn{Done: true}, nil
+		return simulation.UserTurn{Done: true}, nil
 	}
-	return UserTurn{Input: u.redactor.String(msg)}, nil
+	return simulation.UserTurn{Input: u.redactor.String(msg)}, nil
 }
 
 // compile-time interface checks
 var (
-	_ UserSimulator = (*LLMUser)(nil)
-	_ Adapter       = (*ScenarioAdapter)(nil)
-	_ CaseScorer    = (*Judge)(nil)
+	_ simulation.UserSimulator = (*LLMUser)(nil)
+	_ evalcore.Adapter         = (*ScenarioAdapter)(nil)
+	_ evalcore.CaseScorer      = (*Judge)(nil)
 )

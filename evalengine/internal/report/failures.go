@@ -1,16 +1,18 @@
-package evalengine
+package report
 
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"strconv"
 	"strings"
+
+	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 )
 
-// Failure-reason bounds (MaxExcerptRunes is in excerpt.go). Every renderer (Markdown, JUnit, SARIF,
+// Failure-reason bounds. Every renderer (Markdown, JUnit, SARIF,
 // annotations, and the HTML report) takes its reasons from Failures, so a
-// reason reads the same everywhere and its size is bounded in one place.
+// reason reads the same everywhere and its size is bounded in one place
+// (with evalcore.MaxExcerptRunes, which the criteria share).
 const (
 	// MaxFailureSamples bounds the samples explained per case; the rest
 	// are counted in CaseFailure.OmittedSamples.
@@ -85,7 +87,7 @@ type TrajectoryMismatch struct {
 
 // Failures extracts the reasons of every case that did not pass, in result
 // order. It is the one place reasons are derived; renderers only format them.
-func Failures(r *Result) []CaseFailure {
+func Failures(r *evalcore.Result) []CaseFailure {
 	var out []CaseFailure
 	if r == nil {
 		return out
@@ -118,7 +120,7 @@ func Failures(r *Result) []CaseFailure {
 	return out
 }
 
-func failedMetrics(ms []MetricResult) []FailedMetric {
+func failedMetrics(ms []evalcore.MetricResult) []FailedMetric {
 	var out []FailedMetric
 	for i := range ms {
 		m := &ms[i]
@@ -135,7 +137,7 @@ func failedMetrics(ms []MetricResult) []FailedMetric {
 // metricReason is a metric's own typed reason (not_evaluated/error), or a
 // judge's bounded explanation when it gave one; "" otherwise. The HTML
 // report also shows it for metrics that passed (a judge's rationale).
-func metricReason(m *MetricResult) string {
+func metricReason(m *evalcore.MetricResult) string {
 	for _, k := range [...]string{"reason", "rationale", "explanation"} {
 		if s, ok := m.Metadata[k].(string); ok && s != "" {
 			return evalcore.ExcerptString(s)
@@ -144,9 +146,9 @@ func metricReason(m *MetricResult) string {
 	return ""
 }
 
-func sampleFailure(s *SampleResult) SampleFailure {
+func sampleFailure(s *evalcore.SampleResult) SampleFailure {
 	sf := SampleFailure{SampleIndex: s.SampleIndex, Status: s.Status, Error: evalcore.ExcerptString(s.Error), TraceID: s.TraceID}
-	var metrics []MetricResult
+	var metrics []evalcore.MetricResult
 	metrics = append(metrics, s.Criteria...)
 	for ti := range s.Turns {
 		metrics = append(metrics, s.Turns[ti].Metrics...)
@@ -176,7 +178,7 @@ func sampleFailure(s *SampleResult) SampleFailure {
 	if sf.Response == nil && sf.Error == "" && len(sf.Metrics) > 0 {
 		for ti := range s.Turns {
 			if exp, ok := evalcore.ExpectedResponse(s.Turns[ti].Expected); ok {
-				sf.Response = &ResponseMismatch{TurnIndex: ti, Expected: Excerpt(exp), Actual: Excerpt(s.Turns[ti].Actual)}
+				sf.Response = &ResponseMismatch{TurnIndex: ti, Expected: evalcore.Excerpt(exp), Actual: evalcore.Excerpt(s.Turns[ti].Actual)}
 				break
 			}
 		}
@@ -186,19 +188,19 @@ func sampleFailure(s *SampleResult) SampleFailure {
 
 // trajectoryMismatch completes the metric's record with the actual call's
 // arguments when the result holds them (capture_tool_content).
-func trajectoryMismatch(mm map[string]any, traj []TrajectoryItem) *TrajectoryMismatch {
+func trajectoryMismatch(mm map[string]any, traj []evalcore.TrajectoryItem) *TrajectoryMismatch {
 	tm := &TrajectoryMismatch{Index: intOf(mm["expected_index"])}
 	tm.Expected, _ = mm["expected"].(string)
 	tm.Actual, _ = mm["actual"].(string)
 	if ai := intOf(mm["actual_index"]); ai >= 0 {
 		n := 0
 		for i := range traj {
-			if traj[i].Kind != KindToolCall {
+			if traj[i].Kind != evalcore.KindToolCall {
 				continue
 			}
 			if n == ai {
 				if traj[i].Args != nil {
-					tm.Actual = traj[i].Tool + " " + Excerpt(traj[i].Args)
+					tm.Actual = traj[i].Tool + " " + evalcore.Excerpt(traj[i].Args)
 				}
 				break
 			}
@@ -238,7 +240,7 @@ func (f *CaseFailure) reason() string {
 	for _, m := range f.Metrics {
 		// A metric nobody could score because every sample errored says
 		// nothing the error does not.
-		if len(parts) > 0 && m.Status == StatusNotEvaluated {
+		if len(parts) > 0 && m.Status == evalcore.StatusNotEvaluated {
 			continue
 		}
 		parts = append(parts, m.String())
@@ -266,7 +268,7 @@ func (f *CaseFailure) reason() string {
 // String renders "response 0.0000 < 1.0000" or "judge error (judge_timeout)".
 func (m FailedMetric) String() string {
 	s := m.MetricID + " "
-	if m.Status == StatusOK || m.Status == StatusPartial {
+	if m.Status == evalcore.StatusOK || m.Status == evalcore.StatusPartial {
 		s += f4(m.Score) + " < " + f4(m.Threshold)
 	} else {
 		s += m.Status

@@ -1,0 +1,160 @@
+// The root's names for report rendering in internal/report: the
+// canonical exports (json, jsonl, markdown, junit, sarif, annotations,
+// html), the failure reasons every renderer shares, and the compare and
+// stats reports. Each name is the same type, constant or function as the
+// report package's, whose doc comments carry the detail.
+
+package evalengine
+
+import (
+	"github.com/fadcedab/adk/evalengine/internal/report"
+)
+
+// DiffOp is one span of a word diff: Op is '=' (both), '-' (expected only)
+// or '+' (actual only).
+type DiffOp = report.DiffOp
+
+// DiffWords diffs two texts by words (whitespace runs are tokens too, so
+// joining the spans of one side gives that side back).
+func DiffWords(expected string, actual string) []DiffOp {
+	return report.DiffWords(expected, actual)
+}
+
+// Export formats (CONTRACTS §5.10).
+const (
+	FormatJSON        = report.FormatJSON
+	FormatMarkdown    = report.FormatMarkdown
+	FormatJUnit       = report.FormatJUnit
+	FormatSARIF       = report.FormatSARIF
+	FormatAnnotations = report.FormatAnnotations
+
+	// FormatJSONL is the sample stream (evalcore/stream.go): a header line, one line
+	// per sample in case order, the summary line.
+	FormatJSONL = report.FormatJSONL
+)
+
+const (
+	// MetadataResponseCache is the result metadata key under which a run with
+	// a response cache records {mode, hits, misses, writes}; the Markdown
+	// report prints it.
+	MetadataResponseCache = report.MetadataResponseCache
+)
+
+// Export defaults and bounds.
+const (
+	DefaultSuiteName         = report.DefaultSuiteName
+	MaxSuiteNameBytes        = report.MaxSuiteNameBytes
+	MaxExportBytes           = report.MaxExportBytes
+	MaxExportFindings        = report.MaxExportFindings
+	InformationURI           = report.InformationURI
+	CodeInvalidExportOptions = report.CodeInvalidExportOptions
+)
+
+// ExportOptions are the renderer's only options.
+type ExportOptions = report.ExportOptions
+
+// Formats lists the export formats in a fixed order.
+func Formats() []string {
+	return report.Formats()
+}
+
+// Render is the one canonical renderer.
+func Render(v any, format string, opts ExportOptions) ([]byte, error) {
+	return report.Render(v, format, opts)
+}
+
+const (
+	// MaxFailureSamples bounds the samples explained per case; the rest are
+	// counted in CaseFailure.OmittedSamples.
+	MaxFailureSamples = report.MaxFailureSamples
+)
+
+// CaseFailure explains why one case did not pass: what the renderers put in
+// a "Failures" section, a JUnit <failure>, a SARIF message or an
+// annotation.
+type CaseFailure = report.CaseFailure
+
+// FailedMetric is one metric that did not pass, with its score and
+// threshold (score is 0 when the status is error or not_evaluated).
+type FailedMetric = report.FailedMetric
+
+// SampleFailure explains one failed or errored sample.
+type SampleFailure = report.SampleFailure
+
+// ResponseMismatch is the first turn whose response differed from the
+// expected one, as bounded excerpts.
+type ResponseMismatch = report.ResponseMismatch
+
+// TrajectoryMismatch is the first expected tool call that was not matched
+// and the actual call found in its place ("" when there was none).
+type TrajectoryMismatch = report.TrajectoryMismatch
+
+// Failures extracts the reasons of every case that did not pass, in result
+// order.
+func Failures(r *Result) []CaseFailure {
+	return report.Failures(r)
+}
+
+const (
+	// FormatHTML is the self-contained HTML report (issue 15).
+	FormatHTML = report.FormatHTML
+)
+
+// RenderHTML renders the HTML report of a result, of a comparison, or of a
+// result with its baseline comparison (either may be nil, not both).
+func RenderHTML(res *Result, cmp *Comparison, opts ExportOptions) ([]byte, error) {
+	return report.RenderHTML(res, cmp, opts)
+}
+
+const (
+	// FormatText is the plain-text format of StatsReport.
+	FormatText = report.FormatText
+)
+
+// Statistics report constants.
+const (
+	StatsReportType      = report.StatsReportType
+	MaxStatsReportInputs = report.MaxStatsReportInputs
+)
+
+// CompareReport is `adk eval compare BASELINE CURRENT`: Compare, then
+// render.
+func CompareReport(baseline *Result, current *Result, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
+	return report.CompareReport(baseline, current, opts, format, eo)
+}
+
+// StatsOptions configure StatsReport.
+type StatsOptions = report.StatsOptions
+
+// DefaultStatsOptions are the default gate (95 %, no tolerated drop,
+// significance required) and text output.
+func DefaultStatsOptions() StatsOptions {
+	return report.DefaultStatsOptions()
+}
+
+// StatsDocument is the statistics report over a series of results.
+type StatsDocument = report.StatsDocument
+
+// ResultStats are one result's intervals.
+type ResultStats = report.ResultStats
+
+// MetricStats is a metric's mean score interval over every ok score of the
+// result (all samples, all turns); nil when it has none.
+type MetricStats = report.MetricStats
+
+// StatsGate is the longitudinal gate over the pass outcomes of cases (1
+// passed, 0 not) and over each metric's scores.
+type StatsGate = report.StatsGate
+
+// MetricGate is one metric's gate; Gate is nil when either side has no
+// scores (the metric is then not gated).
+type MetricGate = report.MetricGate
+
+// StatsReport is `adk eval stats RESULT...`: for every result (oldest
+// first) the Wilson interval of its pass rate and the confidence interval
+// of each metric's mean score, then, with two or more results, the
+// longitudinal gate of the last result against all earlier ones pooled, on
+// case pass outcomes and on every metric both sides scored.
+func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, error) {
+	return report.StatsReport(results, opts)
+}
