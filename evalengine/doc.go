@@ -11,11 +11,37 @@
 // or devapi: a local `adk eval run` and a distributed job run the same code
 // (Run, or RunSample per task plus Aggregate) and produce the same result
 // document apart from timings. It may import agent, plugins, observability
-// and internal; today it needs internal (jsonlimit, secrets, canonjson)
-// and agent/model with its gemini and openai providers (the judge and the
-// LLM user simulator). The default agent adapter (fresh agent, Runner and session
-// per sample, from AGENT.json) lives beside it once the runtime lands; the
-// HTTP adapter is evalengine/httpadapter.
+// and internal; today it needs internal (jsonlimit, secrets, canonjson),
+// observability (the run's spans) and agent/model with its gemini and
+// openai providers (the judge and the LLM user simulator). The default
+// agent adapter (fresh agent, Runner and session per sample, from
+// AGENT.json) is evalengine/agentadapter; the HTTP adapter is
+// evalengine/httpadapter.
+//
+// # Packages
+//
+// This package is the API: every name a caller uses is here, and callers
+// import nothing else of evalengine. The code lives in internal packages,
+// one per heading below, each with a doc.go saying what it must not
+// import; the root re-exports their names (api_*.go: type aliases,
+// constants and wrappers with the same signatures) and keeps only what
+// ties them together, criteria files (criteriafile.go) and job
+// preparation (prepare.go).
+//
+//	internal/evalcore    the set, options, Adapter, criteria and built-in
+//	                     metrics, the run engine ("Scheduling"), the result
+//	                     and its decoding, comparison, statistics, ensembles,
+//	                     review; below everything else
+//	internal/report      Render, RenderHTML, Failures, CompareReport,
+//	                     StatsReport
+//	internal/simulation  RunSimulation and the simulator interfaces
+//	internal/llm         the judge and its provider clients (ModelEnv), the
+//	                     LLM user simulator and ScenarioAdapter
+//	internal/googleadk   LoadSet and the Google ADK import ("Google ADK
+//	                     import"), test_config.json, conversation_scenario
+//
+// They import upwards in that order (googleadk uses llm and simulation; llm
+// uses simulation; all use evalcore), and report uses evalcore only.
 //
 // # Flow
 //
@@ -27,9 +53,9 @@
 //	Failures(result) -> []CaseFailure    why each case failed; the one source
 //	                                     of reasons for every renderer
 //	ParseGoogleTestConfig(bytes)          adk-python test_config.json criteria
-//	                                     mapped onto adk's (googleconfig.go)
+//	                                     mapped onto adk's (internal/googleadk)
 //	ScenarioRouter, GoogleScenarioUser    conversation_scenario cases through the
-//	                                     LLM user simulator (googlescenario.go)
+//	                                     LLM user simulator (internal/googleadk)
 //	RenderHTML(result, comparison, ExportOptions) -> one self-contained page
 //	CompareReport(baseline, current, ...)     `adk eval compare`
 //	StatsReport(results, StatsOptions)        `adk eval stats`

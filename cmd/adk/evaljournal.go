@@ -15,10 +15,10 @@ import (
 )
 
 // The resume journal of `adk eval run` (issue 16): the run's finished
-// samples in the sample stream format (evalengine/stream.go, the one
-// format for journals and the jsonl report), written beside --output as
-// OUTPUT.journal.jsonl while the run goes. Decisions where the issue is
-// silent:
+// samples in the sample stream format (evalengine's stream.go, now in
+// internal/evalcore: the one format for journals and the jsonl report),
+// written beside --output as OUTPUT.journal.jsonl while the run goes.
+// Decisions where the issue is silent:
 //
 //   - Only a run with --output FILE keeps a journal (it is "next to
 //     --output"); a stdout-only run has none and says so when interrupted.
