@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/store/evalrecord"
@@ -32,6 +33,9 @@ type FSM struct {
 	// twice.
 	prebuiltMu sync.Mutex
 	prebuilt   map[string]prebuilt
+	// completionApply is the store time (ns) of the last batch that held
+	// a completion.
+	completionApply atomic.Int64
 	// failed is the storage failure that stopped this FSM (nil while it
 	// follows the log); onFail, set before Raft starts, stops the
 	// service with it. Only the apply goroutine writes failed.
@@ -64,7 +68,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 	c := f.prepare(l)
 	f.applying.Lock()
 	defer f.applying.Unlock()
+	start := time.Now()
 	applied, err := f.store.Update(l.Index, c.fn)
+	f.timeCompletion(start, c)
 	return f.finish(l.Index, c, applied, err)
 }
 
@@ -90,7 +96,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.applying.Lock()
 	defer f.applying.Unlock()
+	start := time.Now()
 	applied, errs, err := f.store.UpdateBatch(ops)
+	f.timeCompletion(start, cmds...)
 	k := 0
 	for i, c := range cmds {
 		if c == nil {
@@ -105,6 +113,18 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		k++
 	}
 	return out
+}
+
+// timeCompletion records how long the store took over a batch holding a
+// completion (the leader logs it with the job's timings): the part of a
+// job's tail after the Raft commit.
+func (f *FSM) timeCompletion(start time.Time, cmds ...*fsmCmd) {
+	for _, c := range cmds {
+		if c != nil && c.t == cmdTransition && c.to == evalrecord.PhaseCompleted {
+			f.completionApply.Store(int64(time.Since(start)))
+			return
+		}
+	}
 }
 
 // cachedSamples is sampleCache.outcomes after any apply in progress

@@ -435,7 +435,8 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 			commit := time.Since(proposed)
 			n.log.Info("job completed", "job", j.JobID, "tasks", j.Progress.Total, "result_bytes", tc.Patch.ResultSize, "cached", t.cached,
 				"read_ms", ms(t.read), "decode_ms", ms(t.decode), "aggregate_ms", ms(t.aggregate), "encode_ms", ms(t.encode),
-				"digest_ms", ms(t.digest), "commit_ms", ms(commit), "tail_ms", ms(t.total+commit), "err", err)
+				"digest_ms", ms(t.digest), "commit_ms", ms(commit), "store_ms", ms(time.Duration(n.fsm.completionApply.Load())),
+				"tail_ms", ms(t.total+commit), "err", err)
 		}
 		if err != nil && tc.To == evalrecord.PhaseCompleted && !errors.Is(err, evalrecord.ErrStalePhase) && !api.AsError(err).Retryable() {
 			// The result cannot be stored (quota, transaction size): the

@@ -63,6 +63,7 @@ type fleet struct {
 // proc is one child process with its log file.
 type proc struct {
 	role, id string
+	metrics  string // a coordinator's --metrics-addr (heap in use)
 	cmd      *exec.Cmd
 	log      string
 	done     chan struct{} // closed when Wait returned
@@ -196,8 +197,13 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		peers = append(peers, ids[i]+"="+addrs[i])
 	}
 	for i, id := range ids {
+		metrics, err := freeAddr()
+		if err != nil {
+			return f, err
+		}
 		args := []string{"coordinator", "--id", id, "--data-dir", filepath.Join(cfg.dir, id), "--raft-addr", addrs[i],
 			"--nats", f.srv.ClientURL(), "--bootstrap", "--workers", strings.Join(workers, ","),
+			"--metrics-addr", metrics,
 			"--log-level", "info"} // the leader logs each job's completion timings (ID.log, -keep)
 		if cfg.coordinators > 1 {
 			args = append(args, "--peers", strings.Join(peers, ","))
@@ -206,6 +212,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		if err != nil {
 			return f, err
 		}
+		p.metrics = metrics
 		f.coords = append(f.coords, p)
 	}
 	if _, err := f.leader(ctx); err != nil {

@@ -44,7 +44,7 @@ func TestClusterFleetbench_SmallFleet(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 	for _, r := range rows {
-		if r.workers != 1 || r.leader != "c1" || r.errors != 0 || r.wall <= 0 || r.peakRSS <= 0 || r.rssAfter <= 0 {
+		if r.workers != 1 || r.leader != "c1" || r.errors != 0 || r.wall <= 0 || r.peakRSS <= 0 || r.rssAfter <= 0 || r.peakHeap <= 0 {
 			t.Errorf("row %+v", r)
 		}
 		// One model call per task, over pooled connections: at most one

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,7 @@ type jobRun struct {
 	errors               int
 	leader               string
 	peakRSS              int64 // leader's VmHWM over the job (reset at submit), bytes
+	peakHeap             int64 // leader's largest go_memstats_heap_inuse_bytes, sampled every ~0.5 s
 	rssAfter             int64 // leader's VmRSS at the end, bytes
 	cpu                  []procCPU
 	benchCPU             time.Duration // this process: NATS server and the driver
@@ -98,7 +101,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	r.submitted = time.Since(start)
 	var t10, t90 time.Time
 	var d10, d90 int
-	var inFlightSum, assignedSum, heldSum, inFlightN int
+	var inFlightSum, assignedSum, heldSum, inFlightN, polls int
 	for !j.Phase.Terminal() {
 		if err := pause(ctx, 50*time.Millisecond); err != nil {
 			return r, fmt.Errorf("job %s: %w", j.JobID, err)
@@ -107,6 +110,9 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 			if p.exited() {
 				return r, fmt.Errorf("%s %s exited during the job: %v\n%s", p.role, p.id, p.err, p.logTail(20))
 			}
+		}
+		if polls++; polls%10 == 1 {
+			r.peakHeap = max(r.peakHeap, heapInUse(ctx, leader.metrics))
 		}
 		next, err := f.cl.Status(ctx, scope, j.JobID)
 		if err != nil {
@@ -154,6 +160,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 		r.assigned = float64(assignedSum) / float64(inFlightN)
 		r.held = float64(heldSum) / float64(inFlightN)
 	}
+	r.peakHeap = max(r.peakHeap, heapInUse(ctx, leader.metrics))
 	m, err := readMemory(leader.pid())
 	if err != nil {
 		return r, err
@@ -259,4 +266,33 @@ func (f *fleet) sampleErrors(ctx context.Context, j *evalrecord.Job) string {
 	}
 	slices.Sort(parts)
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// heapInUse reads go_memstats_heap_inuse_bytes from a coordinator's
+// /metrics (0 when it cannot): the leader's live heap, where VmHWM also
+// counts what the collector has not returned to the OS.
+func heapInUse(ctx context.Context, addr string) int64 {
+	if addr == "" {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f)
+		}
+	}
+	return 0
 }
