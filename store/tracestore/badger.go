@@ -43,7 +43,7 @@ type BadgerTuning struct {
 var defaultTuning = BadgerTuning{
 	MemTableSize: 8 << 20, NumMemtables: 3, ValueThreshold: 256,
 	BlockCacheSize: 0, IndexCacheSize: 0, BaseTableSize: 4 << 20,
-	NumLevelZeroTables: 2, NumLevelZeroTablesStall: 10, ValueLogFileSize: 128 << 20,
+	NumLevelZeroTables: 2, NumLevelZeroTablesStall: 10, ValueLogFileSize: 32 << 20,
 	NumCompactors: 2, Compression: "none", PageOutInterval: DefaultPageOutInterval,
 }
 
