@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // encodeMessageFormat1 is format 1's encoder as the store wrote it until
@@ -336,5 +337,46 @@ func TestStore_ChunkEvictedInItsOwnMessageIsSkipped(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStore_Layout2DirectoryIsUpgradedOnItsFirstApply: a layout 2
+// directory (format 1 values) opens and reads; its first apply records
+// layout 3, which a build that reads only layout 2 refuses.
+func TestStore_Layout2DirectoryIsUpgradedOnItsFirstApply(t *testing.T) {
+	dir := t.TempDir()
+	s := openStoreAt(t, dir, Options{})
+	c := appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 1)
+	s.m.Layout = upgradableLayout
+	mb, _ := msgpack.Marshal(&s.m)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey, mb) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	layout := func() int {
+		t.Helper()
+		var m meta
+		err := s.db.View(func(txn *badger.Txn) error {
+			it, err := txn.Get(metaKey)
+			if err != nil {
+				return err
+			}
+			return it.Value(func(v []byte) error { return msgpack.Unmarshal(v, &m) })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Layout
+	}
+	s = openStoreAt(t, dir, Options{})
+	if got := layout(); got != upgradableLayout {
+		t.Fatalf("opening alone wrote layout %d", got)
+	}
+	if p, err := s.Query("alice", nil, QueryOptions{}); err != nil || fmt.Sprint(cursors(t, p)) != fmt.Sprint([]uint64{c}) {
+		t.Fatalf("layout 2 store reads %v, %v", p, err)
+	}
+	appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 2)
+	if got := layout(); got != storeLayout {
+		t.Fatalf("after an apply the layout is %d", got)
 	}
 }

@@ -79,9 +79,17 @@ type Counters struct {
 	LifecycleDeliveryDropped    uint64 `json:"lifecycle_delivery_dropped" msgpack:"-"`
 }
 
-// storeLayout is the key layout (store/DESIGN.md) this build reads and
-// writes; Open refuses a data directory of another layout.
-const storeLayout = 2
+// storeLayout is the layout (store/DESIGN.md) this build writes: layout
+// 3 is layout 2's keys with message values in record format 2
+// (records.go). Open refuses a data directory of another layout, except
+// layout 2, whose format 1 values this build still reads: it is upgraded
+// in place (the meta key says 3 from the first apply on), so a build that
+// reads only layout 2 refuses the directory instead of skipping the
+// format 2 values it cannot read.
+const storeLayout = 3
+
+// upgradableLayout is the older layout Open reads and upgrades.
+const upgradableLayout = 2
 
 type meta struct {
 	Layout         int      `msgpack:"layout"`
@@ -291,9 +299,10 @@ func (s *Store) load() error {
 			if s.m.Layout == 0 {
 				s.m.Layout = 1 // layout 1 did not record its layout
 			}
-			if s.m.Layout != storeLayout {
-				return fmt.Errorf("data directory has key layout %d, this build reads layout %d", s.m.Layout, storeLayout)
+			if s.m.Layout != storeLayout && s.m.Layout != upgradableLayout {
+				return fmt.Errorf("data directory has key layout %d, this build reads layouts %d and %d", s.m.Layout, upgradableLayout, storeLayout)
 			}
+			s.m.Layout = storeLayout
 		} else if errors.Is(err, badger.ErrKeyNotFound) {
 			s.m.Layout = storeLayout
 		} else {
