@@ -152,7 +152,7 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 					if !ok {
 						continue // evicted before its message was written
 					}
-					size := int(view.size[j])
+					size := view.size(j)
 					if len(page.Events) >= q.Limit || page.EncodedBytes+size > q.MaxBytes {
 						page.Truncated = true
 						return nil

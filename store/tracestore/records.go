@@ -10,27 +10,35 @@ import (
 
 // Stored records are compressed with S2 and a fixed dictionary of typical
 // records (key names, structure, common values). The dictionary is part of
-// the format: both format bytes below mean this text, byte for byte; a new
-// dictionary needs a new format byte.
+// the format: every format byte below means this text, byte for byte; a
+// new dictionary needs a new format byte.
 //
 // Format 1 (written until issue 19) compressed each record alone: a
 // ~500-byte telemetrygen span stored in ~210 B, because what one span
 // shares with its neighbours (the same keys, ids, timestamps) was not
-// available to its compressor. Format 2 compresses up to recordChunk
-// consecutive records of a message together: the same span stores in
-// ~70 B. A page that returns one record of a chunk decompresses the chunk
-// (~8 KiB, a few µs); a page of neighbouring records decompresses each
-// chunk once. Both formats are read; only format 2 is written.
+// available to its compressor. Format 2 compressed 16 consecutive records
+// of a message together (~68 B for the same span), but a page of one run
+// among many interleaved in a message then decompressed a chunk per
+// record it returned, and parsed a varint header of every record
+// (BenchmarkPageQuery: p50 72 → 390–500 µs). Format 3 (written now)
+// compresses recordChunk records together after ordering the message's
+// records by identity (first appearance), so a run's or a trace's records
+// of one message share a chunk, and keeps a fixed-width header that a page
+// reads in place. All three formats are read.
 const (
-	recordFormatS2Dict1       byte = 1
-	recordFormatS2Dict1Chunks byte = 2
+	recordFormatS2Dict1        byte = 1
+	recordFormatS2Dict1Chunks  byte = 2
+	recordFormatS2Dict1Grouped byte = 3
 )
 
-// recordChunk is how many records format 2 compresses together. It is
-// part of format 2 (a reader derives the chunk of a record from its
-// position): 8 stored the bench span in ~77 B, 16 in ~68 B, 64 in ~61 B,
-// while a page's work for one record grows with it.
-const recordChunk = 16
+// recordChunk is how many records format 3 compresses together (part of
+// the format: a reader derives a record's chunk from its position). On
+// the bench's spans 4 stored ~95 B, 8 ~77 B, 16 ~68 B per span, while a
+// page's work for one record grows with it.
+const recordChunk = 8
+
+// recordChunk2 is format 2's chunk (read only).
+const recordChunk2 = 16
 
 // recordDictText: the most common record kind last (S2 prefers near
 // offsets).
@@ -59,22 +67,6 @@ const recordDictText = `{"cursor":1,"event":{"schema_version":1,"type":"node_com
 
 var recordDict = s2.MakeDict([]byte(recordDictText), []byte(`{"cursor":`))
 
-// compressChunk returns the stored form of a chunk (the JSON of up to
-// recordChunk records, concatenated), carved from *arena (a batch's
-// chunks share a few allocations instead of one each, sized for the worst
-// case). scratch is reused between calls.
-func compressChunk(arena, scratch *[]byte, js []byte) []byte {
-	if n := s2.MaxEncodedLen(len(js)); cap(*scratch) < n {
-		*scratch = make([]byte, n)
-	}
-	enc := recordDict.Encode((*scratch)[:cap(*scratch)], js)
-	if cap(*arena)-len(*arena) < len(enc) {
-		*arena = make([]byte, 0, max(64<<10, len(enc))) // earlier chunks keep the old allocation
-	}
-	*arena = append(*arena, enc...)
-	return (*arena)[len(*arena)-len(enc) : len(*arena) : len(*arena)]
-}
-
 // msgRecord is one accepted record of a message: its index in the message
 // and its JSON size (what quotas and pages count).
 type msgRecord struct {
@@ -86,35 +78,44 @@ type msgRecord struct {
 // at most 65 535 records).
 const maxMessageRecords = 1 << CursorIndexBits
 
-// encodeMessage is the value of a principal's message key (0x04), format
-// 2: format u8, n uvarint, n × idx (uvarint, the first as is and each
-// next as the step from the one before, ≥ 1), n × size uvarint, then for
-// each of the ceil(n/recordChunk) chunks its compressed length uvarint,
-// then the chunks. Record j is in chunk j/recordChunk; a chunk's
-// plain text is its records' JSON in order, so the sizes locate them.
-// chunks[c] holds recs[c*recordChunk:(c+1)*recordChunk].
-func encodeMessage(recs []msgRecord, chunks [][]byte) []byte {
+// encodeGrouped is the value of a principal's message key (0x04),
+// format 3: format u8, n u16, n × idx u16, n × end u32, c × cend u32,
+// then the c = ceil(n/recordChunk) chunks. The n records are listed in
+// chunk order (order), not index order; end is each record's cumulative
+// end in the concatenated plain text of all chunks, cend each chunk's
+// cumulative compressed end. Chunk k holds listed records
+// k*recordChunk onwards; its plain text is their JSON in that order.
+// jsons[i] is record recs[i]'s JSON; order lists positions in recs.
+func encodeGrouped(recs []msgRecord, jsons [][]byte, order []int) []byte {
+	n := len(order)
+	nc := (n + recordChunk - 1) / recordChunk
+	var plain []byte
+	chunks := make([][]byte, 0, nc)
 	total := 0
-	for _, c := range chunks {
+	for k := 0; k < nc; k++ {
+		plain = plain[:0]
+		for _, i := range order[k*recordChunk : min(n, (k+1)*recordChunk)] {
+			plain = append(plain, jsons[i]...)
+		}
+		c := recordDict.Encode(nil, plain)
+		chunks = append(chunks, c)
 		total += len(c)
 	}
-	b := make([]byte, 0, 1+binary.MaxVarintLen16+8*len(recs)+3*len(chunks)+total)
-	b = append(b, recordFormatS2Dict1Chunks)
-	b = binary.AppendUvarint(b, uint64(len(recs)))
-	prev := uint16(0)
-	for j, r := range recs {
-		if j == 0 {
-			b = binary.AppendUvarint(b, uint64(r.idx))
-		} else {
-			b = binary.AppendUvarint(b, uint64(r.idx-prev))
-		}
-		prev = r.idx
+	b := make([]byte, 0, 3+6*n+4*nc+total)
+	b = append(b, recordFormatS2Dict1Grouped)
+	b = binary.BigEndian.AppendUint16(b, uint16(n))
+	for _, i := range order {
+		b = binary.BigEndian.AppendUint16(b, recs[i].idx)
 	}
-	for _, r := range recs {
-		b = binary.AppendUvarint(b, uint64(r.size))
+	end := uint32(0)
+	for _, i := range order {
+		end += recs[i].size
+		b = binary.BigEndian.AppendUint32(b, end)
 	}
+	cend := uint32(0)
 	for _, c := range chunks {
-		b = binary.AppendUvarint(b, uint64(len(c)))
+		cend += uint32(len(c))
+		b = binary.BigEndian.AppendUint32(b, cend)
 	}
 	for _, c := range chunks {
 		b = append(b, c...)
@@ -122,31 +123,29 @@ func encodeMessage(recs []msgRecord, chunks [][]byte) []byte {
 	return b
 }
 
-// messageView reads a message value of either format. Its slices are
-// reused from one message to the next; records it returns are fresh.
+// messageView reads a message value of any format. Formats 1 and 2 are
+// parsed into its slices (reused from one message to the next); format 3
+// is read in place. Records it returns are copies.
 type messageView struct {
 	v      []byte
 	format byte
+	n      int
+	// Formats 1 and 2.
 	idx    []uint16
-	size   []uint32 // JSON size; format 1: read from the block header
+	sizes  []uint32 // JSON size; format 1: read from the block header
 	off    []uint32 // offset in the chunk's plain text (format 2)
 	chunks []int    // chunk c is v[chunks[c]:chunks[c+1]]
-	plainC int      // the chunk plain holds, or -1
-	plain  []byte
-}
-
-// chunkOf is the chunk holding record j.
-func (m *messageView) chunkOf(j int) int {
-	if m.format == recordFormatS2Dict1 {
-		return j
-	}
-	return j / recordChunk
+	// Format 3: where its arrays start in v.
+	ends, cends, data int
+	hint              int    // where find starts
+	plainC            int    // the chunk plain holds, or -1
+	plain             []byte // reused: records are copied out of it
 }
 
 // decode parses a message value's header. It reports false for a
 // malformed value; it never panics (FuzzMessageValue).
 func (m *messageView) decode(v []byte) bool {
-	*m = messageView{idx: m.idx[:0], size: m.size[:0], off: m.off[:0], chunks: m.chunks[:0], plainC: -1, v: v}
+	*m = messageView{idx: m.idx[:0], sizes: m.sizes[:0], off: m.off[:0], chunks: m.chunks[:0], plainC: -1, v: v, plain: m.plain[:0]}
 	if len(v) < 1 {
 		return false
 	}
@@ -156,8 +155,26 @@ func (m *messageView) decode(v []byte) bool {
 		return m.decode1(v)
 	case recordFormatS2Dict1Chunks:
 		return m.decode2(v)
+	case recordFormatS2Dict1Grouped:
+		return m.decode3(v)
 	}
 	return false
+}
+
+// decode3 checks format 3's header (encodeGrouped) without reading it
+// all: a page reads a few records of a message of hundreds, so the
+// offsets are checked where record reads them.
+func (m *messageView) decode3(v []byte) bool {
+	if len(v) < 3 {
+		return false
+	}
+	n := int(binary.BigEndian.Uint16(v[1:]))
+	nc := (n + recordChunk - 1) / recordChunk
+	m.n, m.ends, m.cends, m.data = n, 3+2*n, 3+6*n, 3+6*n+4*nc
+	if len(v) < m.data {
+		return false
+	}
+	return nc == 0 && len(v) == m.data || nc > 0 && int(binary.BigEndian.Uint32(v[m.cends+4*(nc-1):])) == len(v)-m.data
 }
 
 // decode1 reads format 1: format u8, n u16, n × idx u16, n × end u32
@@ -182,18 +199,21 @@ func (m *messageView) decode1(v []byte) bool {
 			return false
 		}
 		size, err := s2.DecodedLen(v[m.chunks[j]:end])
-		if err != nil {
+		if err != nil || size > MaxEventBytesLimit {
 			return false
 		}
 		m.idx = append(m.idx, idx)
-		m.size = append(m.size, uint32(size))
+		m.sizes = append(m.sizes, uint32(size))
 		m.off = append(m.off, 0)
 		m.chunks = append(m.chunks, end)
 	}
+	m.n = n
 	return true
 }
 
-// decode2 reads format 2 (encodeMessage).
+// decode2 reads format 2: format u8, n uvarint, n × idx uvarint (the
+// first as is, then steps ≥ 1), n × size uvarint, ceil(n/16) × compressed
+// chunk length uvarint, then the chunks; record j is in chunk j/16.
 func (m *messageView) decode2(v []byte) bool {
 	p := 1
 	uv := func() (uint64, bool) {
@@ -227,14 +247,14 @@ func (m *messageView) decode2(v []byte) bool {
 		if !ok || s > MaxEventBytesLimit {
 			return false
 		}
-		if j%recordChunk == 0 {
+		if j%recordChunk2 == 0 {
 			off = 0
 		}
-		m.size = append(m.size, uint32(s))
+		m.sizes = append(m.sizes, uint32(s))
 		m.off = append(m.off, uint32(off))
 		off += s
 	}
-	nc := (n + recordChunk - 1) / recordChunk
+	nc := (n + recordChunk2 - 1) / recordChunk2
 	lens := make([]uint64, 0, nc)
 	total := uint64(0)
 	for c := 0; c < nc; c++ {
@@ -253,47 +273,106 @@ func (m *messageView) decode2(v []byte) bool {
 		p += int(l)
 		m.chunks = append(m.chunks, p)
 	}
+	m.n = n
 	return true
 }
 
 // find returns the position of record idx in the message, or false if
 // the message does not hold it (evicted before it was written).
 func (m *messageView) find(idx uint16) (int, bool) {
-	j, ok := slices.BinarySearch(m.idx, idx)
-	return j, ok
+	if m.format != recordFormatS2Dict1Grouped {
+		return slices.BinarySearch(m.idx, idx)
+	}
+	// Listed in chunk order: a scan of u16s, from where the last record
+	// was found (a page's records of one message are usually listed one
+	// after the other).
+	ids := m.v[3:m.ends]
+	for k := 0; k < m.n; k++ {
+		j := m.hint + k
+		if j >= m.n {
+			j -= m.n
+		}
+		if binary.BigEndian.Uint16(ids[2*j:]) == idx {
+			m.hint = j + 1
+			if m.hint == m.n {
+				m.hint = 0
+			}
+			return j, true
+		}
+	}
+	return 0, false
 }
 
-// record returns record j's JSON, decompressing its chunk unless it is the
-// one decompressed last. The result is the caller's (never reused).
+// plainEnd is where record j of a format 3 value ends in the plain text
+// of all chunks; plainEnd(-1) is 0.
+func (m *messageView) plainEnd(j int) int {
+	if j < 0 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(m.v[m.ends+4*j:]))
+}
+
+// size is record j's JSON size.
+func (m *messageView) size(j int) int {
+	if m.format == recordFormatS2Dict1Grouped {
+		return m.plainEnd(j) - m.plainEnd(j-1)
+	}
+	return int(m.sizes[j])
+}
+
+// record returns a copy of record j's JSON, decompressing its chunk
+// unless it is the one decompressed last.
 func (m *messageView) record(j int) ([]byte, error) {
-	c := m.chunkOf(j)
+	var c, first, last int // chunk, and its first and last record
+	switch m.format {
+	case recordFormatS2Dict1:
+		c, first, last = j, j, j
+	case recordFormatS2Dict1Chunks:
+		c = j / recordChunk2
+		first, last = c*recordChunk2, min(m.n, (c+1)*recordChunk2)-1
+	default:
+		c = j / recordChunk
+		first, last = c*recordChunk, min(m.n, (c+1)*recordChunk)-1
+	}
+	var want, off int // the chunk's plain size, record j's offset in it
+	if m.format == recordFormatS2Dict1Grouped {
+		want, off = m.plainEnd(last)-m.plainEnd(first-1), m.plainEnd(j-1)-m.plainEnd(first-1)
+	} else {
+		want, off = int(m.off[last])+int(m.sizes[last]), int(m.off[j])
+	}
 	if c != m.plainC {
-		blob := m.v[m.chunks[c]:m.chunks[c+1]]
+		var blob []byte
+		if m.format == recordFormatS2Dict1Grouped {
+			start, end := 0, int(binary.BigEndian.Uint32(m.v[m.cends+4*c:]))
+			if c > 0 {
+				start = int(binary.BigEndian.Uint32(m.v[m.cends+4*(c-1):]))
+			}
+			if start > end || m.data+end > len(m.v) {
+				return nil, errCorruptChunk
+			}
+			blob = m.v[m.data+start : m.data+end]
+		} else {
+			blob = m.v[m.chunks[c]:m.chunks[c+1]]
+		}
 		n, err := s2.DecodedLen(blob)
 		if err != nil {
 			return nil, err
 		}
-		last := c
-		if m.format == recordFormatS2Dict1Chunks {
-			last = min(len(m.idx), (c+1)*recordChunk) - 1
-		}
-		if n != int(m.off[last])+int(m.size[last]) {
+		if n != want {
 			return nil, errCorruptChunk
 		}
-		plain, err := recordDict.Decode(make([]byte, 0, n), blob)
+		m.plainC = -1
+		plain, err := recordDict.Decode(m.plain[:0], blob)
 		if err != nil {
 			return nil, err
 		}
 		m.plain, m.plainC = plain, c
 	}
-	off, size := int(m.off[j]), int(m.size[j])
-	if off+size > len(m.plain) {
+	size := m.size(j)
+	if off < 0 || size < 0 || off+size > len(m.plain) {
 		return nil, errCorruptChunk
 	}
-	if m.format == recordFormatS2Dict1 {
-		return m.plain, nil
-	}
-	return m.plain[off : off+size : off+size], nil
+	return append([]byte(nil), m.plain[off:off+size]...), nil
 }
 
 var errCorruptChunk = errors.New("tracestore: record chunk does not match its records' sizes")

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/s2"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -40,6 +42,58 @@ func encodeMessageFormat1(recs []msgRecord, jsons [][]byte) []byte {
 	return b
 }
 
+// compressChunk returns the stored form of a chunk (the JSON of up to
+// recordChunk2 records, concatenated), carved from *arena (a batch's
+// chunks share a few allocations instead of one each, sized for the worst
+// case). scratch is reused between calls.
+func compressChunk(arena, scratch *[]byte, js []byte) []byte {
+	if n := s2.MaxEncodedLen(len(js)); cap(*scratch) < n {
+		*scratch = make([]byte, n)
+	}
+	enc := recordDict.Encode((*scratch)[:cap(*scratch)], js)
+	if cap(*arena)-len(*arena) < len(enc) {
+		*arena = make([]byte, 0, max(64<<10, len(enc))) // earlier chunks keep the old allocation
+	}
+	*arena = append(*arena, enc...)
+	return (*arena)[len(*arena)-len(enc) : len(*arena) : len(*arena)]
+}
+
+// encodeMessageFormat2 is format 2's encoder as the store wrote it for an
+// hour of issue 19, byte for byte (kept to show its values still read): format u8, n uvarint, n × idx (uvarint, the first as is and each
+// next as the step from the one before, ≥ 1), n × size uvarint, then for
+// each of the ceil(n/recordChunk2) chunks its compressed length uvarint,
+// then the chunks. Record j is in chunk j/recordChunk2; a chunk's
+// plain text is its records' JSON in order, so the sizes locate them.
+// chunks[c] holds recs[c*recordChunk2:(c+1)*recordChunk2].
+func encodeMessageFormat2(recs []msgRecord, chunks [][]byte) []byte {
+	total := 0
+	for _, c := range chunks {
+		total += len(c)
+	}
+	b := make([]byte, 0, 1+binary.MaxVarintLen16+8*len(recs)+3*len(chunks)+total)
+	b = append(b, recordFormatS2Dict1Chunks)
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	prev := uint16(0)
+	for j, r := range recs {
+		if j == 0 {
+			b = binary.AppendUvarint(b, uint64(r.idx))
+		} else {
+			b = binary.AppendUvarint(b, uint64(r.idx-prev))
+		}
+		prev = r.idx
+	}
+	for _, r := range recs {
+		b = binary.AppendUvarint(b, uint64(r.size))
+	}
+	for _, c := range chunks {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+	}
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
+	return b
+}
+
 // testRecords makes n record JSONs of varied sizes at increasing indexes
 // with gaps (rejected records leave holes).
 func testRecords(rng *rand.Rand, n int) ([]msgRecord, [][]byte) {
@@ -56,14 +110,30 @@ func testRecords(rng *rand.Rand, n int) ([]msgRecord, [][]byte) {
 	return recs, jsons
 }
 
-// chunked compresses jsons recordChunk at a time, as Prepare does.
+// chunked compresses jsons 16 at a time, as format 2 did.
 func chunked(jsons [][]byte) [][]byte {
 	var arena, scratch []byte
 	var chunks [][]byte
-	for c := 0; c < len(jsons); c += recordChunk {
-		chunks = append(chunks, compressChunk(&arena, &scratch, bytes.Join(jsons[c:min(len(jsons), c+recordChunk)], nil)))
+	for c := 0; c < len(jsons); c += recordChunk2 {
+		chunks = append(chunks, compressChunk(&arena, &scratch, bytes.Join(jsons[c:min(len(jsons), c+recordChunk2)], nil)))
 	}
 	return chunks
+}
+
+// grouped encodes recs in format 3 in a shuffled grouping order (records
+// of one identity in index order, identities in any order).
+func grouped(recs []msgRecord, jsons [][]byte, rng *rand.Rand) []byte {
+	groups := 1 + rng.IntN(4)
+	g := make([]int, len(recs))
+	for i := range g {
+		g[i] = rng.IntN(groups)
+	}
+	order := make([]int, len(recs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return g[x] - g[y] })
+	return encodeGrouped(recs, jsons, order)
 }
 
 // checkView reads every record of a message value, in a shuffled order
@@ -77,8 +147,8 @@ func checkView(t *testing.T, v []byte, recs []msgRecord, jsons [][]byte, rng *ra
 	}
 	for _, j := range rng.Perm(len(recs)) {
 		k, ok := m.find(recs[j].idx)
-		if !ok || k != j || m.size[k] != recs[j].size {
-			t.Fatalf("record %d (idx %d): found %d %v, size %d", j, recs[j].idx, k, ok, m.size[k])
+		if !ok || m.size(k) != int(recs[j].size) {
+			t.Fatalf("record %d (idx %d): found %d %v", j, recs[j].idx, k, ok)
 		}
 		got, err := m.record(k)
 		if err != nil || !bytes.Equal(got, jsons[j]) {
@@ -96,23 +166,24 @@ func checkView(t *testing.T, v []byte, recs []msgRecord, jsons [][]byte, rng *ra
 	}
 }
 
-// TestMessageView_ReadsBothFormats: a format 2 value (chunks) and a
-// format 1 value (a block per record) of the same records read back the
-// same records, at chunk edges too, and so does a format 2 value whose
-// leading chunks were not written (evicted before the write).
-func TestMessageView_ReadsBothFormats(t *testing.T) {
+// TestMessageView_ReadsEveryFormat: a format 3 value (grouped chunks), a
+// format 2 value (chunks in index order) and a format 1 value (a block per
+// record) of the same records read back the same records, at chunk edges
+// too, and so does a format 2 value whose leading chunks were not written.
+func TestMessageView_ReadsEveryFormat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 1))
-	for _, n := range []int{1, 2, recordChunk - 1, recordChunk, recordChunk + 1, 3*recordChunk + 5, 100} {
+	for _, n := range []int{1, 2, recordChunk - 1, recordChunk, recordChunk + 1, recordChunk2 + 1, 3*recordChunk2 + 5, 100} {
 		recs, jsons := testRecords(rng, n)
-		chunks := chunked(jsons)
-		v2 := encodeMessage(recs, chunks)
-		if v2[0] != recordFormatS2Dict1Chunks {
-			t.Fatalf("format %d written", v2[0])
+		v3 := grouped(recs, jsons, rng)
+		if v3[0] != recordFormatS2Dict1Grouped {
+			t.Fatalf("format %d written", v3[0])
 		}
-		checkView(t, v2, recs, jsons, rng)
+		checkView(t, v3, recs, jsons, rng)
+		chunks := chunked(jsons)
+		checkView(t, encodeMessageFormat2(recs, chunks), recs, jsons, rng)
 		checkView(t, encodeMessageFormat1(recs, jsons), recs, jsons, rng)
 		if c := len(chunks) - 1; c > 0 {
-			checkView(t, encodeMessage(recs[c*recordChunk:], chunks[c:]), recs[c*recordChunk:], jsons[c*recordChunk:], rng)
+			checkView(t, encodeMessageFormat2(recs[c*recordChunk2:], chunks[c:]), recs[c*recordChunk2:], jsons[c*recordChunk2:], rng)
 		}
 	}
 }
@@ -122,27 +193,35 @@ func TestMessageView_ReadsBothFormats(t *testing.T) {
 // never panic.
 func TestMessageView_RefusesMalformedValues(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 2))
-	recs, jsons := testRecords(rng, 2*recordChunk+3)
-	v := encodeMessage(recs, chunked(jsons))
-	var m messageView
-	for n := range len(v) {
-		if m.decode(v[:n]) {
-			t.Fatalf("a value cut at %d of %d decodes", n, len(v))
-		}
+	recs, jsons := testRecords(rng, 2*recordChunk2+3)
+	ordered := make([]int, len(recs))
+	for i := range ordered {
+		ordered[i] = i
 	}
-	if m.decode(append([]byte{9}, v[1:]...)) {
-		t.Fatal("unknown format byte decodes")
+	var m messageView
+	for _, v := range [][]byte{encodeGrouped(recs, jsons, ordered), encodeMessageFormat2(recs, chunked(jsons))} {
+		for n := range len(v) {
+			if m.decode(v[:n]) {
+				t.Fatalf("a format %d value cut at %d of %d decodes", v[0], n, len(v))
+			}
+		}
+		if m.decode(append([]byte{9}, v[1:]...)) {
+			t.Fatal("unknown format byte decodes")
+		}
 	}
 	bad := append([]msgRecord(nil), recs...)
 	bad[3].size++ // the first chunk's sizes no longer match it
-	if !m.decode(encodeMessage(bad, chunked(jsons))) {
-		t.Fatal("header does not decode")
-	}
-	if _, err := m.record(3); err == nil {
-		t.Fatal("a chunk whose sizes do not match reads")
-	}
-	if got, err := m.record(recordChunk); err != nil || !bytes.Equal(got, jsons[recordChunk]) {
-		t.Fatalf("the next chunk: %q, %v", got, err)
+	for _, v := range [][]byte{encodeGrouped(bad, jsons, ordered), encodeMessageFormat2(bad, chunked(jsons))} {
+		if !m.decode(v) {
+			t.Fatalf("format %d header does not decode", v[0])
+		}
+		if _, err := m.record(3); err == nil {
+			t.Fatalf("format %d: a chunk whose sizes do not match reads", v[0])
+		}
+		j := recordChunk2
+		if got, err := m.record(j); err != nil || !bytes.Equal(got, jsons[j]) {
+			t.Fatalf("format %d: the next chunk: %q, %v", v[0], got, err)
+		}
 	}
 }
 
@@ -151,25 +230,27 @@ func TestMessageView_RefusesMalformedValues(t *testing.T) {
 // cleanly; records encoded from the input read back exactly.
 func FuzzMessageValue(f *testing.F) {
 	rng := rand.New(rand.NewPCG(19, 3))
-	for _, n := range []int{1, recordChunk + 1} {
+	for _, n := range []int{1, recordChunk2 + 1} {
 		recs, jsons := testRecords(rng, n)
-		f.Add(encodeMessage(recs, chunked(jsons)))
+		f.Add(grouped(recs, jsons, rng))
+		f.Add(encodeMessageFormat2(recs, chunked(jsons)))
 		f.Add(encodeMessageFormat1(recs, jsons))
 	}
 	f.Add([]byte{2, 1, 0, 0, 0})
+	f.Add([]byte{3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, v []byte) {
 		var m messageView
 		if m.decode(v) {
-			for j := range m.idx {
-				if got, err := m.record(j); err == nil && len(got) != int(m.size[j]) {
-					t.Fatalf("record %d: %d bytes, size %d", j, len(got), m.size[j])
+			for j := range m.n {
+				if got, err := m.record(j); err == nil && len(got) != m.size(j) {
+					t.Fatalf("record %d: %d bytes, size %d", j, len(got), m.size(j))
 				}
 			}
 		}
 		// The input as records: split at every 7th byte.
 		var recs []msgRecord
 		var jsons [][]byte
-		for i := 0; i < len(v) && len(recs) < 3*recordChunk; i += 7 {
+		for i := 0; i < len(v) && len(recs) < 3*recordChunk2; i += 7 {
 			js := v[i:min(len(v), i+7)]
 			recs = append(recs, msgRecord{idx: uint16(2 * len(recs)), size: uint32(len(js))})
 			jsons = append(jsons, js)
@@ -177,7 +258,8 @@ func FuzzMessageValue(f *testing.F) {
 		if len(recs) == 0 {
 			return
 		}
-		checkView(t, encodeMessage(recs, chunked(jsons)), recs, jsons, rng)
+		checkView(t, grouped(recs, jsons, rng), recs, jsons, rng)
+		checkView(t, encodeMessageFormat2(recs, chunked(jsons)), recs, jsons, rng)
 	})
 }
 
@@ -239,17 +321,17 @@ func allPages(t *testing.T, s *Store) string {
 	return out
 }
 
-// TestStore_FormatOneStoreStillReadsAndTakesNewWrites: a store whose
-// message values are all format 1 (as written before issue 19) answers
-// byte-identically to one written in format 2, before and after it takes
-// new (format 2) messages and evicts old ones, and across a restart.
-func TestStore_FormatOneStoreStillReadsAndTakesNewWrites(t *testing.T) {
+// TestStore_OlderFormatsStillReadAndTakeNewWrites: a store whose message
+// values are format 1 (as written before issue 19) and format 2 answers
+// byte-identically to one written in format 3, before and after it takes
+// new (format 3) messages and evicts old ones, and across a restart.
+func TestStore_OlderFormatsStillReadAndTakeNewWrites(t *testing.T) {
 	ref := openStore(t, chunkOptions)
 	applyAll(t, ref, chunkBatches(1, 30))
 	dir := t.TempDir()
 	old := openStoreAt(t, dir, chunkOptions)
 	applyAll(t, old, chunkBatches(1, 30))
-	// Rewrite every message value as format 1.
+	// Rewrite the message values as format 1 and format 2, alternately.
 	rewritten := 0
 	err := old.db.Update(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixMessage}})
@@ -260,19 +342,33 @@ func TestStore_FormatOneStoreStillReadsAndTakesNewWrites(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !m.decode(v) || m.format != recordFormatS2Dict1Chunks {
-				return fmt.Errorf("message %x does not decode as format 2", it.Item().Key())
+			if !m.decode(v) || m.format != recordFormatS2Dict1Grouped {
+				return fmt.Errorf("message %x does not decode as format 3", it.Item().Key())
 			}
-			recs := make([]msgRecord, len(m.idx))
-			jsons := make([][]byte, len(m.idx))
-			for j := range m.idx {
-				js, err := m.record(j)
-				if err != nil {
-					return err
+			type rec struct {
+				r  msgRecord
+				js []byte
+			}
+			var rs []rec
+			for i := range maxMessageRecords {
+				if j, ok := m.find(uint16(i)); ok {
+					js, err := m.record(j)
+					if err != nil {
+						return err
+					}
+					rs = append(rs, rec{msgRecord{idx: uint16(i), size: uint32(m.size(j))}, js})
 				}
-				recs[j], jsons[j] = msgRecord{idx: m.idx[j], size: m.size[j]}, js
 			}
-			if err := txn.Set(it.Item().KeyCopy(nil), encodeMessageFormat1(recs, jsons)); err != nil {
+			recs := make([]msgRecord, len(rs))
+			jsons := make([][]byte, len(rs))
+			for k, r := range rs {
+				recs[k], jsons[k] = r.r, r.js
+			}
+			nv := encodeMessageFormat1(recs, jsons)
+			if rewritten%2 == 1 {
+				nv = encodeMessageFormat2(recs, chunked(jsons))
+			}
+			if err := txn.Set(it.Item().KeyCopy(nil), nv); err != nil {
 				return err
 			}
 			rewritten++
@@ -295,48 +391,33 @@ func TestStore_FormatOneStoreStillReadsAndTakesNewWrites(t *testing.T) {
 	}
 }
 
-// TestStore_ChunkEvictedInItsOwnMessageIsSkipped: a batch larger than the
-// principal's quota evicts its own first records before it is written:
-// whole chunks of them are not written, records sharing a chunk with live
-// ones are, and no page returns them.
-func TestStore_ChunkEvictedInItsOwnMessageIsSkipped(t *testing.T) {
+// TestStore_RecordsEvictedInTheirOwnMessageAreSkipped: a batch larger
+// than the principal's quota evicts its own first records before it is
+// written; the value keeps them (one value per message), and no page
+// returns them.
+func TestStore_RecordsEvictedInTheirOwnMessageAreSkipped(t *testing.T) {
 	s := openStore(t, Options{MaxEvents: 100, MaxEventsPerPrincipal: 20, MaxQueryEvents: 50})
 	var recs []Record
-	for range 40 {
-		recs = append(recs, Record{KindObservability, envelope("r", "t", nil)})
+	for i := range 40 {
+		recs = append(recs, Record{KindObservability, envelope(fmt.Sprintf("r%d", i%3), "t", nil)})
 	}
 	if _, err := s.Apply(Batch{Seq: 1, TimeMS: 1, Principal: "p", Records: recs}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.Query("p", nil, QueryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []uint64
-	for i := 20; i < 40; i++ {
-		want = append(want, Cursor(1, i))
-	}
-	if got := cursors(t, p); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("cursors %v, want %v", got, want)
-	}
-	var m messageView
-	err = s.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(messageKey(0, 1))
+	for _, sel := range []Selector{nil, {"run_id": "r1"}} {
+		p, err := s.Query("p", sel, QueryOptions{})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return it.Value(func(v []byte) error {
-			if !m.decode(v) {
-				return fmt.Errorf("undecodable")
+		var want []uint64
+		for i := 20; i < 40; i++ {
+			if sel == nil || i%3 == 1 {
+				want = append(want, Cursor(1, i))
 			}
-			if len(m.idx) != 40-recordChunk || m.idx[0] != recordChunk {
-				return fmt.Errorf("message holds %d records from %d, want %d from %d", len(m.idx), m.idx[0], 40-recordChunk, recordChunk)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
+		}
+		if got := cursors(t, p); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%v: cursors %v, want %v", sel, got, want)
+		}
 	}
 }
 

@@ -80,12 +80,12 @@ type Counters struct {
 }
 
 // storeLayout is the layout (store/DESIGN.md) this build writes: layout
-// 3 is layout 2's keys with message values in record format 2
+// 3 is layout 2's keys with message values in record format 2 or 3
 // (records.go). Open refuses a data directory of another layout, except
 // layout 2, whose format 1 values this build still reads: it is upgraded
 // in place (the meta key says 3 from the first apply on), so a build that
 // reads only layout 2 refuses the directory instead of skipping the
-// format 2 values it cannot read.
+// values it cannot read.
 const storeLayout = 3
 
 // upgradableLayout is the older layout Open reads and upgrades.
@@ -237,8 +237,8 @@ func Open(cfg Config) (*Store, error) {
 }
 
 // valueLogGCInterval is how often the value log's garbage is reclaimed. A
-// saturated node writes a 32 MiB value-log file every ~15 s (format 2,
-// ~80 B per span): with the 5 minutes this was, up to 20 dead files
+// saturated node writes a 32 MiB value-log file every ~20 s (format 3,
+// ~85 B per span): with the 5 minutes this was, up to 20 dead files
 // waited on disk, several times the live data. A round that finds no file
 // worth rewriting reads only Badger's discard statistics.
 const valueLogGCInterval = 30 * time.Second
@@ -605,9 +605,9 @@ func (a *applier) del(k []byte) {
 type Prepared struct {
 	b    Batch
 	recs []preparedRecord
-	// chunks are the accepted records compressed recordChunk at a time
-	// (records.go): chunk c holds accepted records c*recordChunk onwards.
-	chunks [][]byte
+	// value is the message value of the accepted records (records.go,
+	// format 3), written when any of them is still live after the apply.
+	value []byte
 }
 
 type preparedRecord struct {
@@ -627,21 +627,15 @@ func (s *Store) Prepare(b Batch) *Prepared {
 	hashes := map[string]selHash{}
 	pr := projectors.Get().(*projector)
 	defer projectors.Put(pr)
-	// chunk collects the JSON of the accepted records not yet compressed.
-	var chunk, arena, scratch []byte
-	inChunk := 0
-	flush := func() {
-		if inChunk > 0 {
-			p.chunks = append(p.chunks, compressChunk(&arena, &scratch, chunk))
-			chunk, inChunk = chunk[:0], 0
-		}
-	}
+	// all holds the accepted records' JSON; recs, ends and group list
+	// them in index order, group being each one's place in the chunk
+	// order (records.go): its run's first appearance, then its identity's.
+	var all []byte
+	var recs []msgRecord
+	var ends, group []int
+	groupOf, coarseOf := map[ids]int{}, map[string]int{}
 	// Records of a batch share few identities (the spans of a trace or a
 	// run): records of one identity share its selector hashes, read-only.
-	type ids struct {
-		id   identity
-		eval evalIdentity
-	}
 	byID := map[ids][]selHash{}
 	for i, rec := range b.Records {
 		r := &p.recs[i]
@@ -658,18 +652,33 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.err = err
 			continue
 		}
-		start := len(chunk)
-		chunk = appendRecord(chunk, Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
-		if len(chunk)-start > o.MaxEventBytes {
-			chunk = chunk[:start]
+		start := len(all)
+		all = appendRecord(all, Cursor(b.Seq, i), rec.Kind, pj.tsMS, pj)
+		if len(all)-start > o.MaxEventBytes {
+			all = all[:start]
 			r.err = errCode(CodeEventTooLarge, "event larger than max_event_bytes")
 			continue
 		}
-		r.size = uint32(len(chunk) - start)
-		if inChunk++; inChunk == recordChunk {
-			flush()
-		}
+		r.size = uint32(len(all) - start)
 		key := ids{pj.identity, pj.eval}
+		g, ok := groupOf[key]
+		if !ok {
+			// An identity's place: its run (or workflow, or invocation)
+			// first, so a run's traces share chunks too; then the
+			// identity itself.
+			id := &pj.identity
+			coarse := id[idRun] + "\x00" + id[idWorkflow] + "\x00" + id[idInvocation]
+			c, ok := coarseOf[coarse]
+			if !ok {
+				c = len(coarseOf)
+				coarseOf[coarse] = c
+			}
+			g = c<<CursorIndexBits | len(groupOf)
+			groupOf[key] = g
+		}
+		recs = append(recs, msgRecord{idx: uint16(i), size: r.size})
+		ends = append(ends, len(all))
+		group = append(group, g)
 		if sh, ok := byID[key]; ok {
 			r.sels = sh
 			continue
@@ -686,8 +695,27 @@ func (s *Store) Prepare(b Batch) *Prepared {
 			r.sels[j] = h
 		}
 	}
-	flush()
+	if len(recs) > 0 {
+		jsons := make([][]byte, len(recs))
+		for k := range recs {
+			jsons[k] = all[ends[k]-int(recs[k].size) : ends[k]]
+		}
+		order := make([]int, len(recs))
+		for k := range order {
+			order[k] = k
+		}
+		// Stable: within an identity, index order.
+		slices.SortStableFunc(order, func(x, y int) int { return group[x] - group[y] })
+		p.value = encodeGrouped(recs, jsons, order)
+	}
 	return p
+}
+
+// ids is a record's identity and eval identity: what its selectors are
+// computed from, and what format 3 groups records by.
+type ids struct {
+	id   identity
+	eval evalIdentity
 }
 
 func (a *applier) run() []Result {
@@ -1022,11 +1050,11 @@ func (a *applier) writeMessage(p *principal) {
 		a.set(groupKey(p.pid, h, b.Seq), encodeGroup(g.check, g.idx))
 		sels = append(sels, h)
 	}
-	// Chunks whose records are all gone are not written; the first one
-	// written may still hold evicted records (queries skip them by the
-	// watermark, as they skip records evicted after the write).
-	c := first / recordChunk
-	a.set(messageKey(p.pid, b.Seq), encodeMessage(a.recs[c*recordChunk:], a.prep.chunks[c:]))
+	// The value holds every accepted record, those this batch evicted
+	// already included (only a batch larger than a quota does): queries
+	// skip them by the watermark, as they skip records evicted after the
+	// write.
+	a.set(messageKey(p.pid, b.Seq), a.prep.value)
 	mk, mv := manifestKey(p.pid, b.Seq), encodeManifest(b.TimeMS, live, sels)
 	a.g.manifests[string(mk)] = mv
 	a.set(mk, mv)
