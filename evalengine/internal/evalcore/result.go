@@ -395,8 +395,6 @@ func (t *metricTally) add(m *MetricResult) {
 	}
 }
 
-func (t *metricTally) total() int { return len(t.ok) + t.errs + t.notEv }
-
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
