@@ -157,6 +157,17 @@ func (c *NATSCluster) startNode(i int) error {
 	if port == 0 {
 		port = -1
 	}
+	var cluster *bus.ClusterConfig
+	if len(routes) > 1 {
+		// One node is a standalone server: a JetStream cluster of one
+		// never elects a meta leader.
+		cluster = &bus.ClusterConfig{
+			Name:   c.cfg.clusterName,
+			Host:   "127.0.0.1",
+			Port:   nd.routePort,
+			Routes: routes,
+		}
+	}
 	srv, err := bus.StartServer(bus.ServerConfig{
 		Name:      nd.name,
 		StoreDir:  nd.storeDir,
@@ -166,12 +177,7 @@ func (c *NATSCluster) startNode(i int) error {
 		MaxStore:  c.cfg.maxStore,
 		Logger:    c.cfg.logger,
 		Users:     c.cfg.users,
-		Cluster: &bus.ClusterConfig{
-			Name:   c.cfg.clusterName,
-			Host:   "127.0.0.1",
-			Port:   nd.routePort,
-			Routes: routes,
-		},
+		Cluster:   cluster,
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: %w", nd.name, err)
@@ -312,6 +318,9 @@ func (c *NATSCluster) WaitReady(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(readyTimeout)
 	waitUntil(t, deadline, "a JetStream meta leader", func() bool {
+		if c.Size() == 1 {
+			return true // standalone: no meta group
+		}
 		for i := range c.Size() {
 			if s := c.Server(i); s != nil && s.NATS().JetStreamIsLeader() {
 				return true
