@@ -71,6 +71,12 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		return
 	}
 	gainedAt := time.Now()
+	// The owned jobs before the first answer: without them a held task of
+	// an owned job waits (api.Task.OwnerTTLMS).
+	if v, err := n.readView(); err == nil {
+		n.setOwned(v.active)
+	}
+	defer n.setOwned(nil)
 	n.leading.Store(true)
 	defer n.leading.Store(false)
 
@@ -246,6 +252,7 @@ func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, d *dispatched
 	if err != nil {
 		return err
 	}
+	n.setOwned(v.active)
 	if err := n.failLostTasks(ctx, v, now, gainedAt, d); err != nil {
 		return err
 	}
@@ -408,7 +415,7 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 			}
 		case j.Spec.JobTTLMS > 0 && now.UnixMilli() > j.StartedAt+j.Spec.JobTTLMS:
 			tc = &transitionCmd{To: evalrecord.PhaseTimedOut, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalrecord.ReasonDeadlineExceeded}}
-		case j.Spec.Owner != "" && n.ownerExpired(j, now, gainedAt):
+		case j.Spec.Owner != "" && n.ownerExpired(j, now):
 			tc = &transitionCmd{To: evalrecord.PhaseCancelled, Patch: evalstore.Patch{FinishedAt: now.UnixMilli(), Reason: evalrecord.ReasonOwnerLost}}
 		case j.Progress.Dispatched < j.Progress.Total && n.agentUnavailable(j, now, gainedAt):
 			// Fail closed (CONTRACTS §6): nothing could ever run the rest,
@@ -510,13 +517,31 @@ func (n *Node) pushKills(v *leaderView, jobID string) {
 // maxKillRefs bounds one kill notice (well inside api.SmallLimits).
 const maxKillRefs = 2048
 
-func (n *Node) ownerExpired(j *evalrecord.Job, now, gainedAt time.Time) bool {
-	ttl := time.Duration(j.Spec.OwnerTTLMS) * time.Millisecond
-	since := gainedAt
-	if c := time.UnixMilli(j.CreatedAt); c.After(since) {
-		since = c
+// ownerExpired reports whether a job's owner lease lapsed: no renewal
+// heard for its TTL while this node listened (ownerLapsed).
+func (n *Node) ownerExpired(j *evalrecord.Job, now time.Time) bool {
+	last, heard := n.live.owner(j.Spec.Owner)
+	return ownerLapsed(time.Duration(j.Spec.OwnerTTLMS)*time.Millisecond, time.UnixMilli(j.CreatedAt),
+		n.live.listening(now, n.nc.IsConnected()), last, heard, now)
+}
+
+// ownerLapsed is the owner-lost rule: the owner has been silent for ttl
+// since the job was created, since its last renewal heard, and since this
+// node has listened without a break (listenFrom; zero: not listening, no
+// decision). Every coordinator records renewals, so a new leader that was
+// listening as a follower counts the silence from before its election:
+// it does not grant the dead owner a fresh lease (issue 17: owner death
+// next to a failover took up to 7.4 s). A node that just started or
+// reconnected to NATS may have missed renewals, and counts from then.
+func ownerLapsed(ttl time.Duration, created, listenFrom, last time.Time, heard bool, now time.Time) bool {
+	if listenFrom.IsZero() {
+		return false
 	}
-	if last, ok := n.live.owner(j.Spec.Owner); ok && last.After(since) {
+	since := listenFrom
+	if created.After(since) {
+		since = created
+	}
+	if heard && last.After(since) {
 		since = last
 	}
 	return now.Sub(since) > ttl
@@ -590,6 +615,11 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 	var as []evalstore.Assignment
 	maxCmd := n.cfg.Limits.MaxTasksPerCommand
 	for _, j := range v.active {
+		if j.Spec.Owner != "" && now.Sub(n.ownerAlive(j.Spec.Owner, time.UnixMilli(j.CreatedAt))) > api.OwnerStartWindow(time.Duration(j.Spec.OwnerTTLMS)*time.Millisecond) {
+			// Its tasks could not start (api.Task.OwnerTTLMS): they would
+			// only hold workers' slots until the owner is heard or lost.
+			continue
+		}
 		for idx := j.Progress.Dispatched; idx < j.Progress.Total && len(as) < maxCmd; idx++ {
 			// The worker with the most free slots takes the next task.
 			// Only workers that offer the job's agent: any other could
@@ -634,6 +664,9 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 		}
 		byWorker[a.Worker] = append(byWorker[a.Worker], api.Task{JobID: a.JobID, Index: a.Index, CaseIndex: ci,
 			Sample: si, Worker: a.Worker, DeadlineAt: now.UnixMilli() + j.Spec.TaskTTLMS, Epoch: a.Epoch})
+		if j.Spec.Owner != "" {
+			byWorker[a.Worker][len(byWorker[a.Worker])-1].OwnerTTLMS = j.Spec.OwnerTTLMS
+		}
 	}
 	var futures []pendingPub
 	for _, w := range order {

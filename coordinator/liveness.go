@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/nats-io/nats.go"
 )
 
@@ -24,6 +26,10 @@ type liveness struct {
 
 	ownersSwept   time.Time
 	ownersDropped atomic.Int64 // renewals refused: too many owners
+	// listenFrom is since when this node has been subscribed to owner
+	// renewals without a break (zero while its NATS connection is down):
+	// an owner silent through all of it is silent, whoever led meanwhile.
+	listenFrom time.Time
 
 	queueScans atomic.Int64 // worker queues scanned by the leader
 }
@@ -49,6 +55,30 @@ func (l *liveness) owner(id string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	t, ok := l.owners[id]
 	return t, ok
+}
+
+// setListening records that this node's owner subscription is live from
+// at (zero: NATS is down).
+func (l *liveness) setListening(at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listenFrom = at
+}
+
+// listening returns since when this node has heard owner renewals without
+// a break; zero when it is not connected. connected is the connection's
+// state now: a status event the watcher missed cannot leave a connected
+// node deaf forever, it only makes it listen from now.
+func (l *liveness) listening(now time.Time, connected bool) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !connected:
+		return time.Time{}
+	case l.listenFrom.IsZero():
+		l.listenFrom = now
+	}
+	return l.listenFrom
 }
 
 // onHeartbeat records a worker heartbeat; the leader answers it with the
@@ -83,9 +113,62 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 			rep.Kill = append(rep.Kill, ref)
 		}
 	}
+	rep.Owners = n.ownersSeen(hb.Running, now)
 	if b, err := wire.Encode(api.KindHBReply, &rep); err == nil {
 		_ = m.Respond(b)
 	}
+}
+
+// ownedJob is what a heartbeat answer needs of a running job that has an
+// owner (the leader's last tick's view).
+type ownedJob struct {
+	owner   string
+	created time.Time
+}
+
+// setOwned records the running owned jobs of the leader's view; nil
+// clears it (leadership ended).
+func (n *Node) setOwned(active []*evalrecord.Job) {
+	if active == nil {
+		n.owned.Store(nil)
+		return
+	}
+	m := map[string]ownedJob{}
+	for _, j := range active {
+		if j.Spec.Owner != "" {
+			m[j.JobID] = ownedJob{owner: j.Spec.Owner, created: time.UnixMilli(j.CreatedAt)}
+		}
+	}
+	n.owned.Store(&m)
+}
+
+// ownersSeen answers, for the owned jobs among refs, when their owners
+// were last known alive (api.HeartbeatReply.Owners).
+func (n *Node) ownersSeen(refs []api.TaskRef, now time.Time) []api.OwnerSeen {
+	p := n.owned.Load()
+	if p == nil || len(*p) == 0 {
+		return nil
+	}
+	var out []api.OwnerSeen
+	for _, ref := range refs {
+		o, ok := (*p)[ref.JobID]
+		if !ok || slices.ContainsFunc(out, func(s api.OwnerSeen) bool { return s.JobID == ref.JobID }) {
+			continue
+		}
+		out = append(out, api.OwnerSeen{JobID: ref.JobID, AgoMS: max(now.Sub(n.ownerAlive(o.owner, o.created)).Milliseconds(), 0)})
+	}
+	return out
+}
+
+// ownerAlive is when this node last knew an owner alive: its last renewal
+// heard, or the job's submit (created), whichever is later. Only what was
+// heard: unlike the lease (ownerExpired), a gap in listening gives no
+// credit.
+func (n *Node) ownerAlive(owner string, created time.Time) time.Time {
+	if last, ok := n.live.owner(owner); ok && last.After(created) {
+		return last
+	}
+	return created
 }
 
 func (n *Node) onOwnerRenew(m *nats.Msg) {

@@ -170,7 +170,8 @@ type Node struct {
 	peers  map[string]bool // coordinator ids allowed to join
 	joinMu sync.Mutex      // one membership change at a time
 	live   *liveness
-	limits *fleetLimits // provider rate limits split among workers (ratelimits.go)
+	owned  atomic.Pointer[map[string]ownedJob] // running owned jobs, while leading (setOwned)
+	limits *fleetLimits                        // provider rate limits split among workers (ratelimits.go)
 	svc    *service
 
 	rejected atomic.Int64  // results refused: not allowlisted, undecodable
@@ -568,16 +569,50 @@ func (n *Node) subscribe() error {
 	if err != nil {
 		return err
 	}
+	// Status first, then the subscription: a break between the two is
+	// seen, and listening counts from after the subscribe.
+	status := n.nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
 	owner, err := n.nc.Subscribe(bus.AllOwnersSubject, n.onOwnerRenew)
 	if err != nil {
+		n.nc.RemoveStatusListener(status)
 		return err
 	}
+	if n.nc.IsConnected() {
+		n.live.setListening(time.Now())
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.watchConn(status)
+	}()
 	join, err := n.nc.Subscribe(joinForwardSubject(n.cfg.ID), n.onJoinForward)
 	if err != nil {
 		return err
 	}
 	n.subs = append(n.subs, hb, owner, join)
 	return nil
+}
+
+// watchConn keeps liveness.listenFrom: a NATS connection that breaks
+// misses owner renewals until it is back (the client resubscribes before
+// it reports CONNECTED).
+func (n *Node) watchConn(status chan nats.Status) {
+	defer n.nc.RemoveStatusListener(status)
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case s, ok := <-status:
+			if !ok {
+				return
+			}
+			if s == nats.CONNECTED {
+				n.live.setListening(time.Now())
+			} else {
+				n.live.setListening(time.Time{})
+			}
+		}
+	}
 }
 
 // joinForwardSubject is where a leader takes joins forwarded by the other

@@ -322,7 +322,21 @@ type Task struct {
 	// NATS server that forgot an ack in a crash, a restart under the same
 	// id) is dropped, never run.
 	Epoch int64 `msgpack:"epoch,omitempty"`
+	// OwnerTTLMS is the owner lease of the task's job when it has an
+	// owner (0: none). Such a task starts only while the leader's last
+	// answer saw the owner within OwnerStartWindow of it
+	// (HeartbeatReply.Owners): an owner's death stops new work within the
+	// window even while no leader can cancel the job.
+	OwnerTTLMS int64 `msgpack:"owner_ttl_ms,omitempty"`
 }
+
+// OwnerStartWindow is how long after its owner was last heard a task of an
+// owned job may still start: the lease plus a quarter, so a live owner's
+// renewals and the worker's heartbeats (each a fraction of the lease
+// apart) keep it open, while a dead owner's work stops 1.25 leases after
+// its last renewal whatever happens to the leader (2.5 s for the CLI's
+// 2 s lease).
+func OwnerStartWindow(ownerTTL time.Duration) time.Duration { return ownerTTL + ownerTTL/4 }
 
 // TaskBatch is several tasks for one worker in one message on
 // adk.task.<worker>: the worker acks the message once and holds every
@@ -510,6 +524,18 @@ type HeartbeatReply struct {
 	WorkerTTLMS int64 `msgpack:"worker_ttl_ms,omitempty"`
 	// Grants are the worker's shares of the rate limits it reported.
 	Grants []LimitGrant `msgpack:"grants,omitempty"`
+	// Owners says, for each owned job of the reported running tasks, how
+	// long before this answer the leader last knew its owner alive (a
+	// renewal heard, or the submit). Durations, not times: the worker adds
+	// them to its own clock.
+	Owners []OwnerSeen `msgpack:"owners,omitempty"`
+}
+
+// OwnerSeen is when the leader last knew a job's owner alive: AgoMS
+// milliseconds before it answered.
+type OwnerSeen struct {
+	JobID string `msgpack:"job"`
+	AgoMS int64  `msgpack:"ago_ms"`
 }
 
 // OwnerRenew renews an owner lease (published on adk.owner.<owner>).
