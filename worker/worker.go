@@ -88,13 +88,20 @@ type Worker struct {
 	workerTTL    atomic.Int64
 	killSub      *nats.Subscription
 
-	mu       sync.Mutex // guards running, recent, specs, seen, answered
+	mu       sync.Mutex // guards running, recent, specs, seen, answered, owners
 	running  map[api.TaskRef]*heldTask
 	recent   map[api.TaskRef]time.Time
 	specs    map[string]*jobSpec
 	seen     taskSet       // every task this process accepted: run at most once
 	answered chan struct{} // closed and replaced at each leader answer
 	hbKick   chan struct{} // a held task waits for an answer: heartbeat now
+	// owners holds, per job with an owner, when the leader last knew the
+	// owner alive by this worker's clock (unix nanos; the answer's send
+	// time minus its api.OwnerSeen.AgoMS): a task of the job starts only
+	// within api.OwnerStartWindow of it.
+	owners map[string]int64
+
+	ownerWaits atomic.Int64 // held tasks waiting for their owner to be heard
 
 	dropped atomic.Int64 // tasks refused: another epoch, or seen before
 
@@ -181,7 +188,7 @@ func Start(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents),
-		running: map[api.TaskRef]*heldTask{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{},
+		running: map[api.TaskRef]*heldTask{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}, owners: map[string]int64{},
 		answered: make(chan struct{}), hbKick: make(chan struct{}, 1), epoch: newEpoch(), tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -273,9 +280,36 @@ func (w *Worker) startable() bool {
 	return time.Since(time.Unix(0, sent)) < window/2
 }
 
-// waitStartable waits until a task may start (startable) and reports
-// false if ctx ended first (killed, deadline, stopping).
-func (w *Worker) waitStartable(ctx context.Context) bool {
+// ownerHeard reports whether a task's owner (if its job has one) was
+// known alive within api.OwnerStartWindow: the leader's last answer that
+// covered the job said so. Owner death then stops new work 1.25 leases
+// after the last renewal the leader heard, even while no leader can
+// cancel the job (a failover, a NATS outage) or a new leader has not yet.
+func (w *Worker) ownerHeard(task api.Task) bool {
+	if task.OwnerTTLMS <= 0 {
+		return true
+	}
+	w.mu.Lock()
+	alive, ok := w.owners[task.JobID]
+	w.mu.Unlock()
+	window := api.OwnerStartWindow(time.Duration(task.OwnerTTLMS) * time.Millisecond)
+	return ok && time.Since(time.Unix(0, alive)) < window
+}
+
+// OwnerWaits returns how many held tasks wait because their job's owner
+// was not heard within api.OwnerStartWindow.
+func (w *Worker) OwnerWaits() int { return int(w.ownerWaits.Load()) }
+
+// waitStartable waits until a task may start (startable, and its owner
+// heard) and reports false if ctx ended first (killed, deadline,
+// stopping).
+func (w *Worker) waitStartable(ctx context.Context, task api.Task) bool {
+	waitingOwner := false
+	defer func() {
+		if waitingOwner {
+			w.ownerWaits.Add(-1)
+		}
+	}()
 	for {
 		w.mu.Lock()
 		ch := w.answered
@@ -283,8 +317,16 @@ func (w *Worker) waitStartable(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		if w.startable() {
+		fresh := w.startable()
+		if fresh && w.ownerHeard(task) {
 			return true
+		}
+		if fresh && !waitingOwner {
+			waitingOwner = true
+			w.ownerWaits.Add(1)
+		} else if !fresh && waitingOwner {
+			waitingOwner = false
+			w.ownerWaits.Add(-1)
 		}
 		select {
 		case w.hbKick <- struct{}{}: // ask now, not at the next tick
@@ -327,6 +369,11 @@ func (w *Worker) killAll(fenced bool) {
 	}
 }
 
+// minAskGap spaces the heartbeats held tasks ask for (hbKick): a task
+// whose owner the leader has not heard lately keeps asking until the
+// owner is heard or the job ends.
+const minAskGap = 100 * time.Millisecond
+
 func (w *Worker) heartbeatLoop() {
 	subj, _ := bus.HeartbeatSubject(w.cfg.ID)
 	t := time.NewTicker(w.cfg.HeartbeatInterval)
@@ -334,12 +381,22 @@ func (w *Worker) heartbeatLoop() {
 	var seq uint64
 	for {
 		seq++
+		sent := time.Now()
 		w.heartbeat(subj, seq)
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-t.C:
 		case <-w.hbKick:
+			if d := minAskGap - time.Since(sent); d > 0 {
+				gap := time.NewTimer(d)
+				select {
+				case <-w.ctx.Done():
+					gap.Stop()
+					return
+				case <-gap.C:
+				}
+			}
 		}
 	}
 }
@@ -392,6 +449,7 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 			// Kills first, then the answer counts: a held task waiting
 			// for one (waitStartable) sees its kill before it may start.
 			w.kill(rep.Kill)
+			w.noteOwners(rep.Owners, now)
 			w.workerTTL.Store(int64(time.Duration(rep.WorkerTTLMS) * time.Millisecond))
 			w.applyGrants(rep.Grants, now, time.Duration(rep.WorkerTTLMS)*time.Millisecond)
 			if sent := now.UnixNano(); sent > w.answeredSent.Load() {
@@ -405,6 +463,31 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 		}
 	}
 	w.fenceIfSilent()
+}
+
+// noteOwners records an answer's owner sightings (sent: when the
+// heartbeat was sent, so the estimate errs early), keeping the latest per
+// job, and forgets the jobs this worker no longer holds.
+func (w *Worker) noteOwners(seen []api.OwnerSeen, sent time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range seen {
+		if at := sent.Add(-time.Duration(o.AgoMS) * time.Millisecond).UnixNano(); at > w.owners[o.JobID] {
+			w.owners[o.JobID] = at
+		}
+	}
+	if len(w.owners) == 0 {
+		return
+	}
+	held := make(map[string]bool, len(w.owners))
+	for ref := range w.running {
+		held[ref.JobID] = true
+	}
+	for job := range w.owners {
+		if !held[job] {
+			delete(w.owners, job)
+		}
+	}
 }
 
 // fenceIfSilent fences the worker when no leader answered for FenceAfter.
@@ -591,7 +674,7 @@ func (w *Worker) accept(m jetstream.Msg) {
 					// tasks the leader failed meanwhile.
 					var res api.Result
 					ok := false
-					if w.waitStartable(h.ctx) {
+					if w.waitStartable(h.ctx, h.task) {
 						res, ok = w.run(h.ctx, h.task)
 					}
 					// The run slot is the sample's; the result's group
@@ -649,6 +732,10 @@ func (w *Worker) run(ctx context.Context, task api.Task) (res api.Result, ok boo
 		w.log.Warn("job spec", "job", task.JobID, "err", err)
 		return res, false // no result: the leader fails the task when it times out
 	case task.CaseIndex < 0 || task.CaseIndex >= len(spec.p.Set.Cases) || task.Sample < 0 || task.Sample >= spec.p.Options.Samples:
+		return res, false
+	case !w.waitStartable(ctx, task):
+		// Asked again after the spec: its fetch may have outlasted the
+		// owner (a NATS outage), and no provider call may start then.
 		return res, false
 	default:
 		ta, ok := w.agents[spec.agent]

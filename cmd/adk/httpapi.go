@@ -274,6 +274,8 @@ func workerCollectors(w *worker.Worker) []prometheus.Collector {
 				}
 				return 0
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "adk_worker_owner_waiting_tasks", Help: "Held tasks waiting because their job's owner was not heard lately."},
+			func() float64 { return float64(w.OwnerWaits()) }),
 		limiterCollector{stats: w.Limits},
 	}
 }
