@@ -70,6 +70,7 @@ type Worker struct {
 	wg     sync.WaitGroup // loops and task goroutines
 	slots  chan struct{}  // accepted tasks: Capacity+Prefetch
 	runs   chan struct{}  // running samples: Capacity
+	runq   chan *runReq   // to the Capacity runners (runOnRunner)
 
 	agents map[string]trustedAgent
 	// agentNames are the agents' names, sorted, announced in heartbeats.
@@ -199,6 +200,11 @@ func Start(cfg Config) (*Worker, error) {
 	if w.killSub, err = cfg.NATS.Subscribe(killSubj, w.onKill); err != nil {
 		w.cancel()
 		return nil, fmt.Errorf("worker: subscribe %s: %w", killSubj, err)
+	}
+	w.runq = make(chan *runReq)
+	for range cfg.Capacity {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.runner() }()
 	}
 	w.wg.Add(1)
 	go func() { defer w.wg.Done(); w.heartbeatLoop() }()
@@ -675,7 +681,7 @@ func (w *Worker) accept(m jetstream.Msg) {
 					var res api.Result
 					ok := false
 					if w.waitStartable(h.ctx, h.task) {
-						res, ok = w.run(h.ctx, h.task)
+						res, ok = w.runOnRunner(h.ctx, h.task)
 					}
 					// The run slot is the sample's; the result's group
 					// commit (resultWindow) and publish do not hold it.
@@ -718,6 +724,46 @@ func (w *Worker) ack(m jetstream.Msg) error {
 		}
 	}
 	return err
+}
+
+// runReq is one sample handed to a runner.
+type runReq struct {
+	ctx  context.Context
+	task api.Task
+	res  api.Result
+	ok   bool
+	done chan struct{}
+}
+
+// runner runs samples until the worker stops. Samples run on these
+// long-lived goroutines, not on a fresh one per task: a sample's call
+// chain (engine, agent, tracer, signal encoder) is deep, and a fresh
+// goroutine grew its stack from the minimum and copied it every task
+// (runtime.newstack was ~43 µs a task in BenchmarkClusterEval_10kTasks'
+// CPU profile, more with tracing on). A runner keeps its grown stack.
+func (w *Worker) runner() {
+	for {
+		select {
+		case r := <-w.runq:
+			r.res, r.ok = w.run(r.ctx, r.task)
+			close(r.done)
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// runOnRunner is run on a runner. The caller holds a run slot, so one of
+// the Capacity runners is free or about to be.
+func (w *Worker) runOnRunner(ctx context.Context, task api.Task) (api.Result, bool) {
+	r := &runReq{ctx: ctx, task: task, done: make(chan struct{})}
+	select {
+	case w.runq <- r:
+	case <-w.ctx.Done():
+		return api.Result{}, false // stopping: the leader owns the outcome
+	}
+	<-r.done
+	return r.res, r.ok
 }
 
 // run runs one sample and returns its result to publish; ok is false when
