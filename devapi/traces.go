@@ -97,11 +97,11 @@ func traceError(err error) *Error {
 	}
 	switch te.Code {
 	case tracestore.CodeReplayGap:
-		e := traceErr(http.StatusConflict, CodeTraceReplayGap, "after_cursor is older than the oldest event kept").with(te.Gap)
+		e := traceErr(http.StatusConflict, CodeTraceReplayGap, "after_cursor is older than the oldest event kept").with(te.Fields.Gap)
 		e.Header = map[string]string{"x-adk-trace-gap": "true"}
 		return e
 	case tracestore.CodeCursorAhead:
-		return traceErr(http.StatusConflict, CodeTraceCursorAhead, "after_cursor is beyond the latest cursor").with(te.Gap)
+		return traceErr(http.StatusConflict, CodeTraceCursorAhead, "after_cursor is beyond the latest cursor").with(te.Fields.Gap)
 	case tracenode.CodeUnauthenticated:
 		e := traceErr(http.StatusUnauthorized, CodeUnauthorized, "the store does not know this bearer token")
 		e.Header = map[string]string{"www-authenticate": `Bearer realm="` + Realm + `", error="invalid_token"`}

@@ -182,9 +182,9 @@ func tail(ctx context.Context, w io.Writer, f *traceFlags, query func(context.Co
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.As(err, &se) && se.Code == tracestore.CodeReplayGap && se.Gap != nil:
-			fmt.Fprintf(w, "# replay gap: events up to cursor %d were evicted before they were read\n", se.Gap.EvictedThrough)
-			c := se.Gap.EvictedThrough
+		case errors.As(err, &se) && se.Code == tracestore.CodeReplayGap && se.Fields.Gap != nil:
+			fmt.Fprintf(w, "# replay gap: events up to cursor %d were evicted before they were read\n", se.Fields.Gap.EvictedThrough)
+			c := se.Fields.Gap.EvictedThrough
 			after = &c
 			continue
 		case err != nil:
@@ -210,13 +210,13 @@ func tail(ctx context.Context, w io.Writer, f *traceFlags, query func(context.Co
 
 func traceError(err error) error {
 	var se *tracestore.Error
-	if errors.As(err, &se) && se.Gap != nil {
+	if errors.As(err, &se) && se.Fields.Gap != nil {
 		oldest := "null"
-		if se.Gap.OldestAvailableCursor != nil {
-			oldest = fmt.Sprint(*se.Gap.OldestAvailableCursor)
+		if se.Fields.Gap.OldestAvailableCursor != nil {
+			oldest = fmt.Sprint(*se.Fields.Gap.OldestAvailableCursor)
 		}
 		return fmt.Errorf("%s: after_cursor %d, oldest_available_cursor %s, latest_cursor %d, evicted_through %d",
-			se.Code, se.Gap.AfterCursor, oldest, se.Gap.LatestCursor, se.Gap.EvictedThrough)
+			se.Code, se.Fields.Gap.AfterCursor, oldest, se.Fields.Gap.LatestCursor, se.Fields.Gap.EvictedThrough)
 	}
 	return err
 }

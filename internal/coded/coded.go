@@ -2,8 +2,10 @@ package coded
 
 import "strings"
 
-// Domain fixes how one package's errors print. Implementations are empty
-// structs; their methods are called on the zero value.
+// Domain fixes how one package's errors print. Its methods are called on
+// the zero value. Most domains are empty structs; a domain with fields is
+// also the place for the package's own structured fields (tracestore's
+// replay gap), held in Error.Fields.
 type Domain interface {
 	// Prefix begins every message of the domain ("evalengine: "), or "".
 	Prefix() string
@@ -15,11 +17,14 @@ type Domain interface {
 // Error is a stable Code with an optional Reason and Detail. Neither
 // Reason nor Detail may carry a value from untrusted input beyond a bounded
 // identifier, so an Error is safe to print and log. Err is the cause for
-// errors.Is/As; it is never printed nor encoded.
+// errors.Is/As; it is never printed nor encoded. Fields holds the
+// domain's own structured fields, if it has any; it is neither printed nor
+// encoded here (a package that ships them says how).
 type Error[D Domain] struct {
 	Code   string `msgpack:"code"`
 	Reason string `msgpack:"reason,omitempty"`
 	Detail string `msgpack:"detail,omitempty"`
+	Fields D      `msgpack:"-" json:"-"`
 	Err    error  `msgpack:"-"`
 }
 

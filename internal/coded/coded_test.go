@@ -57,3 +57,26 @@ func TestError_IsMatchesCodeAndReasonWithinOneDomain(t *testing.T) {
 		t.Fatal("the cause should unwrap")
 	}
 }
+
+type withFields struct{ N *int }
+
+func (withFields) Prefix() string       { return "" }
+func (withFields) DetailInParens() bool { return false }
+
+// TestError_FieldsAreNeitherPrintedNorMatched: a domain's own fields ride
+// along for errors.As readers, but the message and errors.Is see only code,
+// reason and detail, so a bare sentinel matches an error that carries them.
+func TestError_FieldsAreNeitherPrintedNorMatched(t *testing.T) {
+	n := 7
+	err := fmt.Errorf("ctx: %w", &Error[withFields]{Code: "replay_gap", Detail: "d", Fields: withFields{N: &n}})
+	if got := err.Error(); got != "ctx: replay_gap: d" {
+		t.Fatalf("Error() = %q", got)
+	}
+	if !errors.Is(err, &Error[withFields]{Code: "replay_gap"}) {
+		t.Fatal("a bare sentinel should match whatever the fields")
+	}
+	var e *Error[withFields]
+	if !errors.As(err, &e) || e.Fields.N == nil || *e.Fields.N != 7 {
+		t.Fatal("errors.As should hand back the fields")
+	}
+}

@@ -9,13 +9,15 @@
 // one package's *Error never catches another package's, as before the
 // types were shared; Error(), Is and Unwrap are written once, here.
 //
-// evalengine and the eval store's records (evalrecord) use it. The errors of
-// tracestore (Gap), bus/wire (Offset), agent (Agent, Tool) and plugins
-// (Index, PluginID, Hook, Limit) keep their own types: callers read those
-// fields by name, which a generic type cannot declare, and each prints them
-// in its own layout. Embedding this type would nest every literal to save a
-// few lines; each type's doc says why it stays. coordinator/api's wire
-// error is its own by design (it is the RPC contract).
+// evalengine, the eval store's records (evalrecord) and the trace store
+// (tracestore, whose domain carries the replay gap in Error.Fields) use it.
+// The errors of bus/wire (Offset), agent (Agent, Tool) and plugins (Index,
+// PluginID, Hook, Limit) keep their own types: each prints those fields in
+// its own layout (wire and agent print the cause, which this type never
+// does; plugins formats by code and has a JSON shape of its own), so a
+// formatting hook would be as long as the Error() it replaced; each type's
+// doc says why it stays. coordinator/api's wire error is its own by design
+// (it is the RPC contract).
 //
 // It must not import any adk package outside internal.
 package coded

@@ -86,7 +86,7 @@ func TestNode_IngestsAndAnswersAuthenticatedQueries(t *testing.T) {
 	after := uint64(1) << 60
 	_, err = tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-alice", AfterCursor: &after})
 	var se *tracestore.Error
-	if !errors.As(err, &se) || se.Code != tracestore.CodeCursorAhead || se.Gap == nil {
+	if !errors.As(err, &se) || se.Code != tracestore.CodeCursorAhead || se.Fields.Gap == nil {
 		t.Fatalf("cursor ahead: %v", err)
 	}
 	// min_sequence beyond the stream times out, bounded.

@@ -128,7 +128,7 @@ func (n *Node) answer(data []byte) *QueryReply {
 	if err != nil {
 		var e *tracestore.Error
 		if errors.As(err, &e) {
-			reply.Error = &ReplyError{Code: e.Code, Detail: e.Detail, Gap: e.Gap}
+			reply.Error = &ReplyError{Code: e.Code, Detail: e.Detail, Gap: e.Fields.Gap}
 		} else {
 			reply.Error = &ReplyError{Code: tracestore.CodeUnavailable}
 		}
@@ -158,7 +158,7 @@ func Query(ctx context.Context, nc *nats.Conn, req QueryRequest) (*QueryReply, e
 		return nil, fmt.Errorf("tracenode: query reply: %w", err)
 	}
 	if reply.Error != nil {
-		return &reply, &tracestore.Error{Code: reply.Error.Code, Detail: reply.Error.Detail, Gap: reply.Error.Gap}
+		return &reply, &tracestore.Error{Code: reply.Error.Code, Detail: reply.Error.Detail, Fields: tracestore.ErrorFields{Gap: reply.Error.Gap}}
 	}
 	if reply.Page == nil {
 		return nil, errors.New("tracenode: query reply without page")

@@ -3,6 +3,7 @@ package tracestore
 import (
 	"errors"
 	"fmt"
+	"github.com/fadcedab/adk/internal/coded"
 	"time"
 )
 
@@ -158,33 +159,24 @@ type Gap struct {
 	EvictedThrough        uint64  `json:"evicted_through" msgpack:"evicted_through"`
 }
 
-// Error is a store error with the contract's stable code; Gap is set for
-// replay_gap and cursor_ahead. It never carries event content or a
-// principal.
-//
-// It is not internal/coded's Error: callers (devapi, tracenode, the CLI)
-// read Gap by name, and a generic type cannot hold a package's own field.
-// Embedding coded's type would turn every literal into a nested one to save
-// the six lines of Error() below, so the type stays its own.
-type Error struct {
-	Code   string
-	Detail string
-	Gap    *Gap
+// Error is a store error with the contract's stable code; Fields.Gap is
+// set for replay_gap and cursor_ahead. It never carries event content or a
+// principal. It is the module's one coded error (internal/coded), so
+// Error(), Is and Unwrap are written once: the message is "code" or
+// "code: detail", and errors.Is matches by code.
+type Error = coded.Error[ErrorFields]
+
+// ErrorFields is the trace store's own part of an Error (and its coded
+// domain): the cursors of a replay gap, or nil.
+type ErrorFields struct {
+	Gap *Gap
 }
 
-// Error implements error.
-func (e *Error) Error() string {
-	if e.Detail == "" {
-		return e.Code
-	}
-	return e.Code + ": " + e.Detail
-}
+// Prefix implements coded.Domain: store codes print bare.
+func (ErrorFields) Prefix() string { return "" }
 
-// Is matches errors by code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
+// DetailInParens implements coded.Domain: "code: detail".
+func (ErrorFields) DetailInParens() bool { return false }
 
 func errCode(code, detail string) *Error { return &Error{Code: code, Detail: detail} }
 

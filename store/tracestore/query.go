@@ -93,10 +93,10 @@ func (s *Store) Query(principal string, sel Selector, q QueryOptions) (*Page, er
 	if q.AfterCursor != nil {
 		gap := &Gap{AfterCursor: after, OldestAvailableCursor: page.OldestAvailableCursor, LatestCursor: v.latest, EvictedThrough: v.evictedThrough}
 		if after < v.evictedThrough {
-			return nil, &Error{Code: CodeReplayGap, Gap: gap}
+			return nil, &Error{Code: CodeReplayGap, Fields: ErrorFields{Gap: gap}}
 		}
 		if after > v.latest {
-			return nil, &Error{Code: CodeCursorAhead, Gap: gap}
+			return nil, &Error{Code: CodeCursorAhead, Fields: ErrorFields{Gap: gap}}
 		}
 	}
 	start := max(after, v.evictedThrough)

@@ -239,7 +239,7 @@ func TestStore_CapacityEvictionReportsExactReplayGap(t *testing.T) {
 	c3 := appendOK(t, s, "alice", KindObservability, envelope("r", "t", nil), 3)
 	_, err := s.Query("alice", Selector{"run_id": "r"}, QueryOptions{AfterCursor: ptr(0)})
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Gap.EvictedThrough != c1 || *e.Gap.OldestAvailableCursor != c2 || e.Gap.LatestCursor != c3 {
+	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Fields.Gap.EvictedThrough != c1 || *e.Fields.Gap.OldestAvailableCursor != c2 || e.Fields.Gap.LatestCursor != c3 {
 		t.Fatalf("gap: %v %+v", err, e)
 	}
 	p, err := s.Query("alice", Selector{"run_id": "r"}, QueryOptions{AfterCursor: ptr(c1)})
@@ -328,7 +328,7 @@ func TestStore_RetentionPruningPreservesGapTombstone(t *testing.T) {
 	}
 	_, err := s.Query("alice", Selector{"run_id": "r"}, QueryOptions{AfterCursor: ptr(0)})
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Gap.EvictedThrough != c1 || e.Gap.LatestCursor != c3 {
+	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Fields.Gap.EvictedThrough != c1 || e.Fields.Gap.LatestCursor != c3 {
 		t.Fatalf("gap %v", err)
 	}
 }
@@ -436,7 +436,7 @@ func TestStore_TombstonesExpireAfterRetentionInStreamTime(t *testing.T) {
 	appendOK(t, s, "bob", KindObservability, envelope("r", "t", nil), 2_100)
 	_, err := s.Query("alice", nil, QueryOptions{AfterCursor: ptr(0)})
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Gap.EvictedThrough != c1 || e.Gap.LatestCursor != c1 || e.Gap.OldestAvailableCursor != nil {
+	if !errors.As(err, &e) || e.Code != CodeReplayGap || e.Fields.Gap.EvictedThrough != c1 || e.Fields.Gap.LatestCursor != c1 || e.Fields.Gap.OldestAvailableCursor != nil {
 		t.Fatalf("tombstone gap: %v", err)
 	}
 	// Not yet: the tombstone was made at 2 100 and lives for 1 s of stream time.
