@@ -7,8 +7,7 @@ import (
 
 // Internals the external tests check.
 var (
-	EncodedSize = evalcore.EncodedSize
-	ResultSize  = evalcore.ResultSize
+	ResultSize = evalcore.ResultSize
 
 	SpliceSamples = evalcore.SpliceSamples
 

@@ -2,12 +2,9 @@ package evalcore
 
 import "github.com/fadcedab/adk/internal/canonjson"
 
-// The run's size check, for the root package's tests (its export_test.go),
-// which own the result fixtures. Nothing else calls these.
-var (
-	EncodedSize = encodedSize
-	ResultSize  = resultSize
-)
+// ResultSize is the run's size check, for the root package's tests (its
+// export_test.go), which own the result fixtures. Nothing else calls it.
+var ResultSize = resultSize
 
 // SpliceSamples renders r as the JSON report does after Run: every
 // sample encoded on its own beforehand (CanonicalResult). ok is false
