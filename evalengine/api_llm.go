@@ -118,6 +118,13 @@ const (
 // configuration, and credentials only through environment variables.
 type ModelEnv = llm.ModelEnv
 
+// RateLimiters is the set of provider limiters a run's judges and
+// simulators share, one per endpoint (ModelEnv.RateLimits).
+type RateLimiters = llm.RateLimiters
+
+// NewRateLimiters returns an empty set.
+func NewRateLimiters() *RateLimiters { return llm.NewRateLimiters() }
+
 // ProviderFactory builds the provider for a spec.
 type ProviderFactory = llm.ProviderFactory
 

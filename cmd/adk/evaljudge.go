@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
@@ -27,6 +29,10 @@ type judgeConfigFile struct {
 	BaseURL   string `json:"base_url"`    // default the provider's public endpoint
 	APIKeyEnv string `json:"api_key_env"` // default GEMINI_API_KEY or OPENAI_API_KEY
 	TimeoutMS int    `json:"timeout_ms"`  // per HTTP attempt; 0 = the criterion's request_timeout_ms
+	// RateLimit is the endpoint's limits, as in an AGENT.json model block;
+	// one limiter per endpoint is shared by every judge and simulator call
+	// of the run.
+	RateLimit json.RawMessage `json:"rate_limit"`
 }
 
 // loadJudgeConfig reads --judge-config into the engine's ModelEnv. The
@@ -80,6 +86,18 @@ func loadModelConfig(path, name, code string) (*evalengine.ModelEnv, error) {
 			return nil, &cliError{Code: code, Reason: "api_key_env_unset", Detail: jc.APIKeyEnv}
 		}
 		pc["api_key_env"] = jc.APIKeyEnv
+	}
+	if jc.RateLimit != nil {
+		if _, err := ratelimit.ParseSpec(jc.RateLimit); err != nil {
+			var ce *ratelimit.ConfigError
+			if errors.As(err, &ce) {
+				return nil, &cliError{Code: code, Reason: ce.Key, Detail: ce.Detail}
+			}
+			return nil, bad("rate_limit")
+		}
+		var v any
+		_ = json.Unmarshal(jc.RateLimit, &v) // ParseSpec accepted it
+		pc["rate_limit"] = v
 	}
 	env := &evalengine.ModelEnv{Provider: jc.Provider, Model: jc.Model, ProviderConfig: pc}
 	if jc.TimeoutMS > 0 {

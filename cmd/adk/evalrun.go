@@ -130,7 +130,7 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	fl.StringVar(&f.config, "config", "", "agent config (AGENT.json, at most 1 MiB): run locally")
 	fl.StringVar(&f.agentURL, "agent-url", "", "evaluate an HTTP agent at this http(s) URL instead of --config (one POST per turn)")
 	f.registerJob(cmd)
-	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms"}`)
+	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms", "rate_limit"}`)
 	fl.StringVar(&f.userSimConfig, "user-simulator-config", "", "this machine's LLM user simulator for Google ADK conversation_scenario cases (same shape as --judge-config); without it they are not_evaluated")
 	fl.StringVar(&f.adkTestConfig, "adk-test-config", "", "Google ADK test_config.json whose criteria to use (default: test_config.json beside a Google ADK eval set, when --criteria is not given)")
 	fl.StringVar(&f.baseline, "baseline", "", "baseline result JSON to compare against (at most 16 MiB)")
@@ -351,6 +351,15 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 		l.creds = append(l.creds, judgeSecrets(userSim)...)
 		simData, _ := readCapped("user_simulator_config", f.userSimConfig, maxConfigFileBytes)
 		judgeData = append(judgeData, simData...)
+	}
+	// The run owns the judge's and the simulator's rate limiters: one per
+	// endpoint, shared by every judge metric and scenario user that calls
+	// it.
+	limits := evalengine.NewRateLimiters()
+	for _, env := range []*evalengine.ModelEnv{judge, userSim} {
+		if env != nil {
+			env.RateLimits = limits
+		}
 	}
 	var format evalengine.SetFormat
 	if l.set, format, err = loadEvalSetFormat(f.evalSet); err != nil {

@@ -257,7 +257,7 @@ func validModelName(s string) bool {
 }
 
 // checkProviderConfig applies the provider-independent provider_config
-// rules: plain JSON, ≤256 KiB, no reserved key.
+// rules: plain JSON, ≤256 KiB, no reserved key, a valid rate_limit.
 func checkProviderConfig(pc map[string]any) error {
 	n, ok := evalcore.PlainSize(pc)
 	if !ok || n > MaxProviderConfigBytes {
@@ -268,7 +268,8 @@ func checkProviderConfig(pc map[string]any) error {
 			return &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.Bound(k)}
 		}
 	}
-	return nil
+	_, _, err := parseRateLimit(pc)
+	return err
 }
 
 // Judge is an LLM rubric judge bound to one provider. It is safe for

@@ -1,13 +1,17 @@
 package llm
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/agent/model/gemini"
 	"github.com/fadcedab/adk/agent/model/openai"
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/secrets"
 )
@@ -22,7 +26,7 @@ const (
 // modelProviderConfigKeys are the provider_config keys NewModelProvider
 // understands.
 var modelProviderConfigKeys = evalcore.KeySet("base_url", "api_key_env", "api_key", "max_attempts",
-	"max_response_bytes", "base_backoff_ms", "max_backoff_ms")
+	"max_response_bytes", "base_backoff_ms", "max_backoff_ms", "rate_limit")
 
 // ModelEnv is what the machine running an evaluation supplies to
 // model-backed metrics (the LLM judge) and simulators (the LLM user): the
@@ -46,6 +50,83 @@ type ModelEnv struct {
 	// HTTPClient is passed to NewModelProvider (nil: the providers'
 	// shared transport).
 	HTTPClient *http.Client
+	// RateLimits owns the limiters of the endpoints whose provider_config
+	// declares a rate_limit: every provider built through an env holding
+	// the same RateLimits (a judge per llm_judge metric, the LLM user of
+	// every scenario) shares one limiter per endpoint. A run owns one and
+	// gives it to its judge's and its simulator's envs (adk eval run
+	// does). nil is one set shared by the whole process, so a Go
+	// caller that sets nothing still gets one limiter per endpoint.
+	RateLimits *RateLimiters
+}
+
+// RateLimiters is a set of ratelimit.Limiters, one per provider endpoint
+// (provider name and base URL). It is safe for concurrent use.
+type RateLimiters struct {
+	mu sync.Mutex
+	m  map[string]*ratelimit.Limiter
+}
+
+// NewRateLimiters returns an empty set.
+func NewRateLimiters() *RateLimiters {
+	return &RateLimiters{m: map[string]*ratelimit.Limiter{}}
+}
+
+// defaultRateLimits is the set a ModelEnv without RateLimits uses.
+var defaultRateLimits = NewRateLimiters()
+
+// limiter returns the endpoint's limiter, making it on first use. Two
+// different specs for one endpoint are invalid_provider_config: a
+// limit is the endpoint's, not a caller's.
+func (r *RateLimiters) limiter(endpoint string, spec ratelimit.Spec) (*ratelimit.Limiter, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, ok := r.m[endpoint]; ok {
+		if l.Spec() != spec {
+			return nil, &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig,
+				Detail: evalcore.Bound("provider_config.rate_limit: differs from another rate_limit for endpoint " + endpoint)}
+		}
+		return l, nil
+	}
+	l := ratelimit.New(endpoint, spec)
+	r.m[endpoint] = l
+	return l, nil
+}
+
+// Limiters returns the set's limiters, sorted by endpoint (for metrics
+// and tests).
+func (r *RateLimiters) Limiters() []*ratelimit.Limiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*ratelimit.Limiter, 0, len(r.m))
+	for _, l := range r.m {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint() < out[j].Endpoint() })
+	return out
+}
+
+// parseRateLimit reads provider_config.rate_limit (absent: ok false).
+// The schema and bounds are the AGENT.json model block's
+// (ratelimit.ParseSpec); a bad value is invalid_provider_config naming
+// provider_config.rate_limit.<key>.
+func parseRateLimit(pc map[string]any) (spec ratelimit.Spec, ok bool, err error) {
+	v, present := pc["rate_limit"]
+	if !present {
+		return ratelimit.Spec{}, false, nil
+	}
+	raw, err := json.Marshal(v)
+	if err == nil {
+		spec, err = ratelimit.ParseSpec(raw)
+	}
+	if err != nil {
+		detail := "provider_config.rate_limit: want an object of requests_per_minute, tokens_per_minute and concurrent_requests"
+		if ce, isCE := err.(*ratelimit.ConfigError); isCE {
+			detail = "provider_config." + ce.Key + ": " + ce.Detail
+		}
+		return ratelimit.Spec{}, false, &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig, Detail: evalcore.Bound(detail)}
+	}
+	return spec, true, nil
 }
 
 // ProviderFactory builds the provider for a spec.
@@ -104,7 +185,30 @@ func (env ModelEnv) build(spec ProviderSpec) (model.Provider, error) {
 		// The factory's error may name configuration; it is not kept.
 		return nil, judgeErr(JudgeInvalidProviderConfig, nil)
 	}
-	return p, nil
+	rl, limited, err := parseRateLimit(spec.Config)
+	if err != nil || !limited {
+		return p, err
+	}
+	set := env.RateLimits
+	if set == nil {
+		set = defaultRateLimits
+	}
+	l, err := set.limiter(endpointKey(p, spec), rl)
+	if err != nil {
+		return nil, err
+	}
+	return ratelimit.Wrap(p, l), nil
+}
+
+// endpointKey names the endpoint a provider calls, as agent configs do
+// (provider name and base URL): the key limits are shared under. A
+// provider that does not say its URL (a test's) is keyed by the spec.
+func endpointKey(p model.Provider, spec ProviderSpec) string {
+	if e, ok := p.(interface{ Endpoint() string }); ok {
+		return p.Name() + " " + e.Endpoint()
+	}
+	base, _ := spec.Config["base_url"].(string)
+	return spec.Provider + " " + base
 }
 
 // apiKeyEnv is the environment variable the spec's key comes from, or "".
@@ -161,7 +265,8 @@ func (spec ProviderSpec) redactor() *secrets.Redactor {
 // GEMINI_API_KEY or OPENAI_API_KEY; "" for none; a named variable that is
 // unset is an error, an unset default is no key), api_key (a literal key
 // for Go callers that hold one), max_attempts, max_response_bytes,
-// base_backoff_ms and max_backoff_ms. Other keys are
+// base_backoff_ms, max_backoff_ms and rate_limit (validated here; the
+// limiter is ModelEnv's, see RateLimits). Other keys are
 // invalid_provider_config.
 func NewModelProvider(spec ProviderSpec, hc *http.Client) (model.Provider, error) {
 	pc := spec.Config

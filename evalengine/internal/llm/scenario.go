@@ -148,6 +148,18 @@ func userErr(reason string, cause error) *evalcore.Error {
 	return &evalcore.Error{Code: CodeLLMUser, Reason: reason, Err: cause}
 }
 
+// asUserErr re-codes a provider set-up error (built as the judge's) as
+// the simulator's, keeping its reason and detail (which name keys, never
+// values).
+func asUserErr(err error) error {
+	e := userErr(evalcore.ErrorReason(err), nil)
+	var je *evalcore.Error
+	if errors.As(err, &je) {
+		e.Detail = je.Detail
+	}
+	return e
+}
+
 // NewLLMUser validates cfg and builds its provider from env.
 func NewLLMUser(cfg LLMUserConfig, env ModelEnv) (*LLMUser, error) {
 	def := func(p *int, d, hi int) bool {
@@ -165,13 +177,13 @@ func NewLLMUser(cfg LLMUserConfig, env ModelEnv) (*LLMUser, error) {
 	}
 	spec, err := env.spec(cfg.Provider, cfg.Model, cfg.ProviderConfig)
 	if err != nil {
-		return nil, userErr(evalcore.ErrorReason(err), nil)
+		return nil, asUserErr(err)
 	}
 	spec.RequestTimeoutMS = cfg.RequestTimeoutMS
 	spec.MaxOutputBytes = 2*cfg.MaxMessageBytes + 256
 	p, err := env.build(spec)
 	if err != nil {
-		return nil, userErr(evalcore.ErrorReason(err), nil)
+		return nil, asUserErr(err)
 	}
 	return &LLMUser{cfg: cfg, provider: p, model: spec.Model, redactor: spec.redactor()}, nil
 }
