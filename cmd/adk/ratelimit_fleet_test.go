@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+// limitedOpenAI is a fake OpenAI endpoint on 127.0.0.1 holding its own
+// limit (a token bucket of rpm with two seconds of burst, as
+// bench/openaifake): above it, it answers 429 with Retry-After 1. It
+// records when every request arrived.
+type limitedOpenAI struct {
+	*httptest.Server
+	bucket *rate.Limiter
+
+	mu        sync.Mutex
+	arrivals  []time.Time
+	throttled int
+}
+
+func newLimitedOpenAI(t *testing.T, rpm int) *limitedOpenAI {
+	perSec := float64(rpm) / 60
+	s := &limitedOpenAI{bucket: rate.NewLimiter(rate.Limit(perSec), int(2*perSec))}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		ok := s.bucket.Allow()
+		s.mu.Lock()
+		s.arrivals = append(s.arrivals, time.Now())
+		if !ok {
+			s.throttled++
+		}
+		s.mu.Unlock()
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// promSum sums the samples of metric (any labels) on a process's
+// /metrics; ok is false when it cannot be read or has no such sample.
+func promSum(addr, metric string) (sum float64, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum, ok = sum+v, true
+		}
+	}
+	return sum, ok
+}
+
+// TestClusterEval_RateLimitFleetThroughBinaries runs the fleet-wide rate
+// limit through the built binary: an `adk coordinator` and two `adk
+// worker` processes whose agent declares rate_limit.requests_per_minute
+// against a fake that answers 429 above that limit. The job passes with
+// no sample failed, the fake sees no more calls in any stretch than the
+// limit allows, and both workers' adk_ratelimit_* metrics show a share
+// of the limit and the calls they were granted. (make bench-ratelimit
+// measures the same path at length with 3 coordinators and 4 workers.)
+func TestClusterEval_RateLimitFleetThroughBinaries(t *testing.T) {
+	const (
+		rpm     = 300 // 5 a second
+		samples = 30
+	)
+	fake := newLimitedOpenAI(t, rpm)
+	adkBinary(t) // built (once per test binary) before the clock starts
+	began := time.Now()
+	dir := t.TempDir()
+	agent := writeFile(t, dir, "agent.json", `{"schema_version":1,"name":"rl","model":{"provider":"openai","model":"fake","base_url":"`+fake.URL+
+		`/v1","max_attempts":1,"timeout_ms":30000,"rate_limit":{"requests_per_minute":`+strconv.Itoa(rpm)+`}}}`)
+	var set strings.Builder
+	set.WriteString(`{"schema_version":2,"id":"rl","version":"1","cases":[`)
+	for i := range samples {
+		if i > 0 {
+			set.WriteByte(',')
+		}
+		fmt.Fprintf(&set, `{"id":"c%d","turns":[{"id":"t","input":"hi %d","expected_response":"ok"}]}`, i, i)
+	}
+	set.WriteString("]}")
+	writeFile(t, dir, "set.json", set.String())
+
+	url := startTestNATS(t)
+	procs := newFleet(t)
+	procs.start("c1", "coordinator", "--id", "c1", "--data-dir", filepath.Join(dir, "c1"), "--raft-addr", "127.0.0.1:0",
+		"--nats", url, "--bootstrap", "--workers", "w1,w2", "--log-level", "error")
+	metrics := freeAddrs(t, 2)
+	workers := map[string]*adkProc{}
+	for i, id := range []string{"w1", "w2"} {
+		workers[id] = procs.start(id, "worker", "--id", id, "--nats", url, "--capacity", "4", "--agent", "rl="+agent,
+			"--metrics-addr", metrics[i], "--log-level", "error")
+	}
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, 2*time.Second)
+	// Both workers hold a share before the job, so both run its tasks.
+	testutil.WaitFor(t, 30*time.Second, "the coordinator and a share of the limit on both workers", func() bool {
+		for id, p := range workers {
+			if p.exited() {
+				t.Fatalf("%s exited: %v\n%s", id, p.err, p.stderr.String())
+			}
+		}
+		if _, err := cl.Capabilities(context.Background()); err != nil {
+			return false
+		}
+		total := 0.0
+		for _, addr := range metrics {
+			share, ok := promSum(addr, "adk_ratelimit_requests_per_minute")
+			if !ok || share <= 0 || share > rpm {
+				return false
+			}
+			total += share
+		}
+		return total <= rpm
+	})
+
+	t.Logf("fleet up with shares: %v", time.Since(began))
+	r := runADK(t, dir, nil, "eval", "run", "--cluster", url, "--agent", "rl", "--eval-set", "set.json", "--concurrency", "8")
+	if r.code != exitOK {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	res, err := evalengine.DecodeResult([]byte(r.stdout))
+	if err != nil || !res.Passed || len(res.Cases) != samples {
+		t.Fatalf("result: err %v\n%s", err, r.stdout)
+	}
+	for _, c := range res.Cases {
+		if !c.Passed {
+			t.Fatalf("case %s failed (%s): a throttled call must wait, not fail", c.CaseID, c.Status)
+		}
+	}
+
+	t.Logf("job done: %v", time.Since(began))
+	fake.mu.Lock()
+	calls := append([]time.Time(nil), fake.arrivals...)
+	throttled := fake.throttled
+	fake.mu.Unlock()
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Before(calls[j]) })
+	t.Logf("%d calls, %d answered 429, over %v", len(calls), throttled, calls[len(calls)-1].Sub(calls[0]))
+	if len(calls)-throttled != samples {
+		t.Fatalf("%d calls served for %d samples", len(calls)-throttled, samples)
+	}
+	// The fake's own limit: rpm plus two seconds of burst. Counted over
+	// every call that reached it (429s included), in every stretch; one
+	// call of slack for a request that reached the server late.
+	perSec := float64(rpm) / 60
+	for i := range calls {
+		for k := i + 1; k < len(calls); k++ {
+			if n, allowed := float64(k-i+1), 2*perSec+perSec*calls[k].Sub(calls[i]).Seconds(); n > allowed+1 {
+				t.Fatalf("calls %d..%d: %v in %v, over the limit (%.1f)", i, k, n, calls[k].Sub(calls[i]), allowed)
+			}
+		}
+	}
+	if throttled*20 > len(calls) {
+		t.Fatalf("%d of %d calls answered 429: the workers did not share the limit", throttled, len(calls))
+	}
+	var granted float64
+	for i, addr := range metrics {
+		g, ok := promSum(addr, "adk_ratelimit_granted_total")
+		if !ok || g < 1 {
+			t.Fatalf("worker w%d: adk_ratelimit_granted_total %v (present %v), want its calls counted", i+1, g, ok)
+		}
+		granted += g
+	}
+	if int(granted) != len(calls) {
+		t.Fatalf("the workers granted %v calls, the fake saw %d", granted, len(calls))
+	}
+}
