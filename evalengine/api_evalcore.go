@@ -696,3 +696,13 @@ func StreamToResult(st *Stream) (*Result, error) {
 
 // MaxCriteriaFileBytes caps a criteria or tolerances file (CONTRACTS §5.11).
 const MaxCriteriaFileBytes = evalcore.MaxCriteriaFileBytes
+
+// StreamFile is a complete sample stream on a seekable input, indexed so
+// that it is rendered case by case without holding it (RenderStream).
+type StreamFile = evalcore.StreamFile
+
+// OpenStreamFile reads a stream of size bytes once, checks it line by line
+// and indexes its sample lines (16 bytes a sample); see StreamFile.
+func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
+	return evalcore.OpenStreamFile(r, size)
+}
