@@ -7,6 +7,8 @@
 package evalengine
 
 import (
+	"io"
+
 	"github.com/fadcedab/adk/evalengine/internal/report"
 )
 
@@ -157,4 +159,18 @@ type MetricGate = report.MetricGate
 // case pass outcomes and on every metric both sides scored.
 func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, error) {
 	return report.StatsReport(results, opts)
+}
+
+// CodeReportNotStreamable refuses a format RenderStream cannot write case
+// by case (html, annotations, json).
+const CodeReportNotStreamable = report.CodeReportNotStreamable
+
+// StreamFormats are the formats RenderStream writes case by case.
+func StreamFormats() []string { return report.StreamFormats() }
+
+// RenderStream writes the report of a streamed (jsonl) result to w case by
+// case (markdown, junit, sarif), byte-identical to Render of the same
+// result, holding one case at a time.
+func RenderStream(w io.Writer, f *StreamFile, format string, opts ExportOptions) error {
+	return report.RenderStream(w, f, format, opts)
 }

@@ -150,6 +150,24 @@
 //     result without it (or with a forged one) is invalid_eval_result.
 //     With no cases the interval is 0..1. The Markdown report prints it
 //     on the pass-rate line.
+//  15. Reports of a streamed (jsonl) result are not bounded by the 16 MiB
+//     of a document. OpenStreamFile reads the stream once, checking every
+//     line with the writer's per-line bounds, and keeps 24 bytes a sample
+//     (where its line is, whether it passed); RenderStream then walks the
+//     cases in order, holding one case and its samples at a time.
+//     markdown and junit are written case by case; SARIF is one document,
+//     but its results array is written one result at a time (capped at
+//     MaxExportFindings as for a document). The bytes equal Render's of
+//     the same result. html (a page whose table, failures and filters
+//     need every case), annotations (capped at MaxExportFindings cases)
+//     and json (the jsonl is already the full result) are not streamed:
+//     they are refused with eval_report_not_streamable, naming the formats
+//     that stream, and render only from a result that fits one document
+//     (`adk eval report` rebuilds one from a jsonl file of at most 16 MiB).
+//     A streamed report checks the stream's lines, its completeness, each
+//     case's sample counts and the run's case counts; unlike
+//     StreamToResult it does not recompute metric averages over the run,
+//     which would need every sample at once.
 //
 // # Metrics beyond the criteria (§5.8, §5.12)
 //

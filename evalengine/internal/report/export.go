@@ -206,33 +206,53 @@ func f4(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 
 func markdownResult(r *evalcore.Result) []byte {
 	var b strings.Builder
-	b.WriteString("# Evaluation report\n\n")
-	fmt.Fprintf(&b, "**Status: %s**\n\n", passFail(r.Passed))
-	fmt.Fprintf(&b, "Eval set: %s (version %s)\n\n", mdCell(r.EvalSetID), mdCell(r.EvalSetVersion))
-	if r.ResultSchemaVersion != evalcore.ResultSchemaVersion {
-		b.WriteString("Legacy result (schema 1): no per-case details.\n")
+	if !markdownHead(&b, r) {
 		return []byte(b.String())
 	}
-	fmt.Fprintf(&b, "Pass rate: %s (%d/%d cases passed, threshold %s; %s)\n\n", f4(r.PassRate), r.PassedCaseCount, r.CaseCount, f4(r.PassRateThreshold), wilsonText(r.PassRateInterval))
+	for i := range r.Cases {
+		markdownCaseRow(&b, &r.Cases[i])
+	}
+	markdownFailures(&b, Failures(r))
+	markdownTail(&b, r)
+	return []byte(b.String())
+}
+
+// markdownHead writes everything before the case rows; false for a legacy
+// result, whose report ends there. The streamed renderer (stream.go)
+// writes the same pieces in the same order, case by case.
+func markdownHead(b *strings.Builder, r *evalcore.Result) bool {
+	b.WriteString("# Evaluation report\n\n")
+	fmt.Fprintf(b, "**Status: %s**\n\n", passFail(r.Passed))
+	fmt.Fprintf(b, "Eval set: %s (version %s)\n\n", mdCell(r.EvalSetID), mdCell(r.EvalSetVersion))
+	if r.ResultSchemaVersion != evalcore.ResultSchemaVersion {
+		b.WriteString("Legacy result (schema 1): no per-case details.\n")
+		return false
+	}
+	fmt.Fprintf(b, "Pass rate: %s (%d/%d cases passed, threshold %s; %s)\n\n", f4(r.PassRate), r.PassedCaseCount, r.CaseCount, f4(r.PassRateThreshold), wilsonText(r.PassRateInterval))
 	if rc, ok := r.Metadata[MetadataResponseCache].(map[string]any); ok {
-		fmt.Fprintf(&b, "Response cache (%s): %v hits, %v misses\n\n", mdCell(fmt.Sprint(rc["mode"])), rc["hits"], rc["misses"])
+		fmt.Fprintf(b, "Response cache (%s): %v hits, %v misses\n\n", mdCell(fmt.Sprint(rc["mode"])), rc["hits"], rc["misses"])
 	}
 	b.WriteString("## Metrics\n\n| Metric | Scope | Average | Status |\n| --- | --- | --- | --- |\n")
 	for _, m := range r.Metrics {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(m.MetricID), m.Scope, f4(m.AverageScore), passFail(m.Passed))
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", mdCell(m.MetricID), m.Scope, f4(m.AverageScore), passFail(m.Passed))
 	}
 	b.WriteString("\n## Cases\n\n| Case | Status | Passed samples | Samples |\n| --- | --- | --- | --- |\n")
-	for _, c := range r.Cases {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
-	}
-	markdownFailures(&b, Failures(r))
+	return true
+}
+
+func markdownCaseRow(b *strings.Builder, c *evalcore.CaseResult) {
+	fmt.Fprintf(b, "| %s | %s | %d | %d |\n", mdCell(c.CaseID), c.Status, c.PassedSampleCount, c.SampleCount)
+}
+
+// markdownTail writes the "Not evaluated" section (from the result's
+// metadata, not its cases).
+func markdownTail(b *strings.Builder, r *evalcore.Result) {
 	if ne := evalcore.NotEvaluatedCases(r); len(ne) > 0 {
 		b.WriteString("\n## Not evaluated\n\n| Case | Reason |\n| --- | --- |\n")
 		for _, c := range ne {
-			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(c[0]), mdCell(c[1]))
+			fmt.Fprintf(b, "| %s | %s |\n", mdCell(c[0]), mdCell(c[1]))
 		}
 	}
-	return []byte(b.String())
 }
 
 // markdownFailures writes the "Failures" section: per failed case its
@@ -242,27 +262,33 @@ func markdownFailures(b *strings.Builder, fs []CaseFailure) {
 	if len(fs) == 0 {
 		return
 	}
-	b.WriteString("\n## Failures\n")
-	for _, f := range fs {
-		fmt.Fprintf(b, "\n### %s\n\n%s (sample pass rate %s, threshold %s)\n\n", mdCell(f.CaseID), mdCell(f.Reason), f4(f.SamplePassRate), f4(f.SamplePassRateThreshold))
-		for _, s := range f.Samples {
-			fmt.Fprintf(b, "- Sample %d: %s%s\n", s.SampleIndex, s.Status, s.traceSuffix())
-			if s.Error != "" {
-				fmt.Fprintf(b, "  - Error: %s\n", mdCell(s.Error))
-			}
-			for _, m := range s.Metrics {
-				fmt.Fprintf(b, "  - Metric %s\n", mdCell(m.String()))
-			}
-			if r := s.Response; r != nil {
-				fmt.Fprintf(b, "  - Expected (turn %d): %s\n  - Actual (turn %d): %s\n", r.TurnIndex+1, mdCell(r.Expected), r.TurnIndex+1, mdCell(r.Actual))
-			}
-			if t := s.Trajectory; t != nil {
-				fmt.Fprintf(b, "  - First trajectory mismatch%s: expected %s, actual %s\n", t.position(), mdCell(orNone(t.Expected)), mdCell(orNone(t.Actual)))
-			}
+	b.WriteString(markdownFailuresTitle)
+	for i := range fs {
+		markdownFailure(b, &fs[i])
+	}
+}
+
+const markdownFailuresTitle = "\n## Failures\n"
+
+func markdownFailure(b *strings.Builder, f *CaseFailure) {
+	fmt.Fprintf(b, "\n### %s\n\n%s (sample pass rate %s, threshold %s)\n\n", mdCell(f.CaseID), mdCell(f.Reason), f4(f.SamplePassRate), f4(f.SamplePassRateThreshold))
+	for _, s := range f.Samples {
+		fmt.Fprintf(b, "- Sample %d: %s%s\n", s.SampleIndex, s.Status, s.traceSuffix())
+		if s.Error != "" {
+			fmt.Fprintf(b, "  - Error: %s\n", mdCell(s.Error))
 		}
-		if f.OmittedSamples > 0 {
-			fmt.Fprintf(b, "- %d more failed samples not shown\n", f.OmittedSamples)
+		for _, m := range s.Metrics {
+			fmt.Fprintf(b, "  - Metric %s\n", mdCell(m.String()))
 		}
+		if r := s.Response; r != nil {
+			fmt.Fprintf(b, "  - Expected (turn %d): %s\n  - Actual (turn %d): %s\n", r.TurnIndex+1, mdCell(r.Expected), r.TurnIndex+1, mdCell(r.Actual))
+		}
+		if t := s.Trajectory; t != nil {
+			fmt.Fprintf(b, "  - First trajectory mismatch%s: expected %s, actual %s\n", t.position(), mdCell(orNone(t.Expected)), mdCell(orNone(t.Actual)))
+		}
+	}
+	if f.OmittedSamples > 0 {
+		fmt.Fprintf(b, "- %d more failed samples not shown\n", f.OmittedSamples)
 	}
 }
 
@@ -334,28 +360,62 @@ func junit(r *evalcore.Result, suite string) []byte {
 			failures++
 		}
 	}
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	fmt.Fprintf(&b, `<testsuite name="%s" tests="%d" failures="%d" time="%s">`+"\n", xmlEscape(suite), len(r.Cases), failures, seconds(r.DurationMS))
+	junitHead(&b, suite, len(r.Cases), failures, r.DurationMS)
 	fs := Failures(r)
 	next := 0
-	for _, c := range r.Cases {
-		fmt.Fprintf(&b, `  <testcase classname="%s" name="%s" time="%s"`, xmlEscape(suite), xmlEscape(c.CaseID), seconds(c.DurationMS))
-		if c.Passed {
-			b.WriteString("/>\n")
-			continue
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		var f *CaseFailure
+		if !c.Passed {
+			f = &fs[next]
+			next++
 		}
-		f := fs[next]
-		next++
-		// The body keeps its line breaks (xmlEscape encodes them for
-		// attributes), so CI systems show the details as written.
-		body := strings.ReplaceAll(xmlEscape(f.Details()), "&#10;", "\n")
-		fmt.Fprintf(&b, ">\n    <failure type=\"evaluation\" message=\"%s\">%s</failure>\n  </testcase>\n", xmlEscape(f.Reason), body)
+		junitCase(&b, suite, c, f)
 	}
-	b.WriteString("</testsuite>\n")
+	b.WriteString(junitEnd)
 	return []byte(b.String())
 }
 
+const junitEnd = "</testsuite>\n"
+
+func junitHead(b *strings.Builder, suite string, tests, failures int, durationMS int64) {
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	fmt.Fprintf(b, `<testsuite name="%s" tests="%d" failures="%d" time="%s">`+"\n", xmlEscape(suite), tests, failures, seconds(durationMS))
+}
+
+// junitCase writes one testcase; f is its failure (nil when it passed).
+func junitCase(b *strings.Builder, suite string, c *evalcore.CaseResult, f *CaseFailure) {
+	fmt.Fprintf(b, `  <testcase classname="%s" name="%s" time="%s"`, xmlEscape(suite), xmlEscape(c.CaseID), seconds(c.DurationMS))
+	if f == nil {
+		b.WriteString("/>\n")
+		return
+	}
+	// The body keeps its line breaks (xmlEscape encodes them for
+	// attributes), so CI systems show the details as written.
+	body := strings.ReplaceAll(xmlEscape(f.Details()), "&#10;", "\n")
+	fmt.Fprintf(b, ">\n    <failure type=\"evaluation\" message=\"%s\">%s</failure>\n  </testcase>\n", xmlEscape(f.Reason), body)
+}
+
 func sarif(r *evalcore.Result, suite string) ([]byte, error) {
+	results := []any{}
+	for _, f := range Failures(r) {
+		if len(results) == MaxExportFindings {
+			break
+		}
+		results = append(results, sarifResult(&f))
+	}
+	doc := map[string]any{
+		"$schema": sarifSchemaURI,
+		"version": "2.1.0",
+		"runs": []any{map[string]any{
+			"tool":    sarifTool(r, suite),
+			"results": results,
+		}},
+	}
+	return canonicalJSON(doc)
+}
+
+func sarifTool(r *evalcore.Result, suite string) map[string]any {
 	rules := []any{map[string]any{
 		"id": caseRuleID, "name": caseRuleID,
 		"shortDescription": map[string]any{"text": "An evaluation case did not pass"},
@@ -366,29 +426,18 @@ func sarif(r *evalcore.Result, suite string) ([]byte, error) {
 			"shortDescription": map[string]any{"text": "Evaluation metric"},
 		})
 	}
-	results := []any{}
-	for _, f := range Failures(r) {
-		if len(results) == MaxExportFindings {
-			break
-		}
-		results = append(results, map[string]any{
-			"ruleId":     caseRuleID,
-			"level":      "error",
-			"message":    map[string]any{"text": "Evaluation case failed: " + f.CaseID + ": " + f.Reason},
-			"properties": map[string]any{"caseId": f.CaseID, "status": f.Status, "reason": f.Reason, "details": f.Details()},
-		})
+	return map[string]any{"driver": map[string]any{
+		"name": suite, "informationUri": InformationURI, "rules": rules,
+	}}
+}
+
+func sarifResult(f *CaseFailure) map[string]any {
+	return map[string]any{
+		"ruleId":     caseRuleID,
+		"level":      "error",
+		"message":    map[string]any{"text": "Evaluation case failed: " + f.CaseID + ": " + f.Reason},
+		"properties": map[string]any{"caseId": f.CaseID, "status": f.Status, "reason": f.Reason, "details": f.Details()},
 	}
-	doc := map[string]any{
-		"$schema": sarifSchemaURI,
-		"version": "2.1.0",
-		"runs": []any{map[string]any{
-			"tool": map[string]any{"driver": map[string]any{
-				"name": suite, "informationUri": InformationURI, "rules": rules,
-			}},
-			"results": results,
-		}},
-	}
-	return canonicalJSON(doc)
 }
 
 func annotations(r *evalcore.Result) ([]byte, error) {

@@ -93,31 +93,38 @@ func Failures(r *evalcore.Result) []CaseFailure {
 		return out
 	}
 	for ci := range r.Cases {
-		c := &r.Cases[ci]
-		if c.Passed {
-			continue
+		if f, ok := caseFailure(&r.Cases[ci]); ok {
+			out = append(out, f)
 		}
-		f := CaseFailure{
-			CaseID: c.CaseID, Status: c.Status, DurationMS: c.DurationMS,
-			Metrics:                 failedMetrics(c.Criteria),
-			SamplePassRate:          c.SamplePassRate,
-			SamplePassRateThreshold: c.SamplePassRateThreshold,
-		}
-		for si := range c.Samples {
-			s := &c.Samples[si]
-			if s.Passed {
-				continue
-			}
-			if len(f.Samples) == MaxFailureSamples {
-				f.OmittedSamples++
-				continue
-			}
-			f.Samples = append(f.Samples, sampleFailure(s))
-		}
-		f.Reason = f.reason()
-		out = append(out, f)
 	}
 	return out
+}
+
+// caseFailure is one case's entry of Failures (false when it passed): the
+// streamed renderers call it case by case.
+func caseFailure(c *evalcore.CaseResult) (CaseFailure, bool) {
+	if c.Passed {
+		return CaseFailure{}, false
+	}
+	f := CaseFailure{
+		CaseID: c.CaseID, Status: c.Status, DurationMS: c.DurationMS,
+		Metrics:                 failedMetrics(c.Criteria),
+		SamplePassRate:          c.SamplePassRate,
+		SamplePassRateThreshold: c.SamplePassRateThreshold,
+	}
+	for si := range c.Samples {
+		s := &c.Samples[si]
+		if s.Passed {
+			continue
+		}
+		if len(f.Samples) == MaxFailureSamples {
+			f.OmittedSamples++
+			continue
+		}
+		f.Samples = append(f.Samples, sampleFailure(s))
+	}
+	f.Reason = f.reason()
+	return f, true
 }
 
 func failedMetrics(ms []evalcore.MetricResult) []FailedMetric {
