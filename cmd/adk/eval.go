@@ -89,6 +89,10 @@ func newEvalReportCmd() *cobra.Command {
 comparison in another format. The document is re-validated strictly first.
 JUnit, SARIF and annotations need a result, not a comparison.
 
+A JSON Lines result (adk eval run --format jsonl) of any size renders as
+markdown, junit or sarif case by case, in bounded memory; html,
+annotations and json need it to fit one 16 MiB document.
+
 With --nats (or $ADK_CLUSTER set and no such file) the argument is a job id
 and the cluster's stored result is rendered. With --url the job's report
 is fetched from the developer HTTP API instead (bearer token from
@@ -111,6 +115,8 @@ $ADK_DEV_TOKEN): the same bytes.`,
 					return err
 				}
 				v = r
+			} else if isStreamFile(args[0]) {
+				return reportStream(cmd, args[0], format, output, suite)
 			} else {
 				data, err := readCapped("result", args[0], maxSetFileBytes)
 				if err != nil {

@@ -144,7 +144,18 @@ func checkOutputPath(p string) error {
 // directory: write, fsync, rename, then fsync the directory. On any
 // failure the temporary file is removed and path is untouched, so there is
 // never a partial report.
-func writeAtomic(path string, data []byte) (err error) {
+func writeAtomic(path string, data []byte) error {
+	return writeAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, nil)
+}
+
+// writeAtomicFunc is writeAtomic with the content written by write (a
+// streamed report); before the rename, done (if set) may read the written
+// file back (to copy it to stdout). A failure of write or done leaves
+// path untouched; a *cliError from write is returned as is.
+func writeAtomicFunc(path string, write func(io.Writer) error, done func(*os.File) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -159,8 +170,12 @@ func writeAtomic(path string, data []byte) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = write(f); err != nil {
 		_ = f.Close()
+		var ce *cliError
+		if errors.As(err, &ce) {
+			return err
+		}
 		return writeFailed(err)
 	}
 	if err = f.Chmod(0o644); err != nil {
@@ -170,6 +185,15 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = f.Sync(); err != nil {
 		_ = f.Close()
 		return writeFailed(err)
+	}
+	if done != nil {
+		if _, err = f.Seek(0, io.SeekStart); err == nil {
+			err = done(f)
+		}
+		if err != nil {
+			_ = f.Close()
+			return err
+		}
 	}
 	if err = f.Close(); err != nil {
 		return writeFailed(err)

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEvalReport_StreamedJSONL: `adk eval report` renders a jsonl result
+// to the golden bytes of the document renderer (case by case for
+// markdown, junit and sarif, whole for html), and from a stream over
+// 16 MiB refuses html naming the formats that stream. The large file is
+// sparse: the refusal is decided by size before anything is read.
+func TestEvalReport_StreamedJSONL(t *testing.T) {
+	golden := filepath.Join(repoRoot(t), "evalengine", "testdata", "golden")
+	dir := t.TempDir()
+	stream := filepath.Join(golden, "result.jsonl")
+	for _, format := range []string{"markdown", "junit", "sarif", "html"} {
+		want, err := os.ReadFile(filepath.Join(golden, "result."+format))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "report."+format)
+		r := runADK(t, dir, nil, "eval", "report", stream, "--format", format, "--output", out)
+		if r.code != exitOK || r.stdout != string(want) {
+			t.Fatalf("%s: exit %d, stderr %q, stdout equals golden: %t", format, r.code, r.stderr, r.stdout == string(want))
+		}
+		if got, _ := os.ReadFile(out); string(got) != string(want) {
+			t.Fatalf("%s: --output differs from the golden report", format)
+		}
+	}
+	data, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.jsonl")
+	if err := os.WriteFile(big, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 17<<20); err != nil {
+		t.Fatal(err)
+	}
+	r := runADK(t, dir, nil, "eval", "report", big, "--format", "html", "--output", filepath.Join(dir, "big.html"))
+	if r.code == exitOK || !strings.Contains(r.stderr, "eval_report_not_streamable") || !strings.Contains(r.stderr, "markdown, junit, sarif") {
+		t.Fatalf("html of a stream over 16 MiB: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runADK(t, dir, nil, "eval", "report", big, "--format", "markdown", "--output", filepath.Join(dir, "big.md"))
+	if r.code == exitOK || !strings.Contains(r.stderr, "invalid_eval_stream") {
+		t.Fatalf("a damaged stream: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "big.md")); !os.IsNotExist(err) {
+		t.Fatalf("a failed report left its output behind: %v", err)
+	}
+}
