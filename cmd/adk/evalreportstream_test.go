@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,28 @@ func TestEvalReport_StreamedJSONL(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "big.md")); !os.IsNotExist(err) {
 		t.Fatalf("a failed report left its output behind: %v", err)
+	}
+}
+
+// TestEvalRun_JSONLThenReport: a run's jsonl report renders as the same
+// markdown the run prints itself, and a run over its report budget says
+// how to get past it.
+func TestEvalRun_JSONLThenReport(t *testing.T) {
+	dir := fixture(t)
+	base := []string{"eval", "run", "--config", "bad.json", "--eval-set", "set.json", "--criteria", "criteria.json", "--samples", "2"}
+	md := runADK(t, dir, nil, append(base, "--format", "markdown")...)
+	js := runADK(t, dir, nil, append(base, "--format", "jsonl", "--output", "run.jsonl")...)
+	if md.code != 2 || js.code != 2 {
+		t.Fatalf("runs exited %d and %d (stderr %q %q)", md.code, js.code, md.stderr, js.stderr)
+	}
+	r := runADK(t, dir, nil, "eval", "report", "run.jsonl", "--format", "markdown")
+	// Each run has its own trace ids.
+	traces := regexp.MustCompile(`\(trace [0-9a-f]+\)`)
+	if got, want := traces.ReplaceAllString(r.stdout, ""), traces.ReplaceAllString(md.stdout, ""); r.code != exitOK || got != want || !strings.Contains(want, "## Failures") {
+		t.Fatalf("report of the jsonl: exit %d, stderr %q\n%s\nwant\n%s", r.code, r.stderr, got, want)
+	}
+	r = runADK(t, dir, nil, append(base, "--format", "markdown", "--max-report-bytes", "1")...)
+	if !strings.Contains(r.stderr, "eval_report_budget_exceeded") || !strings.Contains(r.stderr, "--format jsonl --output FILE") {
+		t.Fatalf("over budget: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -467,7 +467,16 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 		} else {
 			journal.discardEmpty()
 		}
-		return nil, engineError(codeEvaluationFailed, err)
+		ce := engineError(codeEvaluationFailed, err)
+		switch evalengine.ErrorCode(err) {
+		case evalengine.CodeReportBudgetExceeded, evalengine.CodeReportTooLarge:
+			// The way past one document's bound is the stream, rendered
+			// case by case afterwards.
+			if c, ok := ce.(*cliError); ok && c.Detail == "" {
+				c.Detail = "the result is over one document: run with --format jsonl --output FILE, then adk eval report FILE --format markdown|junit|sarif"
+			}
+		}
+		return nil, ce
 	}
 	l.cut = journal.cutSamples()
 	recordCacheStats(result, l.cache)
