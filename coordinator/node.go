@@ -325,7 +325,8 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
-	n.trans, err = raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, nil, 3, 5*time.Second, rc.Logger)
+	var trans raftTransport
+	n.trans, trans, err = newRaftTransport(n.cfg.RaftAddr, rc.Logger)
 	if err != nil {
 		return fmt.Errorf("raft transport: %w", err)
 	}
@@ -343,11 +344,11 @@ func (n *Node) startRaft() error {
 		for _, p := range peers {
 			conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
 		}
-		if err := raft.BootstrapCluster(rc, logs, n.wal, snaps, n.trans, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, logs, n.wal, snaps, trans, conf); err != nil {
 			return fmt.Errorf("raft bootstrap: %w", err)
 		}
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.wal, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.wal, snaps, trans)
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
 	}
