@@ -30,14 +30,18 @@ const (
 // (their lag, and a restart's catch-up), so MaxBytes bounds it well below
 // a store's size (bus/DESIGN.md, "How long the stream holds").
 const (
-	DefaultSignalMaxBytes   int64 = 256 << 20
+	// DefaultSignalMaxBytes is 32 MiB of compressed batches: the ~700k
+	// spans the old 256 MiB held before publishers compressed.
+	DefaultSignalMaxBytes   int64 = 32 << 20
 	DefaultSignalMaxMsgs    int64 = 1_000_000
 	DefaultSignalMaxAge           = 24 * time.Hour
 	DefaultSignalMaxMsgSize int32 = 1 << 20
-	// DefaultSignalCompression is S2: JetStream compresses each file block
-	// once it is full (the block being written stays plain), and the span
-	// JSON of a batch compresses several times over (bus/DESIGN.md).
-	DefaultSignalCompression = SignalCompressionS2
+	// DefaultSignalCompression is none: publishers compress each batch
+	// once, at the source (SignalEncodingS2), so the servers store and
+	// replicate compressed bytes already; S2 on the stream's file blocks
+	// would compress them a second time for nothing but CPU
+	// (bus/DESIGN.md, "Signal batch encoding").
+	DefaultSignalCompression = SignalCompressionNone
 )
 
 // Compression of the ADK_SIGNALS file blocks (SignalStreamConfig.Compression).
@@ -57,9 +61,10 @@ type SignalStreamConfig struct {
 	// DiscardNew rejects publishes once a limit is reached (the publisher
 	// counts them); the default discards the oldest messages silently.
 	DiscardNew bool
-	// Compression is SignalCompressionS2 (the default when empty) or
-	// SignalCompressionNone. Limits count message bytes before
-	// compression.
+	// Compression of the stream's file blocks: SignalCompressionNone
+	// (the default when empty) or SignalCompressionS2. Limits count
+	// message bytes as published (a compressed batch by its compressed
+	// size), before any block compression.
 	Compression string
 }
 
@@ -250,9 +255,11 @@ func EncodeSignalBatch(b SignalBatch) ([]byte, error) {
 	return appendSignalBatch(make([]byte, 0, signalBatchSize(b.Records)), b.Records), nil
 }
 
-// DecodeSignalBatch decodes a batch within the given message size bound,
-// accepting and rejecting exactly what wire.Decode does. The records' data
-// alias data.
+// DecodeSignalBatch decodes a plain batch envelope within the given message
+// size bound, accepting and rejecting exactly what wire.Decode does. The
+// records' data alias data. A consumer of ADK_SIGNALS calls
+// DecodeSignalMessage, which also reads the compressed bodies publishers
+// send.
 func DecodeSignalBatch(data []byte, maxBytes int) (SignalBatch, error) {
 	lim := wire.DecodeLimits{MaxBytes: maxBytes}
 	if b, ok := decodeCanonicalSignalBatch(data, lim.Resolved()); ok {

@@ -211,6 +211,7 @@ type pubBatch struct {
 	attempt   int
 	notBefore time.Time
 	msg       []byte
+	enc       string // msg's SignalEncodingHeader ("": plain)
 }
 
 type inflight struct {
@@ -248,6 +249,10 @@ type Publisher struct {
 	drainWaiters int
 	closed       bool
 	seq          uint64
+
+	// scratch holds a batch's plain envelope while it is compressed;
+	// only the dispatch goroutine (send) touches it.
+	scratch []byte
 
 	wake  chan struct{}
 	slots chan struct{}
@@ -525,16 +530,28 @@ func (p *Publisher) dispatchLoop() {
 
 func (p *Publisher) send(b *pubBatch) {
 	if b.msg == nil {
-		b.buf = batchBufs.Get().(*[]byte)
-		if n := signalBatchSize(b.items); cap(*b.buf) < n {
-			*b.buf = make([]byte, 0, n)
+		// The plain envelope goes into the publisher's scratch buffer and
+		// is compressed once into the batch's own, which a retry resends
+		// as it is (same bytes, same Nats-Msg-Id).
+		if n := signalBatchSize(b.items); cap(p.scratch) < n {
+			p.scratch = make([]byte, 0, n)
 		}
-		b.msg = appendSignalBatch((*b.buf)[:0], b.items)
+		raw := appendSignalBatch(p.scratch[:0], b.items)
+		if cap(raw) <= 8<<20 {
+			p.scratch = raw[:0]
+		} else {
+			p.scratch = nil
+		}
+		b.buf = batchBufs.Get().(*[]byte)
+		b.msg, b.enc = compressSignalBatch((*b.buf)[:0], raw)
 	}
 	b.attempt++
 	msg := nats.NewMsg(p.subject)
 	msg.Data = b.msg
 	msg.Header.Set(jetstream.MsgIDHeader, b.id)
+	if b.enc != "" {
+		msg.Header.Set(SignalEncodingHeader, b.enc)
+	}
 	fut, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
 		p.finish(b, err, true)

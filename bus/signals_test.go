@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -73,9 +74,9 @@ func TestSignalStream_EnsureIsIdempotentUpdatesBoundsAndReportsMismatch(t *testi
 	c := bus.SignalStreamConfig{MaxMsgs: 100, MaxBytes: 1 << 20, MaxAge: time.Hour, MaxMsgSize: 64 << 10, DiscardNew: true}
 	st := e.ensure(t, c)
 	e.ensure(t, c) // same config: no error, no change
-	// S2 by default.
-	if got := st.CachedInfo().Config.Compression; got != jetstream.S2Compression {
-		t.Fatalf("compression %v, want s2", got)
+	// No block compression by default: publishers compress batches.
+	if got := st.CachedInfo().Config.Compression; got != jetstream.NoCompression {
+		t.Fatalf("compression %v, want none", got)
 	}
 	if _, err := e.js.Publish(context.Background(), "adk.signal.alice", []byte("x")); err != nil {
 		t.Fatal(err)
@@ -84,15 +85,22 @@ func TestSignalStream_EnsureIsIdempotentUpdatesBoundsAndReportsMismatch(t *testi
 	// Bounds and compression are updated in place; the messages and
 	// their sequence numbers stay.
 	c2 := c
-	c2.MaxMsgs, c2.MaxBytes, c2.DiscardNew, c2.Compression = 200, 2<<20, false, bus.SignalCompressionNone
+	c2.MaxMsgs, c2.MaxBytes, c2.DiscardNew, c2.Compression = 200, 2<<20, false, bus.SignalCompressionS2
 	e.ensure(t, c2)
 	info, err := st.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg := info.Config; cfg.MaxMsgs != 200 || cfg.MaxBytes != 2<<20 || cfg.Discard != jetstream.DiscardOld ||
-		cfg.Compression != jetstream.NoCompression || info.State.LastSeq != 1 || info.State.Msgs != 1 {
+		cfg.Compression != jetstream.S2Compression || info.State.LastSeq != 1 || info.State.Msgs != 1 {
 		t.Fatalf("after the update: %+v, state %+v", cfg, info.State)
+	}
+	// A stream created with S2 blocks (the default before publishers
+	// compressed) is switched back to none in place, messages kept.
+	c2.Compression = ""
+	e.ensure(t, c2)
+	if info, err = st.Info(context.Background()); err != nil || info.Config.Compression != jetstream.NoCompression || info.State.Msgs != 1 {
+		t.Fatalf("back to none: %v %+v", err, info)
 	}
 
 	// Replicas is not a bound: refused, nothing changes.
@@ -137,17 +145,65 @@ func TestPublisher_BatchesAndExportsEverySignal(t *testing.T) {
 	if info.State.Msgs >= n || info.State.Msgs < n/16 {
 		t.Fatalf("want batched messages, got %d for %d signals", info.State.Msgs, n)
 	}
-	// Every record arrives, under the publisher's principal subject.
+	// Every record arrives, in order, under the publisher's principal
+	// subject, in S2-compressed messages that decode to exactly the
+	// signals enqueued.
+	next := 0
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(context.Background(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr, err := bus.PrincipalFromSubject(m.Subject); err != nil || pr != "alice" {
+			t.Fatalf("principal %q %v", pr, err)
+		}
+		if enc := m.Header.Get(bus.SignalEncodingHeader); enc != bus.SignalEncodingS2 {
+			t.Fatalf("message %d: encoding %q, want s2", seq, enc)
+		}
+		if _, err := bus.DecodeSignalBatch(m.Data, 1<<20); err == nil {
+			t.Fatalf("message %d: a compressed body decoded as a plain envelope", seq)
+		}
+		b, err := bus.DecodeSignalMessage(m.Header, m.Data, 1<<20)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		for _, r := range b.Records {
+			want, _ := json.Marshal(span(next))
+			if r.Kind != bus.RecordObservability || string(r.Data) != string(want) {
+				t.Fatalf("record %d: %s %s, want %s", next, r.Kind, r.Data, want)
+			}
+			next++
+		}
+	}
+	if next != n {
+		t.Fatalf("%d records in the stream, want %d", next, n)
+	}
+}
+
+// TestPublisher_TinyBatchIsSentPlain: a batch too small to gain from
+// compression goes out as the plain envelope, without the header.
+func TestPublisher_TinyBatchIsSentPlain(t *testing.T) {
+	e := newSignalEnv(t)
+	st := e.ensure(t, bus.SignalStreamConfig{})
+	p := e.publisher(t, bus.PublisherConfig{})
+	if err := p.EnqueueRecord(bus.RecordWorkflowLifecycle, []byte(`{"t":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, p)
 	m, err := st.GetMsg(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pr, err := bus.PrincipalFromSubject(m.Subject); err != nil || pr != "alice" {
-		t.Fatalf("principal %q %v", pr, err)
+	if enc := m.Header.Get(bus.SignalEncodingHeader); enc != "" {
+		t.Fatalf("encoding %q, want plain", enc)
 	}
-	b, err := bus.DecodeSignalBatch(m.Data, 1<<20)
-	if err != nil || len(b.Records) == 0 || b.Records[0].Kind != bus.RecordObservability {
-		t.Fatalf("batch %+v %v", b, err)
+	for _, decode := range []func() (bus.SignalBatch, error){
+		func() (bus.SignalBatch, error) { return bus.DecodeSignalBatch(m.Data, 1<<20) },
+		func() (bus.SignalBatch, error) { return bus.DecodeSignalMessage(m.Header, m.Data, 1<<20) },
+	} {
+		if b, err := decode(); err != nil || len(b.Records) != 1 || string(b.Records[0].Data) != `{"t":1}` {
+			t.Fatalf("batch %+v %v", b, err)
+		}
 	}
 }
 

@@ -118,8 +118,9 @@ type Signals struct {
 	MaxMsgSize int32    `json:"max_msg_size"`
 	Replicas   int      `json:"replicas"` // 1 or 3
 	DiscardNew bool     `json:"discard_new"`
-	// Compression of the stream's file blocks: s2 or none. Limits count
-	// bytes before compression.
+	// Compression of the stream's file blocks: none (the default:
+	// publishers already compress each batch) or s2. Limits count
+	// messages as published, before any block compression.
 	Compression string `json:"compression"`
 }
 

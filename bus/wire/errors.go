@@ -28,6 +28,9 @@ const (
 	CodeBadKind = "wire_bad_kind"
 	// CodeEncode: the value could not be encoded.
 	CodeEncode = "wire_encode"
+	// CodeBadEncoding: a message's body encoding (its compression) is
+	// unknown, or the body is not valid in it.
+	CodeBadEncoding = "wire_bad_encoding"
 )
 
 // WireError is the one error type the codec returns. Code is one of the
@@ -99,4 +102,6 @@ var (
 	ErrWireBadKind = &WireError{Code: CodeBadKind, Offset: -1}
 	// ErrWireEncode matches CodeEncode.
 	ErrWireEncode = &WireError{Code: CodeEncode, Offset: -1}
+	// ErrWireBadEncoding matches CodeBadEncoding.
+	ErrWireBadEncoding = &WireError{Code: CodeBadEncoding, Offset: -1}
 )

@@ -391,7 +391,7 @@ func (e *Exporter) decode(m jetstream.Msg) (bus.SignalBatch, bool) {
 		e.drop(DropMalformedMessage, 1)
 		return bus.SignalBatch{}, false
 	}
-	sb, err := bus.DecodeSignalBatch(m.Data(), e.cfg.MaxMsgBytes)
+	sb, err := bus.DecodeSignalMessage(m.Headers(), m.Data(), e.cfg.MaxMsgBytes)
 	if err != nil {
 		e.drop(DropMalformedMessage, 1)
 		return bus.SignalBatch{}, false

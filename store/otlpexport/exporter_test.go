@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -141,6 +142,9 @@ func (b *backend) count() int {
 type cluster struct {
 	nc *nats.Conn
 	js jetstream.JetStream
+	// s2 makes publish send S2-compressed batches, as a bus.Publisher
+	// does; otherwise they are plain, as older publishers sent them.
+	s2 bool
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -177,6 +181,17 @@ func (c *cluster) publish(t *testing.T, first, n int, attrs observability.Attrib
 	recs = append(recs, bus.SignalRecord{Kind: bus.RecordObservability, Data: start},
 		bus.SignalRecord{Kind: bus.RecordObservability, Data: []byte(`{"schema_version":1,"event":"run_start","timestamp_ms":1,"measurements":{},"metadata":{"trace_id":"` + traceA + `","span_id":"00000000000000fe","trace_flags":1},"content_captured":false}`)})
 	data, _ := bus.EncodeSignalBatch(bus.SignalBatch{Records: recs})
+	if c.s2 {
+		m := nats.NewMsg("adk.signal.alice")
+		m.Header.Set(bus.SignalEncodingHeader, bus.SignalEncodingS2)
+		m.Data = s2.Encode(nil, data)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
 	c.raw(t, "adk.signal.alice", data)
 	return ids
 }
@@ -227,6 +242,7 @@ func TestExporter_ForwardsCompletedSpansWithResourceAndHeaders(t *testing.T) {
 	c := newCluster(t)
 	b := newBackend(t)
 	ids := c.publish(t, 0, 5, observability.Attributes{"service.name": "travel-agent", "deployment.environment.name": "ci"})
+	c.s2 = true // the second message compressed, as publishers send it now
 	ids = append(ids, c.publish(t, 5, 3, nil)...)
 	e := c.start(t, b, otlpexport.Config{Headers: map[string]string{"Authorization": "Basic c2VjcmV0"}})
 	testutil.WaitFor(t, 20*time.Second, "all spans forwarded", func() bool { return b.has(ids) })

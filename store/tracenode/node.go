@@ -287,7 +287,7 @@ func (n *Node) prepare(it *item) *tracestore.Prepared {
 	msg := it.msg
 	b := tracestore.Batch{Seq: it.seq, TimeMS: it.timeMS}
 	principal, perr := bus.PrincipalFromSubject(msg.Subject())
-	batch, derr := bus.DecodeSignalBatch(msg.Data(), n.cfg.MaxMsgBytes)
+	batch, derr := bus.DecodeSignalMessage(msg.Headers(), msg.Data(), n.cfg.MaxMsgBytes)
 	if perr != nil || derr != nil {
 		// Still applied (as an empty batch) so the sequence advances
 		// identically on every node.

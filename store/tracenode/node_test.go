@@ -17,6 +17,9 @@ import (
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
+	"github.com/klauspost/compress/s2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
@@ -93,6 +96,113 @@ func TestNode_IngestsAndAnswersAuthenticatedQueries(t *testing.T) {
 	_, err = tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-alice", MinSequence: 1 << 40})
 	if tracestore.ErrorCode(err) != tracenode.CodeMinSequenceTimeout {
 		t.Fatalf("min_sequence: %v", err)
+	}
+}
+
+// TestNode_ReadsCompressedAndPlainBatches: a stream written by an older
+// adk (S2 file blocks, plain batch envelopes) keeps its messages when it
+// is switched to the current configuration, and the node stores the old
+// plain batches and the publisher's S2-compressed ones alike. A body that
+// would decode past the message bound is counted as malformed and skipped
+// without stopping the node.
+func TestNode_ReadsCompressedAndPlainBatches(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	srv.SignalStream(t, bus.SignalStreamConfig{Compression: bus.SignalCompressionS2})
+	nc, js := srv.NC, srv.JS
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+
+	// The older adk's messages: plain envelopes, no encoding header.
+	for i := range 3 {
+		data, err := json.Marshal(span(trace, "run-1", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, "adk.signal.alice", msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A restart with this adk switches the stream to its configuration.
+	st, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.Config.Compression != jetstream.NoCompression || info.State.Msgs != 3 {
+		t.Fatalf("stream after the update: %v %+v", err, info)
+	}
+	// A bomb: an S2 body that decodes to 2 MiB, over the 1 MiB bound.
+	bomb := nats.NewMsg("adk.signal.alice")
+	bomb.Header.Set(bus.SignalEncodingHeader, bus.SignalEncodingS2)
+	raw, _ := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: make([]byte, 2<<20)}}})
+	bomb.Data = s2.Encode(nil, raw)
+	if _, err := js.PublishMsg(ctx, bomb); err != nil {
+		t.Fatal(err)
+	}
+	// This adk's publisher: one compressed batch of many spans.
+	pub, err := bus.NewPublisher(nc, bus.PublisherConfig{Principal: "alice", BatchSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	for i := 3; i < 60; i++ {
+		if err := pub.Enqueue(span(trace, "run-1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compressed := 0
+	for seq := uint64(5); seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Get(bus.SignalEncodingHeader) == bus.SignalEncodingS2 {
+			compressed++
+		}
+	}
+	if compressed == 0 {
+		t.Fatal("the publisher sent no compressed batch")
+	}
+
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	node, err := tracenode.Start(ctx, tracenode.Config{Name: "a", Conn: nc, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	if err := store.WaitApplied(ctx, info.State.LastSeq); err != nil {
+		t.Fatal(err)
+	}
+	p, err := store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 60 {
+		t.Fatalf("%d events stored, want 60", len(p.Events))
+	}
+	for i, e := range p.Events {
+		var got struct{ Event observability.SpanSignal }
+		if err := json.Unmarshal(e, &got); err != nil || got.Event.SpanID != fmt.Sprintf("%016x", i+1) {
+			t.Fatalf("event %d: %s (%v)", i, e, err)
+		}
+	}
+	if s := node.Stats(); s.MalformedBatches != 1 || s.Applied != info.State.LastSeq {
+		t.Fatalf("stats %+v", s)
 	}
 }
 
