@@ -76,7 +76,22 @@ type Job struct {
 	Bytes        int64  `msgpack:"bytes" json:"-"`
 	BaselineRefs int    `msgpack:"baseline_refs,omitempty" json:"-"`
 	ResultDigest string `msgpack:"result_digest,omitempty" json:"-"`
+	// Records counts the job's result records: its accepted outcomes, in
+	// the order the log applied them (evalstore.Finish). RecordsHash is
+	// the marshaled state of a running SHA-256 over them, identical on
+	// every node because the apply order is the log's; a completion that
+	// carries its digest and count needs no document (coordinator/DESIGN.md,
+	// "Results as records").
+	Records     int64  `msgpack:"records,omitempty" json:"-"`
+	RecordBytes int64  `msgpack:"record_bytes,omitempty" json:"-"` // their samples' bytes
+	RecordsHash []byte `msgpack:"records_hash,omitempty" json:"-"`
+	// ResultFormat is ResultRecords for a job completed as records (no
+	// stored document); empty for a stored document.
+	ResultFormat string `msgpack:"result_format,omitempty" json:"-"`
 }
+
+// ResultRecords is Job.ResultFormat of a result kept as records.
+const ResultRecords = "records"
 
 // jobJSON is Job without its methods, so MarshalJSON can embed it.
 type jobJSON Job

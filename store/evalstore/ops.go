@@ -393,6 +393,11 @@ type Patch struct {
 	// no Result through the log.
 	ResultDigest string `msgpack:",omitempty"`
 	ResultSize   int64  `msgpack:",omitempty"`
+	// ResultRecords, on a completion of the third form (results as
+	// records), is the number of result records the job holds and
+	// ResultDigest their running hash (RecordsDigest): nothing is built
+	// or stored at completion, the node checks both against its own.
+	ResultRecords int64 `msgpack:",omitempty"`
 }
 
 // Transition moves a job from one of expected to `to`, compare-and-set:
@@ -421,6 +426,12 @@ func (tx *Tx) Transition(scope, id string, expected []evalrecord.Phase, to evalr
 	case evalrecord.PhaseCompleted:
 		if p.FinishedAt == 0 {
 			return nil, newErr(evalrecord.CodeInvalidPatch, "finished_at")
+		}
+		if p.ResultRecords > 0 {
+			if err := checkRecords(j, p); err != nil {
+				return nil, err
+			}
+			break
 		}
 		if len(p.Result) == 0 {
 			return nil, newErr(evalrecord.CodeInvalidResult, "")
@@ -479,7 +490,9 @@ func (tx *Tx) Transition(scope, id string, expected []evalrecord.Phase, to evalr
 			return nil, err
 		}
 		j.Bytes -= tx.lim.TerminalHeadroom
-		if to == evalrecord.PhaseCompleted {
+		if to == evalrecord.PhaseCompleted && p.ResultRecords > 0 {
+			j.ResultDigest, j.ResultFormat = p.ResultDigest, evalrecord.ResultRecords
+		} else if to == evalrecord.PhaseCompleted {
 			k := resultKey(j.JobID)
 			if err := tx.checkRecord(len(k) + len(p.Result)); err != nil {
 				return nil, err
@@ -624,6 +637,13 @@ func (tx *Tx) RecordRecovered(n int) error { return tx.addCounter("recovered", i
 
 // PutBaseline names a completed job's result in scope.
 func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*evalrecord.Baseline, error) {
+	return tx.PutBaselineBuilt(scope, name, jobID, now, nil)
+}
+
+// PutBaselineBuilt is PutBaseline for a job whose result may be kept as
+// records (no stored document): build makes its document, which the
+// baseline copies with its own digest.
+func (tx *Tx) PutBaselineBuilt(scope, name, jobID string, now int64, build func(*evalrecord.Job) ([]byte, error)) (*evalrecord.Baseline, error) {
 	if err := ValidScope(scope); err != nil {
 		return nil, err
 	}
@@ -637,8 +657,17 @@ func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*evalrecord.Bas
 	if j.Phase != evalrecord.PhaseCompleted {
 		return nil, evalrecord.ErrJobNotCompleted
 	}
-	res, err := tx.Result(jobID)
-	if err != nil {
+	var res []byte
+	digest := j.ResultDigest
+	if j.ResultFormat == evalrecord.ResultRecords {
+		if build == nil {
+			return nil, errf(evalrecord.CodeInvalidResult, "job %s keeps its result as records", jobID)
+		}
+		if res, err = build(j); err != nil {
+			return nil, err
+		}
+		digest = canonjson.DigestBytes(res)
+	} else if res, err = tx.Result(jobID); err != nil {
 		return nil, err
 	}
 	old, err := tx.GetBaseline(scope, name)
@@ -646,7 +675,7 @@ func (tx *Tx) PutBaseline(scope, name, jobID string, now int64) (*evalrecord.Bas
 		return nil, err
 	}
 	k := baselineKey(scope, name)
-	b := evalrecord.Baseline{Scope: scope, Name: name, JobID: jobID, ResultDigest: j.ResultDigest, Result: res, UpdatedAt: now}
+	b := evalrecord.Baseline{Scope: scope, Name: name, JobID: jobID, ResultDigest: digest, Result: res, UpdatedAt: now}
 	v, err := encode(&b)
 	if err != nil {
 		return nil, err

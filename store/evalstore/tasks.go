@@ -82,6 +82,7 @@ type Outcome struct {
 // Finish applies outcomes; it returns which were accepted.
 func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
 	jobs := map[string]*evalrecord.Job{}
+	recs := map[string]*jobRecords{}
 	ok := make([]bool, len(outs))
 	for i, o := range outs {
 		t, err := tx.Task(o.JobID, o.Index)
@@ -120,11 +121,28 @@ func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
 		if err := tx.txn.Delete(assignedKey(t.Worker, o.JobID, o.Index)); err != nil {
 			return nil, err
 		}
+		r := recs[o.JobID]
+		if r == nil {
+			h, err := recordHasher(j)
+			if err != nil {
+				return nil, err
+			}
+			r = &jobRecords{h: h}
+			recs[o.JobID] = r
+		}
+		if err := tx.appendRecord(j, r, t); err != nil {
+			return nil, err
+		}
 		j.Progress.Done++
 		if t.Error {
 			j.Progress.Errors++
 		}
 		ok[i] = true
+	}
+	for id, r := range recs {
+		if err := sealRecords(jobs[id], r); err != nil {
+			return nil, err
+		}
 	}
 	for _, j := range sortedJobs(jobs) {
 		if err := tx.putJob(j); err != nil {
@@ -153,6 +171,9 @@ func (tx *Tx) Tasks(jobID string) ([]evalrecord.Task, error) {
 	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: taskPrefix(jobID), PrefetchValues: true})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
+		if k := it.Item().Key(); binary.BigEndian.Uint32(k[len(k)-4:])&recordBit != 0 {
+			break // the record index (records.go) follows the tasks
+		}
 		var t evalrecord.Task
 		if err := it.Item().Value(func(b []byte) error { return decodeInto(b, &t) }); err != nil {
 			return nil, err
