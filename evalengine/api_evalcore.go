@@ -706,3 +706,12 @@ type StreamFile = evalcore.StreamFile
 func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 	return evalcore.OpenStreamFile(r, size)
 }
+
+// CaseAggregator aggregates a run case by case, in case order, keeping
+// each case compactly.
+type CaseAggregator = evalcore.CaseAggregator
+
+// NewCaseAggregator starts aggregating a run of set with metrics and opts.
+func NewCaseAggregator(set *Set, metrics []Metric, opts Options) (*CaseAggregator, error) {
+	return evalcore.NewCaseAggregator(set, metrics, opts)
+}
