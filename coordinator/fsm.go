@@ -256,8 +256,16 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		// A completion written since results left the log carries only
 		// the document's digest and size: this node builds the document
 		// (once: fn may run again, see evalstore.UpdateBatch).
-		build := c.To == evalrecord.PhaseCompleted && len(c.Patch.Result) == 0 && c.Patch.ResultDigest != ""
+		build := c.To == evalrecord.PhaseCompleted && len(c.Patch.Result) == 0 && c.Patch.ResultDigest != "" && c.Patch.ResultRecords == 0
+		records := c.To == evalrecord.PhaseCompleted && c.Patch.ResultRecords > 0
 		fn = func(tx *evalstore.Tx) error {
+			if records {
+				// The third form: the result is the job's records, and
+				// this node's running hash must be the log's (O(1)).
+				if err := f.checkRecords(tx, &c); err != nil {
+					return err
+				}
+			}
 			if build {
 				doc, err := f.resultFor(tx, &c)
 				if err != nil {
@@ -290,7 +298,7 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		var c baselineCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) (err error) {
-			res.Baseline, err = tx.PutBaseline(c.Scope, c.Name, c.JobID, c.Now)
+			res.Baseline, err = tx.PutBaselineBuilt(c.Scope, c.Name, c.JobID, c.Now, baselineDoc(tx))
 			return err
 		}
 	case cmdPrune:

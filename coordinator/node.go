@@ -150,6 +150,10 @@ type Config struct {
 	// (default 10,240): a peer further behind catches up by installing a
 	// snapshot. Tests lower it to exercise that path.
 	TrailingLogs uint64
+	// ResultDocuments makes this leader complete jobs the previous way,
+	// with a result document every node builds (the second form), not as
+	// records: tests use it to check that such entries still apply.
+	ResultDocuments bool
 }
 
 // Node is one coordinator: a Raft peer with its FSM and eval store, the
@@ -249,6 +253,14 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.fsm = NewFSM(n.store, log)
+	if !cfg.ResultDocuments {
+		// Jobs complete as records: no document is built at completion,
+		// so decoding every sample into the cache on every node would be
+		// CPU and memory (up to DefaultSampleCacheBytes) for nothing. A
+		// second-form completion replayed from an older log builds from
+		// the store instead.
+		n.fsm.samples.disable()
+	}
 	n.fsm.onFail = n.failStop // a storage failure in an apply stops the service, not the process
 	if n.js, err = jetstream.New(n.nc); err != nil {
 		return nil, err

@@ -65,22 +65,12 @@ func buildResult(tx *evalstore.Tx, j *evalrecord.Job, finishedAt int64, cached m
 	// and decoded as that (case, sample), else an error sample with its
 	// tag. It reports which.
 	put := func(idx int, state, tag string, s *evalengine.SampleResult) bool {
-		ci, si := api.TaskIndex(idx, cases)
-		if ci >= cases {
+		if idx >= len(samples) {
 			return false
 		}
-		if state == evalrecord.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
-			samples[idx] = *s
-			return true
-		}
-		if tag == "" {
-			tag = evalengine.TagWorkerLost
-			if state == evalrecord.TaskCancelled {
-				tag = evalengine.TagCancelled
-			}
-		}
-		samples[idx] = evalengine.ErrorSample(p.Set, ci, si, tag)
-		return false
+		var ok bool
+		samples[idx], ok = outcomeSample(p, idx, state, tag, s)
+		return ok
 	}
 	var missing []int
 	for idx := range total {
@@ -172,6 +162,24 @@ func buildResult(tx *evalstore.Tx, j *evalrecord.Job, finishedAt int64, cached m
 	return br, nil
 }
 
+// outcomeSample is task idx's sample in the result: s if the task is
+// done and s decoded as that (case, sample), else an error sample with
+// the task's tag. It reports which.
+func outcomeSample(p *evalengine.Prepared, idx int, state, tag string, s *evalengine.SampleResult) (evalengine.SampleResult, bool) {
+	cases := len(p.Set.Cases)
+	ci, si := api.TaskIndex(idx, cases)
+	if state == evalrecord.TaskDone && s != nil && s.CaseID == p.Set.Cases[ci].ID && s.SampleIndex == si {
+		return *s, true
+	}
+	if tag == "" {
+		tag = evalengine.TagWorkerLost
+		if state == evalrecord.TaskCancelled {
+			tag = evalengine.TagCancelled
+		}
+	}
+	return evalengine.ErrorSample(p.Set, ci, si, tag), false
+}
+
 // resultMismatchError is a follower's build of a completed job's result
 // that does not match the digest and size in the log: a determinism bug,
 // or coordinators of different builds. The node cannot hold the document
@@ -182,11 +190,15 @@ type resultMismatchError struct {
 	want, got    string
 	size, gotLen int64
 	failed       string
+	records      bool // a records completion: sizes count records
 }
 
 func (e *resultMismatchError) Error() string {
 	if e.failed != "" {
 		return fmt.Sprintf("job %s: this node cannot build the result the log completed (%s)", e.job, e.failed)
+	}
+	if e.records {
+		return fmt.Sprintf("job %s: this node holds %d result records with sha-256 %s; the log says %d, %s", e.job, e.gotLen, e.got, e.size, e.want)
 	}
 	return fmt.Sprintf("job %s: this node built a %d-byte result with sha-256 %s; the log says %d bytes, %s", e.job, e.gotLen, e.got, e.size, e.want)
 }
@@ -254,4 +266,24 @@ func (f *FSM) resultFor(tx *evalstore.Tx, c *transitionCmd) ([]byte, error) {
 		"read_ms", ms(t.read), "decode_ms", ms(t.decode), "aggregate_ms", ms(t.aggregate), "encode_ms", ms(t.encode),
 		"total_ms", ms(time.Since(start)))
 	return br.doc, nil
+}
+
+// checkRecords checks a records completion c (results as records) against
+// this node's records of the job: a count or running hash that differs is
+// a *evalstore.StorageError wrapping a *resultMismatchError, and the FSM
+// stops, as for a document that does not match.
+func (f *FSM) checkRecords(tx *evalstore.Tx, c *transitionCmd) error {
+	j, err := tx.GetJob(c.Scope, c.JobID)
+	if err != nil || j.Phase != evalrecord.PhaseRunning {
+		return nil // the transition answers its error
+	}
+	d, err := evalstore.RecordsDigest(j)
+	if err != nil {
+		return &evalstore.StorageError{Err: err}
+	}
+	if j.Records != c.Patch.ResultRecords || d != c.Patch.ResultDigest {
+		return &evalstore.StorageError{Err: &resultMismatchError{job: c.JobID, want: c.Patch.ResultDigest, got: d,
+			size: c.Patch.ResultRecords, gotLen: j.Records, records: true}}
+	}
+	return nil
 }

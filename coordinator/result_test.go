@@ -41,7 +41,7 @@ func leaderBuild(t *testing.T) *transitionCmd {
 	t.Helper()
 	f, s := newFSM(t)
 	j := cacheJob(t, f, 13, 11, nil)
-	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
+	tc, err := (&Node{store: s, fsm: f, cfg: Config{ResultDocuments: true}}).completeJob(j, time.UnixMilli(5000))
 	if err != nil || tc.To != evalrecord.PhaseCompleted {
 		t.Fatalf("%+v %v", tc, err)
 	}
@@ -168,4 +168,53 @@ func TestFSM_ResultMismatchStopsTheNode(t *testing.T) {
 	if phase, _, doc := storedResult(t, s); phase != evalrecord.PhaseRunning || doc != nil {
 		t.Fatalf("%s with %d result bytes", phase, len(doc))
 	}
+}
+
+// TestFSM_RecordsCompletion checks the third form: a completion carrying
+// the records' running hash and count completes the job on an FSM whose
+// records match, stores no document, costs no build (the entry is a few
+// hundred bytes and the cache is not consulted), and stops a node whose
+// records differ, with nothing applied.
+func TestFSM_RecordsCompletion(t *testing.T) {
+	f0, s0 := newFSM(t)
+	j := cacheJob(t, f0, 13, 11, nil)
+	tc, err := (&Node{store: s0, fsm: f0}).completeJob(j, time.UnixMilli(5000))
+	if err != nil || tc.To != evalrecord.PhaseCompleted || tc.doc != nil || tc.Patch.ResultRecords != 143 || tc.Patch.Result != nil {
+		t.Fatalf("%+v %v", tc, err)
+	}
+	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
+	e := entry(t, 1000, cmdTransition, tc)
+	if len(e.Data) > 512 {
+		t.Fatalf("the completing entry is %d bytes", len(e.Data))
+	}
+	t.Run("matching records", func(t *testing.T) {
+		f, s := newFSM(t)
+		cacheJob(t, f, 13, 11, func() { f.samples.disable() })
+		if r := f.ApplyBatch([]*raft.Log{e})[0].(*applyResult); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		phase, digest, doc := storedResult(t, s)
+		if phase != evalrecord.PhaseCompleted || digest != tc.Patch.ResultDigest || doc != nil {
+			t.Fatalf("%s, digest %s, %d bytes", phase, digest, len(doc))
+		}
+	})
+	t.Run("records that differ", func(t *testing.T) {
+		bad := *tc
+		bad.Patch.ResultRecords = 142
+		f, s := newFSM(t)
+		var stopped error
+		f.onFail = func(err error) { stopped = err }
+		cacheJob(t, f, 13, 11, nil)
+		before := s.AppliedIndex()
+		r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, &bad)})[0].(*applyResult)
+		if r.Err == nil || r.Err.Code != api.CodeResultDigestMismatch || api.AsError(stopped).Code != api.CodeResultDigestMismatch {
+			t.Fatalf("answer %v, stopped with %v", r.Err, stopped)
+		}
+		if s.AppliedIndex() != before {
+			t.Fatalf("applied index %d, was %d", s.AppliedIndex(), before)
+		}
+		if phase, _, _ := storedResult(t, s); phase != evalrecord.PhaseRunning {
+			t.Fatalf("%s", phase)
+		}
+	})
 }

@@ -108,7 +108,7 @@ func TestCompleteJob_CacheMatchesStore(t *testing.T) {
 	complete := func(t *testing.T, setup func(f *FSM) func()) (*transitionCmd, bool) {
 		t.Helper()
 		f, s := newFSM(t)
-		n := &Node{store: s, fsm: f}
+		n := &Node{store: s, fsm: f, cfg: Config{ResultDocuments: true}}
 		afterFirst := setup(f)
 		j := cacheJob(t, f, 13, 11, afterFirst)
 		tc, err := n.completeJob(j, now)

@@ -40,6 +40,7 @@ type service struct {
 
 	digestMu sync.Mutex
 	digests  map[string]string // job id -> SHA-256 hex of its (immutable) result
+	records  recordCache       // reading results kept as records
 }
 
 func startService(n *Node) (*service, error) {
@@ -301,6 +302,10 @@ func (s *service) result(req *api.Request) *api.Reply {
 			return nil, err
 		}
 		switch {
+		case j.Phase == evalrecord.PhaseCompleted && j.ResultFormat == evalrecord.ResultRecords:
+			return s.recordsResult(tx, req, j)
+		case j.Phase == evalrecord.PhaseCompleted && req.Format == api.ResultJSONL:
+			return nil, api.Errorf(api.CodeInvalidRequest, "job %s completed before results were kept as records: read it as one document", j.JobID)
 		case j.Phase == evalrecord.PhaseCompleted:
 			res, err := tx.Result(j.JobID)
 			if err != nil {

@@ -3,8 +3,6 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,19 +11,22 @@ import (
 
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/testcluster"
 )
 
 // TestClusterEval_ResultBuiltOnEveryNode checks that a completed job's
-// result, which the Raft log carries only as a digest, is the same bytes
-// under the same digest on every coordinator: the leader (its own build),
-// a follower that applied the whole job from the log, and a follower that
-// was down for it and caught up by installing a snapshot taken mid-job
-// (it builds the document from outcomes half restored, half replayed).
+// result, which the Raft log carries only as the running hash of its
+// records, reads back page by page as the same JSON Lines stream under the
+// same digest from every coordinator: the leader, a follower that applied
+// the whole job from the log, and a follower that was down for it and
+// caught up by installing a snapshot taken mid-job (its records half
+// restored, half replayed). The stream is the local jsonl form of the
+// document a client reads (built on read).
 func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0", "w1"}, Capacity: 2,
-		Agent: &testcluster.ScriptedAgent{TurnDelay: 30 * time.Millisecond}, TrailingLogs: 2})
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0", "w1"}, Capacity: 8,
+		Agent: &testcluster.ScriptedAgent{TurnDelay: 5 * time.Millisecond}, TrailingLogs: 2})
 	leader := -1
 	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { leader = c.LeaderIndex(); return leader >= 0 })
 	late := (leader + 1) % 3 // down for the job, back by snapshot
@@ -35,10 +36,10 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2
 	cl := c.Client()
-	id := submit(t, cl, testcluster.EvalSet("everywhere", 20), opts, "")
-	testutil.WaitFor(t, 20*time.Second, "a third of the tasks done", func() bool {
+	id := submit(t, cl, testcluster.EvalSet("everywhere", 100), opts, "")
+	testutil.WaitFor(t, 30*time.Second, "a third of the tasks done", func() bool {
 		j, err := cl.Status(context.Background(), scope, id)
-		return err == nil && j.Progress.Done >= 12
+		return err == nil && j.Progress.Done >= 60
 	})
 	// Snapshot mid-job on every running node (whoever leads now sends
 	// its own), so the log the late node missed is compacted away.
@@ -49,38 +50,71 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 			}
 		}
 	}
-	c.WaitJob(cl, scope, id, 30*time.Second, "completed")
+	c.WaitJob(cl, scope, id, 60*time.Second, "completed")
 	if ents, _ := os.ReadDir(lateDir); len(ents) != 0 {
 		t.Fatalf("the late node had snapshots before it restarted: %v", ents)
 	}
 	c.StartCoordinator(late, false)
-	want, err := cl.Result(context.Background(), scope, id)
+	var want bytes.Buffer
+	lines, err := cl.ResultStream(context.Background(), scope, id, &want, 8<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(want)
-	digest := hex.EncodeToString(sum[:])
+	if wantLines := int64(1 + 200 + 100 + 1); lines != wantLines {
+		t.Fatalf("%d lines, want %d", lines, wantLines)
+	}
+	var digest string
 	for i := range 3 {
 		n := c.Coordinator(i)
-		var got []byte
-		testutil.WaitFor(t, 20*time.Second, "coordinator "+n.ID()+" holds the result", func() bool {
-			got = nil
+		testutil.WaitFor(t, 20*time.Second, "coordinator "+n.ID()+" completed the job", func() bool {
+			var done bool
 			_ = n.Store().View(func(tx *evalstore.Tx) error {
 				j, err := tx.JobByID(id)
 				if err != nil || j.Phase != "completed" {
 					return err
 				}
+				if j.ResultFormat != evalrecord.ResultRecords || j.Records != 200 {
+					t.Fatalf("coordinator %s: format %q with %d records", n.ID(), j.ResultFormat, j.Records)
+				}
+				if digest == "" {
+					digest = j.ResultDigest
+				}
 				if j.ResultDigest != digest {
 					t.Fatalf("coordinator %s: digest %s, want %s", n.ID(), j.ResultDigest, digest)
 				}
-				got, err = tx.Result(id)
-				return err
+				done = true
+				return nil
 			})
-			return got != nil
+			return done
 		})
-		if !bytes.Equal(got, want) {
-			t.Fatalf("coordinator %s holds %d bytes that differ from the served %d", n.ID(), len(got), len(want))
+		var got bytes.Buffer
+		if err := n.WriteResultStream(scope, id, &got, 8<<10); err != nil {
+			t.Fatalf("coordinator %s: %v", n.ID(), err)
 		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("coordinator %s serves %d bytes that differ from the served %d", n.ID(), got.Len(), want.Len())
+		}
+	}
+	// The stream is the document's jsonl form: decoded, it is the
+	// document a client reads, byte for byte.
+	doc, err := cl.Result(context.Background(), scope, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := evalengine.ReadStream(bytes.NewReader(want.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := evalengine.StreamToResult(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromStream, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fromStream, doc) {
+		t.Fatalf("the stream decodes to %d bytes that differ from the %d-byte document", len(fromStream), len(doc))
 	}
 	if ents, _ := os.ReadDir(lateDir); len(ents) == 0 {
 		out, _ := exec.Command("find", c.CoordDir(late)).CombinedOutput()

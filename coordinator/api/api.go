@@ -189,6 +189,10 @@ type Request struct {
 	// holds at most MaxBytes (0: the server's page size, which also caps it).
 	Offset   int64 `msgpack:"offset,omitempty"`
 	MaxBytes int   `msgpack:"max_bytes,omitempty"`
+	// Format ResultJSONL asks a result as the JSON Lines stream: Offset
+	// and NextOffset count lines, and a page holds whole lines (at least
+	// one). Empty: the single document, in bytes.
+	Format string `msgpack:"format,omitempty"`
 	// join.
 	Join *JoinRequest `msgpack:"join,omitempty"`
 }
@@ -250,6 +254,9 @@ type Reply struct {
 	NextOffset   int64  `msgpack:"next_offset,omitempty"`
 	ResultSize   int64  `msgpack:"result_size,omitempty"`
 	ResultDigest string `msgpack:"result_digest,omitempty"`
+	// ResultFormat is ResultJSONL on a page of the stream (ResultSize is
+	// then its line count and ResultDigest the records' running hash).
+	ResultFormat string `msgpack:"result_format,omitempty"`
 	// join: the configuration after the change.
 	Members []Member `msgpack:"members,omitempty"`
 }
@@ -546,6 +553,11 @@ type OwnerRenew struct {
 // TaskIndex maps a task index to its (case, sample): sample-major order,
 // like the local engine's scheduler (sample 0 of every case first).
 func TaskIndex(idx, cases int) (caseIdx, sample int) { return idx % cases, idx / cases }
+
+// ResultJSONL is Request.Format asking a result as the JSON Lines stream
+// of `adk eval run --format jsonl` (coordinator/DESIGN.md, "Results as
+// records").
+const ResultJSONL = "jsonl"
 
 // Limits for decoding untrusted messages.
 var (

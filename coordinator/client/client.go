@@ -1,10 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +103,48 @@ func (c *Client) Status(ctx context.Context, scope, jobID string) (*evalrecord.J
 // coordinator announced, eval_result_digest_mismatch if it differs.
 func (c *Client) Result(ctx context.Context, scope, jobID string) ([]byte, error) {
 	return c.ResultPaged(ctx, scope, jobID, 0)
+}
+
+// ResultStream writes a completed job's result to w as the JSON Lines
+// stream `adk eval run --format jsonl` writes (header, samples, case
+// lines, summary), of any size: the lines come in pages that each fit a
+// NATS message. It returns the lines written. Each serving node checks
+// the job's records against the digest the log completed it with before
+// answering; ResultStream checks that every page continues the last
+// (same digest, line count and order) and that every line was served.
+// A job completed before results were kept as records answers
+// evaluation_request_invalid: read it with Result.
+func (c *Client) ResultStream(ctx context.Context, scope, jobID string, w io.Writer, pageBytes int) (int64, error) {
+	var lines int64
+	var digest string
+	for next := int64(0); ; {
+		rep, err := c.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID, Offset: next, MaxBytes: pageBytes, Format: api.ResultJSONL})
+		if err != nil {
+			return next, err
+		}
+		if next == 0 {
+			lines, digest = rep.ResultSize, rep.ResultDigest
+		}
+		n := int64(bytes.Count(rep.Result, []byte{'\n'}))
+		switch {
+		case rep.ResultFormat != api.ResultJSONL && next == 0:
+			// A coordinator of an earlier build ignores Format.
+			return next, api.Errorf(api.CodeInvalidRequest, "job %s: this coordinator does not serve results as streams", jobID)
+		case rep.ResultFormat != api.ResultJSONL:
+			return next, api.Errorf(api.CodeResultDigestMismatch, "a page of job %s is not a stream", jobID)
+		case rep.ResultSize != lines || rep.ResultDigest != digest:
+			return next, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
+		case n == 0 || rep.NextOffset != next+n || rep.NextOffset > lines || rep.Result[len(rep.Result)-1] != '\n':
+			return next, api.Errorf(api.CodeResultDigestMismatch, "page at line %d ends at %d with %d lines", next, rep.NextOffset, n)
+		}
+		if _, err := w.Write(rep.Result); err != nil {
+			return next, err
+		}
+		next = rep.NextOffset
+		if next == lines {
+			return lines, nil
+		}
+	}
 }
 
 // ResultPaged is Result with pages of at most pageBytes (0: the

@@ -1,0 +1,400 @@
+package coordinator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/store/evalrecord"
+	"github.com/fadcedab/adk/store/evalstore"
+)
+
+// Results as records (coordinator/DESIGN.md). A job completed since
+// results stopped being one document stores none: its result is its
+// records (evalstore.Finish appends one per accepted outcome, in apply
+// order, with a running SHA-256 the completing entry carries), and a node
+// serves it as the local run's JSON Lines stream:
+//
+//	line 0                 the header
+//	lines 1..R             one sample line per record, in apply order
+//	lines R+1..R+C         one case line per case, in case order
+//	line R+C+1             the summary
+//
+// The sample lines come from the records one page at a time; the case
+// lines and the summary are aggregated on the first read that reaches
+// them, one case's samples at a time (evalengine.CaseAggregator), and
+// kept in a small bounded cache. The single JSON document is built on
+// read (buildResult) only where it fits its bound.
+
+// Bounds of what a node keeps for reading results as records.
+const (
+	maxRecordJobs       = 4        // prepared sets (and tails) kept
+	maxRecordTailBytes  = 64 << 20 // case lines + summaries kept, in all
+	maxRecordDocBytes   = evalengine.MaxExportBytes
+	maxRecordDocsCached = 32 << 20
+)
+
+// recordJob is what reading one records job needs: its prepared set,
+// and once built its tail (case lines and summary).
+type recordJob struct {
+	p      *evalengine.Prepared
+	tail   []byte
+	starts []int // each tail line's offset
+	doc    []byte
+	docSum string
+}
+
+// recordCache keeps recordJobs for the last few jobs read.
+type recordCache struct {
+	mu   sync.Mutex
+	jobs map[string]*recordJob
+	lru  []string
+}
+
+func (c *recordCache) get(tx *evalstore.Tx, j *evalrecord.Job) (*recordJob, error) {
+	c.mu.Lock()
+	rj := c.jobs[j.JobID]
+	c.mu.Unlock()
+	if rj != nil {
+		return rj, nil
+	}
+	set, err := tx.GetSet(j.Scope, j.EvalSetID, j.EvalSetVersion)
+	if err != nil {
+		return nil, err
+	}
+	p, err := evalengine.Prepare(set.Body, j.Spec.Criteria, j.Spec.Options)
+	if err != nil {
+		return nil, err
+	}
+	rj = &recordJob{p: p}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.jobs[j.JobID]; old != nil {
+		return old, nil
+	}
+	if c.jobs == nil {
+		c.jobs = map[string]*recordJob{}
+	}
+	c.jobs[j.JobID] = rj
+	c.lru = append(c.lru, j.JobID)
+	for len(c.lru) > maxRecordJobs {
+		delete(c.jobs, c.lru[0])
+		c.lru = c.lru[1:]
+	}
+	return rj, nil
+}
+
+// setTail keeps rj's tail if the cache has room for it.
+func (c *recordCache) keep(rj *recordJob, tail []byte, starts []int, doc []byte, sum string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var tails, docs int
+	for _, o := range c.jobs {
+		tails += len(o.tail)
+		docs += len(o.doc)
+	}
+	if tail != nil && tails+len(tail) <= maxRecordTailBytes {
+		rj.tail, rj.starts = tail, starts
+	}
+	if doc != nil && docs+len(doc) <= maxRecordDocsCached {
+		rj.doc, rj.docSum = doc, sum
+	}
+}
+
+func (c *recordCache) tailOf(rj *recordJob) ([]byte, []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return rj.tail, rj.starts
+}
+
+func (c *recordCache) docOf(rj *recordJob) ([]byte, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return rj.doc, rj.docSum
+}
+
+// recordSample decodes task t's record into its sample in the result.
+func recordSample(p *evalengine.Prepared, t *evalrecord.Task) evalengine.SampleResult {
+	var s evalengine.SampleResult
+	sp := &s
+	if t.State != evalrecord.TaskDone || json.Unmarshal(t.Sample, &s) != nil {
+		sp = nil
+	}
+	out, _ := outcomeSample(p, t.Index, t.State, t.Tag, sp)
+	return out
+}
+
+// streamHeader is the header of job j's stream.
+func streamHeader(p *evalengine.Prepared, j *evalrecord.Job) evalengine.StreamHeader {
+	return evalengine.NewStreamHeader(p.Set, p.Options.Samples, map[string]string{
+		"eval_set": j.Spec.SetDigest, "records": "sha256:" + j.ResultDigest,
+	})
+}
+
+// buildTail aggregates job j's case lines and summary from its records:
+// case by case, each case's samples read by their task index.
+func buildTail(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) ([]byte, []int, error) {
+	agg, err := evalengine.NewCaseAggregator(p.Set, p.Metrics, p.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	cases, per := len(p.Set.Cases), p.Options.Samples
+	samples := make([]evalengine.SampleResult, per)
+	for ci := range cases {
+		for si := range per {
+			idx := si*cases + ci // api.TaskIndex's inverse
+			t, err := tx.Task(j.JobID, idx)
+			if errors.Is(err, evalrecord.ErrNotFound) {
+				t = &evalrecord.Task{JobID: j.JobID, Index: idx, State: evalrecord.TaskFailed}
+			} else if err != nil {
+				return nil, nil, err
+			}
+			samples[si] = recordSample(p, t)
+		}
+		if err := agg.Add(samples); err != nil {
+			return nil, nil, err
+		}
+	}
+	r, err := agg.Result(time.Duration(j.FinishedAt-j.StartedAt) * time.Millisecond)
+	if err != nil {
+		return nil, nil, err
+	}
+	var buf bytes.Buffer
+	sw, err := evalengine.NewStreamWriter(&buf, nil, 0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sw.WriteSummary(r); err != nil {
+		return nil, nil, err
+	}
+	if err := sw.Flush(); err != nil {
+		return nil, nil, err
+	}
+	tail := buf.Bytes()
+	starts := make([]int, 0, cases+1)
+	for i, b := range tail {
+		if i == 0 || tail[i-1] == '\n' {
+			starts = append(starts, i)
+		}
+		_ = b
+	}
+	return tail, starts, nil
+}
+
+// recordLines writes lines [from, ...) of job j's stream into a page of
+// at most limit bytes (at least one line), and returns the next line.
+func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, from int64, limit int) ([]byte, int64, error) {
+	var page bytes.Buffer
+	var line bytes.Buffer
+	sw, err := evalengine.NewStreamWriter(&line, nil, 0, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	// add appends the line sw just wrote unless the page is full.
+	add := func() (bool, error) {
+		if err := sw.Flush(); err != nil {
+			return false, err
+		}
+		defer line.Reset()
+		if page.Len() > 0 && page.Len()+line.Len() > limit {
+			return false, nil
+		}
+		page.Write(line.Bytes())
+		return true, nil
+	}
+	next := from
+	if next == 0 {
+		h := streamHeader(rj.p, j)
+		if _, err := evalengine.NewStreamWriter(&page, &h, 0, 0); err != nil {
+			return nil, 0, err
+		}
+		next = 1
+	}
+	cases := len(rj.p.Set.Cases)
+	full := false
+	if next <= j.Records {
+		err := tx.Records(j.JobID, next-1, func(seq int64, t *evalrecord.Task) (bool, error) {
+			smp := recordSample(rj.p, t)
+			ci, _ := api.TaskIndex(t.Index, cases)
+			if err := sw.WriteSample(ci, &smp); err != nil {
+				return false, err
+			}
+			ok, err := add()
+			if err != nil || !ok {
+				full = true
+				return false, err
+			}
+			next = seq + 2
+			return true, nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		if !full && next <= j.Records {
+			return nil, 0, api.Errorf(api.CodeResultDigestMismatch, "job %s: %d of %d records", j.JobID, next-1, j.Records)
+		}
+	}
+	if full {
+		return page.Bytes(), next, nil
+	}
+	tail, starts := s.records.tailOf(rj)
+	if tail == nil {
+		if tail, starts, err = buildTail(tx, j, rj.p); err != nil {
+			return nil, 0, err
+		}
+		s.records.keep(rj, tail, starts, nil, "")
+	}
+	for k := int(next - 1 - j.Records); k < len(starts); k++ {
+		end := len(tail)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		if page.Len() > 0 && page.Len()+end-starts[k] > limit {
+			break
+		}
+		page.Write(tail[starts[k]:end])
+		next++
+	}
+	return page.Bytes(), next, nil
+}
+
+// recordsResult answers one page of a records job's result: lines of its
+// stream (Format jsonl), or bytes of its document, built here on read and
+// only where it fits the document bound.
+func (s *service) recordsResult(tx *evalstore.Tx, req *api.Request, j *evalrecord.Job) (*api.Reply, error) {
+	if req.Offset < 0 || req.MaxBytes < 0 {
+		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d / max_bytes %d", req.Offset, req.MaxBytes)
+	}
+	if err := s.verifyRecords(tx, j); err != nil {
+		return nil, err
+	}
+	rj, err := s.records.get(tx, j)
+	if err != nil {
+		return nil, err
+	}
+	limit := s.pageLimit(req.MaxBytes)
+	if req.Format == api.ResultJSONL {
+		lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
+		if req.Offset >= lines {
+			return nil, api.Errorf(api.CodeInvalidRequest, "result line %d outside a %d-line stream", req.Offset, lines)
+		}
+		page, next, err := s.recordLines(tx, j, rj, req.Offset, limit)
+		if err != nil {
+			return nil, err
+		}
+		return &api.Reply{Result: page, NextOffset: next, ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
+	}
+	doc, sum := s.records.docOf(rj)
+	if doc == nil {
+		if j.RecordBytes > maxRecordDocBytes {
+			return nil, tooLarge(j)
+		}
+		br, err := buildResult(tx, j, j.FinishedAt, nil)
+		if err != nil {
+			return nil, err
+		}
+		if br.failed != "" {
+			return nil, api.Errorf(br.failed, "job %s: the result does not build", j.JobID)
+		}
+		if len(br.doc) > maxRecordDocBytes {
+			return nil, tooLarge(j)
+		}
+		doc, sum = br.doc, canonjson.DigestBytes(br.doc)
+		s.records.keep(rj, nil, nil, doc, sum)
+	}
+	if req.Offset > int64(len(doc)) {
+		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d outside a %d-byte result", req.Offset, len(doc))
+	}
+	end := min(int64(len(doc)), req.Offset+int64(limit))
+	return &api.Reply{Result: doc[req.Offset:end], NextOffset: end, ResultSize: int64(len(doc)), ResultDigest: sum}, nil
+}
+
+// tooLarge is the answer for a document over its bound: as locally, it
+// names the jsonl way.
+func tooLarge(j *evalrecord.Job) error {
+	return api.Errorf(evalengine.CodeReportTooLarge, "job %s: %d samples over the %d-byte result document (read it as jsonl: adk eval run --cluster ... --format jsonl --output FILE, or adk eval report %s --format markdown|junit|sarif)",
+		j.JobID, j.Records, maxRecordDocBytes, j.JobID)
+}
+
+// verifyRecords walks job j's records once per node and checks their
+// running hash against the digest the log completed the job with: records
+// that differ are never served.
+func (s *service) verifyRecords(tx *evalstore.Tx, j *evalrecord.Job) error {
+	key := "records\x00" + j.JobID
+	s.digestMu.Lock()
+	_, ok := s.digests[key]
+	s.digestMu.Unlock()
+	if ok {
+		return nil
+	}
+	h := sha256.New()
+	var buf []byte
+	var n int64
+	if err := tx.Records(j.JobID, 0, func(_ int64, t *evalrecord.Task) (bool, error) {
+		buf = evalstore.AppendRecord(buf[:0], t.Index, t.State, t.Tag, t.Sample)
+		h.Write(buf)
+		n++
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	if d := hex.EncodeToString(h.Sum(nil)); n != j.Records || d != j.ResultDigest {
+		return api.Errorf(api.CodeResultDigestMismatch, "coordinator %s holds %d records of job %s with sha-256 %s; the log says %d, %s", s.n.cfg.ID, n, j.JobID, d, j.Records, j.ResultDigest)
+	}
+	s.digestMu.Lock()
+	if len(s.digests) >= maxCachedDigests {
+		clear(s.digests)
+	}
+	s.digests[key] = j.ResultDigest
+	s.digestMu.Unlock()
+	return nil
+}
+
+// baselineDoc builds the document of a records job a baseline copies,
+// inside the baseline entry's apply on every node (the same bytes
+// everywhere: the build depends only on the log). It is bounded like
+// any result document read.
+func baselineDoc(tx *evalstore.Tx) func(*evalrecord.Job) ([]byte, error) {
+	return func(j *evalrecord.Job) ([]byte, error) {
+		if j.RecordBytes > maxRecordDocBytes {
+			return nil, tooLarge(j)
+		}
+		br, err := buildResult(tx, j, j.FinishedAt, nil)
+		if err != nil {
+			return nil, &evalstore.StorageError{Err: err}
+		}
+		if br.failed != "" {
+			return nil, api.Errorf(br.failed, "job %s: the result does not build", j.JobID)
+		}
+		if len(br.doc) > maxRecordDocBytes {
+			return nil, tooLarge(j)
+		}
+		return br.doc, nil
+	}
+}
+
+// WriteResultStream writes job jobID's result stream as this node serves
+// it, every page from this node's own store (tests compare nodes with it;
+// clients use the service, client.ResultStream).
+func (n *Node) WriteResultStream(scope, jobID string, w io.Writer, pageBytes int) error {
+	for next := int64(0); ; {
+		rep := n.svc.result(&api.Request{Scope: scope, JobID: jobID, Offset: next, MaxBytes: pageBytes, Format: api.ResultJSONL})
+		if rep.Err != nil {
+			return rep.Err
+		}
+		if _, err := w.Write(rep.Result); err != nil {
+			return err
+		}
+		if next = rep.NextOffset; next >= rep.ResultSize {
+			return nil
+		}
+	}
+}
