@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -110,6 +111,10 @@ $ADK_DEV_TOKEN): the same bytes.`,
 			}
 			var v any
 			if cf.changed(cmd.Flags()) || (cf.url != "" && !fileExists(args[0])) {
+				if slices.Contains(evalengine.StreamFormats(), format) {
+					// Any size: the job's stream, rendered case by case.
+					return reportClusterStream(cmd, &cf, args[0], format, output, suite)
+				}
 				r, err := clusterResult(cmd.Context(), &cf, args[0])
 				if err != nil {
 					return err

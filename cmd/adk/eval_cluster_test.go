@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator/client"
 )
 
 const (
@@ -115,7 +119,8 @@ func TestClusterEvalCLI_RunEqualsLocalRun(t *testing.T) {
 // stops serve with SIGTERM (exit 0).
 func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 	bin := adkBinary(t)
-	serveArgs, evalArgs := readmeFleetCommands(t)
+	serveArgs, evals := readmeFleetCommands(t)
+	evalArgs := evals[0]
 	for i := range serveArgs {
 		switch {
 		case i > 0 && serveArgs[i-1] == "--port":
@@ -181,6 +186,9 @@ func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 	if r.code != exitOK || r.stdout != local {
 		t.Fatalf("adk eval run --cluster: exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
+	// The jsonl lines: the fleet's stream written page by page, rendered
+	// from the file and from the job by id, is the local report.
+	runReadmeFleetStream(t, url, local, evals[1:])
 
 	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -196,10 +204,10 @@ func TestClusterServeBinary_EvalRunAndCleanShutdown(t *testing.T) {
 	}
 }
 
-// readmeFleetCommands returns the arguments of the two commands in the
-// README's "Running on a fleet" section: `adk serve ... &` and `adk eval run
-// --cluster ...`.
-func readmeFleetCommands(t *testing.T) (serve, eval []string) {
+// readmeFleetCommands returns the arguments of the commands in the
+// README's "Running on a fleet" section: `adk serve ... &` and the `adk
+// eval` commands, in order (the first is `adk eval run --nats ...`).
+func readmeFleetCommands(t *testing.T) (serve []string, evals [][]string) {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
 	if err != nil {
@@ -221,11 +229,77 @@ func readmeFleetCommands(t *testing.T) (serve, eval []string) {
 		case "serve":
 			serve = fields[1:]
 		case "eval":
-			eval = fields[1:]
+			evals = append(evals, fields[1:])
 		}
 	}
-	if serve == nil || eval == nil {
+	if serve == nil || len(evals) == 0 {
 		t.Fatalf("README's fleet section lacks the serve or eval run command")
 	}
-	return serve, eval
+	return serve, evals
+}
+
+// runReadmeFleetStream runs the README's fleet jsonl commands against the
+// cluster at url (outputs in a temp dir, JOB_ID the jsonl run's job): the
+// stream file and the job by id both render as the local markdown report.
+func runReadmeFleetStream(t *testing.T, url, localMarkdown string, cmds [][]string) {
+	t.Helper()
+	if len(cmds) < 3 {
+		t.Fatalf("README's fleet section has %d jsonl commands, want run, report FILE and report JOB_ID", len(cmds))
+	}
+	dir := t.TempDir()
+	var jobID string
+	for _, args := range cmds {
+		args = append([]string(nil), args...)
+		for i := range args {
+			switch {
+			case i > 0 && args[i-1] == "--nats":
+				args[i] = url
+			case i > 0 && args[i-1] == "--output", i == 2 && args[1] == "report" && strings.HasSuffix(args[i], ".jsonl"):
+				args[i] = filepath.Join(dir, args[i])
+			case args[i] == "JOB_ID":
+				args[i] = jobID
+			}
+		}
+		r := runADK(t, repoRoot(t), nil, args...)
+		if r.code != exitOK {
+			t.Fatalf("adk %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if args[1] == "run" {
+			jobID = lastClusterJob(t, url)
+			// The stream file renders as the local report.
+			out := runCLI(t, exitOK, "eval", "report", filepath.Join(dir, "fleet.jsonl"), "--format", "markdown")
+			if out != localMarkdown {
+				t.Fatalf("the fleet's jsonl renders differently from the local run:\n%s", out)
+			}
+		}
+		if args[1] == "report" && slices.Contains(args, "markdown") && r.stdout != localMarkdown {
+			t.Fatalf("adk %s:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "fleet.junit.xml")); err != nil || !bytes.Contains(b, []byte("<testsuite")) {
+		t.Fatalf("fleet.junit.xml: %v\n%.500s", err, b)
+	}
+}
+
+// lastClusterJob is the id of the newest job in the default scope.
+func lastClusterJob(t *testing.T, url string) string {
+	t.Helper()
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	jobs, err := client.New(nc, 10*time.Second).ListJobs(ctx, "default", 50, "")
+	if err != nil || len(jobs.Items) == 0 {
+		t.Fatalf("jobs: %+v %v", jobs, err)
+	}
+	last := jobs.Items[0]
+	for _, j := range jobs.Items {
+		if j.CreatedAt > last.CreatedAt {
+			last = j
+		}
+	}
+	return last.JobID
 }

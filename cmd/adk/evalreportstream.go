@@ -79,6 +79,11 @@ func reportStream(cmd *cobra.Command, path, format, output, suite string) error 
 		}
 		return nil
 	}
+	return emitStreamed(cmd, output, render)
+}
+
+// emitStreamed writes a streamed report (render) to output, or stdout.
+func emitStreamed(cmd *cobra.Command, output string, render func(io.Writer) error) error {
 	stdout := reportWriter(cmd, output)
 	if output == "" || output == "-" {
 		if err := render(stdout); err != nil {
@@ -92,7 +97,7 @@ func reportStream(cmd *cobra.Command, path, format, output, suite string) error 
 	// The file is written first, then copied to stdout from the file, so
 	// stdout and the file hold the same bytes and stdout gets nothing when
 	// the file fails.
-	err = writeAtomicFunc(output, render, func(tmp *os.File) error {
+	return writeAtomicFunc(output, render, func(tmp *os.File) error {
 		if stdout == io.Discard {
 			return nil
 		}
@@ -101,5 +106,4 @@ func reportStream(cmd *cobra.Command, path, format, output, suite string) error 
 		}
 		return nil
 	})
-	return err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/fadcedab/adk/evalengine/httpadapter"
 	"github.com/fadcedab/adk/evalengine/respcache"
 	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // CLI defaults of the run timeouts, sized for real providers: one sample
@@ -277,9 +278,20 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	}()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	c, _ := r.(*clusterRunner)
+	if c != nil && f.format == evalengine.FormatJSONL && baseline == nil {
+		// A cluster job's jsonl is its stream, page by page, of any size.
+		c.streamTo = &f.output
+	}
 	result, err := r.run(ctx, cmd, f, opts)
 	if err != nil {
 		return err
+	}
+	if c != nil && c.streamTo != nil {
+		if !c.passed {
+			return &exitCodeError{Code: exitFailed}
+		}
+		return nil
 	}
 	evalengine.MarkNotEvaluated(result, r.skipped(), evalengine.NotEvaluatedUserSimulator)
 	// A local run may stream its report (jsonl) and keeps a journal that
@@ -487,6 +499,11 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 type clusterRunner struct {
 	cf  *clusterFlags
 	job *clusterJob
+	// streamTo, when set, is the --output the job's result stream is
+	// written to (jsonl, any size) instead of fetching one document;
+	// passed is then the summary's verdict.
+	streamTo *string
+	passed   bool
 }
 
 func (*clusterRunner) secrets() []string   { return nil }
@@ -509,6 +526,13 @@ func (c *clusterRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunF
 	}
 	j, err := runOwnedJob(ctx, cmd, cl, c.cf.scope, c.job)
 	if err != nil {
+		return nil, err
+	}
+	if c.streamTo != nil {
+		if j.Phase != evalrecord.PhaseCompleted {
+			return nil, &cliError{Code: codeEvaluationFailed, Reason: string(j.Phase), Detail: "job " + j.JobID + ": " + j.Reason}
+		}
+		c.passed, err = streamClusterResult(ctx, cmd, cl, c.cf.scope, j.JobID, *c.streamTo)
 		return nil, err
 	}
 	return fetchResult(ctx, cl, c.cf.scope, j)
