@@ -127,6 +127,30 @@ func (p *proc) stop(grace time.Duration) error {
 	}
 }
 
+// completionLine returns the timings of the leader's "job completed" line
+// for job (tail_ms, commit_ms, store_ms, records), "" if there is none.
+func (p *proc) completionLine(job string) string {
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if !strings.Contains(l, "job completed") || !strings.Contains(l, job) {
+			continue
+		}
+		var keep []string
+		for _, f := range strings.Fields(l) {
+			for _, k := range []string{"records=", "tail_ms=", "commit_ms=", "store_ms="} {
+				if strings.HasPrefix(f, k) {
+					keep = append(keep, f)
+				}
+			}
+		}
+		return strings.Join(keep, " ")
+	}
+	return ""
+}
+
 // logTail returns the last n lines of the process's log.
 func (p *proc) logTail(n int) string {
 	data, err := os.ReadFile(p.log)

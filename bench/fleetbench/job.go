@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -45,6 +46,13 @@ type jobRun struct {
 	rssAfter             int64 // leader's VmRSS at the end, bytes
 	cpu                  []procCPU
 	benchCPU             time.Duration // this process: NATS server and the driver
+	// completion is the leader's "job completed" timings (tail_ms: from
+	// noticing every task done to the completion applied; commit_ms,
+	// store_ms), "" if its log has none.
+	completion string
+	// The result read back as the jsonl stream (client.ResultStream).
+	streamLines int64
+	streamRead  time.Duration
 }
 
 // procCPU is the CPU a process spent during a job.
@@ -184,6 +192,16 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	}
 	r.benchCPU = after[os.Getpid()] - before[os.Getpid()]
 	r.errors = j.Progress.Errors
+	r.completion = leader.completionLine(j.JobID)
+	if j.Phase == evalrecord.PhaseCompleted {
+		// The result of any size reads back, page by page.
+		t := time.Now()
+		n, err := f.cl.ResultStream(ctx, scope, j.JobID, io.Discard, 0)
+		if err != nil {
+			return r, fmt.Errorf("job %s: read its result stream: %w", j.JobID, err)
+		}
+		r.streamLines, r.streamRead = n, time.Since(t)
+	}
 	if j.Phase != evalrecord.PhaseCompleted || j.Progress.Done != r.tasks || j.Progress.Errors != 0 {
 		return r, fmt.Errorf("job %s ended %s (%s): %d/%d done, %d errors%s", j.JobID, j.Phase, j.Reason, j.Progress.Done, r.tasks, j.Progress.Errors,
 			f.sampleErrors(ctx, j))
