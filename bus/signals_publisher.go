@@ -250,10 +250,6 @@ type Publisher struct {
 	closed       bool
 	seq          uint64
 
-	// scratch holds a batch's plain envelope while it is compressed;
-	// only the dispatch goroutine (send) touches it.
-	scratch []byte
-
 	wake  chan struct{}
 	slots chan struct{}
 	acks  chan inflight
@@ -530,20 +526,21 @@ func (p *Publisher) dispatchLoop() {
 
 func (p *Publisher) send(b *pubBatch) {
 	if b.msg == nil {
-		// The plain envelope goes into the publisher's scratch buffer and
-		// is compressed once into the batch's own, which a retry resends
-		// as it is (same bytes, same Nats-Msg-Id).
-		if n := signalBatchSize(b.items); cap(p.scratch) < n {
-			p.scratch = make([]byte, 0, n)
+		// The plain envelope goes into a pooled scratch buffer and is
+		// compressed once into the batch's own, which a retry resends as
+		// it is (same bytes, same Nats-Msg-Id). Both come from the shared
+		// pool, so an idle publisher of a PublisherPool holds neither.
+		scratch := batchBufs.Get().(*[]byte)
+		if n := signalBatchSize(b.items); cap(*scratch) < n {
+			*scratch = make([]byte, 0, n)
 		}
-		raw := appendSignalBatch(p.scratch[:0], b.items)
-		if cap(raw) <= 8<<20 {
-			p.scratch = raw[:0]
-		} else {
-			p.scratch = nil
-		}
+		raw := appendSignalBatch((*scratch)[:0], b.items)
 		b.buf = batchBufs.Get().(*[]byte)
 		b.msg, b.enc = compressSignalBatch((*b.buf)[:0], raw)
+		if cap(raw) <= 8<<20 {
+			*scratch = raw[:0]
+			batchBufs.Put(scratch)
+		}
 	}
 	b.attempt++
 	msg := nats.NewMsg(p.subject)
