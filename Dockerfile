@@ -17,6 +17,8 @@ ARG TAG=
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces a dependency with a patched copy in third_party/.
+COPY third_party/ third_party/
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
