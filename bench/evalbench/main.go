@@ -32,6 +32,10 @@
 //
 // The start-up and tail columns split each run against the fake into the
 // time before its first model call and the time after its last answer.
+// Between them, "ramp" is from the first call to the conc-th (the first
+// wave in flight) and "calls+" is the time from the first call to the last
+// answer beyond the ideal ceil(samples/conc) × delay, so that
+// wall = start-up + ideal + calls+ + tail.
 //
 // With -profile DIR every run also writes a CPU and a heap profile of the
 // adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
@@ -197,8 +201,9 @@ type row struct {
 	note          string
 	// startup is from the process start to the fake's first request, tail
 	// from its last answer to the process exit (rendering included); zero
-	// when no fake was up.
-	startup, tail time.Duration
+	// when no fake was up. ramp is from the first request to the conc-th,
+	// over from the first request to the last answer beyond the ideal.
+	startup, tail, ramp, over time.Duration
 }
 
 // fakeAddr is the address of the fake with a delay while it is up: runADK
@@ -206,31 +211,38 @@ type row struct {
 // tail.
 var fakeAddr string
 
-// fakeStats reads the fake's first request and last answer times.
-func fakeStats() (first, last time.Time, ok bool) {
+// fakeStats reads the fake's first request, nth request (zero when fewer
+// came) and last answer times.
+func fakeStats() (first, nth, last time.Time, ok bool) {
 	if fakeAddr == "" {
-		return first, last, false
+		return first, nth, last, false
 	}
 	resp, err := http.Get("http://" + fakeAddr + "/stats")
 	if err != nil {
-		return first, last, false
+		return first, nth, last, false
 	}
 	defer resp.Body.Close()
 	var st struct {
 		FirstNS int64 `json:"first_ns"`
+		NthNS   int64 `json:"nth_ns"`
 		LastNS  int64 `json:"last_ns"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.FirstNS == 0 || st.LastNS == 0 {
-		return first, last, false
+		return first, nth, last, false
 	}
-	return time.Unix(0, st.FirstNS), time.Unix(0, st.LastNS), true
+	if st.NthNS != 0 {
+		nth = time.Unix(0, st.NthNS)
+	}
+	return time.Unix(0, st.FirstNS), nth, time.Unix(0, st.LastNS), true
 }
 
-func resetFakeStats() {
+// resetFakeStats starts the fake's counts afresh; nth is the request whose
+// arrival it notes (the run's concurrency).
+func resetFakeStats(nth int) {
 	if fakeAddr == "" {
 		return
 	}
-	resp, err := http.Post("http://"+fakeAddr+"/stats/reset", "", nil)
+	resp, err := http.Post("http://"+fakeAddr+"/stats/reset?nth="+strconv.Itoa(nth), "", nil)
 	must(err)
 	resp.Body.Close()
 }
@@ -253,7 +265,7 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	var out countWriter
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	resetFakeStats()
+	resetFakeStats(conc)
 	start := time.Now()
 	err := cmd.Run()
 	end := time.Now()
@@ -277,8 +289,15 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	if ru != nil {
 		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
-	if first, last, ok := fakeStats(); ok {
+	if first, nth, last, ok := fakeStats(); ok {
 		r.startup, r.tail = first.Sub(start), end.Sub(last)
+		if !nth.IsZero() {
+			r.ramp = nth.Sub(first)
+		}
+		if delay > 0 && conc > 0 {
+			ideal := time.Duration((samples+conc-1)/conc) * delay
+			r.over = last.Sub(first) - ideal
+		}
 	}
 	return r
 }
@@ -286,9 +305,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %10s | %10s | %s\n",
-		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "tail", "CPU/sample", "peak RSS", "report")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(12), dashes(12), dashes(8))
+	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %8s | %10s | %10s | %s\n",
+		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "tail", "CPU/sample", "peak RSS", "report")
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(10), dashes(12), dashes(12), dashes(8))
 	for _, r := range rows {
 		rate := float64(r.samples) / r.wall.Seconds()
 		bound, ofBound := "-", "-"
@@ -301,13 +320,19 @@ func printTable(w io.Writer, rows []row) {
 		if r.note != "ok" {
 			report = r.note
 		}
-		startup, tail := "-", "-"
+		startup, ramp, over, tail := "-", "-", "-", "-"
 		if r.startup != 0 || r.tail != 0 {
 			startup, tail = fmt.Sprintf("%dms", r.startup.Milliseconds()), fmt.Sprintf("%dms", r.tail.Milliseconds())
+			if r.ramp != 0 {
+				ramp = fmt.Sprintf("%dms", r.ramp.Milliseconds())
+			}
+			if r.delay > 0 {
+				over = fmt.Sprintf("%dms", r.over.Milliseconds())
+			}
 		}
-		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8.1fµs | %6.1f MiB | %s\n",
+		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %8s | %8.1fµs | %6.1f MiB | %s\n",
 			r.name, r.samples, r.conc, r.wall.Seconds(), rate, float64(r.wall.Microseconds())/float64(r.samples),
-			bound, ofBound, startup, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), report)
+			bound, ofBound, startup, ramp, over, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), report)
 	}
 }
 

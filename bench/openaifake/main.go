@@ -11,7 +11,10 @@
 // many as they have calls in flight, not one per call), plus "first_ns" and
 // "last_ns": when the first completion request arrived and the last answer
 // was written (Unix nanoseconds, 0 for none) since the last POST /stats/reset,
-// so a driver can split a run into start-up, calls and tail.
+// so a driver can split a run into start-up, calls and tail. POST
+// /stats/reset?nth=N also makes /stats give "nth_ns": when the N-th request
+// since the reset arrived (with N the caller's concurrency, the end of its
+// first wave of calls).
 //
 // With -rpm R it is a rate-limited provider: a token bucket of R requests
 // per minute holding -burst-seconds of them (a provider's published limit
@@ -34,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -67,12 +71,17 @@ func main() {
 		log.Fatal(err)
 	}
 	var served, inFlight, conns, throttled, firstNS, lastNS atomic.Int64
+	var arrived, nth, nthNS atomic.Int64 // requests since the reset, and when the nth came
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
-		firstNS.CompareAndSwap(0, time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		firstNS.CompareAndSwap(0, now)
+		if arrived.Add(1) == nth.Load() {
+			nthNS.Store(now)
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		if limit != nil && !limit.Allow() {
 			throttled.Add(1)
@@ -99,10 +108,14 @@ func main() {
 	mux.HandleFunc("/chat/completions", handler)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"throttled":%d,"first_ns":%d,"last_ns":%d}`,
-			served.Load(), inFlight.Load(), conns.Load(), throttled.Load(), firstNS.Load(), lastNS.Load())
+		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"throttled":%d,"first_ns":%d,"last_ns":%d,"nth_ns":%d}`,
+			served.Load(), inFlight.Load(), conns.Load(), throttled.Load(), firstNS.Load(), lastNS.Load(), nthNS.Load())
 	})
-	mux.HandleFunc("POST /stats/reset", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("POST /stats/reset", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.ParseInt(r.URL.Query().Get("nth"), 10, 64)
+		nth.Store(n)
+		nthNS.Store(0)
+		arrived.Store(0)
 		firstNS.Store(0)
 		lastNS.Store(0)
 		w.WriteHeader(http.StatusNoContent)
