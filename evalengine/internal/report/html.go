@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"sort"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/evalengine/internal/evalcore"
@@ -22,13 +23,16 @@ const maxHTMLText = 64 << 10
 //go:embed html_report.tmpl
 var htmlReportSource string
 
-// htmlReport is parsed once; html/template escapes every value by its
-// context, so a case id, a response or a tool name that is "<script>"
-// renders as text.
-var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
-	"f4":  f4,
-	"inc": func(i int) int { return i + 1 },
-}).Parse(htmlReportSource))
+// htmlReport is parsed once, on the first HTML report: html/template
+// escapes every value by its context, so a case id, a response or a tool
+// name that is "<script>" renders as text. Parsing it at init cost every
+// adk process ~0.75 ms and 1,900 allocations of start-up, HTML or not.
+var htmlReport = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"f4":  f4,
+		"inc": func(i int) int { return i + 1 },
+	}).Parse(htmlReportSource))
+})
 
 // RenderHTML renders the HTML report of a result, of a comparison, or of
 // a result with its baseline comparison (either may be nil, not both).
@@ -66,7 +70,7 @@ func RenderHTML(res *evalcore.Result, cmp *evalcore.Comparison, opts ExportOptio
 		}
 	}
 	var b bytes.Buffer
-	if err := htmlReport.Execute(&b, buildHTMLView(res, cmp)); err != nil {
+	if err := htmlReport().Execute(&b, buildHTMLView(res, cmp)); err != nil {
 		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
 	}
 	if b.Len() > maxBytes {
