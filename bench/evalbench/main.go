@@ -92,6 +92,7 @@ func main() {
 	onlyRE, err := regexp.Compile(*only)
 	must(err)
 
+	loadBefore := loadAverage()
 	dir, err := os.MkdirTemp("", "adk-evalbench-")
 	if err != nil {
 		log.Fatal(err)
@@ -188,6 +189,9 @@ func main() {
 		}
 	}
 	printTable(os.Stdout, rows)
+	// The machine may be shared: say how busy it was, since wall times
+	// (and the share of the bound) move with it.
+	fmt.Printf("\nload average (1, 5, 15 min): %s before, %s after\n", loadBefore, loadAverage())
 }
 
 // row is one measured run.
@@ -400,4 +404,14 @@ func must(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// loadAverage is /proc/loadavg's first three fields ("?" where there is
+// none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
