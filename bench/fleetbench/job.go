@@ -32,6 +32,10 @@ type jobRun struct {
 	first, all time.Duration
 	submitted  time.Duration // the submit call's answer
 	dispatched time.Duration // status first showed a task dispatched
+	// firstCall and lastAnswer are when the fake received the job's first
+	// model call and wrote its last answer (after submit): start-up is
+	// firstCall, the tail is wall − lastAnswer, with no poll rounding.
+	firstCall, lastAnswer time.Duration
 	steady     float64       // tasks/s between 10% and 90% done (0 if too few polls)
 	inFlight   float64       // mean model calls held by the fake between 10% and 90% done
 	assigned   float64       // mean tasks dispatched and not done between 10% and 90% done
@@ -96,6 +100,9 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 		return r, fmt.Errorf("reset the leader's peak RSS: %w", err)
 	}
 	before := f.cpuSnapshot()
+	if err := f.resetFakeTimes(ctx); err != nil {
+		return r, err
+	}
 	fakeBefore, err := f.fakeStats(ctx)
 	if err != nil {
 		return r, err
@@ -160,6 +167,9 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 		return r, err
 	}
 	r.modelCalls, r.newConns = fakeAfter.Served-fakeBefore.Served, fakeAfter.Conns-fakeBefore.Conns
+	if fakeAfter.FirstNS > 0 && fakeAfter.LastNS > 0 {
+		r.firstCall, r.lastAnswer = time.Unix(0, fakeAfter.FirstNS).Sub(start), time.Unix(0, fakeAfter.LastNS).Sub(start)
+	}
 	if !t90.IsZero() && t90.After(t10) && d90 > d10 {
 		r.steady = float64(d90-d10) / t90.Sub(t10).Seconds()
 	}
@@ -254,6 +264,24 @@ func (f *fleet) fakeStats(ctx context.Context) (fakeStats, error) {
 		return st, fmt.Errorf("openaifake stats: %w", err)
 	}
 	return st, nil
+}
+
+// resetFakeTimes clears openaifake's first and last call times, so the
+// next job's are its own.
+func (f *fleet) resetFakeTimes(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+f.fakeURL+"/stats/reset", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("openaifake stats reset: %w", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("openaifake stats reset: %s", resp.Status)
+	}
+	return nil
 }
 
 // sampleErrors summarises a completed job's error samples by error tag,
