@@ -36,10 +36,10 @@ type jobRun struct {
 	// model call and wrote its last answer (after submit): start-up is
 	// firstCall, the tail is wall − lastAnswer, with no poll rounding.
 	firstCall, lastAnswer time.Duration
-	steady     float64       // tasks/s between 10% and 90% done (0 if too few polls)
-	inFlight   float64       // mean model calls held by the fake between 10% and 90% done
-	assigned   float64       // mean tasks dispatched and not done between 10% and 90% done
-	held       float64       // mean tasks the workers held (heartbeats) over the same window
+	steady                float64 // tasks/s between 10% and 90% done (0 if too few polls)
+	inFlight              float64 // mean model calls held by the fake between 10% and 90% done
+	assigned              float64 // mean tasks dispatched and not done between 10% and 90% done
+	held                  float64 // mean tasks the workers held (heartbeats) over the same window
 	// Model calls the fake answered and connections it accepted during
 	// the job.
 	modelCalls, newConns int
