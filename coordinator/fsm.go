@@ -41,6 +41,10 @@ type FSM struct {
 	// service with it. Only the apply goroutine writes failed.
 	failed atomic.Pointer[api.Error]
 	onFail func(error)
+	// ended wakes the status calls waiting for a job's end (WaitMS) after
+	// an entry that may have ended jobs (transition, recover) or a
+	// snapshot restore.
+	ended broadcast
 }
 
 // NewFSM returns an FSM over store.
@@ -148,6 +152,9 @@ func (f *FSM) finish(index uint64, c *fsmCmd, applied bool, err error) any {
 	}
 	if applied && err == nil && c.after != nil {
 		c.after()
+	}
+	if applied && (c.t == cmdTransition || c.t == cmdRecover) {
+		f.ended.notify()
 	}
 	if err != nil {
 		c.res.Err = api.AsError(err)
@@ -389,6 +396,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	defer f.inflight.invalidate()
 	defer f.samples.reset()
+	defer f.ended.notify()
 	return f.store.Restore(rc)
 }
 

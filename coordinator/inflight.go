@@ -38,6 +38,14 @@ func (x *inflightIndex) invalidate() {
 	x.mu.Unlock()
 }
 
+// count returns the number of tasks in flight; false while the index is
+// invalid (not rebuilt here: the caller only needs a hint).
+func (x *inflightIndex) count() (int, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.tasks), x.valid
+}
+
 // assigned records accepted assignments.
 func (x *inflightIndex) assigned(as []evalstore.Assignment, accepted []bool, now int64, ttl map[string]int64) {
 	x.mu.Lock()

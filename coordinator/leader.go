@@ -826,26 +826,36 @@ func (n *Node) consumeResults(ctx context.Context) {
 			continue
 		}
 		var msgs []jetstream.Msg
+		var outs []evalstore.Outcome
 		for m := range first.Messages() {
-			msgs = append(msgs, m)
+			msgs, outs = append(msgs, m), n.appendOutcomes(outs, m)
 		}
 		if len(msgs) == 0 {
 			<-slots
 			continue
 		}
-		// Linger: what arrives in the next resultLinger joins this batch,
+		// Linger: what arrives in the next ResultLinger joins this batch,
 		// so a Raft entry (a log commit and an append to each follower)
-		// carries many messages' results instead of one or two.
-		if more, err := cons.Fetch(n.cfg.Limits.MaxTasksPerCommand-1, jetstream.FetchMaxWait(resultLinger)); err == nil {
+		// carries many messages' results instead of one or two. Not when
+		// the batch already has a result for every task in flight: nothing
+		// more is coming soon (the last results of a job: its tail), so
+		// only what is already there joins.
+		var more jetstream.MessageBatch
+		if inflight, ok := n.fsm.inflight.count(); ok && len(outs) >= inflight {
+			more, err = cons.FetchNoWait(n.cfg.Limits.MaxTasksPerCommand - 1)
+		} else {
+			more, err = cons.Fetch(n.cfg.Limits.MaxTasksPerCommand-1, jetstream.FetchMaxWait(n.cfg.Timing.ResultLinger))
+		}
+		if err == nil {
 			for m := range more.Messages() {
-				msgs = append(msgs, m)
+				msgs, outs = append(msgs, m), n.appendOutcomes(outs, m)
 			}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			n.applyResults(ctx, msgs)
+			n.applyResults(ctx, msgs, outs)
 		}()
 	}
 }
@@ -855,25 +865,26 @@ func (n *Node) consumeResults(ctx context.Context) {
 // on the fleet benchmark, at the same throughput.
 const resultAppliers = 1
 
-// resultLinger is how long a result batch waits for more messages after
-// its first.
-const resultLinger = 20 * time.Millisecond
-
-func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg) {
-	outs := make([]evalstore.Outcome, 0, len(msgs))
-	for _, m := range msgs {
-		for _, r := range n.decodeResults(m.Subject(), m.Data()) {
-			if r.Tag != "" {
-				// Killed by its worker (a fence): failed now, with its
-				// reason, not left to its deadline.
-				outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
-					State: evalrecord.TaskFailed, Tag: r.Tag})
-				continue
-			}
+// appendOutcomes appends the outcomes a result message carries
+// (decodeResults: only its sender's, of allowlisted workers).
+func (n *Node) appendOutcomes(outs []evalstore.Outcome, m jetstream.Msg) []evalstore.Outcome {
+	for _, r := range n.decodeResults(m.Subject(), m.Data()) {
+		if r.Tag != "" {
+			// Killed by its worker (a fence): failed now, with its
+			// reason, not left to its deadline.
 			outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
-				State: evalrecord.TaskDone, Sample: r.Sample, Error: r.Error})
+				State: evalrecord.TaskFailed, Tag: r.Tag})
+			continue
 		}
+		outs = append(outs, evalstore.Outcome{JobID: r.JobID, Index: r.Index, Worker: r.Worker,
+			State: evalrecord.TaskDone, Sample: r.Sample, Error: r.Error})
 	}
+	return outs
+}
+
+// applyResults proposes the outcomes of msgs (appendOutcomes) and acks
+// the messages once they are applied.
+func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg, outs []evalstore.Outcome) {
 	if err := n.finishOutcomes(ctx, outs, time.Now()); err != nil {
 		return // not acked: redelivered after AckWait
 	}

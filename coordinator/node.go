@@ -93,6 +93,10 @@ type Timing struct {
 	TaskAckWait     time.Duration // worker consumer AckWait (default 10 s)
 	ResultAckWait   time.Duration // results consumer AckWait (default 5 s)
 	ApplyTimeout    time.Duration // raft Apply enqueue timeout (default 5 s)
+	// ResultLinger is how long a result batch waits for more after its
+	// first message, unless it already covers every task in flight
+	// (default 20 ms).
+	ResultLinger time.Duration
 }
 
 func (t Timing) withDefaults() Timing {
@@ -111,6 +115,7 @@ func (t Timing) withDefaults() Timing {
 	def(&t.TaskAckWait, 10*time.Second)
 	def(&t.ResultAckWait, 5*time.Second)
 	def(&t.ApplyTimeout, 5*time.Second)
+	def(&t.ResultLinger, 20*time.Millisecond)
 	return t
 }
 

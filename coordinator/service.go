@@ -41,10 +41,20 @@ type service struct {
 	digestMu sync.Mutex
 	digests  map[string]string // job id -> SHA-256 hex of its (immutable) result
 	records  recordCache       // reading results kept as records
+
+	// waiters bounds the status calls held for their job's end
+	// (api.Request.WaitMS), each on its own goroutine; quit ends them.
+	waiters chan struct{}
+	quit    chan struct{}
 }
 
+// maxStatusWaiters bounds the status calls a node holds at once; past it
+// a status answers at once, as without WaitMS (the caller polls again).
+const maxStatusWaiters = 256
+
 func startService(n *Node) (*service, error) {
-	s := &service{n: n, slots: make(chan struct{}, n.cfg.Limits.MaxPendingSubmits), digests: map[string]string{}}
+	s := &service{n: n, slots: make(chan struct{}, n.cfg.Limits.MaxPendingSubmits), digests: map[string]string{},
+		waiters: make(chan struct{}, maxStatusWaiters), quit: make(chan struct{})}
 	svc, err := micro.AddService(n.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     "1.0.0",
@@ -58,7 +68,7 @@ func startService(n *Node) (*service, error) {
 	s.svc = svc
 	g := svc.AddGroup(bus.CoordSubjectPrefix[:len(bus.CoordSubjectPrefix)-1])
 	ops := map[string]func(*api.Request) *api.Reply{
-		api.OpStatus: s.status, api.OpResult: s.result, api.OpCancel: s.cancel,
+		api.OpResult: s.result, api.OpCancel: s.cancel,
 		api.OpListJobs: s.listJobs, api.OpGetSet: s.getSet, api.OpListSets: s.listSets,
 		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpListBaselines: s.listBaselines, api.OpPrune: s.prune,
 		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec, api.OpJoin: s.join,
@@ -74,11 +84,16 @@ func startService(n *Node) (*service, error) {
 		_ = svc.Stop()
 		return nil, err
 	}
+	if err := g.AddEndpoint(api.OpStatus, micro.HandlerFunc(s.statusEndpoint)); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
 	return s, nil
 }
 
 func (s *service) stop() {
 	_ = s.svc.Stop()
+	close(s.quit)
 	s.wg.Wait()
 }
 
@@ -286,6 +301,60 @@ func (s *service) view(req *api.Request, fn func(tx *evalstore.Tx) (*api.Reply, 
 	}
 	rep.Index = s.n.store.AppliedIndex()
 	return rep
+}
+
+// statusEndpoint answers status; one with WaitMS is held on its own
+// goroutine (the endpoint's subscription goroutine never blocks) until
+// the job is terminal here or WaitMS passed (statusWait).
+func (s *service) statusEndpoint(r micro.Request) {
+	req, err := decodeRequest(r.Data(), api.SmallLimits)
+	if err != nil {
+		respond(r, fail(err))
+		return
+	}
+	if req.WaitMS < 0 || req.WaitMS > api.MaxStatusWait.Milliseconds() {
+		respond(r, fail(api.Errorf(api.CodeInvalidRequest, "wait_ms: %d is not in 0..%d", req.WaitMS, api.MaxStatusWait.Milliseconds())))
+		return
+	}
+	if req.WaitMS == 0 {
+		respond(r, s.status(req))
+		return
+	}
+	select {
+	case s.waiters <- struct{}{}:
+	default:
+		respond(r, s.status(req)) // too many held: answer now
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.waiters }()
+		respond(r, s.statusWait(req, time.Duration(req.WaitMS)*time.Millisecond))
+	}()
+}
+
+// statusWait answers status once the job is terminal on this node, or
+// after wait with the job as it is. It re-reads the job whenever this
+// node's FSM ended a job (FSM.ended), so the answer leaves as soon as the
+// ending entry is applied here.
+func (s *service) statusWait(req *api.Request, wait time.Duration) *api.Reply {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		ended := s.n.fsm.ended.wait()
+		rep := s.status(req)
+		if rep.Err != nil || rep.Job == nil || rep.Job.Phase.Terminal() {
+			return rep
+		}
+		select {
+		case <-ended:
+		case <-t.C:
+			return s.status(req)
+		case <-s.quit:
+			return rep
+		}
+	}
 }
 
 func (s *service) status(req *api.Request) *api.Reply {
@@ -524,4 +593,13 @@ func (s *service) jobSpec(req *api.Request) *api.Reply {
 		return &api.Reply{Spec: &api.JobSpec{JobID: j.JobID, Scope: j.Scope, Set: st.Body, Agent: j.Spec.Agent,
 			Options: j.Spec.Options, Criteria: j.Spec.Criteria}}, nil
 	})
+}
+
+// StatusWaiters counts the status calls this node holds for their job's
+// end (api.Request.WaitMS).
+func (n *Node) StatusWaiters() int {
+	if n.svc == nil {
+		return 0
+	}
+	return len(n.svc.waiters)
 }

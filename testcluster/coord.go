@@ -40,8 +40,8 @@ type EvalOptions struct {
 	Timing     coordinator.Timing
 	// StoreLimits are each coordinator's eval-store quotas.
 	StoreLimits evalstore.Limits
-	// HeartbeatInterval and FenceAfter for workers.
-	HeartbeatInterval, FenceAfter time.Duration
+	// HeartbeatInterval, FenceAfter and ResultWindow for workers.
+	HeartbeatInterval, FenceAfter, ResultWindow time.Duration
 	// MemTableSize for each coordinator's Badger (default 16 MiB; a
 	// stored result must fit in 15% of it).
 	MemTableSize int64
@@ -301,7 +301,7 @@ func (c *EvalCluster) StartWorker(i int) *worker.Worker {
 		bus.WithNATSOptions(nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wn.ID))))
 	cfg := worker.Config{ID: wn.ID, NATS: nc, Capacity: c.opts.Capacity,
 		Agents: map[string]evalengine.Adapter{"scripted": c.Agent}, AgentFiles: c.opts.AgentFiles,
-		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, Logger: c.opts.Logger}
+		HeartbeatInterval: c.opts.HeartbeatInterval, FenceAfter: c.opts.FenceAfter, ResultWindow: c.opts.ResultWindow, Logger: c.opts.Logger}
 	var pool *bus.PublisherPool
 	if c.opts.Signals {
 		pool = bus.NewPublisherPool(nc, bus.HighRatePublisherConfig(nil), 0)

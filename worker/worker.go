@@ -50,6 +50,10 @@ type Config struct {
 	// RecentWindow keeps finished task ids in heartbeats while their
 	// results may still be in flight (default 30 s).
 	RecentWindow time.Duration
+	// ResultWindow is how long a job's first result waits for others to
+	// share its message (default 10 ms); a batch holding every task the
+	// worker holds of the job leaves at once.
+	ResultWindow time.Duration
 	Logger       *slog.Logger
 	// Signals, when set, traces every task: its spans and envelopes are
 	// published into ADK_SIGNALS under the principal that owns the job
@@ -89,8 +93,9 @@ type Worker struct {
 	workerTTL    atomic.Int64
 	killSub      *nats.Subscription
 
-	mu       sync.Mutex // guards running, recent, specs, seen, answered, owners
+	mu       sync.Mutex // guards running, heldJobs, recent, specs, seen, answered, owners
 	running  map[api.TaskRef]*heldTask
+	heldJobs map[string]int // len(running) by job: a result batch holding them all leaves at once
 	recent   map[api.TaskRef]time.Time
 	specs    map[string]*jobSpec
 	seen     taskSet       // every task this process accepted: run at most once
@@ -166,6 +171,9 @@ func Start(cfg Config) (*Worker, error) {
 	if cfg.RecentWindow <= 0 {
 		cfg.RecentWindow = 30 * time.Second
 	}
+	if cfg.ResultWindow <= 0 {
+		cfg.ResultWindow = resultWindow
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -189,7 +197,7 @@ func Start(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents),
-		running: map[api.TaskRef]*heldTask{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}, owners: map[string]int64{},
+		running: map[api.TaskRef]*heldTask{}, heldJobs: map[string]int{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}, owners: map[string]int64{},
 		answered: make(chan struct{}), hbKick: make(chan struct{}, 1), epoch: newEpoch(), tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -506,6 +514,14 @@ func (w *Worker) fenceIfSilent() {
 	}
 }
 
+// heldOf is how many tasks of a job the worker holds (running, waiting
+// for a run slot, or publishing their result).
+func (w *Worker) heldOf(jobID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.heldJobs[jobID]
+}
+
 func (w *Worker) kill(refs []api.TaskRef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -642,6 +658,7 @@ func (w *Worker) accept(m jetstream.Msg) {
 		h := &heldTask{cancel: cancel}
 		hs = append(hs, held{task: t, ref: ref, ctx: ctx, h: h})
 		w.running[ref] = h
+		w.heldJobs[t.JobID]++
 	}
 	w.mu.Unlock()
 	if len(hs) == 0 {
@@ -653,12 +670,30 @@ func (w *Worker) accept(m jetstream.Msg) {
 		h.h.cancel()
 		w.mu.Lock()
 		delete(w.running, h.ref)
+		if w.heldJobs[h.ref.JobID]--; w.heldJobs[h.ref.JobID] <= 0 {
+			delete(w.heldJobs, h.ref.JobID)
+		}
 		if acked && !h.h.fenced.Load() {
 			// Not acked: never run and no result coming; unreported, the
 			// leader fails it as lost. Fenced: reported failed already.
 			w.recent[h.ref] = time.Now()
 		}
 		w.mu.Unlock()
+	}
+	// A job's first tasks here need its spec (a request to the
+	// coordinators): ask for it now, alongside the ack, not after it. It
+	// is only read; nothing starts before the ack and the start gates.
+	for i, h := range hs {
+		if i > 0 && h.task.JobID == hs[i-1].task.JobID {
+			continue
+		}
+		w.mu.Lock()
+		_, known := w.specs[h.task.JobID]
+		w.mu.Unlock()
+		if !known {
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); _, _ = w.spec(w.ctx, h.task.JobID) }()
+		}
 	}
 	w.wg.Add(1)
 	go func() {

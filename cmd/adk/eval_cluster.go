@@ -456,9 +456,24 @@ func runOwnedJob(ctx context.Context, cmd *cobra.Command, cl *client.Client, sco
 	}
 	p := newClusterProgress(progressWriter(cmd), j.JobID)
 	defer p.end()
-	t := time.NewTicker(statusInterval)
-	defer t.Stop()
 	for !j.Phase.Terminal() {
+		// The coordinator holds the status until the job ends or
+		// statusInterval passed, so the end shows at once; one of an
+		// earlier build answers at once, and pace keeps the calls
+		// statusInterval apart.
+		pace := time.NewTimer(statusInterval)
+		next, err := cl.StatusWait(ctx, scope, j.JobID, statusInterval)
+		if err == nil && next.Phase.Terminal() {
+			pace.Stop()
+			return next, nil
+		}
+		if err == nil {
+			j = next
+			p.update(j)
+		} else if ctx.Err() == nil {
+			pace.Stop()
+			return nil, serviceError(err)
+		}
 		select {
 		case <-ctx.Done():
 			// Interrupted: the job must not outlive its owner.
@@ -469,17 +484,8 @@ func runOwnedJob(ctx context.Context, cmd *cobra.Command, cl *client.Client, sco
 				return nil, &cliError{Code: codeEvaluationFailed, Reason: "interrupted", Detail: "job " + j.JobID + " not cancelled: " + api.AsError(cerr).Code}
 			}
 			return nil, &cliError{Code: codeEvaluationFailed, Reason: "interrupted", Detail: "job " + j.JobID + " cancelled"}
-		case <-t.C:
+		case <-pace.C:
 		}
-		next, err := cl.Status(ctx, scope, j.JobID)
-		if err != nil {
-			if ctx.Err() != nil {
-				continue
-			}
-			return nil, serviceError(err)
-		}
-		j = next
-		p.update(j)
 	}
 	return j, nil
 }

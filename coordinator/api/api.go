@@ -173,6 +173,12 @@ type Request struct {
 	// applied this Raft index: read-your-writes on followers. Clients send
 	// the highest Index they have seen in a reply.
 	MinIndex uint64 `msgpack:"min_index,omitempty"`
+	// WaitMS (status) holds the answer until the job is terminal on the
+	// answering node, or WaitMS passed (then the job as it is): a client
+	// polling every WaitMS sees the end at once instead of up to a poll
+	// later. 0 answers at once, as a node of an earlier build does for any
+	// value; at most MaxStatusWait.
+	WaitMS int64 `msgpack:"wait_ms,omitempty"`
 	// Submit.
 	Submit *SubmitRequest `msgpack:"submit,omitempty"`
 	// Paging (list_jobs, list_sets, list_baselines).
@@ -229,6 +235,9 @@ type SubmitRequest struct {
 	Owner      string `msgpack:"owner,omitempty"`
 	OwnerTTLMS int64  `msgpack:"owner_ttl_ms,omitempty"`
 }
+
+// MaxStatusWait bounds Request.WaitMS.
+const MaxStatusWait = 30 * time.Second
 
 // MaxOwnerTTL bounds SubmitRequest.OwnerTTLMS.
 const MaxOwnerTTL = time.Hour

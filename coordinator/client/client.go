@@ -51,7 +51,8 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	// A status that waits (WaitMS) answers that much later at most.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(max(req.WaitMS, 0))*time.Millisecond)
 	defer cancel()
 	msg, err := c.nc.RequestWithContext(ctx, subj, b)
 	switch {
@@ -90,6 +91,18 @@ func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest
 // Status returns the job.
 func (c *Client) Status(ctx context.Context, scope, jobID string) (*evalrecord.Job, error) {
 	rep, err := c.Call(ctx, api.OpStatus, &api.Request{Scope: scope, JobID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Job, nil
+}
+
+// StatusWait is Status held by the answering coordinator until the job is
+// terminal or wait passed (api.Request.WaitMS, at most api.MaxStatusWait):
+// a poll every wait learns the job's end when it happens. A coordinator of
+// an earlier build answers at once.
+func (c *Client) StatusWait(ctx context.Context, scope, jobID string, wait time.Duration) (*evalrecord.Job, error) {
+	rep, err := c.Call(ctx, api.OpStatus, &api.Request{Scope: scope, JobID: jobID, WaitMS: wait.Milliseconds()})
 	if err != nil {
 		return nil, err
 	}
