@@ -20,7 +20,7 @@ import (
 // to an interval later); without an end it answers the job as it is
 // after the wait; a wait_ms out of bounds is refused naming the field.
 func TestClusterEval_StatusWaitAnswersAtTheEnd(t *testing.T) {
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0"}})
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0"}, Timing: relaxedTiming()})
 	c.StopWorker(0)
 	// Alive for the leader but fetching nothing: the job stays running.
 	stop := heartbeatAs(t, c.ConnectAsWorker(0), "w0", 4)
@@ -76,12 +76,8 @@ func TestClusterEval_StatusWaitAnswersAtTheEnd(t *testing.T) {
 // job's tail). Both are set to ten minutes here, so the job completes in
 // time only if neither holds the last batch.
 func TestClusterEval_LastResultsAreNotHeld(t *testing.T) {
-	timing := coordinator.Timing{
-		RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
-		Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
-		WorkerTTL: time.Second, DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second,
-		ResultAckWait: 2 * time.Second, ResultLinger: 10 * time.Minute,
-	}
+	timing := relaxedTiming()
+	timing.ResultLinger = 10 * time.Minute
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"}, Capacity: 8,
 		Timing: timing, ResultWindow: 10 * time.Minute})
 	cl := c.Client()
@@ -92,4 +88,17 @@ func TestClusterEval_LastResultsAreNotHeld(t *testing.T) {
 		c.WaitJob(cl, scope, id, 15*time.Second, "completed")
 	}
 	checkAtMostOnce(t, c.Agent)
+}
+
+// relaxedTiming is the test cluster's timing with leases long enough that
+// a loaded machine (shared CI cores, the race detector) neither elects a
+// new leader nor loses a worker during these tests: they are about when
+// answers leave, not about failures.
+func relaxedTiming() coordinator.Timing {
+	return coordinator.Timing{
+		RaftHeartbeat: time.Second, RaftLeaderLease: 500 * time.Millisecond,
+		Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 10 * time.Second,
+		WorkerTTL: 5 * time.Second, DispatchGrace: 10 * time.Second, TaskAckWait: 10 * time.Second,
+		ResultAckWait: 5 * time.Second,
+	}
 }
