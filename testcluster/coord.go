@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,10 +230,22 @@ func (c *EvalCluster) StopCoordinator(i int) {
 	cn.Node, cn.nc = nil, nil
 	c.mu.Unlock()
 	if n != nil {
+		// A stop that hangs (seen once in a loaded benchmark, in
+		// Node.Stop's wait for its own goroutines) leaves a dump of every
+		// goroutine on stderr to diagnose it by.
+		dump := time.AfterFunc(stopDumpAfter, func() {
+			fmt.Fprintf(os.Stderr, "testcluster: coordinator %s still stopping after %s; goroutines:\n", cn.ID, stopDumpAfter)
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		})
 		n.Stop()
+		dump.Stop()
 		nc.Close()
 	}
 }
+
+// stopDumpAfter is how long a coordinator may take to stop before its
+// goroutines are dumped.
+const stopDumpAfter = 2 * time.Minute
 
 // Coordinator returns coordinator i's node (nil while stopped).
 func (c *EvalCluster) Coordinator(i int) *coordinator.Node {
