@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/agent/model/gemini"
@@ -114,9 +115,25 @@ type configTool struct {
 
 func (t configTool) paramSchema() *Schema { return t.schema }
 
+// ConfigOptions are how a process prepares its agent configs.
+type ConfigOptions struct {
+	// RateLimits is the process's limiter registry: every endpoint limit
+	// the config declares is taken from it, so the agents, judges and
+	// simulators of one process that call one endpoint share one limiter
+	// (a different limit declared elsewhere for the endpoint is refused,
+	// naming both). nil: a registry of the config's own.
+	RateLimits *ratelimit.Registry
+	// Source names the config in a rate-limit conflict (e.g. the file);
+	// the agent's name is added.
+	Source string
+}
+
 // LoadConfig reads and prepares an AGENT.json file; files over
 // MaxConfigBytes are refused.
-func LoadConfig(path string) (*Config, error) {
+func LoadConfig(path string) (*Config, error) { return LoadConfigWith(path, ConfigOptions{}) }
+
+// LoadConfigWith is LoadConfig with options.
+func LoadConfigWith(path string, o ConfigOptions) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load agent config: %w", err)
@@ -126,12 +143,15 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load agent config: %w", err)
 	}
-	return ParseConfig(data)
+	return ParseConfigWith(data, o)
 }
 
 // ParseConfig decodes (bounded; unknown keys are errors) and prepares an
 // AGENT.json document.
-func ParseConfig(data []byte) (*Config, error) {
+func ParseConfig(data []byte) (*Config, error) { return ParseConfigWith(data, ConfigOptions{}) }
+
+// ParseConfigWith is ParseConfig with options.
+func ParseConfigWith(data []byte, o ConfigOptions) (*Config, error) {
 	if len(data) > MaxConfigBytes {
 		return nil, &Error{Code: CodeConfigTooLarge, Detail: fmt.Sprintf("over %d bytes", MaxConfigBytes)}
 	}
@@ -139,11 +159,14 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := jsonlimit.Unmarshal(data, jsonlimit.DefaultLimits(), &spec); err != nil {
 		return nil, &Error{Code: CodeInvalidAgentConfig, Err: err}
 	}
-	return PrepareConfig(spec)
+	return PrepareConfigWith(spec, o)
 }
 
 // PrepareConfig validates spec and prepares it (providers, schemas, tools).
-func PrepareConfig(spec AgentSpec) (*Config, error) {
+func PrepareConfig(spec AgentSpec) (*Config, error) { return PrepareConfigWith(spec, ConfigOptions{}) }
+
+// PrepareConfigWith is PrepareConfig with options.
+func PrepareConfigWith(spec AgentSpec, o ConfigOptions) (*Config, error) {
 	if spec.SchemaVersion != ConfigSchemaVersion {
 		return nil, &Error{Code: CodeUnsupportedSchemaVer, Detail: fmt.Sprintf("schema_version %d, want %d", spec.SchemaVersion, ConfigSchemaVersion)}
 	}
@@ -152,7 +175,7 @@ func PrepareConfig(spec AgentSpec) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	limiters, err := limitEndpoints(root)
+	limiters, err := limitEndpoints(root, o)
 	if err != nil {
 		return nil, err
 	}
@@ -280,13 +303,14 @@ func cutRateLimit(raw json.RawMessage) (json.RawMessage, *ratelimit.Spec, error)
 	return out, &spec, err
 }
 
-// endpointKey names a provider's endpoint for rate limits: its name and,
-// for a remote provider, its base URL (never a credential).
-func endpointKey(p model.Provider) string {
-	if e, ok := p.(interface{ Endpoint() string }); ok {
-		return p.Name() + " " + e.Endpoint()
+// endpointKey names the endpoint a model block calls, for rate limits
+// (ratelimit.EndpointKey: provider, base URL, model; never a credential).
+func endpointKey(p *preparedAgent) string {
+	base := ""
+	if e, ok := p.provider.(interface{ Endpoint() string }); ok {
+		base = e.Endpoint()
 	}
-	return p.Name()
+	return ratelimit.EndpointKey(p.provider.Name(), base, p.modelName)
 }
 
 // limitEndpoints makes one limiter per endpoint some model block declared
@@ -294,8 +318,9 @@ func endpointKey(p model.Provider) string {
 // endpoint behind it (a model block without the key shares its
 // endpoint's limit). Two different rate_limit blocks for one endpoint
 // are an error.
-func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
+func limitEndpoints(root *preparedAgent, o ConfigOptions) ([]*ratelimit.Limiter, error) {
 	specs := map[string]ratelimit.Spec{}
+	declaredBy := map[string]string{} // endpoint: the agent declaring it
 	var walk func(p *preparedAgent, f func(*preparedAgent) error) error
 	walk = func(p *preparedAgent, f func(*preparedAgent) error) error {
 		if err := f(p); err != nil {
@@ -312,9 +337,12 @@ func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
 		if p.rateLimit == nil || p.provider == nil {
 			return nil
 		}
-		key := endpointKey(p.provider)
+		key := endpointKey(p)
 		if prev, ok := specs[key]; ok && prev != *p.rateLimit {
 			return &Error{Code: CodeInvalidAgentConfig, Agent: p.spec.Name, Detail: "model.rate_limit: differs from another rate_limit for endpoint " + key}
+		}
+		if _, ok := specs[key]; !ok {
+			declaredBy[key] = p.spec.Name
 		}
 		specs[key] = *p.rateLimit
 		return nil
@@ -322,7 +350,27 @@ func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
 	if err != nil || len(specs) == 0 {
 		return nil, err
 	}
+	reg := o.RateLimits
+	if reg == nil {
+		reg = ratelimit.NewRegistry()
+	}
 	limiters := map[string]*ratelimit.Limiter{}
+	keys := make([]string, 0, len(specs))
+	for key := range specs {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		source := "agent " + strconv.Quote(declaredBy[key])
+		if o.Source != "" {
+			source = o.Source + " " + source
+		}
+		l, err := reg.Limiter(key, specs[key], source)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidAgentConfig, Agent: declaredBy[key], Detail: "model", Err: err}
+		}
+		limiters[key] = l
+	}
 	wrapped := map[model.Provider]model.Provider{}
 	_ = walk(root, func(p *preparedAgent) error {
 		if p.provider == nil {
@@ -332,15 +380,9 @@ func limitEndpoints(root *preparedAgent) ([]*ratelimit.Limiter, error) {
 			p.provider = w
 			return nil
 		}
-		key := endpointKey(p.provider)
-		spec, ok := specs[key]
-		if !ok {
-			return nil
-		}
-		l := limiters[key]
+		l := limiters[endpointKey(p)]
 		if l == nil {
-			l = ratelimit.New(key, spec)
-			limiters[key] = l
+			return nil
 		}
 		w := ratelimit.Wrap(p.provider, l)
 		wrapped[p.provider], wrapped[w] = w, w

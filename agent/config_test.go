@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,6 +272,30 @@ func TestConfig_RateLimit(t *testing.T) {
 			}
 		})
 	}
+	t.Run("one registry per process: agents share, conflicts name both", func(t *testing.T) {
+		reg := ratelimit.NewRegistry()
+		doc := func(name string, rpm int) []byte {
+			return []byte(`{"schema_version":1,"name":"` + name + `","model":` +
+				fmt.Sprintf(mb, fmt.Sprintf(`,"rate_limit":{"requests_per_minute":%d}`, rpm)) + `}`)
+		}
+		a, err := ParseConfigWith(doc("a", 600), ConfigOptions{RateLimits: reg, Source: "a.json"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ParseConfigWith(doc("b", 600), ConfigOptions{RateLimits: reg, Source: "b.json"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Limiters()[0] != b.Limiters()[0] || len(reg.Limiters()) != 1 {
+			t.Fatalf("two agents of one process on one endpoint: limiters %p %p", a.Limiters()[0], b.Limiters()[0])
+		}
+		_, err = ParseConfigWith(doc("c", 60), ConfigOptions{RateLimits: reg, Source: "c.json"})
+		var ce *ratelimit.ConflictError
+		if !errors.As(err, &ce) || ce.Source != `c.json agent "c"` || ce.OtherSource != `a.json agent "a"` ||
+			!strings.Contains(err.Error(), `invalid_agent_config: model: rate_limit (requests_per_minute=60) in c.json agent "c" differs from (requests_per_minute=600) in a.json agent "a" for endpoint scripted`) {
+			t.Fatalf("a different limit for the endpoint: %v", err)
+		}
+	})
 	t.Run("two limits for one endpoint", func(t *testing.T) {
 		_, err := ParseConfig([]byte(`{"schema_version":1,"name":"root","model":` +
 			fmt.Sprintf(mb, `,"rate_limit":{"requests_per_minute":600}`) +

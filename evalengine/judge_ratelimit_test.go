@@ -192,7 +192,7 @@ func TestLLMJudge_RateLimitBadInput(t *testing.T) {
 	// One endpoint, two different limits: the second is refused.
 	limits := evalengine.NewRateLimiters()
 	env := func(rpm int) evalengine.ModelEnv {
-		return evalengine.ModelEnv{Provider: evalengine.ProviderGemini, RateLimits: limits, ProviderConfig: map[string]any{
+		return evalengine.ModelEnv{Provider: evalengine.ProviderGemini, RateLimits: limits, RateLimitSource: fmt.Sprintf("config-%d", rpm), ProviderConfig: map[string]any{
 			"api_key_env": "", "base_url": "http://127.0.0.1:1", "rate_limit": map[string]any{"requests_per_minute": rpm}}}
 	}
 	if _, err := evalengine.NewJudge(baseJudgeConfig(), env(60)); err != nil {
@@ -202,7 +202,8 @@ func TestLLMJudge_RateLimitBadInput(t *testing.T) {
 		t.Fatalf("the same limit for the simulator: %v", err)
 	}
 	_, err := evalengine.NewJudge(baseJudgeConfig(), env(120))
-	if err == nil || !strings.Contains(err.Error(), "provider_config.rate_limit: differs") {
+	// The error names both declarations and both limits.
+	if err == nil || !strings.Contains(err.Error(), "provider_config.rate_limit (requests_per_minute=120) in config-120 differs from (requests_per_minute=60) in config-60 for endpoi") {
 		t.Fatalf("a second limit for one endpoint: %v", err)
 	}
 	if n := len(limits.Limiters()); n != 1 {

@@ -24,9 +24,6 @@ const MaxAgentFiles = 64
 // decide whether the result keeps them.
 type trustedAgent struct {
 	events, plain evalengine.Adapter
-	// limiters are the agent's provider rate limits (AGENT.json
-	// model.rate_limit), run at the leader's grants.
-	limiters []*ratelimit.Limiter
 }
 
 func (a trustedAgent) adapter(captureEvents bool) evalengine.Adapter {
@@ -38,8 +35,10 @@ func (a trustedAgent) adapter(captureEvents bool) evalengine.Adapter {
 
 // loadAgentFiles parses every AGENT.json once (agent.LoadConfig) into the
 // default adapter. The files are the worker's own configuration: a job
-// only names an agent.
-func loadAgentFiles(files map[string]string, obs observability.Observer) (map[string]trustedAgent, error) {
+// only names an agent. Their rate limits come from limits, the worker's
+// one registry: agents calling one endpoint share its limiter (and its
+// fleet share), and disagreeing limits for it are a configuration error.
+func loadAgentFiles(files map[string]string, obs observability.Observer, limits *ratelimit.Registry) (map[string]trustedAgent, error) {
 	if len(files) > MaxAgentFiles {
 		return nil, fmt.Errorf("worker: %d agent files, at most %d", len(files), MaxAgentFiles)
 	}
@@ -57,7 +56,7 @@ func loadAgentFiles(files map[string]string, obs observability.Observer) (map[st
 		if path == "" {
 			return nil, fmt.Errorf("worker: agent %s: empty path", name)
 		}
-		cfg, err := agent.LoadConfig(path)
+		cfg, err := agent.LoadConfigWith(path, agent.ConfigOptions{RateLimits: limits, Source: "worker agent file " + name})
 		if err != nil {
 			return nil, fmt.Errorf("worker: agent %s: %w", name, err)
 		}
@@ -70,22 +69,19 @@ func loadAgentFiles(files map[string]string, obs observability.Observer) (map[st
 		if err != nil {
 			return nil, fmt.Errorf("worker: agent %s: %w", name, err)
 		}
-		for _, l := range cfg.Limiters() {
-			l.Manage() // the leader's share, not the whole limit per worker
-		}
-		out[name] = trustedAgent{events: events, plain: plain, limiters: cfg.Limiters()}
+		out[name] = trustedAgent{events: events, plain: plain}
 	}
 	return out, nil
 }
 
 // trustedAgents merges the configured adapters and agent files; a name
 // given twice is a configuration error.
-func trustedAgents(cfg Config, tracer *observability.Tracer) (map[string]trustedAgent, error) {
+func trustedAgents(cfg Config, tracer *observability.Tracer, limits *ratelimit.Registry) (map[string]trustedAgent, error) {
 	var obs observability.Observer // nil: the runtime's Nop (a nil *Tracer is not nil)
 	if tracer != nil {
 		obs = tracer
 	}
-	out, err := loadAgentFiles(cfg.AgentFiles, obs)
+	out, err := loadAgentFiles(cfg.AgentFiles, obs, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -106,18 +102,16 @@ func trustedAgents(cfg Config, tracer *observability.Tracer) (map[string]trusted
 
 var errNoAgents = errors.New("worker: no agents configured")
 
-// limitReports are the heartbeat's rate limit reports, one per (agent,
-// endpoint), in a stable order.
+// limitReports are the heartbeat's rate limit reports, one per endpoint
+// (whichever agents call it), in a stable order.
 func (w *Worker) limitReports() []api.LimitReport {
 	var out []api.LimitReport
-	for _, name := range w.agentNames {
-		for _, l := range w.agents[name].limiters {
-			r := l.Report()
-			out = append(out, api.LimitReport{Agent: name, Endpoint: l.Endpoint(),
-				RPM: r.Spec.RequestsPerMinute, TPM: r.Spec.TokensPerMinute, Concurrent: r.Spec.ConcurrentRequests,
-				Held:      api.LimitShare{RPM: r.Held.RPM, TPM: r.Held.TPM, Concurrent: r.Held.Concurrent},
-				Throttled: r.Throttled, RetryAfterMS: r.RetryAfter.Milliseconds()})
-		}
+	for _, l := range w.limits.Limiters() {
+		r := l.Report()
+		out = append(out, api.LimitReport{Endpoint: l.Endpoint(),
+			RPM: r.Spec.RequestsPerMinute, TPM: r.Spec.TokensPerMinute, Concurrent: r.Spec.ConcurrentRequests,
+			Held:      api.LimitShare{RPM: r.Held.RPM, TPM: r.Held.TPM, Concurrent: r.Held.Concurrent},
+			Throttled: r.Throttled, RetryAfterMS: r.RetryAfter.Milliseconds()})
 	}
 	return out
 }
@@ -129,13 +123,9 @@ func (w *Worker) applyGrants(grants []api.LimitGrant, sent time.Time, ttl time.D
 	if len(grants) == 0 || left <= 0 {
 		return
 	}
-	for _, g := range grants {
-		a, ok := w.agents[g.Agent]
-		if !ok {
-			continue
-		}
-		for _, l := range a.limiters {
-			if l.Endpoint() == g.Endpoint {
+	for _, l := range w.limits.Limiters() {
+		for _, g := range grants {
+			if g.Agent == "" && l.Endpoint() == g.Endpoint {
 				l.SetGrant(ratelimit.Limits{RPM: g.Share.RPM, TPM: g.Share.TPM, Concurrent: g.Share.Concurrent},
 					time.Duration(g.PauseMS)*time.Millisecond, left)
 			}
@@ -143,19 +133,11 @@ func (w *Worker) applyGrants(grants []api.LimitGrant, sent time.Time, ttl time.D
 	}
 }
 
-// LimitStat is one of the worker's rate limiters, for metrics.
-type LimitStat struct {
-	Agent string
-	ratelimit.Stats
-}
-
-// Limits returns the worker's rate limiters' counters, by agent.
-func (w *Worker) Limits() []LimitStat {
-	var out []LimitStat
-	for _, name := range w.agentNames {
-		for _, l := range w.agents[name].limiters {
-			out = append(out, LimitStat{Agent: name, Stats: l.Stats()})
-		}
+// Limits returns the worker's rate limiters' counters, one per endpoint.
+func (w *Worker) Limits() []ratelimit.Stats {
+	var out []ratelimit.Stats
+	for _, l := range w.limits.Limiters() {
+		out = append(out, l.Stats())
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/observability"
 	"log/slog"
 	"sort"
@@ -79,6 +80,9 @@ type Worker struct {
 	agents map[string]trustedAgent
 	// agentNames are the agents' names, sorted, announced in heartbeats.
 	agentNames []string
+	// limits holds the provider rate limiters, one per endpoint, shared
+	// by every agent calling it.
+	limits *ratelimit.Registry
 
 	fenced     atomic.Bool
 	lastLeader atomic.Int64 // unix nanos of the last leader answer
@@ -188,7 +192,11 @@ func Start(cfg Config) (*Worker, error) {
 		}
 		tracer = t
 	}
-	agents, err := trustedAgents(cfg, tracer)
+	// One limiter registry per worker (a worker is a process of the
+	// fleet): its limits run at the leader's grants.
+	limits := ratelimit.NewRegistry()
+	limits.Manage()
+	agents, err := trustedAgents(cfg, tracer, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +204,7 @@ func Start(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents),
+	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents), limits: limits,
 		running: map[api.TaskRef]*heldTask{}, heldJobs: map[string]int{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}, owners: map[string]int64{},
 		answered: make(chan struct{}), hbKick: make(chan struct{}, 1), epoch: newEpoch(), tracer: tracer, signals: signals}
 	w.results = newResultBatcher(w)

@@ -320,6 +320,9 @@ type localRunner struct {
 	journal *evalJournal
 	stream  *evalStream
 	cut     int // samples --timeout cut off, not journaled
+	// limits are the run's provider rate limiters (agent, judge, user
+	// simulator), summed up on stderr at the end.
+	limits *evalengine.RateLimiters
 }
 
 func (l *localRunner) secrets() []string { return l.creds }
@@ -332,6 +335,25 @@ func (l *localRunner) finish(stderr io.Writer) {
 	}
 	if l.tracing != nil {
 		l.tracing.finish(stderr)
+	}
+	printRateLimits(stderr, l.limits)
+}
+
+// printRateLimits writes one line per rate-limited endpoint that was
+// called: the adk_ratelimit_* figures of a worker's metrics endpoint. A
+// local run is one process that ends with its report, so its totals go
+// where its other end-of-run notes go rather than to a scrape endpoint
+// that would be gone before a scraper saw the last figures.
+func printRateLimits(w io.Writer, limits *evalengine.RateLimiters) {
+	if limits == nil {
+		return
+	}
+	for _, lim := range limits.Limiters() {
+		s := lim.Stats()
+		if s.Admitted == 0 && s.Throttled == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "adk: rate limit %s: granted %d, throttled %d (429), waited %.1f s\n", s.Endpoint, s.Admitted, s.Throttled, s.WaitSeconds)
 	}
 }
 
@@ -364,13 +386,17 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 		simData, _ := readCapped("user_simulator_config", f.userSimConfig, maxConfigFileBytes)
 		judgeData = append(judgeData, simData...)
 	}
-	// The run owns the judge's and the simulator's rate limiters: one per
-	// endpoint, shared by every judge metric and scenario user that calls
-	// it.
-	limits := evalengine.NewRateLimiters()
-	for _, env := range []*evalengine.ModelEnv{judge, userSim} {
-		if env != nil {
-			env.RateLimits = limits
+	// The process owns one limiter per endpoint (provider, base URL,
+	// model), shared by the agent, every judge metric and every scenario
+	// user calling it: together they stay under the endpoint's limit, and
+	// two different limits for it are refused naming both files.
+	l.limits = evalengine.NewRateLimiters()
+	for _, e := range []struct {
+		env    *evalengine.ModelEnv
+		source string
+	}{{judge, "--judge-config " + f.judgeConfig}, {userSim, "--user-simulator-config " + f.userSimConfig}} {
+		if e.env != nil {
+			e.env.RateLimits, e.env.RateLimitSource = l.limits, e.source
 		}
 	}
 	var format evalengine.SetFormat
@@ -397,7 +423,7 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain, to); err != nil {
 		return err
 	}
-	if l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer(), cacheWrap(l.cache)); err != nil {
+	if l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer(), cacheWrap(l.cache), l.limits); err != nil {
 		return err
 	}
 	if userSim == nil {
@@ -633,7 +659,7 @@ func loadBaseline(path string) (*evalengine.Result, error) {
 
 // adapter builds the agent under evaluation: the AGENT.json agent (a fresh
 // runtime per sample) or, with --agent-url, the HTTP adapter.
-func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer, wrap func(model.Provider, string, evalengine.SampleInfo) model.Provider) (evalengine.Adapter, error) {
+func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer, wrap func(model.Provider, string, evalengine.SampleInfo) model.Provider, limits *evalengine.RateLimiters) (evalengine.Adapter, error) {
 	if f.agentURL != "" {
 		u, err := url.Parse(f.agentURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -646,7 +672,7 @@ func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs obse
 		}
 		return a, nil
 	}
-	cfg, err := agent.ParseConfig(cfgData)
+	cfg, err := agent.ParseConfigWith(cfgData, agent.ConfigOptions{RateLimits: limits, Source: "--config " + f.config})
 	if err != nil {
 		return nil, agentConfigError(err)
 	}

@@ -3,23 +3,25 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/coordinator"
-	"github.com/fadcedab/adk/worker"
 )
 
-// Rate limit series, labelled by agent and endpoint (the provider and its
-// base URL).
+// Rate limit series. A process's limiters are labelled by endpoint (the
+// provider, its base URL and the model: every agent of the process calling
+// it shares one limiter); the fleet's view also by agent, which only
+// workers of earlier builds report (theirs were per agent).
 var (
 	descLimitGranted = prometheus.NewDesc("adk_ratelimit_granted_total",
-		"Model calls the rate limiter admitted.", []string{"agent", "endpoint"}, nil)
+		"Model calls the rate limiter admitted.", []string{"endpoint"}, nil)
 	descLimitWaiting = prometheus.NewDesc("adk_ratelimit_waiting",
-		"Model calls waiting for the rate limiter now.", []string{"agent", "endpoint"}, nil)
+		"Model calls waiting for the rate limiter now.", []string{"endpoint"}, nil)
 	descLimitWait = prometheus.NewDesc("adk_ratelimit_wait_seconds_total",
-		"Time model calls spent waiting for the rate limiter.", []string{"agent", "endpoint"}, nil)
+		"Time model calls spent waiting for the rate limiter.", []string{"endpoint"}, nil)
 	descLimitThrottled = prometheus.NewDesc("adk_ratelimit_throttled_total",
-		"Model calls the provider answered 429 (each was retried).", []string{"agent", "endpoint"}, nil)
+		"Model calls the provider answered 429 (each was retried).", []string{"endpoint"}, nil)
 	descLimitRPM = prometheus.NewDesc("adk_ratelimit_requests_per_minute",
-		"Requests per minute in force here (a worker's share of the fleet's limit; +Inf: none).", []string{"agent", "endpoint"}, nil)
+		"Requests per minute in force here (a worker's share of the fleet's limit; +Inf: none).", []string{"endpoint"}, nil)
 	descFleetFactor = prometheus.NewDesc("adk_ratelimit_fleet_factor",
 		"Fraction of the declared limit the fleet runs at (AIMD; this node's view, the leader's decides).", []string{"agent", "endpoint"}, nil)
 	descFleetCuts = prometheus.NewDesc("adk_ratelimit_fleet_cuts_total",
@@ -30,7 +32,7 @@ var (
 
 // limiterCollector exports rate limiters' counters.
 type limiterCollector struct {
-	stats func() []worker.LimitStat
+	stats func() []ratelimit.Stats
 }
 
 func (c limiterCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -41,7 +43,7 @@ func (c limiterCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c limiterCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.stats() {
-		lv := []string{s.Agent, s.Endpoint}
+		lv := []string{s.Endpoint}
 		ch <- prometheus.MustNewConstMetric(descLimitGranted, prometheus.CounterValue, float64(s.Admitted), lv...)
 		ch <- prometheus.MustNewConstMetric(descLimitWaiting, prometheus.GaugeValue, float64(s.Waiting), lv...)
 		ch <- prometheus.MustNewConstMetric(descLimitWait, prometheus.CounterValue, s.WaitSeconds, lv...)

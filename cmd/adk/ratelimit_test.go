@@ -98,3 +98,99 @@ func TestEvalRun_RateLimitThroughBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalRun_RateLimitSharedByAgentAndJudge: an agent and its LLM judge
+// calling one endpoint (provider, base URL, model) share one limiter in
+// `adk eval run`: their calls together never exceed the endpoint's
+// concurrent_requests or its rate (each with a limiter of its own would
+// take the whole limit), the run's stderr sums the limiter up, and a judge
+// declaring a different limit for the endpoint is refused naming both
+// files.
+func TestEvalRun_RateLimitSharedByAgentAndJudge(t *testing.T) {
+	const cases, rpm, conc = 6, 300, 2 // 5/s, a burst of 5
+	var mu sync.Mutex
+	var at []time.Time
+	inFlight, maxInFlight, judged := 0, 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		at = append(at, time.Now())
+		inFlight++
+		maxInFlight = max(maxInFlight, inFlight)
+		judge := strings.Contains(string(body), "polite and correct")
+		if judge {
+			judged++
+		}
+		mu.Unlock()
+		// Long enough that calls overlap: a second limiter would show
+		// as more than conc calls in flight.
+		time.Sleep(60 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		text := "ok"
+		if judge {
+			text = `{\"score\":0.9,\"rationale\":\"fine\"}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"`+text+`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	limit := fmt.Sprintf(`{"requests_per_minute":%d,"concurrent_requests":%d}`, rpm, conc)
+	writeFile(t, dir, "agent.json", `{"schema_version":1,"name":"a","model":{"provider":"openai","model":"fake","base_url":"`+srv.URL+
+		`/v1","max_attempts":1,"rate_limit":`+limit+`}}`)
+	judge := func(limit string) string {
+		return `{"provider":"openai","model":"fake","base_url":"` + srv.URL + `/v1","api_key_env":"ADK_TEST_JUDGE_KEY","rate_limit":` + limit + `}`
+	}
+	writeFile(t, dir, "judge.json", judge(limit))
+	writeFile(t, dir, "criteria.json", `[{"id":"q","criterion":"llm_judge","threshold":0.5,"config":{"rubric":"Is the answer polite and correct?","rubric_id":"polite","rubric_version":"1"}}]`)
+	var set strings.Builder
+	set.WriteString(`{"schema_version":2,"id":"rl","version":"1","cases":[`)
+	for i := range cases {
+		if i > 0 {
+			set.WriteByte(',')
+		}
+		fmt.Fprintf(&set, `{"id":"c%d","turns":[{"id":"t","input":"hi","expected_response":"ok"}]}`, i)
+	}
+	set.WriteString("]}")
+	writeFile(t, dir, "set.json", set.String())
+	env := []string{"ADK_TEST_JUDGE_KEY=k-test"}
+
+	r := runADK(t, dir, env, "eval", "run", "--config", "agent.json", "--eval-set", "set.json", "--criteria", "criteria.json",
+		"--judge-config", "judge.json", "--concurrency", "8")
+	if r.code != exitOK {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	mu.Lock()
+	calls := append([]time.Time(nil), at...)
+	peak, nJudge := maxInFlight, judged
+	mu.Unlock()
+	if len(calls) != 2*cases || nJudge != cases {
+		t.Fatalf("%d calls (%d judge) for %d samples", len(calls), nJudge, cases)
+	}
+	if peak > conc {
+		t.Fatalf("%d calls in flight at once, the endpoint allows %d", peak, conc)
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Before(calls[j]) })
+	perSec := float64(rpm) / 60
+	for i := range calls {
+		for k := i + 1; k < len(calls); k++ {
+			if n, allowed := float64(k-i+1), perSec+perSec*calls[k].Sub(calls[i]).Seconds(); n > allowed+1 {
+				t.Fatalf("calls %d..%d: %v in %v, over the endpoint's limit (%.1f)", i, k, n, calls[k].Sub(calls[i]), allowed)
+			}
+		}
+	}
+	want := fmt.Sprintf("adk: rate limit openai %s/v1 fake: granted %d, throttled 0 (429), waited ", srv.URL, 2*cases)
+	if !strings.Contains(r.stderr, want) {
+		t.Fatalf("stderr %q lacks the limiter's totals %q", r.stderr, want)
+	}
+
+	// A different limit for the endpoint in the judge config: refused,
+	// naming both declarations.
+	writeFile(t, dir, "judge.json", judge(`{"requests_per_minute":60}`))
+	r = runADK(t, dir, env, "eval", "run", "--config", "agent.json", "--eval-set", "set.json", "--criteria", "criteria.json", "--judge-config", "judge.json")
+	if r.code != exitError || !strings.Contains(r.stderr, "--judge-config judge.json") || !strings.Contains(r.stderr, `--config agent.json agent "a"`) {
+		t.Fatalf("conflicting limits: exit %d stderr %q", r.code, r.stderr)
+	}
+}

@@ -261,3 +261,56 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestRegistry: one limiter per endpoint whoever asks, a different limit
+// for it is a ConflictError naming both sources, and a managed registry
+// makes managed limiters (which report the calls in flight as held
+// concurrency, even without a grant).
+func TestRegistry(t *testing.T) {
+	r := NewRegistry()
+	key := EndpointKey("openai", "http://127.0.0.1:1/v1", "m")
+	if key != "openai http://127.0.0.1:1/v1 m" || EndpointKey("scripted", "", "scripted") != "scripted" {
+		t.Fatalf("keys %q %q", key, EndpointKey("scripted", "", "scripted"))
+	}
+	spec := Spec{RequestsPerMinute: 60, ConcurrentRequests: 2}
+	a, err := r.Limiter(key, spec, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Limiter(key, spec, "judge")
+	if err != nil || a != b {
+		t.Fatalf("same endpoint, same limit: %p %p %v", a, b, err)
+	}
+	_, err = r.Limiter(key, Spec{RequestsPerMinute: 30}, "judge")
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Source != "judge" || ce.OtherSource != "agent" ||
+		err.Error() != "rate_limit (requests_per_minute=30) in judge differs from (requests_per_minute=60 concurrent_requests=2) in agent for endpoint openai http://127.0.0.1:1/v1 m: an endpoint has one limit per process" {
+		t.Fatalf("conflict: %v", err)
+	}
+	r.Manage()
+	l, err := r.Limiter("other", Spec{ConcurrentRequests: 2}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := l.Acquire(ctx, 1); err == nil {
+		t.Fatal("a managed limiter without a grant admitted a call")
+	}
+	l.SetGrant(Limits{RPM: Unlimited, TPM: Unlimited, Concurrent: 1}, 0, time.Minute)
+	release, err := l.Acquire(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetGrant(Limits{RPM: Unlimited, TPM: Unlimited, Concurrent: 0}, 0, time.Minute)
+	if h := l.Report().Held.Concurrent; h != 1 {
+		t.Fatalf("held concurrency %d with a call in flight and a grant of 0", h)
+	}
+	release(1)
+	if h := l.Report().Held.Concurrent; h != 0 {
+		t.Fatalf("held concurrency %d after the call", h)
+	}
+	if n := len(r.Limiters()); n != 2 {
+		t.Fatalf("%d limiters", n)
+	}
+}

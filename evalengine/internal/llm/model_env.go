@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
@@ -58,53 +56,21 @@ type ModelEnv struct {
 	// does). nil is one set shared by the whole process, so a Go
 	// caller that sets nothing still gets one limiter per endpoint.
 	RateLimits *RateLimiters
+	// RateLimitSource names this env's configuration in a rate-limit
+	// conflict (e.g. "--judge-config"); empty: "provider_config".
+	RateLimitSource string
 }
 
-// RateLimiters is a set of ratelimit.Limiters, one per provider endpoint
-// (provider name and base URL). It is safe for concurrent use.
-type RateLimiters struct {
-	mu sync.Mutex
-	m  map[string]*ratelimit.Limiter
-}
+// RateLimiters is the process's limiter registry (ratelimit.Registry):
+// one limiter per endpoint (provider, base URL, model), shared with the
+// process's agents when the caller gives both the same registry.
+type RateLimiters = ratelimit.Registry
 
-// NewRateLimiters returns an empty set.
-func NewRateLimiters() *RateLimiters {
-	return &RateLimiters{m: map[string]*ratelimit.Limiter{}}
-}
+// NewRateLimiters returns an empty registry.
+func NewRateLimiters() *RateLimiters { return ratelimit.NewRegistry() }
 
-// defaultRateLimits is the set a ModelEnv without RateLimits uses.
+// defaultRateLimits is the registry a ModelEnv without RateLimits uses.
 var defaultRateLimits = NewRateLimiters()
-
-// limiter returns the endpoint's limiter, making it on first use. Two
-// different specs for one endpoint are invalid_provider_config: a
-// limit is the endpoint's, not a caller's.
-func (r *RateLimiters) limiter(endpoint string, spec ratelimit.Spec) (*ratelimit.Limiter, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if l, ok := r.m[endpoint]; ok {
-		if l.Spec() != spec {
-			return nil, &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig,
-				Detail: evalcore.Bound("provider_config.rate_limit: differs from another rate_limit for endpoint " + endpoint)}
-		}
-		return l, nil
-	}
-	l := ratelimit.New(endpoint, spec)
-	r.m[endpoint] = l
-	return l, nil
-}
-
-// Limiters returns the set's limiters, sorted by endpoint (for metrics
-// and tests).
-func (r *RateLimiters) Limiters() []*ratelimit.Limiter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*ratelimit.Limiter, 0, len(r.m))
-	for _, l := range r.m {
-		out = append(out, l)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint() < out[j].Endpoint() })
-	return out
-}
 
 // parseRateLimit reads provider_config.rate_limit (absent: ok false).
 // The schema and bounds are the AGENT.json model block's
@@ -193,22 +159,28 @@ func (env ModelEnv) build(spec ProviderSpec) (model.Provider, error) {
 	if set == nil {
 		set = defaultRateLimits
 	}
-	l, err := set.limiter(endpointKey(p, spec), rl)
+	source := env.RateLimitSource
+	if source == "" {
+		source = "provider_config"
+	}
+	l, err := set.Limiter(endpointKey(p, spec), rl, source)
 	if err != nil {
-		return nil, err
+		return nil, &evalcore.Error{Code: CodeLLMJudge, Reason: JudgeInvalidProviderConfig,
+			Detail: evalcore.Bound("provider_config." + err.Error())}
 	}
 	return ratelimit.Wrap(p, l), nil
 }
 
 // endpointKey names the endpoint a provider calls, as agent configs do
-// (provider name and base URL): the key limits are shared under. A
-// provider that does not say its URL (a test's) is keyed by the spec.
+// (ratelimit.EndpointKey: provider, base URL, model): the key limits are
+// shared under. A provider that does not say its URL (a test's) is keyed
+// by the spec's base_url.
 func endpointKey(p model.Provider, spec ProviderSpec) string {
-	if e, ok := p.(interface{ Endpoint() string }); ok {
-		return p.Name() + " " + e.Endpoint()
-	}
 	base, _ := spec.Config["base_url"].(string)
-	return spec.Provider + " " + base
+	if e, ok := p.(interface{ Endpoint() string }); ok {
+		base = e.Endpoint()
+	}
+	return ratelimit.EndpointKey(p.Name(), base, spec.Model)
 }
 
 // apiKeyEnv is the environment variable the spec's key comes from, or "".
