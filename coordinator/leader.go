@@ -77,6 +77,8 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		n.setOwned(v.active)
 	}
 	defer n.setOwned(nil)
+	n.limits.lead(time.Now())
+	defer n.limits.lead(time.Time{})
 	n.leading.Store(true)
 	defer n.leading.Store(false)
 

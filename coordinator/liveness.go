@@ -102,7 +102,7 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 		return
 	}
 	rep := api.HeartbeatReply{Leader: n.cfg.ID, WorkerTTLMS: n.cfg.Timing.WorkerTTL.Milliseconds(),
-		Grants: n.limits.grant(id, hb.Limits, now, n.cfg.Timing.WorkerTTL)}
+		Grants: n.limits.grant(id, hb.Limits, now, n.cfg.Timing.WorkerTTL, n.live.listening(now, n.nc.IsConnected()))}
 	for _, ref := range hb.Running {
 		w, epoch, err := n.fsm.inflight.assignedTo(n.store, ref)
 		if err != nil {

@@ -13,14 +13,19 @@ import (
 // fleetLimits splits the provider rate limits the workers' agents declare
 // among the workers that declare them, and runs one AIMD per limit for
 // the whole fleet (DESIGN.md "Fleet rate limits"). Every node observes
-// every heartbeat, so a new leader starts with the holders, what they
-// hold and their throttle counts; only the leader grants. Nothing of it
-// goes through Raft: a grant is a lease that lapses with the worker's
-// heartbeat, and a new leader rebuilds the split from the next round of
-// heartbeats (its AIMD starts at the declared limits).
+// every heartbeat and runs the AIMD from them, so a new leader starts
+// with the holders, what they hold, their throttle counts and the
+// fleet's factor; only the leader grants. Nothing of it goes through
+// Raft: a grant is a lease that lapses with the worker's heartbeat. A new
+// leader grants nobody more than it holds until it knows every grant
+// outstanding (leadershipSettled), then resumes from the factor the
+// outstanding grants show.
 type fleetLimits struct {
 	mu     sync.Mutex
 	limits map[limitKey]*fleetLimit
+	// leaderSince is when this node began leading (zero: not leading, or
+	// a test driving grant directly, which is settled at once).
+	leaderSince time.Time
 }
 
 type limitKey struct{ agent, endpoint string }
@@ -30,6 +35,9 @@ type fleetLimit struct {
 	pauseUntil time.Time
 	holders    map[string]*limitHolder
 	cuts       int64
+	// resumed: this leadership took over the factor of the grants it
+	// found outstanding (once per leadership).
+	resumed time.Time
 }
 
 type limitHolder struct {
@@ -42,6 +50,21 @@ type limitHolder struct {
 }
 
 func newFleetLimits() *fleetLimits { return &fleetLimits{limits: map[limitKey]*fleetLimit{}} }
+
+// lead records that this node leads from at (zero: it no longer leads).
+func (f *fleetLimits) lead(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leaderSince = at
+}
+
+// RotatePeriods is how many worker TTLs a concurrency slot that does not
+// divide evenly among the holders stays with one worker before it moves
+// on (with concurrent_requests 2 and 4 workers, two of them hold a slot
+// at a time): often enough that no worker's tasks starve, rarely enough
+// that the slot's hand-over (its holder reports it free, about two
+// heartbeats) costs little.
+const RotatePeriods = 2
 
 // validLimitReports bounds a heartbeat's limit reports.
 func validLimitReports(rs []api.LimitReport) bool {
@@ -100,6 +123,10 @@ func (f *fleetLimits) observe(worker string, reports []api.LimitReport, now time
 			}
 		}
 		h.throttled = r.Throttled
+		// Every node grows the factor as the leader does, from the same
+		// heartbeats: a follower that takes over starts where the fleet
+		// runs, not at the declared limit.
+		fl.aimd.Tick(now)
 	}
 }
 
@@ -107,8 +134,20 @@ func (f *fleetLimits) observe(worker string, reports []api.LimitReport, now time
 // smallest declared by its live holders, scaled by the fleet's AIMD) split
 // equally among the holders heard within ttl, less what the others still
 // hold (ratelimit.Share), so the grants outstanding never add up past
-// the limit while shares move.
-func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.Time, ttl time.Duration) []api.LimitGrant {
+// the limit while shares move. heardSince is since when this node has
+// heard heartbeats without a break (zero: not now).
+//
+// A new leader does not know what its predecessor granted in answer to
+// the heartbeats it heard before it led. Until every live holder has
+// reported since this node leads (its report is then the grant in force,
+// and later grants are this node's), and this node has listened for a
+// whole ttl (so no holder it never heard can hold a live grant), it grants
+// nobody more than it reports holding: the old grants, which together fit
+// the limit, are renewed or shrunk, never grown. Then it takes the
+// fleet's factor from the grants outstanding (the lower of its own and
+// theirs), so a failover during throttling does not reset the limit to
+// the declared maximum and bring the 429s back.
+func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.Time, ttl time.Duration, heardSince time.Time) []api.LimitGrant {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]api.LimitGrant, 0, len(reports))
@@ -120,6 +159,7 @@ func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.T
 		}
 		var ids []string
 		total := ratelimit.Limits{RPM: math.Inf(1), TPM: math.Inf(1), Concurrent: ratelimit.UnlimitedConcurrent}
+		settled := f.leaderSince.IsZero() || !heardSince.IsZero() && now.Sub(heardSince) >= ttl
 		for id, h := range fl.holders {
 			if now.Sub(h.seen) > ttl {
 				if now.Sub(h.seen) > 10*ttl {
@@ -128,11 +168,20 @@ func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.T
 				continue
 			}
 			ids = append(ids, id)
+			if h.seen.Before(f.leaderSince) {
+				settled = false // its last grant may be the old leader's
+			}
 			d := h.spec.Limits()
 			total = ratelimit.Limits{RPM: min(total.RPM, d.RPM), TPM: min(total.TPM, d.TPM), Concurrent: min(total.Concurrent, d.Concurrent)}
 		}
 		sort.Strings(ids)
 		fl.aimd.Tick(now)
+		if settled && !f.leaderSince.IsZero() && fl.resumed.Before(f.leaderSince) {
+			fl.resumed = now
+			if held := fl.heldFactor(ids, total); held > 0 && held < fl.aimd.Factor() {
+				fl.aimd.Resume(held, now)
+			}
+		}
 		eff := total.Scale(fl.aimd.Factor())
 		var others ratelimit.Limits
 		rank := 0
@@ -148,8 +197,16 @@ func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.T
 			}
 			others = others.Add(held)
 		}
+		// The concurrency slots that do not divide evenly go round.
+		if n := len(ids); n > 0 && eff.Concurrent != ratelimit.UnlimitedConcurrent && eff.Concurrent%n != 0 {
+			period := RotatePeriods * ttl
+			rank = (rank + int(now.UnixNano()/int64(max(period, time.Millisecond))%int64(n))) % n
+		}
 		g := ratelimit.Share(eff, len(ids), rank, others)
 		h := fl.holders[worker]
+		if !settled {
+			g = minLimits(g, h.held)
+		}
 		h.sent, h.sentAt = g, now
 		lg := api.LimitGrant{Agent: r.Agent, Endpoint: r.Endpoint, Share: toShare(g)}
 		if now.Before(fl.pauseUntil) {
@@ -158,6 +215,34 @@ func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.T
 		out = append(out, lg)
 	}
 	return out
+}
+
+// heldFactor is the fraction of the declared limit total the live holders
+// ids report holding (0: they hold nothing, e.g. a fleet starting): of the
+// per-minute limits if any is declared, else of concurrency.
+func (fl *fleetLimit) heldFactor(ids []string, total ratelimit.Limits) float64 {
+	var sum ratelimit.Limits
+	for _, id := range ids {
+		sum = sum.Add(fl.holders[id].held)
+	}
+	f := math.Inf(1)
+	if !math.IsInf(total.RPM, 1) {
+		f = sum.RPM / total.RPM
+	}
+	if !math.IsInf(total.TPM, 1) {
+		f = min(f, sum.TPM/total.TPM)
+	}
+	if math.IsInf(f, 1) && total.Concurrent != ratelimit.UnlimitedConcurrent {
+		f = float64(sum.Concurrent) / float64(total.Concurrent)
+	}
+	if math.IsInf(f, 1) || f <= 0 {
+		return 0
+	}
+	return min(1, f)
+}
+
+func minLimits(a, b ratelimit.Limits) ratelimit.Limits {
+	return ratelimit.Limits{RPM: min(a.RPM, b.RPM), TPM: min(a.TPM, b.TPM), Concurrent: min(a.Concurrent, b.Concurrent)}
 }
 
 func maxLimits(a, b ratelimit.Limits) ratelimit.Limits {

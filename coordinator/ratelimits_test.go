@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestFleetLimits_SharesStayUnderTheLimit(t *testing.T) {
 	held := map[string]float64{}
 	beat := func(w string) float64 {
 		f.observe(w, limitReport(held[w], 0), now)
-		g := f.grant(w, limitReport(held[w], 0), now, ttl)
+		g := f.grant(w, limitReport(held[w], 0), now, ttl, time.Time{})
 		if len(g) != 1 {
 			t.Fatalf("%s: grants %+v", w, g)
 		}
@@ -76,7 +77,7 @@ func TestFleetLimits_ThrottleCutsForEveryoneOnce(t *testing.T) {
 	for _, w := range []string{"w1", "w2"} {
 		f.observe(w, limitReport(0, 0), now)
 	}
-	g := f.grant("w1", limitReport(0, 0), now, ttl)
+	g := f.grant("w1", limitReport(0, 0), now, ttl, time.Time{})
 	if g[0].Share.RPM != 600 || g[0].PauseMS != 0 {
 		t.Fatalf("before: %+v", g)
 	}
@@ -86,8 +87,8 @@ func TestFleetLimits_ThrottleCutsForEveryoneOnce(t *testing.T) {
 	f.observe("w2", limitReport(600, 2), now)
 	// The first grants after the cut respect what the other still holds;
 	// a round later both run at half the cut limit.
-	g1 := f.grant("w1", limitReport(600, 3), now, ttl)
-	g2 := f.grant("w2", limitReport(600, 2), now, ttl)
+	g1 := f.grant("w1", limitReport(600, 3), now, ttl, time.Time{})
+	g2 := f.grant("w2", limitReport(600, 2), now, ttl, time.Time{})
 	want := 1200 * ratelimit.Decrease / 2
 	if g1[0].Share.RPM > want || g2[0].Share.RPM > want || g1[0].PauseMS != 1500 || g2[0].PauseMS != 1500 {
 		t.Fatalf("after 429s from both: %+v %+v, want at most %v and a 1500 ms pause", g1, g2, want)
@@ -95,13 +96,13 @@ func TestFleetLimits_ThrottleCutsForEveryoneOnce(t *testing.T) {
 	now = now.Add(time.Second)
 	f.observe("w1", limitReport(g1[0].Share.RPM, 3), now)
 	f.observe("w2", limitReport(g2[0].Share.RPM, 2), now)
-	g1 = f.grant("w1", limitReport(g1[0].Share.RPM, 3), now, ttl)
-	g2 = f.grant("w2", limitReport(g2[0].Share.RPM, 2), now, ttl)
+	g1 = f.grant("w1", limitReport(g1[0].Share.RPM, 3), now, ttl, time.Time{})
+	g2 = f.grant("w2", limitReport(g2[0].Share.RPM, 2), now, ttl, time.Time{})
 	if g1[0].Share.RPM+g2[0].Share.RPM > 2*want+1e-9 {
 		t.Fatalf("second round: %+v %+v", g1, g2)
 	}
 	now = now.Add(time.Second)
-	g1 = f.grant("w1", limitReport(g1[0].Share.RPM, 3), now, ttl)
+	g1 = f.grant("w1", limitReport(g1[0].Share.RPM, 3), now, ttl, time.Time{})
 	if g1[0].Share.RPM != want {
 		t.Fatalf("settled: %+v, want %v", g1, want)
 	}
@@ -113,9 +114,133 @@ func TestFleetLimits_ThrottleCutsForEveryoneOnce(t *testing.T) {
 		now = now.Add(ratelimit.Quiet)
 		f.observe("w1", limitReport(600, 3), now)
 		f.observe("w2", limitReport(600, 2), now)
-		f.grant("w1", limitReport(600, 3), now, ttl)
+		f.grant("w1", limitReport(600, 3), now, ttl, time.Time{})
 	}
-	if g := f.grant("w2", limitReport(600, 2), now, ttl); g[0].Share.RPM != 600 {
+	if g := f.grant("w2", limitReport(600, 2), now, ttl, time.Time{}); g[0].Share.RPM != 600 {
 		t.Fatalf("after quiet: %+v", g)
+	}
+}
+
+// TestFleetLimits_FailoverNeverOverGrants: a new leader does not know what
+// its predecessor granted in answer to the last heartbeats. Until every
+// live holder has reported to it, and it has listened for a whole TTL, it
+// grows nobody's grant (so the grants outstanding, old and new, never add
+// up past the limit); then it resumes from the factor the outstanding
+// grants show, not from the declared limit.
+func TestFleetLimits_FailoverNeverOverGrants(t *testing.T) {
+	ttl := time.Second
+	now := time.Unix(1000, 0)
+	old := newFleetLimits()
+	old.lead(now.Add(-time.Hour))
+	heard := now.Add(-time.Hour)
+	// The new leader is a node restarted just now: it knows nothing, its
+	// factor is 1.
+	nu := newFleetLimits()
+	held := map[string]float64{}
+	check := func(when string) {
+		t.Helper()
+		sum := 0.0
+		for _, h := range held {
+			sum += h
+		}
+		if sum > 1200+1e-9 {
+			t.Fatalf("%s: grants in force add up to %v: %v", when, sum, held)
+		}
+	}
+	// Two workers under the old leader, which cut the limit to 70%.
+	for range 3 {
+		for _, w := range []string{"w1", "w2"} {
+			old.observe(w, limitReport(held[w], 0), now)
+			held[w] = old.grant(w, limitReport(held[w], 0), now, ttl, heard)[0].Share.RPM
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	old.observe("w1", limitReport(held["w1"], 1), now)
+	for range 3 {
+		for _, w := range []string{"w1", "w2"} {
+			thr := int64(0)
+			if w == "w1" {
+				thr = 1
+			}
+			old.observe(w, limitReport(held[w], thr), now)
+			held[w] = old.grant(w, limitReport(held[w], thr), now, ttl, heard)[0].Share.RPM
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if cut := 1200 * ratelimit.Decrease; held["w1"]+held["w2"] > cut+1e-9 {
+		t.Fatalf("old leader after a 429: %v, want at most %v", held, cut)
+	}
+	// A third worker joins; the old leader answers its first heartbeat
+	// and dies. The new leader never heard it.
+	old.observe("w3", limitReport(0, 0), now)
+	held["w3"] = old.grant("w3", limitReport(0, 0), now, ttl, heard)[0].Share.RPM
+	check("old leader's last answer")
+
+	nu.lead(now)
+	since := now // the new leader listens from its start
+	beat := func(w string) {
+		thr := int64(0)
+		if w == "w1" {
+			thr = 1
+		}
+		nu.observe(w, limitReport(held[w], thr), now)
+		g := nu.grant(w, limitReport(held[w], thr), now, ttl, since)
+		if len(g) != 1 {
+			t.Fatalf("%s: grants %+v", w, g)
+		}
+		if g[0].Share.RPM > held[w]+1e-9 && now.Sub(since) < ttl {
+			t.Fatalf("%s: grown from %v to %v before the new leader knew the grants outstanding", w, held[w], g[0].Share.RPM)
+		}
+		held[w] = g[0].Share.RPM
+		check("new leader, " + w)
+	}
+	for range 30 {
+		for _, w := range []string{"w1", "w2", "w3"} {
+			beat(w)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	// Settled: equal shares of the factor the old grants showed, not of
+	// the declared 1200.
+	st := (&Node{limits: nu}).LimitStates()
+	if len(st) != 1 || st[0].Factor > ratelimit.Decrease+1e-9 {
+		t.Fatalf("new leader's factor %+v, want at most %v (what the fleet ran at)", st, ratelimit.Decrease)
+	}
+	want := 1200 * st[0].Factor / 3
+	for w, h := range held {
+		if math.Abs(h-want) > 1e-6 {
+			t.Fatalf("settled shares %v (%s), want %v each", held, w, want)
+		}
+	}
+}
+
+// TestFleetLimits_ConcurrencyGoesRound: concurrent_requests 2 among four
+// workers: never more than 2 slots held together, and within a few
+// rotation periods every worker has held one.
+func TestFleetLimits_ConcurrencyGoesRound(t *testing.T) {
+	f := newFleetLimits()
+	ttl := time.Second
+	now := time.Unix(1000, 0)
+	held := map[string]int{}
+	had := map[string]bool{}
+	rep := func(w string) []api.LimitReport {
+		return []api.LimitReport{{Endpoint: "openai http://x fake", Concurrent: 2, Held: api.LimitShare{Concurrent: held[w]}}}
+	}
+	for range 100 {
+		for _, w := range []string{"w1", "w2", "w3", "w4"} {
+			f.observe(w, rep(w), now)
+			g := f.grant(w, rep(w), now, ttl, time.Time{})
+			held[w] = g[0].Share.Concurrent
+			if held[w] > 0 {
+				had[w] = true
+			}
+			if sum := held["w1"] + held["w2"] + held["w3"] + held["w4"]; sum > 2 {
+				t.Fatalf("slots held %v", held)
+			}
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if len(had) != 4 {
+		t.Fatalf("in %d rotation periods only %v held a slot", 100/(10*RotatePeriods), had)
 	}
 }

@@ -50,3 +50,12 @@ func (a *AIMD) Tick(now time.Time) bool {
 	a.lastUp = now
 	return true
 }
+
+// Resume puts factor in force at now (clamped to [MinFactor, 1]), as a
+// change: the next increase is a Quiet period away. A coordinator that
+// takes over the fleet's limits resumes from the factor the grants
+// outstanding show.
+func (a *AIMD) Resume(factor float64, now time.Time) {
+	a.factor = min(1, max(MinFactor, factor))
+	a.lastUp = now
+}

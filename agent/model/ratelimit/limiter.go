@@ -275,6 +275,12 @@ func (l *Limiter) Report() Report {
 	if !l.managed || (l.granted && time.Now().Before(l.expires)) {
 		r.Held = l.cur
 	}
+	// A call in flight holds its slot whatever the grant says now (a
+	// share moved away, a lapsed grant): the leader must not hand the
+	// slot to another worker before the call ends.
+	if l.cur.Concurrent != UnlimitedConcurrent || r.Held.Concurrent == 0 {
+		r.Held.Concurrent = max(r.Held.Concurrent, l.inUse)
+	}
 	l.retryAfter = 0
 	return r
 }
