@@ -103,7 +103,8 @@ func TestClusterEval_RateLimitSharedByWorkers(t *testing.T) {
 	c.WaitJob(cl, scope, j.JobID, 90*time.Second, "completed")
 	st, err := cl.Status(context.Background(), scope, j.JobID)
 	if err != nil || st.Progress.Errors != 0 || st.Progress.Done != cases {
-		t.Fatalf("job %+v %v", st, err)
+		res, _ := cl.Result(context.Background(), scope, j.JobID)
+		t.Fatalf("job progress %+v %v; result %s", st.Progress, err, res)
 	}
 
 	// Every stretch of calls fits the fleet's token bucket: the limit's
