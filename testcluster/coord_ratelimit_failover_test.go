@@ -101,7 +101,7 @@ func TestClusterEval_RateLimitFailover(t *testing.T) {
 	workers := []string{"w0", "w1", "w2", "w3"}
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 3, Workers: workers, Capacity: 2,
 		AgentFiles: map[string]string{"limited": agentFile}})
-	testutil.WaitFor(t, 30*time.Second, "every worker answered", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "every worker answered", func() bool {
 		for i := range c.Workers() {
 			if c.Worker(i).LastAnswer().IsZero() {
 				return false
