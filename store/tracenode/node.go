@@ -112,7 +112,8 @@ type Node struct {
 func ConsumerName(node string) string { return "adk-store-" + node }
 
 // Start creates or reconciles the node's durable consumer, starts the
-// apply loop and registers the query service. ADK_SIGNALS must exist.
+// apply loop and registers the query service. ADK_SIGNALS must exist
+// before ctx ends: Start retries its set-up until then.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := bus.ValidToken(cfg.Name); err != nil {
 		return nil, fmt.Errorf("tracenode: name: %w", err)
@@ -147,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.js = js
-	if n.cons, err = n.consumer(ctx, js); err != nil {
+	if n.cons, err = n.startConsumer(ctx, js); err != nil {
 		return nil, err
 	}
 	if n.iter, err = n.cons.Messages(n.pullLimits()); err != nil {
@@ -169,6 +170,42 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		go n.prepareWorker()
 	}
 	return n, nil
+}
+
+// startAttempt bounds one attempt of Start's consumer set-up, and
+// startRetryPause is the pause between attempts.
+const (
+	startAttempt    = 5 * time.Second
+	startRetryPause = time.Second
+)
+
+// startConsumer sets up the consumer for Start, retrying until ctx ends.
+// A node may start while NATS restarts or before ADK_SIGNALS exists: a
+// JetStream API request sent while the server was away, or before its
+// JetStream was back, can go unanswered, and waiting on that one request
+// for the whole of ctx made `adk store` exit (seen in a chaos run, a
+// store restarted just before a NATS kill). Each attempt is bounded, and
+// the last attempt's error is returned.
+func (n *Node) startConsumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, startAttempt)
+		c, err := n.consumer(actx, js)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		n.log.Warn("trace node: consumer set-up failed, retrying", "attempt", attempt, "err", err)
+		t := time.NewTimer(startRetryPause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
 }
 
 // consumer (re)creates the node's durable consumer to deliver from the

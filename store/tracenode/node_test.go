@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,5 +339,80 @@ func TestNode_CatchesUpFromACopyOfAPeersStoreOnceTheStreamHasRolled(t *testing.T
 	}
 	if s := c.node.Stats(); s.StreamGapMessages != 0 || s.Applied != 3 {
 		t.Fatalf("copy: %+v, want no loss and 3 applied", s)
+	}
+}
+
+// retryLog closes retried at the first "retrying" record a node logs.
+type retryLog struct {
+	slog.Handler
+	once    *sync.Once
+	retried chan struct{}
+}
+
+func (retryLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h retryLog) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "retrying") {
+		h.once.Do(func() { close(h.retried) })
+	}
+	return nil
+}
+
+// TestNode_StartWaitsForTheStream: a node started before ADK_SIGNALS
+// exists (or while NATS restarts and its JetStream API does not answer)
+// retries its set-up within Start's context instead of failing on the
+// first unanswered request, and then consumes what is published.
+func TestNode_StartWaitsForTheStream(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	h := retryLog{Handler: slog.DiscardHandler, once: new(sync.Once), retried: make(chan struct{})}
+	type started struct {
+		node *tracenode.Node
+		err  error
+	}
+	done := make(chan started, 1)
+	go func() {
+		n, err := tracenode.Start(ctx, tracenode.Config{Name: "late", Conn: srv.NC, Store: store, Logger: slog.New(h)})
+		done <- started{n, err}
+	}()
+	select {
+	case <-h.retried: // the first attempt found no stream
+	case s := <-done:
+		if s.node != nil {
+			s.node.Stop()
+		}
+		t.Fatalf("Start returned before the stream existed: %v", s.err)
+	}
+	srv.SignalStream(t, bus.SignalStreamConfig{})
+	s := <-done
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	t.Cleanup(s.node.Stop)
+	pub, err := bus.NewPublisher(srv.NC, bus.PublisherConfig{Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	for i := range 3 {
+		if err := pub.Enqueue(span("0af7651916cd43dd8448eb211c80319c", "run-late", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for store.AppliedSeq() < 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("nothing applied: %v", ctx.Err())
+		case <-time.After(10 * time.Millisecond): // polling with a deadline
+		}
 	}
 }
