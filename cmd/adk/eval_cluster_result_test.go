@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +127,37 @@ func TestClusterEvalResultPagingRefusesBadOffsets(t *testing.T) {
 		if e := api.AsError(err); e == nil || e.Code != api.CodeInvalidRequest {
 			t.Errorf("offset %d max_bytes %d: %v, want invalid_eval_request", req.offset, req.max, err)
 		}
+	}
+}
+
+// TestClusterEvalSubmitOverMaxPayloadIsTyped: an eval set too large for
+// one submit message is refused with evaluation_request_limit naming the
+// bound and the set's size, not a connection error, and nothing is
+// submitted.
+func TestClusterEvalSubmitOverMaxPayloadIsTyped(t *testing.T) {
+	url := startEvalCluster(t)
+	var b strings.Builder
+	b.WriteString(`{"schema_version":2,"id":"big","version":"1","cases":[`)
+	for i := range 20_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"c%05d","turns":[{"id":"t","input":"where to in %05d?","expected_response":"ok"}]}`, i, i)
+	}
+	b.WriteString("]}")
+	set := writeFile(t, t.TempDir(), "big.json", b.String())
+	r := runADK(t, ".", nil, "eval", "run", "--cluster", url, "--agent", "travel", "--eval-set", set, "--format", "markdown")
+	if r.code == exitOK || !strings.Contains(r.stderr, "evaluation_request_limit") || !strings.Contains(r.stderr, "max_payload") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if jobs, err := client.New(nc, 10*time.Second).ListJobs(ctx, "default", 10, ""); err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("jobs after a refused submit: %+v %v", jobs, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,16 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 	b, err := wire.Encode(api.KindRequest, req)
 	if err != nil {
 		return nil, err
+	}
+	if mp := c.nc.MaxPayload(); mp > 0 && int64(len(b)) > mp {
+		// NATS would refuse it as a connection error; say what is too
+		// large instead (a submit carries the whole eval set).
+		what := "request"
+		if req.Submit != nil {
+			what = fmt.Sprintf("submit (an eval set of %d bytes)", len(req.Submit.Set))
+		}
+		return nil, api.Errorf(api.CodeRequestLimit, "%s of %d bytes is over the NATS server's max_payload of %d bytes (and submits over %d bytes are refused): split the eval set, or raise max_payload",
+			what, len(b), mp, api.MaxRequestBytes)
 	}
 	// A status that waits (WaitMS) answers that much later at most.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(max(req.WaitMS, 0))*time.Millisecond)
