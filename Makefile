@@ -57,7 +57,7 @@ fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s)
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-smoke.sh
 
 .PHONY: bench
-bench: bench-eval bench-fleet bench-ratelimit bench-otlp ## Run the benchmarks and print the figures the issues ask for
+bench: bench-eval bench-fleet bench-fleet-100k bench-ratelimit bench-otlp ## Run the benchmarks and print the figures the issues ask for
 	ADK_BENCH_LARGE=1 ADK_BENCH_RATE=50000 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench-eval
@@ -69,6 +69,11 @@ bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5
 bench-fleet: build ## Fleet scaling (1, 2, 4 adk worker processes × 64 slots vs a 200 ms OpenAI fake, 3 coordinator processes) and the leader's peak RSS over a 10,000-task job
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake
+
+.PHONY: bench-fleet-100k
+bench-fleet-100k: build ## A 100,000-task fleet job (4 workers): it completes, the leader's peak RSS and completion tail, its result read back as the jsonl stream
+	$(GO) build -o bin/openaifake ./bench/openaifake
+	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake -workers 4 -rss-tasks 100000
 
 .PHONY: bench-ratelimit
 bench-ratelimit: build ## Fleet-wide provider rate limit: 4 adk workers sharing rate_limit.requests_per_minute 1200 against a fake answering 429 above 1200/min (achieved within 10%, <1% 429s, no failed sample)
