@@ -95,7 +95,9 @@ markdown, junit or sarif case by case, in bounded memory; html,
 annotations and json need it to fit one 16 MiB document.
 
 With --nats (or $ADK_CLUSTER set and no such file) the argument is a job id
-and the cluster's stored result is rendered. With --url the job's report
+and the cluster's stored result is rendered: markdown, junit and sarif of
+any size from the job's jsonl stream, the other formats from its document
+(up to 16 MiB). With --url the job's report
 is fetched from the developer HTTP API instead (bearer token from
 $ADK_DEV_TOKEN): the same bytes.`,
 		Args: exactArgs(1),
