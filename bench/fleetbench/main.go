@@ -247,6 +247,9 @@ func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
 		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs (submit answered at %.2fs, first task dispatched at %.2fs, first model call at %.3fs, first done at %.2fs, last model answer at %.3fs, all at %.2fs): %s; driver %.2f; worker µs/task %s; %d model calls over %d new connections; leader heap in use peak %.1f MiB; leader completion: %s; result stream %d lines read in %.2fs\n",
 			r.name, r.workers, r.tasks, r.wall.Seconds(), r.submitted.Seconds(), r.dispatched.Seconds(), r.firstCall.Seconds(), r.first.Seconds(), r.lastAnswer.Seconds(), r.all.Seconds(), strings.Join(parts, ", "), r.benchCPU.Seconds(), per, r.modelCalls, r.newConns, mib(r.peakHeap),
 			r.completion, r.streamLines, r.streamRead.Seconds())
+		if r.moved != "" {
+			fmt.Fprintf(w, "  (leadership moved from %s to %s during the job: the peak RSS, heap and CPU split are %s's as far as they go)\n", r.leader, r.moved, r.leader)
+		}
 	}
 }
 
