@@ -42,6 +42,9 @@ type EvalOptions struct {
 	Timing     coordinator.Timing
 	// StoreLimits are each coordinator's eval-store quotas.
 	StoreLimits evalstore.Limits
+	// ResultDocuments makes the coordinators complete jobs with a result
+	// document, the form before results as records (coordinator.Config).
+	ResultDocuments bool
 	// HeartbeatInterval, FenceAfter and ResultWindow for workers.
 	HeartbeatInterval, FenceAfter, ResultWindow time.Duration
 	// MemTableSize for each coordinator's Badger (default 16 MiB; a
@@ -211,7 +214,7 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 		ID: cn.ID, DataDir: cn.Dir, RaftAddr: cn.Addr, Bootstrap: bootstrap, NATS: nc,
 		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
 		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger, StoreLimits: c.opts.StoreLimits,
-		TrailingLogs: c.opts.TrailingLogs,
+		TrailingLogs: c.opts.TrailingLogs, ResultDocuments: c.opts.ResultDocuments,
 	})
 	if err != nil {
 		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)

@@ -255,9 +255,13 @@ func TestClusterEval_AgentNoLiveWorkerOffersFailsClosed(t *testing.T) {
 }
 
 func TestClusterEval_ResultPersistenceFailureStopsService(t *testing.T) {
-	// A record quota the set and job fit in but the result does not.
+	// A record quota the set and job fit in but the result does not. A
+	// job completed as records stores no document, so only a leader
+	// writing the document form (still applied from older logs and mixed
+	// clusters) can meet it; a records job's outcomes fail through the
+	// FSM's storage-failure stop (TestFSM_StorageFailureStopsTheServiceWithoutPanic).
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 1, Workers: []string{"w0"},
-		StoreLimits: evalstore.Limits{MaxRecordBytes: 8 << 10}})
+		StoreLimits: evalstore.Limits{MaxRecordBytes: 8 << 10}, ResultDocuments: true})
 	cl := c.Client()
 	leader := c.Leader()
 	id := submit(t, cl, testcluster.EvalSet("unstorable", 40), evalengine.DefaultOptions(), "")
