@@ -67,6 +67,10 @@ func TestNode_IngestsAndAnswersAuthenticatedQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, _ := st.Info(ctx)
+	// The query's min_sequence wait is 200 ms here (for the timeout case
+	// below), which a loaded CI machine can exceed: wait for the apply
+	// first, so the query checks what it answers, not how fast.
+	testutil.WaitFor(t, 10*time.Second, "node applied the batch", func() bool { return store.AppliedSeq() >= info.State.LastSeq })
 	reply, err := tracenode.Query(ctx, nc, tracenode.QueryRequest{Token: "tok-alice", Selector: map[string]string{"run_id": "run-1"}, MinSequence: info.State.LastSeq})
 	if err != nil {
 		t.Fatal(err)
