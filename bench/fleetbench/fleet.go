@@ -34,7 +34,7 @@ type fleetConfig struct {
 	maxWorkers   int           // allowlisted worker ids w1..wN
 	capacity     int           // --capacity of every worker
 	workerArgs   []string      // more flags for every worker (experiments)
-	profileDir   string        // when set, every adk process writes a CPU profile DIR/ID.pprof
+	profileDir   string        // when set, every adk process writes DIR/ID.pprof (CPU) and DIR/ID.heap.pprof (peak heap)
 	// rpm, when set, makes the fake answer 429 above rpm requests per
 	// minute and the agent declare rate_limit.requests_per_minute rpm.
 	rpm int
@@ -232,7 +232,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		if cfg.coordinators > 1 {
 			args = append(args, "--peers", strings.Join(peers, ","))
 		}
-		p, err := startProc(cfg.dir, "coordinator", id, cfg.profileEnv("ADK_COORDINATOR_CPUPROFILE", id), cfg.adk, args...)
+		p, err := startProc(cfg.dir, "coordinator", id, cfg.profileEnv("COORDINATOR", id), cfg.adk, args...)
 		if err != nil {
 			return f, err
 		}
@@ -245,13 +245,18 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 	return f, nil
 }
 
-// profileEnv is the environment that makes the adk process id write its
-// CPU profile into profileDir (none without -profile).
-func (cfg fleetConfig) profileEnv(name, id string) []string {
+// profileEnv is the environment that makes the adk process id (kind
+// "COORDINATOR" or "WORKER") write its CPU profile (ID.pprof) and its
+// peak-heap profile (ID.heap.pprof) into profileDir (none without
+// -profile).
+func (cfg fleetConfig) profileEnv(kind, id string) []string {
 	if cfg.profileDir == "" {
 		return nil
 	}
-	return []string{name + "=" + filepath.Join(cfg.profileDir, id+".pprof")}
+	return []string{
+		"ADK_" + kind + "_CPUPROFILE=" + filepath.Join(cfg.profileDir, id+".pprof"),
+		"ADK_" + kind + "_HEAPPROFILE=" + filepath.Join(cfg.profileDir, id+".heap.pprof"),
+	}
 }
 
 // declaredRPM is the agent's rate_limit.requests_per_minute (0: none).
@@ -348,7 +353,7 @@ func (f *fleet) addWorker(ctx context.Context) error {
 	defer func() { _ = hb.Unsubscribe() }()
 	args := append([]string{"worker", "--id", id, "--nats", f.srv.ClientURL(),
 		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", "bench=" + filepath.Join(f.cfg.dir, "agent.json")}, f.cfg.workerArgs...)
-	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.profileEnv("ADK_WORKER_CPUPROFILE", id), f.cfg.adk, args...)
+	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.profileEnv("WORKER", id), f.cfg.adk, args...)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 10, "tasks per worker slot in a scaling job (tasks = workers × capacity × rounds)")
 	flag.IntVar(&cfg.rssTasks, "rss-tasks", 10_000, "tasks of the leader-RSS job on the largest fleet (0: skip)")
 	flag.StringVar(&workerArgs, "worker-args", "", "more flags for every adk worker, space separated (for experiments)")
-	flag.StringVar(&cfg.fleet.profileDir, "profile", "", "directory every adk process writes its CPU profile to (ID.pprof, written when it stops)")
+	flag.StringVar(&cfg.fleet.profileDir, "profile", "", "directory every adk process writes its CPU profile (ID.pprof, written when it stops) and its peak-heap profile (ID.heap.pprof) to")
 	rlRPM := flag.Int("ratelimit-rpm", 0, "instead of the scaling rows: the fleet rate-limit row, the agent declaring and the fake enforcing this many requests per minute")
 	rlWorkers := flag.Int("ratelimit-workers", 4, "workers of the rate-limit row")
 	flag.IntVar(&cfg.fleet.declared, "ratelimit-declared", -1, "with -ratelimit-rpm: what the agent declares instead of the fake's limit (0: no rate_limit, the control; above it: AIMD must find the limit)")

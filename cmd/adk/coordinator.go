@@ -82,7 +82,7 @@ Flags win over the file; a relative data_dir is relative to the file.`,
 			if err := o.resolve(changed); err != nil {
 				return err
 			}
-			stopProfile, err := startCPUProfile(envCoordinatorCPUProfile)
+			stopProfile, err := startNodeProfiles(envCoordinatorCPUProfile, envCoordinatorHeapProfile)
 			if err != nil {
 				return err
 			}

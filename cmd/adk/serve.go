@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -192,6 +193,91 @@ func startCPUProfile(env string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// envCoordinatorHeapProfile and envWorkerHeapProfile name the file `adk
+// coordinator` and `adk worker` write a heap profile to: the process's heap
+// at its peak (rewritten whenever heap in use grows 10% past the last one
+// written, checked every 250 ms) and once more at exit if that is larger,
+// for the benchmark driver (go run ./bench/fleetbench -profile DIR). The
+// peak, not the end: what a bounded-memory goal needs is what was live
+// when the heap was largest. For developers; not in the help.
+const (
+	envCoordinatorHeapProfile = "ADK_COORDINATOR_HEAPPROFILE"
+	envWorkerHeapProfile      = "ADK_WORKER_HEAPPROFILE"
+)
+
+// startNodeProfiles starts the CPU profile cpuEnv asks for and the
+// peak-heap profile heapEnv asks for (either may be unset) and returns
+// the function that stops both and writes the files: the one
+// implementation `adk coordinator` and `adk worker` share.
+func startNodeProfiles(cpuEnv, heapEnv string) (stop func(), err error) {
+	stopCPU, err := startCPUProfile(cpuEnv)
+	if err != nil {
+		return nil, err
+	}
+	stopHeap, err := startPeakHeapProfile(heapEnv)
+	if err != nil {
+		stopCPU()
+		return nil, err
+	}
+	return func() { stopHeap(); stopCPU() }, nil
+}
+
+// startPeakHeapProfile watches heap in use and writes a heap profile to
+// the file env names at each new peak (10% past the last one written);
+// stop ends the watcher and writes a final one if the heap then is a new
+// peak. Without env it is a no-op.
+func startPeakHeapProfile(env string) (stop func(), err error) {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}, nil
+	}
+	// Created now so that a bad path is refused at start, not at the peak.
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, &cliError{Code: codeProfileFailed, Reason: env, Err: err}
+	}
+	_ = f.Close()
+	var written uint64 // heap in use at the last profile written
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	check := func() {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		inUse := sample[0].Value.Uint64()
+		if inUse < written+written/10 {
+			return
+		}
+		written = inUse
+		// Written to a temporary file and renamed, so that a reader never
+		// sees half a profile; errors are dropped: a profile is a
+		// developer aid, it must not stop the node.
+		tmp := path + ".tmp"
+		if f, err := os.Create(tmp); err == nil {
+			werr := pprof.Lookup("heap").WriteTo(f, 0)
+			if cerr := f.Close(); werr == nil && cerr == nil {
+				_ = os.Rename(tmp, path)
+			}
+		}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				check()
+				return
+			case <-t.C:
+				check()
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }, nil
 }
 
 // errDataDirHeld is lockDataDir's error when another process holds dir.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,6 +64,30 @@ func TestStartCPUProfile_BadPathIsATypedError(t *testing.T) {
 		t.Setenv(env, filepath.Join(t.TempDir(), "missing", "cpu.pprof"))
 		var ce *cliError
 		if _, err := startCPUProfile(env); !errors.As(err, &ce) || ce.Code != codeProfileFailed || ce.Reason != env {
+			t.Fatalf("%s: %v", env, err)
+		}
+	}
+}
+
+// TestStartNodeProfiles_WritesPeakHeap: the heap variable names a file
+// that holds a heap profile once the profiles stop, and a bad path is a
+// typed error naming the variable.
+func TestStartNodeProfiles_WritesPeakHeap(t *testing.T) {
+	for _, env := range []string{envCoordinatorHeapProfile, envWorkerHeapProfile} {
+		path := filepath.Join(t.TempDir(), "heap.pprof")
+		t.Setenv(env, path)
+		stop, err := startNodeProfiles("ADK_TEST_UNSET_CPUPROFILE", env)
+		if err != nil {
+			t.Fatalf("%s: %v", env, err)
+		}
+		stop()
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s: profile %d bytes, %v", env, len(b), err)
+		}
+		t.Setenv(env, filepath.Join(t.TempDir(), "missing", "heap.pprof"))
+		var ce *cliError
+		if _, err := startNodeProfiles("ADK_TEST_UNSET_CPUPROFILE", env); !errors.As(err, &ce) || ce.Code != codeProfileFailed || ce.Reason != env {
 			t.Fatalf("%s: %v", env, err)
 		}
 	}

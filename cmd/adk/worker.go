@@ -51,7 +51,7 @@ agents as a whole.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			stopProfile, err := startCPUProfile(envWorkerCPUProfile)
+			stopProfile, err := startNodeProfiles(envWorkerCPUProfile, envWorkerHeapProfile)
 			if err != nil {
 				return err
 			}
