@@ -33,10 +33,11 @@ func TestClusterFleetbench_SmallFleet(t *testing.T) {
 		counts:   []int{1},
 		rounds:   2,
 		rssTasks: 40,
+		idle:     100 * time.Millisecond,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rows, err := run(ctx, cfg)
+	rows, idle, err := run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +61,14 @@ func TestClusterFleetbench_SmallFleet(t *testing.T) {
 			t.Errorf("cpu of %s: %+v", r.name, r.cpu)
 		}
 	}
+	// The idle line names every process: leader, worker, fake, driver.
+	if len(idle) != 4 {
+		t.Errorf("idle cpu %+v", idle)
+	}
 	var out bytes.Buffer
 	printTables(&out, cfg, rows)
-	for _, want := range []string{"| scaling    |       1 |      8 |", "| leader-rss |       1 |     40 |", "worker w1"} {
+	printIdle(&out, cfg.idle, idle)
+	for _, want := range []string{"| scaling    |       1 |      8 |", "| leader-rss |       1 |     40 |", "worker w1", "Idle CPU over 100ms", "leader c1 "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -363,3 +363,32 @@ func heapInUse(ctx context.Context, addr string) int64 {
 	}
 	return 0
 }
+
+// idleCPU measures every process's CPU over d with no job running (after
+// the fleet settled from the last one): what the fleet costs standing
+// still, which each row pays on top of its tasks.
+func (f *fleet) idleCPU(ctx context.Context, d time.Duration) ([]procCPU, error) {
+	leader, err := f.leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	before := f.cpuSnapshot()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d): // a measuring window, not a synchronisation
+	}
+	after := f.cpuSnapshot()
+	var out []procCPU
+	for _, p := range f.procs() {
+		role := p.role
+		if role == "coordinator" {
+			role = "follower"
+			if p == leader {
+				role = "leader"
+			}
+		}
+		out = append(out, procCPU{role: role, id: p.id, cpu: after[p.pid()] - before[p.pid()]})
+	}
+	return append(out, procCPU{role: "driver", cpu: after[os.Getpid()] - before[os.Getpid()]}), nil
+}

@@ -62,6 +62,7 @@ type benchConfig struct {
 	counts   []int // worker counts of the scaling rows, ascending
 	rounds   int   // tasks per worker slot in a scaling job
 	rssTasks int   // tasks of the memory job (0: none)
+	idle     time.Duration
 	keepDir  bool
 }
 
@@ -82,6 +83,7 @@ func main() {
 	rlWorkers := flag.Int("ratelimit-workers", 4, "workers of the rate-limit row")
 	flag.IntVar(&cfg.fleet.declared, "ratelimit-declared", -1, "with -ratelimit-rpm: what the agent declares instead of the fake's limit (0: no rate_limit, the control; above it: AIMD must find the limit)")
 	rlSeconds := flag.Float64("ratelimit-seconds", 30, "length of the rate-limit job at the limit (samples = seconds × rpm / 60)")
+	flag.DurationVar(&cfg.idle, "idle", 2*time.Second, "after the scaling rows, how long to measure each process's CPU with no job (0: skip)")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -134,8 +136,9 @@ func main() {
 		}
 		return
 	}
-	rows, err := run(ctx, cfg)
+	rows, idle, err := run(ctx, cfg)
 	printTables(os.Stdout, cfg, rows)
+	printIdle(os.Stdout, cfg.idle, idle)
 	// The figures are only as good as the machine was idle.
 	fmt.Printf("\nload average (1, 5, 15 min) before: %s, after: %s, on %d CPUs\n", loadBefore, loadAverage(), runtime.NumCPU())
 	if err != nil {
@@ -145,16 +148,16 @@ func main() {
 
 // run starts a fleet, runs the scaling jobs and the memory job, and stops
 // the fleet. It returns the rows measured so far with any error.
-func run(ctx context.Context, cfg benchConfig) (rows []jobRun, err error) {
+func run(ctx context.Context, cfg benchConfig) (rows []jobRun, idle []procCPU, err error) {
 	if cfg.fleet.coordinators != 1 && cfg.fleet.coordinators != 3 {
-		return nil, fmt.Errorf("coordinators must be 1 or 3, not %d", cfg.fleet.coordinators)
+		return nil, nil, fmt.Errorf("coordinators must be 1 or 3, not %d", cfg.fleet.coordinators)
 	}
-	if len(cfg.counts) == 0 || !slices.IsSorted(cfg.counts) || cfg.rounds < 1 || cfg.rounds > 100 || cfg.fleet.capacity < 1 || cfg.rssTasks < 0 {
-		return nil, errors.New("worker counts must be ascending, rounds 1..100 and capacity positive")
+	if len(cfg.counts) == 0 || !slices.IsSorted(cfg.counts) || cfg.rounds < 1 || cfg.rounds > 100 || cfg.fleet.capacity < 1 || cfg.rssTasks < 0 || cfg.idle < 0 {
+		return nil, nil, errors.New("worker counts must be ascending, rounds 1..100, capacity positive and -idle not negative")
 	}
 	if cfg.fleet.dir == "" {
 		if cfg.fleet.dir, err = os.MkdirTemp("", "adk-fleetbench-"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if cfg.keepDir {
 			log.Printf("scratch directory %s", cfg.fleet.dir)
@@ -165,7 +168,7 @@ func run(ctx context.Context, cfg benchConfig) (rows []jobRun, err error) {
 	cfg.fleet.maxWorkers = cfg.counts[len(cfg.counts)-1]
 	f, err := startFleet(ctx, cfg.fleet)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if serr := f.stop(); serr != nil && err == nil {
@@ -176,25 +179,48 @@ func run(ctx context.Context, cfg benchConfig) (rows []jobRun, err error) {
 	for _, n := range cfg.counts {
 		for len(f.workers) < n {
 			if err := f.addWorker(ctx); err != nil {
-				return rows, err
+				return rows, nil, err
 			}
 		}
 		// One case per worker slot, one sample per round (at most 100).
 		r, err := f.runJob(ctx, "scaling", n*cfg.fleet.capacity, cfg.rounds)
 		if err != nil {
-			return rows, err // a partial row would mislead
+			return rows, nil, err // a partial row would mislead
 		}
 		rows = append(rows, r)
+	}
+	if cfg.idle > 0 {
+		if idle, err = f.idleCPU(ctx, cfg.idle); err != nil {
+			return rows, nil, err
+		}
 	}
 	if cfg.rssTasks > 0 {
 		samples := min(100, cfg.rssTasks)
 		r, err := f.runJob(ctx, "leader-rss", (cfg.rssTasks+samples-1)/samples, samples)
 		if err != nil {
-			return rows, err
+			return rows, idle, err
 		}
 		rows = append(rows, r)
 	}
-	return rows, nil
+	return rows, idle, nil
+}
+
+// printIdle prints what every process spent with no job: the fixed cost
+// (Raft heartbeats, worker heartbeats, tickers) that every row pays on top
+// of its tasks.
+func printIdle(w io.Writer, d time.Duration, idle []procCPU) {
+	if len(idle) == 0 {
+		return
+	}
+	var parts []string
+	for _, c := range idle {
+		label := c.role
+		if c.id != "" {
+			label += " " + c.id
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f%%", label, 100*c.cpu.Seconds()/d.Seconds()))
+	}
+	fmt.Fprintf(w, "\nIdle CPU over %v after the scaling rows (share of one core; driver = embedded NATS server): %s\n", d, strings.Join(parts, ", "))
 }
 
 func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
