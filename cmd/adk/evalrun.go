@@ -252,6 +252,9 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	if _, local := r.(*localRunner); local {
+		prepareEvalHeap()
+	}
 	opts, cmpOpts, err := f.validate(cmd)
 	if err != nil {
 		return err
