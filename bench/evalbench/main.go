@@ -201,6 +201,7 @@ type row struct {
 	delay         time.Duration
 	wall, cpu     time.Duration
 	maxRSS        int64 // bytes
+	faults        int64 // minor page faults of the adk child (rusage)
 	reportBytes   int
 	note          string
 	// startup is from the process start to the fake's first request, tail
@@ -292,6 +293,7 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 		cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if ru != nil {
 		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+		r.faults = ru.Minflt
 	}
 	if first, nth, last, ok := fakeStats(); ok {
 		r.startup, r.tail = first.Sub(start), end.Sub(last)
@@ -309,9 +311,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %8s | %10s | %10s | %s\n",
-		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "tail", "CPU/sample", "peak RSS", "report")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(10), dashes(12), dashes(12), dashes(8))
+	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %8s | %10s | %10s | %7s | %s\n",
+		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "tail", "CPU/sample", "peak RSS", "faults", "report")
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(10), dashes(12), dashes(12), dashes(9), dashes(8))
 	for _, r := range rows {
 		rate := float64(r.samples) / r.wall.Seconds()
 		bound, ofBound := "-", "-"
@@ -334,9 +336,9 @@ func printTable(w io.Writer, rows []row) {
 				over = fmt.Sprintf("%dms", r.over.Milliseconds())
 			}
 		}
-		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %8s | %8.1fµs | %6.1f MiB | %s\n",
+		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %8s | %8.1fµs | %6.1f MiB | %7d | %s\n",
 			r.name, r.samples, r.conc, r.wall.Seconds(), rate, float64(r.wall.Microseconds())/float64(r.samples),
-			bound, ofBound, startup, ramp, over, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), report)
+			bound, ofBound, startup, ramp, over, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), r.faults, report)
 	}
 }
 
