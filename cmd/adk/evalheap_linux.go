@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"unsafe"
 )
@@ -36,7 +37,12 @@ const hugePage = 2 << 20
 // contents, and it is a no-op where THP is "never" or "always". Errors
 // are ignored: without it the run is only slower.
 func prepareEvalHeap() {
+	// Allocating the block would start a GC cycle (the heap is far past
+	// its goal) that may still see it live; off while it exists, so the
+	// one cycle below is the only one.
+	gcPercent := debug.SetGCPercent(-1)
 	adviseHugeBlock()
+	debug.SetGCPercent(gcPercent)
 	// The block is garbage now; a cycle while the heap is still small
 	// (start-up) frees its span for reuse at once, instead of at the
 	// first GC of the run, after the run had grown past it.
