@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/internal/canonjson"
@@ -456,6 +457,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			growWorkerStack()
 			for {
 				c, s, ok := sched.next()
 				if !ok || runCtx.Err() != nil {
@@ -550,6 +552,30 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		return nil, NewErr(CodeReportTooLarge, strconv.Itoa(n))
 	}
 	return r.markChecked(), nil
+}
+
+// workerStackFrame is the frame growWorkerStack takes: with what a worker
+// already uses, enough that its stack grows once, from the 2 KiB a
+// goroutine starts with straight to 16 KiB. A sample's call path through
+// an agent and net/http is ~10-14 KiB deep, so a worker left alone grows
+// 2 → 4 → 8 → 16 KiB, and each step copies the deep stack and walks its
+// frames (runtime.copystack): ~3 copies per worker, in the first wave,
+// when 256 workers start at once. Growing at the start copies one
+// shallow frame instead.
+const workerStackFrame = 12 << 10
+
+// stackSink keeps growWorkerStack's frame from being optimised away.
+var stackSink atomic.Uint32
+
+// growWorkerStack grows the calling goroutine's stack to what a sample
+// needs, while it is shallow (see workerStackFrame).
+//
+//go:noinline
+func growWorkerStack() {
+	var frame [workerStackFrame]byte
+	i := stackSink.Load() % workerStackFrame
+	frame[i]++
+	stackSink.Store(uint32(frame[i]) - 1)
 }
 
 // resultSize is the size of r's canonical JSON encoding (the document
