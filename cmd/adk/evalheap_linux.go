@@ -18,14 +18,17 @@ import (
 // (bench/RESULTS.md, "fourth pass"). A huge page costs one fault per
 // 2 MiB. With transparent_hugepage in "madvise" mode (the common default)
 // the runtime's heap gets none unless asked, and Go no longer asks, so we
-// do, for a range sized to a run's whole heap: 64 MiB covers a 5,000-sample
-// run (peak RSS ~80 MiB with the binary). Beyond it the heap grows in
-// ordinary pages. RSS does not grow: the range is only address space
-// until the heap uses it, and a run touches what it allocates.
-const evalHeapHuge = 64 << 20
+// do, for a range sized to a run's whole heap: 128 MiB covers the heap of
+// a 10,000-sample JSON run (peak RSS ~100 MiB with the binary; 64 MiB left
+// it ~5,000 faults beyond the range). Beyond it the heap grows in
+// ordinary pages. RSS does not grow by the range: it is only address space
+// until the heap uses it, and a run touches what it allocates (rounded up
+// to whole 2 MiB pages: 2-7 MiB more peak RSS in bench/RESULTS.md).
+const evalHeapHuge = 128 << 20
 
-// hugePage is the x86-64 and arm64 transparent huge page size; madvise
-// ignores the parts of a range that are not whole huge pages anyway.
+// hugePage is the transparent huge page size of x86-64 (and of arm64 with
+// 4 KiB pages). Only the block's whole huge pages are advised, so no
+// memory outside the block is.
 const hugePage = 2 << 20
 
 // prepareEvalHeap makes the next evalHeapHuge bytes of the Go heap
