@@ -20,7 +20,8 @@
 //     answering at once, --format jsonl (samples streamed out, only case
 //     aggregates kept); the peak RSS is the figure. -big=false skips it.
 //
-// CPU time and peak RSS are the adk child's own (rusage). Inputs are
+// CPU time, peak RSS and page faults (minor faults: each first touch of a
+// fresh page, ~10-15 µs in a VM) are the adk child's own (rusage). Inputs are
 // generated into a temporary directory that is removed afterwards.
 //
 //	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake
