@@ -61,6 +61,9 @@ type EvaluationResult struct {
 	Label string  // "pass" or "fail"
 }
 
+// The usual scores as attribute values, boxed once.
+var scoreZero, scoreOne any = 0.0, 1.0
+
 // EvaluationObserver is the optional part of an Observer that records
 // evaluation results (the Tracer implements it).
 type EvaluationObserver interface {
@@ -79,17 +82,27 @@ func (t *Tracer) EvaluationResult(ctx context.Context, r EvaluationResult) {
 		return
 	}
 	sp := &Span{t: t, corr: c, kind: KindEval, op: OpEvaluate}
-	e := sp.envelope(EventEvaluationResult)
+	if cur, _ := ctx.Value(spanKey{}).(*Span); cur != nil && cur.ids != nil && ctx.Value(correlationKey{}) == &cur.corr {
+		// ctx's current span is one this process started: its ids are
+		// formatted already (the workflow metadata stays the span's own).
+		sp.ids = &spanIDs{trace: cur.ids.trace, span: cur.ids.span, parent: cur.ids.parent, eval: cur.ids.eval}
+	} else {
+		sp.ids = newSpanIDs(&c)
+	}
+	e := sp.envelope(EventEvaluationResult, 3)
 	e.TimestampMS = time.Now().UnixMilli()
-	attrs := Attributes{}
+	attrs := e.Metadata.Attributes
 	setText(attrs, AttrEvaluationName, r.Name, maxAttrValueBytes)
-	setText(attrs, AttrEvaluationScoreLabel, r.Label, maxAttrValueBytes)
-	if !math.IsNaN(r.Score) && !math.IsInf(r.Score, 0) {
+	if r.Label != "" && len(r.Label) <= maxAttrValueBytes {
+		attrs[AttrEvaluationScoreLabel] = constValue(r.Label)
+	}
+	switch {
+	case r.Score == 0 && !math.Signbit(r.Score):
+		attrs[AttrEvaluationScoreValue] = scoreZero
+	case r.Score == 1:
+		attrs[AttrEvaluationScoreValue] = scoreOne
+	case !math.IsNaN(r.Score) && !math.IsInf(r.Score, 0):
 		attrs[AttrEvaluationScoreValue] = r.Score
 	}
-	if c.Eval != nil {
-		c.Eval.setAttributes(attrs)
-	}
-	e.Metadata.Attributes = attrs
 	_ = t.deliver(ctx, sp, PhaseLifecycle, e)
 }

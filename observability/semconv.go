@@ -84,6 +84,34 @@ func operationOf(k Kind) (op, spanKind string) {
 	return "", ""
 }
 
+// constValue returns s as an attribute value, without allocating for the
+// operation names and statuses the tracer writes on every signal (a
+// constant in an interface is static data; a variable is copied to the
+// heap).
+func constValue(s string) any {
+	switch s {
+	case OpInvokeAgent:
+		return OpInvokeAgent
+	case OpGenerateContent:
+		return OpGenerateContent
+	case OpExecuteTool:
+		return OpExecuteTool
+	case OpWorkflow:
+		return OpWorkflow
+	case OpEvaluate:
+		return OpEvaluate
+	case StatusOK:
+		return StatusOK
+	case StatusError:
+		return StatusError
+	case "pass":
+		return "pass"
+	case "fail":
+		return "fail"
+	}
+	return s
+}
+
 // spanName returns the interned "gen_ai.<op>" name (no allocation).
 func spanName(op string) string {
 	switch op {
@@ -95,6 +123,8 @@ func spanName(op string) string {
 		return "gen_ai.execute_tool"
 	case OpWorkflow:
 		return "gen_ai.workflow"
+	case OpEvaluate:
+		return "gen_ai.evaluate"
 	}
 	return "gen_ai." + op
 }
@@ -173,8 +203,10 @@ func setText(a Attributes, k, v string, limit int) {
 // startAttributes maps an observation to its metadata-only semantic
 // attributes. Nothing else of the observation (content in particular) is
 // ever mapped.
-func startAttributes(op string, k Kind, c *Correlation, provider string) Attributes {
-	a := Attributes{AttrOperationName: op, MappingVersionKey: SemconvVersion}
+func startAttributes(op string, k Kind, c *Correlation, provider string, eval *evalValues) Attributes {
+	a := make(Attributes, 4+eval.len())
+	a[AttrOperationName] = constValue(op)
+	a[MappingVersionKey] = SemconvVersion
 	switch k {
 	case KindModel:
 		setText(a, AttrProviderName, provider, maxProviderBytes)
@@ -183,16 +215,18 @@ func startAttributes(op string, k Kind, c *Correlation, provider string) Attribu
 		setText(a, AttrToolName, c.Tool, maxAttrValueBytes)
 		setText(a, AttrToolCallID, c.CallID, maxAttrValueBytes)
 	}
-	if c.Eval != nil {
-		c.Eval.setAttributes(a)
-	}
+	eval.set(a)
 	return a
 }
 
 // endAttributes adds the outcome's metadata to a copy of the start
 // attributes.
 func endAttributes(start Attributes, k Kind, out *Outcome, errType string) Attributes {
-	a := make(Attributes, len(start)+8)
+	n := len(start) + 1
+	if k == KindModel {
+		n += 8
+	}
+	a := make(Attributes, n)
 	for key, v := range start {
 		a[key] = v
 	}

@@ -129,20 +129,84 @@ type Span struct {
 	start    time.Time
 	attrs    Attributes // start attributes, only when emitting
 	ended    atomic.Bool
-	o        *Observation // only when emitting
+	ids      *spanIDs // only when emitting
+}
+
+// spanIDs is what every signal of an emitting span repeats, formatted
+// once per span rather than once per signal: a traced sample emits five
+// signals, and formatting the ids and boxing the eval ids for each was
+// most of a fleet worker's tracing allocations.
+type spanIDs struct {
+	trace, span, parent string // hex; parent "" for a root
+	eval                evalValues
+	// The observation's workflow metadata (v1 attributes).
+	workflowID, workflowKind, nodeID string
+}
+
+// evalValues are a span's eval ids as attribute values, boxed once; a nil
+// slot is an id that is not mapped (empty or oversized).
+type evalValues [4]any
+
+// evalKeys are the attribute keys of evalValues' slots.
+var evalKeys = [4]string{AttrEvalJobID, AttrEvalCaseID, AttrEvalSampleID, AttrEvalWorkerID}
+
+func newEvalValues(ids *EvalIDs) (v evalValues) {
+	if ids == nil {
+		return v
+	}
+	for i, s := range [4]string{ids.JobID, ids.CaseID, ids.SampleID, ids.WorkerID} {
+		if s != "" && len(s) <= maxAttrValueBytes {
+			v[i] = s
+		}
+	}
+	return v
+}
+
+// len is the number of mapped ids.
+func (v *evalValues) len() (n int) {
+	for _, x := range v {
+		if x != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// set puts the mapped ids into a (EvalIDs.setAttributes, without boxing).
+func (v *evalValues) set(a Attributes) {
+	for i, x := range v {
+		if x != nil {
+			a[evalKeys[i]] = x
+		}
+	}
+}
+
+func newSpanIDs(c *Correlation) *spanIDs {
+	ids := &spanIDs{trace: c.TraceID.String(), span: c.SpanID.String(), eval: newEvalValues(c.Eval)}
+	if !c.ParentID.IsZero() {
+		ids.parent = c.ParentID.String()
+	}
+	return ids
 }
 
 // spanContext is the context a span returns: it lives inside the Span so
 // starting a span costs one allocation for both.
 type spanContext struct {
 	context.Context
-	corr *Correlation
+	sp *Span
 }
+
+// spanKey finds the Span that started a context (EvaluationResult reuses
+// its formatted ids).
+type spanKey struct{}
 
 // Value answers the correlation key with the span's correlation.
 func (c *spanContext) Value(key any) any {
-	if key == (correlationKey{}) {
-		return c.corr
+	switch key {
+	case correlationKey{}:
+		return &c.sp.corr
+	case spanKey{}:
+		return c.sp
 	}
 	return c.Context.Value(key)
 }
@@ -172,14 +236,14 @@ func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Sp
 	if sp.start.IsZero() {
 		sp.start = time.Now()
 	}
-	sp.ctx = spanContext{Context: ctx, corr: &sp.corr}
+	sp.ctx = spanContext{Context: ctx, sp: sp}
 	if !t.emitting {
 		return &sp.ctx, sp, nil
 	}
-	oc := o // copied here so o itself stays on the stack when not emitting
-	sp.o = &oc
-	sp.attrs = startAttributes(sp.op, sp.kind, &sp.corr, sp.provider)
-	err := t.deliver(ctx, sp, PhaseStartSpan, sp.startEnvelope(), sp.startSignal())
+	sp.ids = newSpanIDs(&sp.corr)
+	sp.ids.workflowID, sp.ids.workflowKind, sp.ids.nodeID = o.WorkflowID, o.WorkflowKind, o.NodeID
+	sp.attrs = startAttributes(sp.op, sp.kind, &sp.corr, sp.provider, &sp.ids.eval)
+	err := t.deliver(ctx, sp, PhaseStartSpan, sp.startEnvelope(o.Content), sp.startSignal())
 	return &sp.ctx, sp, err
 }
 
@@ -357,22 +421,19 @@ func (t *Tracer) reportFailure(sp *Span, phase, exporterID, reason string) {
 }
 
 func (s *Span) spanBase(phase string) *SpanSignal {
-	sig := &SpanSignal{
+	return &SpanSignal{
 		Schema:            SpanSchemaVersion,
 		Signal:            "span",
 		Phase:             phase,
 		Name:              spanName(s.op),
 		Kind:              s.spanKind,
-		TraceID:           s.corr.TraceID.String(),
-		SpanID:            s.corr.SpanID.String(),
+		TraceID:           s.ids.trace,
+		SpanID:            s.ids.span,
+		ParentSpanID:      s.ids.parent,
 		TraceFlags:        int(s.corr.Flags),
 		TraceState:        s.corr.TraceState,
 		StartTimeUnixNano: s.start.UnixNano(),
 	}
-	if !s.corr.ParentID.IsZero() {
-		sig.ParentSpanID = s.corr.ParentID.String()
-	}
-	return sig
 }
 
 func (s *Span) startSignal() *SpanSignal {
@@ -391,8 +452,10 @@ func (s *Span) endSignal(out *Outcome, dur time.Duration, status, errType string
 	return sig
 }
 
-func (s *Span) envelope(event string) *Envelope {
-	c := &s.corr
+// envelope builds the span's v1 envelope; extra is the room its caller
+// needs in the attributes beyond the workflow and eval ids.
+func (s *Span) envelope(event string, extra int) *Envelope {
+	c, ids := &s.corr, s.ids
 	e := &Envelope{
 		Schema:      EnvelopeSchemaVersion,
 		Event:       event,
@@ -400,58 +463,100 @@ func (s *Span) envelope(event string) *Envelope {
 		Metadata: EnvelopeMetadata{
 			RunID: c.RunID, InvocationID: c.InvocationID, Session: c.SessionID,
 			Agent: c.Agent, Model: c.Model, Tool: c.Tool, CallID: c.CallID,
-			TraceID: c.TraceID.String(), SpanID: c.SpanID.String(),
+			TraceID: ids.trace, SpanID: ids.span, ParentID: ids.parent,
 			TraceFlags: int(c.Flags), TraceState: c.TraceState,
 		},
 	}
-	if !c.ParentID.IsZero() {
-		e.Metadata.ParentID = c.ParentID.String()
-	}
-	attrs := Attributes{}
-	if o := s.o; o != nil {
-		if o.WorkflowID != "" {
-			attrs["workflow_id"] = o.WorkflowID
-		}
-		if o.WorkflowKind != "" {
-			attrs["workflow_kind"] = o.WorkflowKind
-		}
-		if o.NodeID != "" {
-			attrs["node_id"] = o.NodeID
+	n := ids.eval.len() + extra
+	for _, v := range [3]string{ids.workflowID, ids.workflowKind, ids.nodeID} {
+		if v != "" {
+			n++
 		}
 	}
-	if c.Eval != nil {
-		c.Eval.setAttributes(attrs)
+	if n == 0 {
+		return e
 	}
-	if len(attrs) > 0 {
-		e.Metadata.Attributes = attrs
+	attrs := make(Attributes, n)
+	if ids.workflowID != "" {
+		attrs["workflow_id"] = ids.workflowID
 	}
+	if ids.workflowKind != "" {
+		attrs["workflow_kind"] = ids.workflowKind
+	}
+	if ids.nodeID != "" {
+		attrs["node_id"] = ids.nodeID
+	}
+	ids.eval.set(attrs)
+	e.Metadata.Attributes = attrs
 	return e
 }
 
-func (s *Span) startEnvelope() *Envelope {
-	e := s.envelope("adk." + string(s.kind) + ".start")
+func (s *Span) startEnvelope(content any) *Envelope {
+	e := s.envelope(lifecycleEvent(s.kind, "start"), 0)
 	e.TimestampMS = s.start.UnixMilli()
 	e.Measurements = map[string]int64{"system_time": s.start.UnixNano(), "monotonic_time": int64(s.start.Sub(s.t.epoch))}
-	s.t.capture(e, s.o.Content)
+	s.t.capture(e, content)
 	return e
 }
 
 func (s *Span) endEnvelope(out *Outcome, dur time.Duration, status, errType string) *Envelope {
-	event := "adk." + string(s.kind) + ".stop"
+	event := lifecycleEvent(s.kind, "stop")
 	if status == StatusError {
-		event = "adk." + string(s.kind) + ".exception"
+		event = lifecycleEvent(s.kind, "exception")
 	}
-	e := s.envelope(event)
+	extra := 1
+	if errType != "" {
+		extra++
+	}
+	e := s.envelope(event, extra)
 	e.Measurements = map[string]int64{"duration": int64(dur), "duration_ms": dur.Milliseconds()}
 	if e.Metadata.Attributes == nil {
-		e.Metadata.Attributes = Attributes{}
+		e.Metadata.Attributes = make(Attributes, extra)
 	}
-	e.Metadata.Attributes["status"] = status
+	e.Metadata.Attributes["status"] = constValue(status)
 	if errType != "" {
 		e.Metadata.Attributes[AttrErrorType] = errType
 	}
 	s.t.capture(e, out.Content)
 	return e
+}
+
+// lifecycleEvent is "adk.<kind>.<what>", interned for the tracer's own
+// kinds (every span emits two).
+func lifecycleEvent(k Kind, what string) string {
+	switch what {
+	case "start":
+		switch k {
+		case KindRun:
+			return "adk.run.start"
+		case KindAgent:
+			return "adk.agent.start"
+		case KindModel:
+			return "adk.model.start"
+		case KindTool:
+			return "adk.tool.start"
+		case KindWorkflow:
+			return "adk.workflow.start"
+		case KindEval:
+			return "adk.eval.start"
+		}
+	case "stop":
+		switch k {
+		case KindRun:
+			return "adk.run.stop"
+		case KindAgent:
+			return "adk.agent.stop"
+		case KindModel:
+			return "adk.model.stop"
+		case KindTool:
+			return "adk.tool.stop"
+		case KindWorkflow:
+			return "adk.workflow.stop"
+		case KindEval:
+			return "adk.eval.stop"
+		}
+	}
+	return "adk." + string(k) + "." + what
 }
 
 // capture puts secret-pruned content into e when capture is enabled. Content
