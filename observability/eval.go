@@ -46,13 +46,6 @@ func EvalFromContext(ctx context.Context) (EvalIDs, bool) {
 	return ids, ok
 }
 
-func (ids *EvalIDs) setAttributes(a Attributes) {
-	setText(a, AttrEvalJobID, ids.JobID, maxAttrValueBytes)
-	setText(a, AttrEvalCaseID, ids.CaseID, maxAttrValueBytes)
-	setText(a, AttrEvalSampleID, ids.SampleID, maxAttrValueBytes)
-	setText(a, AttrEvalWorkerID, ids.WorkerID, maxAttrValueBytes)
-}
-
 // EvaluationResult is one metric's verdict on a sample, emitted as a
 // gen_ai.evaluation.result event on the sample's span.
 type EvaluationResult struct {
