@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -43,16 +44,50 @@ func normalize(k string) string {
 // integer usage counters) use IsSensitiveKeyExcept or a Pruner with an
 // allowlist.
 func IsSensitiveKey(k string) bool {
-	n := normalize(k)
-	if exactKeys[n] {
+	// An ASCII key short enough (all of a run's metadata keys) is
+	// normalized into a stack buffer: the rule runs on every key of every
+	// sample's metadata, and normalize allocates for any key with a
+	// separator (expected_count, runtime_latency_ms, ...).
+	var buf [64]byte
+	if n, ok := normalizeASCII(buf[:0], k); ok {
+		return sensitiveNormalized(n)
+	}
+	return sensitiveNormalized([]byte(normalize(k)))
+}
+
+// sensitiveNormalized applies the rule to a normalized key.
+func sensitiveNormalized(n []byte) bool {
+	if exactKeys[string(n)] {
 		return true
 	}
 	for _, c := range containedKeys {
-		if strings.Contains(n, c) {
+		if bytes.Contains(n, []byte(c)) {
 			return true
 		}
 	}
 	return false
+}
+
+// normalizeASCII appends normalize(k) to dst when k is ASCII and fits
+// dst's capacity; ok is false otherwise (strings.ToLower's Unicode rules
+// are normalize's to apply).
+func normalizeASCII(dst []byte, k string) ([]byte, bool) {
+	if len(k) > cap(dst) {
+		return nil, false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 0x80:
+			return nil, false
+		case c == '_', c == '-', c == ' ', c == '.', c == ':':
+		case 'A' <= c && c <= 'Z':
+			dst = append(dst, c+'a'-'A')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst, true
 }
 
 // IsSensitiveKeyExcept is IsSensitiveKey with an allowlist: a key equal

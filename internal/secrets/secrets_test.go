@@ -250,3 +250,35 @@ func deepCopy(v any) any {
 		return v
 	}
 }
+
+// TestIsSensitiveKey_ASCIIPathAgreesWithNormalize checks the stack-buffer
+// path against the rule applied to normalize's output, for keys of every
+// shape: separators, case, non-ASCII, and longer than the buffer.
+func TestIsSensitiveKey_ASCIIPathAgreesWithNormalize(t *testing.T) {
+	keys := []string{"", "api_key", "API-Key", "apiKey", "x.Token:y", "expected_count", "runtime_latency_ms",
+		"gen_ai.usage.input_tokens", "Set-Cookie", "PIN", "pin_code", "ŞECRET", "pässword", "K" + strings.Repeat("a", 70) + "_secret",
+		strings.Repeat("b", 64), "Authorization", "normalization", "otp", "o t p", "İ", "\xff"}
+	for _, k := range keys {
+		want := exactOrContained(normalize(k))
+		if got := IsSensitiveKey(k); got != want {
+			t.Errorf("IsSensitiveKey(%q) = %v, want %v", k, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { IsSensitiveKey("runtime_latency_ms") }); n != 0 {
+		t.Errorf("IsSensitiveKey allocates %v times for a short ASCII key, want 0", n)
+	}
+}
+
+// exactOrContained is the rule as the contract states it, on a
+// normalized key.
+func exactOrContained(n string) bool {
+	if exactKeys[n] {
+		return true
+	}
+	for _, c := range containedKeys {
+		if strings.Contains(n, c) {
+			return true
+		}
+	}
+	return false
+}
