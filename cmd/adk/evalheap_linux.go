@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -40,6 +42,9 @@ const hugePage = 2 << 20
 // contents, and it is a no-op where THP is "never" or "always". Errors
 // are ignored: without it the run is only slower.
 func prepareEvalHeap() {
+	if thpDisabled(os.Getenv("GODEBUG")) {
+		return // the operator asked the runtime for no huge pages
+	}
 	// Allocating the block would start a GC cycle (the heap is far past
 	// its goal) that may still see it live; off while it exists, so the
 	// one cycle below is the only one.
@@ -62,4 +67,18 @@ func adviseHugeBlock() {
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_HUGEPAGE)
 	}
 	runtime.KeepAlive(b)
+}
+
+// thpDisabled reports whether GODEBUG (the variable's value) sets
+// disablethp=1, the runtime's switch for no transparent huge pages in the
+// heap, parsed as the runtime parses it (comma-separated key=value, the
+// last setting of a key wins).
+func thpDisabled(godebug string) bool {
+	off := false
+	for _, kv := range strings.Split(godebug, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == "disablethp" {
+			off = v == "1"
+		}
+	}
+	return off
 }

@@ -24,6 +24,17 @@ func TestPrepareEvalHeap_AdvisesHugePages(t *testing.T) {
 	}
 }
 
+func TestThpDisabled(t *testing.T) {
+	for in, want := range map[string]bool{
+		"": false, "disablethp=1": true, "gctrace=1,disablethp=1": true, "disablethp=0": false,
+		"disablethp=1,disablethp=0": false, "xdisablethp=1": false, " disablethp=1": false,
+	} {
+		if got := thpDisabled(in); got != want {
+			t.Errorf("thpDisabled(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
 // biggestHugeVMA is the size of the largest mapping of this process whose
 // VmFlags in /proc/self/smaps include hg.
 func biggestHugeVMA(t *testing.T) uint64 {
