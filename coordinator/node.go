@@ -97,6 +97,10 @@ type Timing struct {
 	// first message, unless it already covers every task in flight
 	// (default 20 ms).
 	ResultLinger time.Duration
+	// RaftCommit is raft's CommitTimeout: how often the leader sends an
+	// AppendEntries to a follower with nothing new (default 20 ms; see
+	// nudgeFollowers). Tests lengthen it to show the nudge at work.
+	RaftCommit time.Duration
 }
 
 func (t Timing) withDefaults() Timing {
@@ -116,6 +120,7 @@ func (t Timing) withDefaults() Timing {
 	def(&t.ResultAckWait, 5*time.Second)
 	def(&t.ApplyTimeout, 5*time.Second)
 	def(&t.ResultLinger, 20*time.Millisecond)
+	def(&t.RaftCommit, 20*time.Millisecond)
 	return t
 }
 
@@ -304,7 +309,7 @@ func (n *Node) startRaft() error {
 	// fleet's CPU (leader 12%, each follower 5% of a core, fleetbench
 	// -idle) and part of every job's; a write a client may read back on a
 	// follower nudges the followers instead (nudgeFollowers).
-	rc.CommitTimeout = commitTimeout
+	rc.CommitTimeout = t.RaftCommit
 	rc.BatchApplyCh = true
 	// hashicorp/raft allocates a slice of MaxAppendEntries pointers for
 	// every AppendEntries (8 KiB at 1024, a tenth of a busy leader's CPU
@@ -536,10 +541,6 @@ func (n *Node) applyLocal(data []byte) (*applyResult, error) {
 	return res, nil
 }
 
-// commitTimeout is the leader's pace of AppendEntries to an idle
-// follower (raft CommitTimeout; each waits 1-2 times it).
-const commitTimeout = 20 * time.Millisecond
-
 // nudges reports whether an applied command is a write a client may read
 // back on a follower at once (a submit, a job's end, a cancel, a
 // baseline, a prune), as opposed to the steady stream of assign, finish
@@ -556,7 +557,7 @@ func nudges(data []byte) bool {
 }
 
 // nudgeFollowers makes the followers learn the commit index now rather
-// than up to 2 × commitTimeout later: a barrier is a new entry, and the
+// than up to 2 × Timing.RaftCommit later: a barrier is a new entry, and the
 // AppendEntries that carries it carries the commit index too, so a
 // status held on a follower (wait_ms) sees a job's end as the leader
 // does. It does not wait for the barrier, and it is never called from

@@ -11,6 +11,7 @@ import (
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalrecord"
+	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/testcluster"
 )
 
@@ -88,6 +89,51 @@ func TestClusterEval_LastResultsAreNotHeld(t *testing.T) {
 		c.WaitJob(cl, scope, id, 15*time.Second, "completed")
 	}
 	checkAtMostOnce(t, c.Agent)
+}
+
+// A write a client may read back on a follower (a submit, a job's end)
+// reaches the followers' stores at once, not when the leader next has
+// something to send (issue 17 item 5: raft's CommitTimeout is 20 ms so
+// that an idle fleet does not spend a tenth of a core on empty
+// AppendEntries). CommitTimeout and the lease renewal are ten minutes
+// here, so after the cancel nothing but the leader's nudge tells the
+// followers that it committed.
+func TestClusterEval_FollowersSeeAJobEndAtOnce(t *testing.T) {
+	timing := relaxedTiming()
+	timing.RaftCommit, timing.LeaseInterval = 10*time.Minute, 10*time.Minute
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0"}, Timing: timing})
+	c.StopWorker(0)
+	// Alive for the leader but fetching nothing: the job stays running.
+	stop := heartbeatAs(t, c.ConnectAsWorker(0), "w0", 4)
+	defer stop()
+	cl := c.Client()
+	id := submit(t, cl, testcluster.EvalSet("nudge", 2), evalengine.DefaultOptions(), "")
+	phaseOnFollowers := func(want evalrecord.Phase) func() bool {
+		return func() bool {
+			for i := range 3 {
+				n := c.Coordinator(i)
+				if n == nil || n.IsLeader() {
+					continue
+				}
+				var phase evalrecord.Phase
+				_ = n.Store().View(func(tx *evalstore.Tx) error {
+					if j, err := tx.JobByID(id); err == nil {
+						phase = j.Phase
+					}
+					return nil
+				})
+				if phase != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "the job running on both followers", phaseOnFollowers(evalrecord.PhaseRunning))
+	if _, err := cl.Cancel(context.Background(), scope, id); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the job cancelled on both followers", phaseOnFollowers(evalrecord.PhaseCancelled))
 }
 
 // relaxedTiming is the test cluster's timing with leases long enough that
