@@ -47,6 +47,7 @@ type limitHolder struct {
 	sentAt    time.Time
 	throttled int64 // the worker's 429 count at its last heartbeat
 	seen      time.Time
+	demand    int // ratelimit.Allot's: 0 idle, UnknownDemand (an earlier build)
 }
 
 func newFleetLimits() *fleetLimits { return &fleetLimits{limits: map[limitKey]*fleetLimit{}} }
@@ -59,11 +60,12 @@ func (f *fleetLimits) lead(at time.Time) {
 }
 
 // RotatePeriods is how many worker TTLs a concurrency slot that does not
-// divide evenly among the holders stays with one worker before it moves
-// on (with concurrent_requests 2 and 4 workers, two of them hold a slot
-// at a time): often enough that no worker's tasks starve, rarely enough
-// that the slot's hand-over (its holder reports it free, about two
-// heartbeats) costs little.
+// divide evenly among the workers with demand stays with one before it
+// moves on (with concurrent_requests 2 and 4 busy workers, two of them
+// hold a slot at a time): often enough that no worker's tasks starve,
+// rarely enough that the slot's hand-over (its holder reports it free)
+// costs little. A worker with nothing waiting gives its slot back at
+// once (ratelimit.Allot), whatever the rotation.
 const RotatePeriods = 2
 
 // validLimitReports bounds a heartbeat's limit reports.
@@ -73,6 +75,7 @@ func validLimitReports(rs []api.LimitReport) bool {
 	}
 	for _, r := range rs {
 		if len(r.Endpoint) > api.MaxLimitEndpointBytes || len(r.Agent) > api.MaxLimitEndpointBytes ||
+			r.Demand < 0 || r.Demand > api.MaxLimitDemand ||
 			(ratelimit.Spec{RequestsPerMinute: r.RPM, TokensPerMinute: r.TPM, ConcurrentRequests: r.Concurrent}).Validate() != nil {
 			return false
 		}
@@ -110,6 +113,14 @@ func (f *fleetLimits) observe(worker string, reports []api.LimitReport, now time
 		}
 		h.spec = ratelimit.Spec{RequestsPerMinute: r.RPM, TokensPerMinute: r.TPM, ConcurrentRequests: r.Concurrent}
 		h.held, h.seen = toLimits(r.Held), now
+		switch {
+		case r.Idle:
+			h.demand = 0
+		case r.Demand > 0:
+			h.demand = int(r.Demand)
+		default:
+			h.demand = ratelimit.UnknownDemand
+		}
 		if r.Throttled > h.throttled || r.Throttled < h.throttled && r.Throttled > 0 {
 			if fl.aimd.Throttled(now) {
 				fl.cuts++
@@ -132,9 +143,11 @@ func (f *fleetLimits) observe(worker string, reports []api.LimitReport, now time
 
 // grant answers worker's limit reports with its shares: each limit (the
 // smallest declared by its live holders, scaled by the fleet's AIMD) split
-// equally among the holders heard within ttl, less what the others still
-// hold (ratelimit.Share), so the grants outstanding never add up past
-// the limit while shares move. heardSince is since when this node has
+// among the holders heard within ttl as their demand says (ratelimit.Allot:
+// nothing to an idle one while others wait, concurrency up to each one's
+// callers, the rate among those with a slot), less what the others still
+// hold, so the grants outstanding never add up past the limit while
+// shares move. heardSince is since when this node has
 // heard heartbeats without a break (zero: not now).
 //
 // A new leader does not know what its predecessor granted in answer to
@@ -184,13 +197,15 @@ func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.T
 		}
 		eff := total.Scale(fl.aimd.Factor())
 		var others ratelimit.Limits
-		rank := 0
+		self := 0
+		demands := make([]int, len(ids))
 		for i, id := range ids {
+			h := fl.holders[id]
+			demands[i] = h.demand
 			if id == worker {
-				rank = i
+				self = i
 				continue
 			}
-			h := fl.holders[id]
 			held := h.held
 			if now.Sub(h.sentAt) <= ttl {
 				held = maxLimits(held, h.sent)
@@ -198,17 +213,19 @@ func (f *fleetLimits) grant(worker string, reports []api.LimitReport, now time.T
 			others = others.Add(held)
 		}
 		// The concurrency slots that do not divide evenly go round.
-		if n := len(ids); n > 0 && eff.Concurrent != ratelimit.UnlimitedConcurrent && eff.Concurrent%n != 0 {
-			period := RotatePeriods * ttl
-			rank = (rank + int(now.UnixNano()/int64(max(period, time.Millisecond))%int64(n))) % n
-		}
-		g := ratelimit.Share(eff, len(ids), rank, others)
+		period := int64(max(RotatePeriods*ttl, time.Millisecond))
+		turn := int(now.UnixNano() / period % int64(max(1, len(ids))))
+		g := ratelimit.Allot(eff, demands, self, turn, others)
 		h := fl.holders[worker]
+		// Less than its due while others give theirs back: it asks again
+		// soon (a new leader grows nobody before it settles: no asking).
+		due := ratelimit.Allot(eff, demands, self, turn, ratelimit.Limits{})
+		more := settled && (g.RPM < due.RPM || g.TPM < due.TPM || g.Concurrent < due.Concurrent)
 		if !settled {
 			g = minLimits(g, h.held)
 		}
 		h.sent, h.sentAt = g, now
-		lg := api.LimitGrant{Agent: r.Agent, Endpoint: r.Endpoint, Share: toShare(g)}
+		lg := api.LimitGrant{Agent: r.Agent, Endpoint: r.Endpoint, Share: toShare(g), More: more}
 		if now.Before(fl.pauseUntil) {
 			lg.PauseMS = max(1, fl.pauseUntil.Sub(now).Milliseconds())
 		}
@@ -257,16 +274,28 @@ type LimitState struct {
 	Factor  float64
 	Cuts    int64
 	Holders int
+	// Demand is the callers (waiting or in flight) the holders reported
+	// at their last heartbeats (earlier builds report none), Active the
+	// holders with any.
+	Demand, Active int
 }
 
 // LimitStates lists the fleet rate limits this node knows, sorted.
-func (n *Node) LimitStates() []LimitState {
-	f := n.limits
+func (n *Node) LimitStates() []LimitState { return n.limits.states() }
+
+func (f *fleetLimits) states() []LimitState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]LimitState, 0, len(f.limits))
 	for k, fl := range f.limits {
-		out = append(out, LimitState{Agent: k.agent, Endpoint: k.endpoint, Factor: fl.aimd.Factor(), Cuts: fl.cuts, Holders: len(fl.holders)})
+		st := LimitState{Agent: k.agent, Endpoint: k.endpoint, Factor: fl.aimd.Factor(), Cuts: fl.cuts, Holders: len(fl.holders)}
+		for _, h := range fl.holders {
+			if h.demand != 0 {
+				st.Active++
+				st.Demand += max(0, h.demand)
+			}
+		}
+		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Agent != out[j].Agent {

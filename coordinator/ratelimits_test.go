@@ -244,3 +244,74 @@ func TestFleetLimits_ConcurrencyGoesRound(t *testing.T) {
 		t.Fatalf("in %d rotation periods only %v held a slot", 100/(10*RotatePeriods), had)
 	}
 }
+
+// TestFleetLimits_SharesFollowDemand: of two workers sharing 1200/min
+// and 2 concurrent calls, one goes idle: within two of its heartbeats its
+// share is given back and the busy one holds the whole limit, and the
+// answers that leave it short say More (it asks again at once). When the
+// idle one has callers again, it gets its half back. The grants never
+// add up past the limit.
+func TestFleetLimits_SharesFollowDemand(t *testing.T) {
+	f := newFleetLimits()
+	ttl := 5 * time.Second
+	now := time.Unix(1000, 0)
+	held := map[string]api.LimitShare{}
+	demand := map[string]int64{"w1": 4, "w2": 4}
+	beat := func(w string) api.LimitGrant {
+		rep := []api.LimitReport{{Endpoint: "openai http://x fake", RPM: 1200, Concurrent: 2, Held: held[w],
+			Demand: demand[w], Idle: demand[w] == 0}}
+		f.observe(w, rep, now)
+		g := f.grant(w, rep, now, ttl, time.Time{})
+		held[w] = g[0].Share
+		if sum := held["w1"].RPM + held["w2"].RPM; sum > 1200+1e-9 {
+			t.Fatalf("after %s: rpm grants %v", w, held)
+		}
+		if sum := held["w1"].Concurrent + held["w2"].Concurrent; sum > 2 {
+			t.Fatalf("after %s: slots %v", w, held)
+		}
+		return g[0]
+	}
+	for range 3 {
+		beat("w1")
+		beat("w2")
+		now = now.Add(time.Second)
+	}
+	if held["w1"].RPM != 600 || held["w2"].RPM != 600 || held["w1"].Concurrent != 1 {
+		t.Fatalf("both busy: %v", held)
+	}
+	demand["w2"] = 0
+	var more bool
+	beats := 0
+	for ; held["w1"].RPM != 1200 || held["w1"].Concurrent != 2; beats++ {
+		if beats > 4 {
+			t.Fatalf("after %d rounds w1 holds %+v, w2 %+v", beats, held["w1"], held["w2"])
+		}
+		beat("w2")
+		if g := beat("w1"); beats == 0 {
+			more = g.More
+		}
+		now = now.Add(time.Second)
+	}
+	// w2's first idle heartbeat is answered 0, its next reports it gave
+	// the share back, and w1's next (asked at once: More) gets it all.
+	if beats != 2 || !more {
+		t.Fatalf("w1 got the whole limit after %d rounds (first answer's More %v)", beats, more)
+	}
+	if held["w2"].RPM != 0 || held["w2"].Concurrent != 0 {
+		t.Fatalf("idle w2 holds %+v", held["w2"])
+	}
+	demand["w2"] = 1
+	for beats = 0; held["w2"].RPM != 600 || held["w2"].Concurrent != 1; beats++ {
+		if beats > 4 {
+			t.Fatalf("after %d rounds w2 holds %+v", beats, held["w2"])
+		}
+		beat("w2")
+		beat("w1")
+		beat("w2")
+		now = now.Add(time.Second)
+	}
+	states := f.states()
+	if len(states) != 1 || states[0].Active != 2 || states[0].Demand != 5 {
+		t.Fatalf("states %+v", states)
+	}
+}

@@ -107,11 +107,12 @@ var errNoAgents = errors.New("worker: no agents configured")
 func (w *Worker) limitReports() []api.LimitReport {
 	var out []api.LimitReport
 	for _, l := range w.limits.Limiters() {
-		r := l.Report()
+		r := l.Report(w.cfg.HeartbeatInterval)
 		out = append(out, api.LimitReport{Endpoint: l.Endpoint(),
 			RPM: r.Spec.RequestsPerMinute, TPM: r.Spec.TokensPerMinute, Concurrent: r.Spec.ConcurrentRequests,
 			Held:      api.LimitShare{RPM: r.Held.RPM, TPM: r.Held.TPM, Concurrent: r.Held.Concurrent},
-			Throttled: r.Throttled, RetryAfterMS: r.RetryAfter.Milliseconds()})
+			Throttled: r.Throttled, RetryAfterMS: r.RetryAfter.Milliseconds(),
+			Demand: int64(r.Demand), Idle: r.Idle})
 	}
 	return out
 }
@@ -123,14 +124,31 @@ func (w *Worker) applyGrants(grants []api.LimitGrant, sent time.Time, ttl time.D
 	if len(grants) == 0 || left <= 0 {
 		return
 	}
+	more := false
 	for _, l := range w.limits.Limiters() {
 		for _, g := range grants {
 			if g.Agent == "" && l.Endpoint() == g.Endpoint {
 				l.SetGrant(ratelimit.Limits{RPM: g.Share.RPM, TPM: g.Share.TPM, Concurrent: g.Share.Concurrent},
 					time.Duration(g.PauseMS)*time.Millisecond, left)
+				more = more || g.More
 			}
 		}
 	}
+	if more {
+		// The share waits for others to give theirs back: ask again soon.
+		w.kickHeartbeat()
+	}
+}
+
+// RateLimiter returns the limiter the worker's agents call endpoint
+// (ratelimit.EndpointKey) through, nil if none declares a limit for it.
+func (w *Worker) RateLimiter(endpoint string) *ratelimit.Limiter {
+	for _, l := range w.limits.Limiters() {
+		if l.Endpoint() == endpoint {
+			return l
+		}
+	}
+	return nil
 }
 
 // Limits returns the worker's rate limiters' counters, one per endpoint.

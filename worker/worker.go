@@ -207,6 +207,10 @@ func Start(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents), limits: limits,
 		running: map[api.TaskRef]*heldTask{}, heldJobs: map[string]int{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}, owners: map[string]int64{},
 		answered: make(chan struct{}), hbKick: make(chan struct{}, 1), epoch: newEpoch(), tracer: tracer, signals: signals}
+	// A limiter's demand after an idle spell, or a share it gave back,
+	// is the leader's to hear now, not at the next tick: shares follow
+	// demand within a round trip.
+	limits.SetNotify(w.kickHeartbeat)
 	w.results = newResultBatcher(w)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.lastLeader.Store(time.Now().UnixNano())
@@ -350,10 +354,7 @@ func (w *Worker) waitStartable(ctx context.Context, task api.Task) bool {
 			waitingOwner = false
 			w.ownerWaits.Add(-1)
 		}
-		select {
-		case w.hbKick <- struct{}{}: // ask now, not at the next tick
-		default:
-		}
+		w.kickHeartbeat() // ask now, not at the next tick
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -388,6 +389,15 @@ func (w *Worker) killAll(fenced bool) {
 			h.fenced.Store(true)
 		}
 		h.cancel()
+	}
+}
+
+// kickHeartbeat asks for a heartbeat now (coalesced, spaced minAskGap
+// apart) rather than at the next tick.
+func (w *Worker) kickHeartbeat() {
+	select {
+	case w.hbKick <- struct{}{}:
+	default:
 	}
 }
 

@@ -28,6 +28,10 @@ var (
 		"Times 429s cut the fleet's limit.", []string{"agent", "endpoint"}, nil)
 	descFleetWorkers = prometheus.NewDesc("adk_ratelimit_fleet_workers",
 		"Workers sharing the limit.", []string{"agent", "endpoint"}, nil)
+	descFleetDemand = prometheus.NewDesc("adk_ratelimit_fleet_waiting",
+		"Model calls waiting or in flight at the workers sharing the limit, at their last heartbeats (the leader splits the limit by it).", []string{"agent", "endpoint"}, nil)
+	descFleetActive = prometheus.NewDesc("adk_ratelimit_fleet_active_workers",
+		"Workers sharing the limit that had calls at their last heartbeats (an idle worker's share goes to these).", []string{"agent", "endpoint"}, nil)
 )
 
 // limiterCollector exports rate limiters' counters.
@@ -59,6 +63,8 @@ func (c fleetLimitCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descFleetFactor
 	ch <- descFleetCuts
 	ch <- descFleetWorkers
+	ch <- descFleetDemand
+	ch <- descFleetActive
 }
 
 func (c fleetLimitCollector) Collect(ch chan<- prometheus.Metric) {
@@ -67,5 +73,7 @@ func (c fleetLimitCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFleetFactor, prometheus.GaugeValue, s.Factor, lv...)
 		ch <- prometheus.MustNewConstMetric(descFleetCuts, prometheus.CounterValue, float64(s.Cuts), lv...)
 		ch <- prometheus.MustNewConstMetric(descFleetWorkers, prometheus.GaugeValue, float64(s.Holders), lv...)
+		ch <- prometheus.MustNewConstMetric(descFleetDemand, prometheus.GaugeValue, float64(s.Demand), lv...)
+		ch <- prometheus.MustNewConstMetric(descFleetActive, prometheus.GaugeValue, float64(s.Active), lv...)
 	}
 }

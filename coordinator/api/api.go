@@ -489,6 +489,13 @@ type LimitReport struct {
 	// longest Retry-After since the last heartbeat.
 	Throttled    int64 `msgpack:"throttled,omitempty"`
 	RetryAfterMS int64 `msgpack:"retry_after_ms,omitempty"`
+	// Demand is the most callers (waiting or in flight) the worker's
+	// limiter had at once lately, Idle that it had none for a heartbeat
+	// interval: the leader gives an idle worker's share to the workers
+	// with demand, and the concurrency slots up to each one's demand.
+	// Both zero: a worker of an earlier build, which gets an equal share.
+	Demand int64 `msgpack:"demand,omitempty"`
+	Idle   bool  `msgpack:"idle,omitempty"`
 }
 
 // LimitShare is a share of a limit: per-minute rates and concurrent
@@ -509,6 +516,10 @@ type LimitGrant struct {
 	Endpoint string     `msgpack:"endpoint"`
 	Share    LimitShare `msgpack:"share"`
 	PauseMS  int64      `msgpack:"pause_ms,omitempty"`
+	// More says the share is smaller than the worker's due while others
+	// give theirs back: the worker asks again soon rather than at its
+	// next heartbeat.
+	More bool `msgpack:"more,omitempty"`
 }
 
 // MaxHeartbeatLimits bounds Heartbeat.Limits; MaxLimitEndpointBytes an
@@ -516,6 +527,8 @@ type LimitGrant struct {
 const (
 	MaxHeartbeatLimits    = 256
 	MaxLimitEndpointBytes = 1024
+	// MaxLimitDemand bounds LimitReport.Demand (callers of one limiter).
+	MaxLimitDemand = 1 << 20
 )
 
 // MaxHeartbeatAgents bounds Heartbeat.Agents (a worker's agent files are

@@ -41,6 +41,18 @@ type Limiter struct {
 	limitsChanged chan struct{}
 	slotFreed     chan struct{}
 	retryAfter    time.Duration // longest Retry-After since the last Report
+	// Demand: callers in the limiter now (waiting or in flight), the most
+	// at once since the window began (Report), the last time there was
+	// one. notify (managed) is told when the leader should hear from the
+	// worker before its next heartbeat: demand after an idle spell, a
+	// grant shrunk or a slot freed past it, so a share moves at once.
+	callers      int
+	peak         int
+	peakSince    time.Time
+	lastBusy     time.Time
+	reported     Limits // Held of the last Report
+	reportedIdle bool   // the last Report said Idle
+	notify       func()
 
 	admitted  atomic.Int64
 	throttled atomic.Int64
@@ -78,7 +90,6 @@ func (l *Limiter) Manage() {
 // and pauses it for pause (the fleet's Retry-After).
 func (l *Limiter) SetGrant(g Limits, pause, ttl time.Duration) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	now := time.Now()
 	changed := !l.granted || !now.Before(l.expires) || g != l.cur
 	l.granted, l.expires = true, now.Add(ttl)
@@ -87,12 +98,30 @@ func (l *Limiter) SetGrant(g Limits, pause, ttl time.Duration) {
 			l.pausedUntil, changed = until, true
 		}
 	}
+	shrunk := g.RPM < l.reported.RPM || g.TPM < l.reported.TPM || max(g.Concurrent, l.inUse) < l.reported.Concurrent
 	if g != l.cur {
 		l.applyLocked(now, g)
 	}
 	if changed {
 		l.broadcastLocked()
 	}
+	notify := l.notify
+	l.mu.Unlock()
+	if shrunk && notify != nil {
+		// What it gave back is the leader's to hand on once it hears.
+		notify()
+	}
+}
+
+// SetNotify sets the function a managed limiter calls (without its lock
+// held, possibly on its own goroutine) when the leader should hear from
+// the worker before its next heartbeat: a caller after an idle spell, a
+// grant shrunk below what was last reported, a slot freed past the
+// grant. The worker heartbeats at once (spaced, coalesced).
+func (l *Limiter) SetNotify(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.notify = f
 }
 
 // applyLocked puts lim in force: one second's worth of burst (at least
@@ -123,14 +152,15 @@ func (l *Limiter) broadcastLocked() {
 func (l *Limiter) Acquire(ctx context.Context, est int) (release func(used int), err error) {
 	start := time.Now()
 	l.waiting.Add(1)
+	l.arrive(start)
 	slot := false
 	defer func() {
 		l.waiting.Add(-1)
 		l.waitNanos.Add(int64(time.Since(start)))
 		if err == nil {
 			l.admitted.Add(1)
-		} else if slot {
-			l.releaseSlot()
+		} else {
+			l.leave(slot)
 		}
 	}()
 	est = max(est, 1)
@@ -212,17 +242,49 @@ func (l *Limiter) releaser(est int) func(used int) {
 				l.tok.ReserveN(time.Now(), min(used-est, l.tok.Burst()))
 				l.mu.Unlock()
 			}
-			l.releaseSlot()
+			l.leave(true)
 		})
 	}
 }
 
-func (l *Limiter) releaseSlot() {
+// arrive counts a caller; the first since a Report said Idle (the leader
+// may have given the share to others) tells the worker to report its
+// demand now.
+func (l *Limiter) arrive(now time.Time) {
 	l.mu.Lock()
-	l.inUse--
-	close(l.slotFreed)
-	l.slotFreed = make(chan struct{})
+	l.callers++
+	l.peak = max(l.peak, l.callers)
+	l.lastBusy = now
+	var notify func()
+	if l.reportedIdle {
+		l.reportedIdle, notify = false, l.notify
+	}
 	l.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
+}
+
+// leave ends a caller, freeing its slot if it held one; a slot freed
+// while the worker reports holding more than its grant is worth telling
+// the leader about at once (another worker waits for it).
+func (l *Limiter) leave(slot bool) {
+	l.mu.Lock()
+	l.callers--
+	l.lastBusy = time.Now()
+	var notify func()
+	if slot {
+		l.inUse--
+		close(l.slotFreed)
+		l.slotFreed = make(chan struct{})
+		if l.managed && l.reported.Concurrent > l.cur.Concurrent && l.inUse < l.reported.Concurrent {
+			notify = l.notify
+		}
+	}
+	l.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 }
 
 // Throttled records a 429 (retryAfter ≤ 0: none given). Every caller of
@@ -260,6 +322,11 @@ type Report struct {
 	// Held is the grant in force (zero when none or lapsed), so a new
 	// leader knows what is outstanding.
 	Held Limits
+	// Demand is the most callers (waiting or in flight) the limiter had at
+	// once in the last window (at least idleAfter long); Idle says it had
+	// none for idleAfter: the leader gives its share to those that do.
+	Demand int
+	Idle   bool
 	// Throttled counts 429s since the limiter was made (the leader cuts
 	// when it grows); RetryAfter is the longest Retry-After since the
 	// last Report.
@@ -267,11 +334,21 @@ type Report struct {
 	RetryAfter time.Duration
 }
 
-// Report returns the limiter's report and resets RetryAfter.
-func (l *Limiter) Report() Report {
+// Report returns the limiter's report and resets RetryAfter. Demand
+// windows last at least idleAfter (a worker's heartbeat interval): a
+// worker between two calls is not idle.
+func (l *Limiter) Report(idleAfter time.Duration) Report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := Report{Spec: l.spec, Throttled: l.throttled.Load(), RetryAfter: l.retryAfter}
+	now := time.Now()
+	r := Report{Spec: l.spec, Throttled: l.throttled.Load(), RetryAfter: l.retryAfter,
+		Demand: l.peak, Idle: l.callers == 0 && now.Sub(l.lastBusy) >= idleAfter}
+	if !r.Idle && r.Demand == 0 {
+		r.Demand = 1 // a call ended lately: busy, between calls
+	}
+	if now.Sub(l.peakSince) >= idleAfter {
+		l.peak, l.peakSince = l.callers, now
+	}
 	if !l.managed || (l.granted && time.Now().Before(l.expires)) {
 		r.Held = l.cur
 	}
@@ -282,6 +359,7 @@ func (l *Limiter) Report() Report {
 		r.Held.Concurrent = max(r.Held.Concurrent, l.inUse)
 	}
 	l.retryAfter = 0
+	l.reported, l.reportedIdle = r.Held, r.Idle
 	return r
 }
 

@@ -40,14 +40,15 @@ func TestParseSpec(t *testing.T) {
 	}
 }
 
-func TestShare_GrantsNeverExceedTheLimit(t *testing.T) {
+func TestAllot_GrantsNeverExceedTheLimit(t *testing.T) {
 	total := Limits{RPM: 1200, TPM: Unlimited, Concurrent: 10}
+	unknown := []int{UnknownDemand, UnknownDemand, UnknownDemand}
 	// Three workers settled: equal shares, the concurrency remainder to
 	// the first.
 	var sum Limits
 	for rank := range 3 {
-		g := Share(total, 3, rank, Limits{})
-		if g.RPM != 400 || !math.IsInf(g.TPM, 1) {
+		g := Allot(total, unknown, rank, 0, Limits{})
+		if g.RPM != 400 || !math.IsInf(g.TPM, 1) || g.Concurrent != 3+btoi(rank == 0) {
 			t.Fatalf("rank %d: %+v", rank, g)
 		}
 		sum = sum.Add(g)
@@ -57,13 +58,86 @@ func TestShare_GrantsNeverExceedTheLimit(t *testing.T) {
 	}
 	// A fourth joins while the three still hold 400 each: it gets only
 	// what is left, until their shrunk grants reach them.
-	g := Share(total, 4, 3, Limits{RPM: 1200, Concurrent: 10})
+	four := append(unknown, UnknownDemand)
+	g := Allot(total, four, 3, 0, Limits{RPM: 1200, Concurrent: 10})
 	if g.RPM != 0 || g.Concurrent != 0 {
 		t.Fatalf("joiner got %+v while the others hold everything", g)
 	}
-	g = Share(total, 4, 3, Limits{RPM: 3 * 300, Concurrent: 3 * 3})
+	g = Allot(total, four, 3, 0, Limits{RPM: 3 * 300, Concurrent: 3 * 3})
 	if g.RPM != 300 || g.Concurrent != 1 {
 		t.Fatalf("joiner after rebalance: %+v", g)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestAllot_FollowsDemand: idle holders get nothing while others wait,
+// slots go up to each holder's callers (the rest to those wanting more),
+// the rate only to holders with a slot, and every allotment adds up to no
+// more than the limit.
+func TestAllot_FollowsDemand(t *testing.T) {
+	all := func(total Limits, demands []int, turn int) []Limits {
+		out := make([]Limits, len(demands))
+		var sum Limits
+		for i := range demands {
+			out[i] = Allot(total, demands, i, turn, Limits{})
+			sum = sum.Add(out[i])
+		}
+		if sum.RPM > total.RPM+1e-9 || sum.TPM > total.TPM || total.Concurrent != UnlimitedConcurrent && sum.Concurrent > total.Concurrent {
+			t.Fatalf("%v: grants %+v add up to %+v, over %+v", demands, out, sum, total)
+		}
+		return out
+	}
+	rpm := Limits{RPM: 1200, TPM: Unlimited, Concurrent: UnlimitedConcurrent}
+	// Two busy, two idle: the busy two share the whole rate.
+	g := all(rpm, []int{8, 0, 3, 0}, 0)
+	if g[0].RPM != 600 || g[2].RPM != 600 || g[1].RPM != 0 || g[3].RPM != 0 {
+		t.Fatalf("two busy of four: %+v", g)
+	}
+	// Nobody busy: an equal split, so a job's first call need not wait.
+	if g := all(rpm, []int{0, 0, 0, 0}, 0); g[3].RPM != 300 {
+		t.Fatalf("all idle: %+v", g)
+	}
+	// Concurrency 6 among demands 1, 8, 8: the small one gets its one
+	// caller's slot, the others the rest; the rate is split three ways.
+	conc := Limits{RPM: 1200, TPM: Unlimited, Concurrent: 6}
+	g = all(conc, []int{1, 8, 8}, 0)
+	if g[0].Concurrent != 1 || g[1].Concurrent+g[2].Concurrent != 5 || g[0].RPM != 400 {
+		t.Fatalf("demands 1,8,8 of 6 slots: %+v", g)
+	}
+	// Demand below the slots: every holder gets its callers, the spare
+	// goes round.
+	g = all(conc, []int{1, 2, 0}, 1)
+	if g[0].Concurrent < 1 || g[1].Concurrent < 2 || g[2].Concurrent != 0 || g[0].Concurrent+g[1].Concurrent != 6 {
+		t.Fatalf("demands 1,2,idle of 6 slots: %+v", g)
+	}
+	// Two slots among four busy holders: two hold one each in turn, and
+	// only they get a rate (600 each, not 300: the others cannot call).
+	seen := map[int]bool{}
+	for turn := range 4 {
+		g = all(Limits{RPM: 1200, TPM: Unlimited, Concurrent: 2}, []int{4, 4, 4, 4}, turn)
+		for i, l := range g {
+			if l.Concurrent > 0 {
+				seen[i] = true
+				if l.RPM != 600 {
+					t.Fatalf("turn %d: holder %d of a slot gets rate %v", turn, i, l.RPM)
+				}
+			} else if l.RPM != 0 {
+				t.Fatalf("turn %d: holder %d without a slot gets rate %v", turn, i, l.RPM)
+			}
+		}
+	}
+	if len(seen) != 4 {
+		t.Fatalf("in 4 turns only %v held a slot", seen)
+	}
+	// Out-of-range self: nothing.
+	if g := Allot(rpm, []int{1}, 3, 0, Limits{}); g != (Limits{}) {
+		t.Fatalf("self out of range: %+v", g)
 	}
 }
 
@@ -156,12 +230,12 @@ func TestLimiter_ManagedAdmitsOnlyWithinALiveGrant(t *testing.T) {
 	if err := acquire(t, l, time.Second); err != nil {
 		t.Fatalf("with a grant: %v", err)
 	}
-	if r := l.Report(); r.Held.RPM != 600 {
+	if r := l.Report(time.Second); r.Held.RPM != 600 {
 		t.Fatalf("report %+v", r)
 	}
 	// The grant lapses without renewal (the worker lost the leader).
 	deadline := time.Now().Add(10 * time.Second)
-	for l.Report().Held.RPM != 0 {
+	for l.Report(time.Second).Held.RPM != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("grant never lapsed")
 		}
@@ -192,10 +266,10 @@ func TestLimiter_ThrottledPausesEveryCallerAndCuts(t *testing.T) {
 	if s := l.Stats(); s.Limits.RPM != 6000*Decrease || s.Throttled != 1 {
 		t.Fatalf("after a 429: %+v", s)
 	}
-	if r := l.Report(); r.RetryAfter != 300*time.Millisecond || r.Throttled != 1 {
+	if r := l.Report(time.Second); r.RetryAfter != 300*time.Millisecond || r.Throttled != 1 {
 		t.Fatalf("report %+v", r)
 	}
-	if r := l.Report(); r.RetryAfter != 0 {
+	if r := l.Report(time.Second); r.RetryAfter != 0 {
 		t.Fatalf("retry-after not reset: %+v", r)
 	}
 }
@@ -303,14 +377,80 @@ func TestRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.SetGrant(Limits{RPM: Unlimited, TPM: Unlimited, Concurrent: 0}, 0, time.Minute)
-	if h := l.Report().Held.Concurrent; h != 1 {
+	if h := l.Report(time.Second).Held.Concurrent; h != 1 {
 		t.Fatalf("held concurrency %d with a call in flight and a grant of 0", h)
 	}
 	release(1)
-	if h := l.Report().Held.Concurrent; h != 0 {
+	if h := l.Report(time.Second).Held.Concurrent; h != 0 {
 		t.Fatalf("held concurrency %d after the call", h)
 	}
 	if n := len(r.Limiters()); n != 2 {
 		t.Fatalf("%d limiters", n)
+	}
+}
+
+// TestLimiter_ReportsDemandAndAsksWhenItChanges: a managed limiter
+// reports its callers (the most at once in a window, Idle after a quiet
+// window), and asks for a heartbeat now when a caller comes after a
+// report said Idle (the share may be with others) and when a grant
+// shrinks below what it last reported (what it gave back is the leader's
+// to hand on).
+func TestLimiter_ReportsDemandAndAsksWhenItChanges(t *testing.T) {
+	l := New("e", Spec{RequestsPerMinute: 6000, ConcurrentRequests: 4})
+	l.Manage()
+	asked := make(chan struct{}, 16)
+	l.SetNotify(func() { asked <- struct{}{} })
+	drain := func() int {
+		n := 0
+		for {
+			select {
+			case <-asked:
+				n++
+			default:
+				return n
+			}
+		}
+	}
+	const window = 20 * time.Millisecond
+	if r := l.Report(window); !r.Idle || r.Demand != 0 {
+		t.Fatalf("fresh limiter: %+v", r)
+	}
+	l.SetGrant(Limits{RPM: 6000, TPM: Unlimited, Concurrent: 4}, 0, time.Minute)
+	ctx := context.Background()
+	rel1, err := l.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(); n != 1 {
+		t.Fatalf("first caller after an idle report asked %d times, want 1", n)
+	}
+	rel2, err := l.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(); n != 0 {
+		t.Fatalf("second caller asked %d times", n)
+	}
+	rel1(1)
+	rel2(1)
+	r := l.Report(window)
+	if r.Idle || r.Demand != 2 || r.Held.Concurrent != 4 {
+		t.Fatalf("after two callers: %+v", r)
+	}
+	// A shrunk grant asks (the slots given back); a grown one does not.
+	l.SetGrant(Limits{RPM: 3000, TPM: Unlimited, Concurrent: 2}, 0, time.Minute)
+	if n := drain(); n != 1 {
+		t.Fatalf("shrunk grant asked %d times, want 1", n)
+	}
+	// Quiet for a window: idle.
+	deadline := time.Now().Add(10 * time.Second)
+	for r = l.Report(window); !r.Idle; r = l.Report(window) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never idle: %+v", r)
+		}
+		time.Sleep(window)
+	}
+	if r.Demand != 0 {
+		t.Fatalf("idle report with demand %+v", r)
 	}
 }

@@ -36,6 +36,7 @@ func EndpointKey(provider, baseURL, model string) string {
 type Registry struct {
 	mu      sync.Mutex
 	managed bool
+	notify  func()
 	m       map[string]*registered
 }
 
@@ -86,6 +87,17 @@ func (r *Registry) Manage() {
 	}
 }
 
+// SetNotify sets every limiter's notify function, present and future
+// (Limiter.SetNotify): a worker's "heartbeat now".
+func (r *Registry) SetNotify(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notify = f
+	for _, e := range r.m {
+		e.l.SetNotify(f)
+	}
+}
+
 // Limiter returns endpoint's limiter, making it for spec on first use.
 // source names the declaration for errors (an AGENT.json agent, a judge
 // config); a spec differing from the first declaration is a
@@ -102,6 +114,9 @@ func (r *Registry) Limiter(endpoint string, spec Spec, source string) (*Limiter,
 	l := New(endpoint, spec)
 	if r.managed {
 		l.Manage()
+	}
+	if r.notify != nil {
+		l.SetNotify(r.notify)
 	}
 	r.m[endpoint] = &registered{l: l, source: source}
 	return l, nil

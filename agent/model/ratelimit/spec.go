@@ -136,33 +136,7 @@ func (l Limits) Scale(f float64) Limits {
 	return out
 }
 
-// Share is worker rank's (0..n-1) grant of total among n workers: an
-// equal share (the concurrency remainder goes to the first ranks), but no
-// more than what the others do not hold yet, so the grants outstanding
-// never add up past total while shares move (a worker joining gets its
-// share as the others' shrunk grants reach them).
-func Share(total Limits, n, rank int, othersHeld Limits) Limits {
-	if n < 1 {
-		n = 1
-	}
-	share := func(t, held float64) float64 {
-		if math.IsInf(t, 1) {
-			return t
-		}
-		return max(0, min(t/float64(n), t-held))
-	}
-	out := Limits{RPM: share(total.RPM, othersHeld.RPM), TPM: share(total.TPM, othersHeld.TPM), Concurrent: total.Concurrent}
-	if total.Concurrent != UnlimitedConcurrent {
-		c := total.Concurrent / n
-		if rank < total.Concurrent%n {
-			c++
-		}
-		out.Concurrent = max(0, min(c, total.Concurrent-othersHeld.Concurrent))
-	}
-	return out
-}
-
-// Add sums two grants (for othersHeld).
+// Add sums two grants (for Allot's othersHeld).
 func (l Limits) Add(o Limits) Limits {
 	out := Limits{RPM: l.RPM + o.RPM, TPM: l.TPM + o.TPM}
 	out.Concurrent = int(min(int64(l.Concurrent)+int64(o.Concurrent), UnlimitedConcurrent))
