@@ -76,9 +76,10 @@ bench-fleet-100k: build ## A 100,000-task fleet job (4 workers): it completes, t
 	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake -workers 4 -rss-tasks 100000
 
 .PHONY: bench-ratelimit
-bench-ratelimit: build ## Fleet-wide provider rate limit: 4 adk workers sharing rate_limit.requests_per_minute 1200 against a fake answering 429 above 1200/min (achieved within 10%, <1% 429s, no failed sample)
+bench-ratelimit: build ## Fleet-wide provider rate limit: 4 adk workers sharing rate_limit.requests_per_minute 1200 against a fake answering 429 above 1200/min, all busy, then 2 idle (achieved within 10%, <1% 429s, no failed sample)
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake -ratelimit-rpm 1200 -ratelimit-workers 4 -capacity 8 -delay 50ms
+	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake -ratelimit-rpm 1200 -ratelimit-workers 4 -ratelimit-idle 2 -capacity 8 -delay 50ms
 
 .PHONY: bench-otlp
 bench-otlp: build ## OTLP/HTTP ingestion through adk serve driven by telemetrygen (installs the pinned telemetrygen into bin/)

@@ -41,6 +41,10 @@ type fleetConfig struct {
 	// declared, when rpm is set and declared ≥ 0, is what the agent
 	// declares instead (0: no rate_limit block, the control).
 	declared int
+	// idle, with rpm set, is how many of the workers (the last ones) run
+	// the same agent file under another name, which no job asks for: they
+	// share the endpoint's limit but have no calls to make (uneven demand).
+	idle int
 }
 
 // fleet is a running eval cluster of separate processes around a NATS
@@ -351,8 +355,12 @@ func (f *fleet) addWorker(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = hb.Unsubscribe() }()
+	name := "bench"
+	if len(f.workers) >= f.cfg.maxWorkers-f.cfg.idle {
+		name = "idle" // same endpoint and limit, no job asks for it
+	}
 	args := append([]string{"worker", "--id", id, "--nats", f.srv.ClientURL(),
-		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", "bench=" + filepath.Join(f.cfg.dir, "agent.json")}, f.cfg.workerArgs...)
+		"--capacity", strconv.Itoa(f.cfg.capacity), "--agent", name + "=" + filepath.Join(f.cfg.dir, "agent.json")}, f.cfg.workerArgs...)
 	p, err := startProc(f.cfg.dir, "worker", id, f.cfg.profileEnv("WORKER", id), f.cfg.adk, args...)
 	if err != nil {
 		return err

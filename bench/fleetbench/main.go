@@ -82,6 +82,7 @@ func main() {
 	rlRPM := flag.Int("ratelimit-rpm", 0, "instead of the scaling rows: the fleet rate-limit row, the agent declaring and the fake enforcing this many requests per minute")
 	rlWorkers := flag.Int("ratelimit-workers", 4, "workers of the rate-limit row")
 	flag.IntVar(&cfg.fleet.declared, "ratelimit-declared", -1, "with -ratelimit-rpm: what the agent declares instead of the fake's limit (0: no rate_limit, the control; above it: AIMD must find the limit)")
+	flag.IntVar(&cfg.fleet.idle, "ratelimit-idle", 0, "with -ratelimit-rpm: how many of the workers share the endpoint's limit but get no task (their agent has another name): uneven demand")
 	rlSeconds := flag.Float64("ratelimit-seconds", 30, "length of the rate-limit job at the limit (samples = seconds × rpm / 60)")
 	flag.DurationVar(&cfg.idle, "idle", 2*time.Second, "after the scaling rows, how long to measure each process's CPU with no job (0: skip)")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")

@@ -41,6 +41,9 @@ func (r rateRun) ok() bool {
 func runRateLimit(ctx context.Context, cfg benchConfig, workers, rpm int, seconds float64) (r rateRun, err error) {
 	cfg.fleet.rpm = rpm
 	cfg.fleet.maxWorkers = workers
+	if cfg.fleet.idle < 0 || cfg.fleet.idle >= workers {
+		return r, fmt.Errorf("-ratelimit-idle %d: want 0..%d (at least one worker runs the job)", cfg.fleet.idle, workers-1)
+	}
 	if cfg.fleet.dir == "" {
 		if cfg.fleet.dir, err = os.MkdirTemp("", "adk-fleetbench-rl-"); err != nil {
 			return r, err
@@ -91,8 +94,12 @@ func printRateRun(w io.Writer, cfg benchConfig, r rateRun) {
 	if d := cfg.fleet.declaredRPM(); d > 0 {
 		declared = fmt.Sprint(d)
 	}
-	fmt.Fprintf(w, "fleet rate limit: %d workers of capacity %d, %d coordinator(s), agent rate_limit.requests_per_minute %s, openaifake answering 429 above %d/min (burst 2 s, %v per call)\n\n",
-		r.workers, cfg.fleet.capacity, cfg.fleet.coordinators, declared, r.rpm, cfg.fleet.delay)
+	demand := "every worker runs the job"
+	if cfg.fleet.idle > 0 {
+		demand = fmt.Sprintf("%d of them idle (declaring the same endpoint and limit, no task)", cfg.fleet.idle)
+	}
+	fmt.Fprintf(w, "fleet rate limit: %d workers of capacity %d (%s), %d coordinator(s), agent rate_limit.requests_per_minute %s, openaifake answering 429 above %d/min (burst 2 s, %v per call)\n\n",
+		r.workers, cfg.fleet.capacity, demand, cfg.fleet.coordinators, declared, r.rpm, cfg.fleet.delay)
 	fmt.Fprintf(w, "| samples | wall | completions | achieved /min | of limit | 429s | 429 share | sample errors | verdict |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(w, "| %d | %.1fs | %d | %.0f | %.1f%% | %d | %.2f%% | %d | %s |\n",
