@@ -292,7 +292,7 @@ func TestConfig_RateLimit(t *testing.T) {
 		_, err = ParseConfigWith(doc("c", 60), ConfigOptions{RateLimits: reg, Source: "c.json"})
 		var ce *ratelimit.ConflictError
 		if !errors.As(err, &ce) || ce.Source != `c.json agent "c"` || ce.OtherSource != `a.json agent "a"` ||
-			!strings.Contains(err.Error(), `invalid_agent_config: model: rate_limit (requests_per_minute=60) in c.json agent "c" differs from (requests_per_minute=600) in a.json agent "a" for endpoint scripted`) {
+			!strings.Contains(err.Error(), `invalid_agent_config: model: rate_limit in c.json agent "c" differs from a.json agent "a" (requests_per_minute=60 vs requests_per_minute=600) for endpoint scripted`) {
 			t.Fatalf("a different limit for the endpoint: %v", err)
 		}
 	})

@@ -433,6 +433,13 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 		l.set, l.skip = evalengine.WithoutScenarioCases(l.set)
 		return nil
 	}
+	// Build the simulator's model once now: a configuration it cannot run
+	// with (a rate_limit differing from the agent's for one endpoint) is
+	// the run's typed error naming both files, not an untold
+	// invalid_eval_simulation_scenario on every scenario case.
+	if _, err := evalengine.NewLLMUser(evalengine.LLMUserConfig{Persona: "-", Goal: "-"}, *userSim); err != nil {
+		return engineError("", err)
+	}
 	l.adapter = &evalengine.ScenarioRouter{Script: l.adapter, Scenario: &evalengine.ScenarioAdapter{
 		Agent:   l.adapter,
 		NewUser: evalengine.GoogleScenarioUser(evalengine.LLMUserConfig{}, *userSim, maxTurns),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -191,6 +192,105 @@ func TestEvalRun_RateLimitSharedByAgentAndJudge(t *testing.T) {
 	writeFile(t, dir, "judge.json", judge(`{"requests_per_minute":60}`))
 	r = runADK(t, dir, env, "eval", "run", "--config", "agent.json", "--eval-set", "set.json", "--criteria", "criteria.json", "--judge-config", "judge.json")
 	if r.code != exitError || !strings.Contains(r.stderr, "--judge-config judge.json") || !strings.Contains(r.stderr, `--config agent.json agent "a"`) {
+		t.Fatalf("conflicting limits: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestEvalRun_RateLimitThroughUserSimulator: the LLM user simulator of
+// --user-simulator-config calls its endpoint through the process's
+// limiter registry: four conversation_scenario cases run at once, yet
+// with the simulator's rate_limit.concurrent_requests 1 never more than
+// one of its calls is in flight (without the limit, the control run,
+// they overlap), the run's stderr sums the simulator's limiter up, and an
+// agent declaring a different limit for the same endpoint is refused
+// naming both files.
+func TestEvalRun_RateLimitThroughUserSimulator(t *testing.T) {
+	const cases = 4
+	var mu sync.Mutex
+	inFlight, peak, calls := 0, 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		calls++
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		// Long enough that the cases' simulator calls overlap unless
+		// one limiter holds them to one at a time.
+		time.Sleep(60 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		msg, _ := json.Marshal(map[string]any{"done": false, "message": "And what should I wear?"})
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "u", "model": "sim", "choices": []any{map[string]any{
+			"finish_reason": "stop", "message": map[string]any{"content": string(msg)}}}})
+	}))
+	defer srv.Close()
+	reset := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		p, c := peak, calls
+		peak, calls = 0, 0
+		return p, c
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "agent.json", chattyAgent)
+	var set strings.Builder
+	set.WriteString(`{"eval_set_id":"sims","eval_cases":[`)
+	for i := range cases {
+		if i > 0 {
+			set.WriteByte(',')
+		}
+		fmt.Fprintf(&set, `{"eval_id":"s%d","conversation_scenario":{"starting_prompt":"Weather in Oslo?","conversation_plan":"Ask about the weather, then what to wear.","user_persona":"NOVICE"}}`, i)
+	}
+	set.WriteString("]}")
+	writeFile(t, dir, "sims.evalset.json", set.String())
+	// Three invocations a case: the starting prompt and two simulated.
+	writeFile(t, dir, "test_config.json", `{"criteria":{"response_match_score":0.5},"user_simulator_config":{"max_allowed_invocations":3}}`)
+	sim := func(limit string) string {
+		s := `{"provider":"openai","model":"sim","base_url":"` + srv.URL + `/v1","api_key_env":"SIM_KEY"`
+		if limit != "" {
+			s += `,"rate_limit":` + limit
+		}
+		return s + "}"
+	}
+	env := []string{"SIM_KEY=sk-sim-secret-123"}
+	run := func() execResult {
+		return runADK(t, dir, env, "eval", "run", "--config", "agent.json", "--eval-set", "sims.evalset.json",
+			"--user-simulator-config", "usersim.json", "--concurrency", "8")
+	}
+
+	// The control: no limit, the cases' simulator calls overlap.
+	writeFile(t, dir, "usersim.json", sim(""))
+	if r := run(); r.code == exitError {
+		t.Fatalf("control: exit %d stderr %q", r.code, r.stderr)
+	}
+	if p, c := reset(); c != 2*cases || p < 2 {
+		t.Fatalf("control: %d simulator calls, at most %d at once: the test cannot tell one limiter from none", c, p)
+	}
+
+	writeFile(t, dir, "usersim.json", sim(`{"requests_per_minute":6000,"concurrent_requests":1}`))
+	r := run()
+	if r.code == exitError {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	if p, c := reset(); c != 2*cases || p != 1 {
+		t.Fatalf("%d simulator calls, %d at once: want %d, one at a time", c, p, 2*cases)
+	}
+	want := fmt.Sprintf("adk: rate limit openai %s/v1 sim: granted %d, throttled 0 (429), waited ", srv.URL, 2*cases)
+	if !strings.Contains(r.stderr, want) {
+		t.Fatalf("stderr %q lacks the simulator limiter's totals %q", r.stderr, want)
+	}
+	if strings.Contains(r.stdout+r.stderr, "sk-sim-secret") {
+		t.Fatal("the simulator's key is in the output")
+	}
+
+	// The agent calling the same endpoint with another limit: refused,
+	// naming both declarations.
+	writeFile(t, dir, "agent2.json", `{"schema_version":1,"name":"a","model":{"provider":"openai","model":"sim","base_url":"`+srv.URL+
+		`/v1","max_attempts":1,"rate_limit":{"requests_per_minute":60}}}`)
+	r = runADK(t, dir, env, "eval", "run", "--config", "agent2.json", "--eval-set", "sims.evalset.json", "--user-simulator-config", "usersim.json")
+	if r.code != exitError || !strings.Contains(r.stderr, "--user-simulator-config usersim.json") || !strings.Contains(r.stderr, `--config agent2.json agent "a"`) {
 		t.Fatalf("conflicting limits: exit %d stderr %q", r.code, r.stderr)
 	}
 }

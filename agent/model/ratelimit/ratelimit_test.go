@@ -358,7 +358,7 @@ func TestRegistry(t *testing.T) {
 	_, err = r.Limiter(key, Spec{RequestsPerMinute: 30}, "judge")
 	var ce *ConflictError
 	if !errors.As(err, &ce) || ce.Source != "judge" || ce.OtherSource != "agent" ||
-		err.Error() != "rate_limit (requests_per_minute=30) in judge differs from (requests_per_minute=60 concurrent_requests=2) in agent for endpoint openai http://127.0.0.1:1/v1 m: an endpoint has one limit per process" {
+		err.Error() != "rate_limit in judge differs from agent (requests_per_minute=30 vs requests_per_minute=60 concurrent_requests=2) for endpoint openai http://127.0.0.1:1/v1 m: an endpoint has one limit per process" {
 		t.Fatalf("conflict: %v", err)
 	}
 	r.Manage()

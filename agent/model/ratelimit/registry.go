@@ -56,9 +56,11 @@ type ConflictError struct {
 	Spec, OtherSpec     Spec
 }
 
+// Error names both sources first: callers that bound an error's detail
+// (the eval engine keeps 128 bytes) still name both.
 func (e *ConflictError) Error() string {
-	return "rate_limit (" + e.Spec.String() + ") in " + e.Source + " differs from (" + e.OtherSpec.String() + ") in " +
-		e.OtherSource + " for endpoint " + e.Endpoint + ": an endpoint has one limit per process"
+	return "rate_limit in " + e.Source + " differs from " + e.OtherSource + " (" + e.Spec.String() + " vs " + e.OtherSpec.String() +
+		") for endpoint " + e.Endpoint + ": an endpoint has one limit per process"
 }
 
 // String is the spec's keys, for messages.
