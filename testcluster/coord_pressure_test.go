@@ -7,7 +7,9 @@ package testcluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,6 +278,36 @@ func TestClusterEval_ResultPersistenceFailureStopsService(t *testing.T) {
 	}
 	// Fail closed: the job is not failed (nor completed) behind the stop.
 	if j, err := cl.Status(context.Background(), scope, id); err != nil || j.Phase != evalrecord.PhaseRunning {
+		t.Fatalf("%+v %v", j, err)
+	}
+}
+
+// TestClusterEval_RecordPersistenceFailureStopsService: the records form
+// (a job's result is its task records, written as each outcome applies)
+// fails closed as the document form does. A sample the eval store cannot
+// hold (over its record quota; the set and the job fit) stops the
+// service with evaluation_result_persistence_failed when its outcome is
+// applied, and the job is neither failed nor completed behind the stop.
+func TestClusterEval_RecordPersistenceFailureStopsService(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{NATSNodes: 1, Coordinators: 1, Workers: []string{"w0"},
+		StoreLimits: evalstore.Limits{MaxRecordBytes: 8 << 10}})
+	cl := c.Client()
+	leader := c.Leader()
+	// The scripted agent echoes the input: the sample carries the input,
+	// the expected response and the echo, over the quota the set fits.
+	big := strings.Repeat("x", 3<<10)
+	set := fmt.Sprintf(`{"schema_version":2,"id":"unstorable-records","version":"1","cases":[{"id":"c0","turns":[{"id":"t","input":%q,"expected_response":%q}]}]}`, big, big)
+	id := submit(t, cl, []byte(set), evalengine.DefaultOptions(), "")
+	select {
+	case err := <-leader.Fatal():
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeResultPersistenceFailed {
+			t.Fatalf("fatal %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the service did not stop")
+	}
+	if j, err := cl.Status(context.Background(), scope, id); err != nil || j.Phase != evalrecord.PhaseRunning || j.Progress.Done != 0 {
 		t.Fatalf("%+v %v", j, err)
 	}
 }

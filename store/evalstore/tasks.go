@@ -113,7 +113,11 @@ func (tx *Tx) Finish(outs []Outcome, now int64) ([]bool, error) {
 			return nil, err
 		}
 		if err := tx.checkRecord(len(v)); err != nil {
-			return nil, err
+			// The outcome is in the log and the result is its records: a
+			// record the store cannot hold is a result it cannot persist,
+			// the contract's fail-closed stop (as a result document over
+			// the quota is), not an answer the leader would retry forever.
+			return nil, &StorageError{Err: err}
 		}
 		if err := tx.txn.Set(taskKey(o.JobID, o.Index), v); err != nil {
 			return nil, err
