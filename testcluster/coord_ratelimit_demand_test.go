@@ -127,11 +127,14 @@ func TestClusterEval_RateLimitFollowsDemand(t *testing.T) {
 	stop1()
 	// An idle worker's share goes within its first heartbeat after the
 	// demand shows (answered 0) and its next (sent at once: it reports
-	// the release), plus one already in flight when the demand showed and
-	// one of slack for the poll; a worker that just went idle first
-	// waits out a heartbeat interval (and its shrink to half a share on
-	// the way is reported at once too): two more.
-	if n0 > 4 || n1 > 6 {
+	// the release), plus one already in flight when the demand showed; a
+	// worker that just went idle first waits out a heartbeat interval
+	// (and reports its shrink to half a share on the way): 3 and 5 on a
+	// quiet machine. The bound leaves room for ticks that fall between
+	// the busy worker's re-asks and the poll on two loaded cores (5 and
+	// 4 seen at load 40 under -race); without demand the shares never
+	// move and the test times out.
+	if n0 > 8 || n1 > 10 {
 		t.Fatalf("the idle worker took %d and %d heartbeats to give its share back", n0, n1)
 	}
 	if p := peak.Load(); p > conc {

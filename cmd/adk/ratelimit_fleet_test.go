@@ -205,3 +205,146 @@ func TestClusterEval_RateLimitFleetThroughBinaries(t *testing.T) {
 		t.Fatalf("the workers granted %v calls, the fake saw %d", granted, len(calls))
 	}
 }
+
+// TestClusterEval_RateLimitLeaderKilledThroughBinaries: the fleet's rate
+// limit holds across a leader's kill -9, with the built binaries: three
+// `adk coordinator` processes and two `adk worker` processes whose agent
+// declares requests_per_minute 600 and concurrent_requests 2 for a fake
+// endpoint. The leader process is killed with SIGKILL once the job is
+// under way; the job still passes, and the endpoint never sees more than
+// 2 calls at once nor more calls in any stretch than the limit allows:
+// the new leader, which cannot know what its predecessor granted last,
+// grows no share before it does. (make chaos-procs kills leaders at
+// random without a rate limit; this is the rate-limited case.)
+func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
+	const (
+		rpm, conc = 600, 2 // 10 a second, 2 at once
+		samples   = 40
+		hold      = 150 * time.Millisecond
+	)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	inFlight, peak := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		time.Sleep(hold) // the model's latency: calls overlap unless limited
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	calls := func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), arrivals...)
+	}
+	adkBinary(t)
+	began := time.Now()
+	dir := t.TempDir()
+	agent := writeFile(t, dir, "agent.json", `{"schema_version":1,"name":"rl","model":{"provider":"openai","model":"fake","base_url":"`+srv.URL+
+		`/v1","max_attempts":1,"timeout_ms":60000,"rate_limit":{"requests_per_minute":`+strconv.Itoa(rpm)+`,"concurrent_requests":`+strconv.Itoa(conc)+`}}}`)
+	var set strings.Builder
+	set.WriteString(`{"schema_version":2,"id":"rlk","version":"1","cases":[`)
+	for i := range samples {
+		if i > 0 {
+			set.WriteByte(',')
+		}
+		fmt.Fprintf(&set, `{"id":"c%d","turns":[{"id":"t","input":"hi %d","expected_response":"ok"}]}`, i, i)
+	}
+	set.WriteString("]}")
+	writeFile(t, dir, "set.json", set.String())
+
+	url := startTestNATS(t)
+	procs := newFleet(t)
+	ids := []string{"c1", "c2", "c3"}
+	addrs := freeAddrs(t, 3)
+	var peers []string
+	for i, id := range ids {
+		peers = append(peers, id+"="+addrs[i])
+	}
+	coords := map[string]*adkProc{}
+	for i, id := range ids {
+		coords[id] = procs.start(id, "coordinator", "--id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", addrs[i],
+			"--bootstrap", "--peers", strings.Join(peers, ","), "--nats", url, "--workers", "w1,w2", "--log-level", "error")
+	}
+	for _, id := range []string{"w1", "w2"} {
+		procs.start(id, "worker", "--id", id, "--nats", url, "--capacity", "4", "--agent", "rl="+agent, "--log-level", "error")
+	}
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, 2*time.Second)
+	var leader string
+	testutil.WaitFor(t, 60*time.Second, "three voters and a leader", func() bool {
+		for id, p := range coords {
+			if p.exited() {
+				t.Fatalf("%s exited: %v\n%s", id, p.err, p.stderr.String())
+			}
+		}
+		var voters int
+		leader, voters = fleetState(cl)
+		return leader != "" && voters == 3
+	})
+	t.Logf("formed: %v", time.Since(began))
+
+	type runResult struct{ r execResult }
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runResult{runADK(t, dir, nil, "eval", "run", "--cluster", url, "--agent", "rl", "--eval-set", "set.json", "--concurrency", "16")}
+	}()
+	testutil.WaitFor(t, 60*time.Second, "the job under way", func() bool { return len(calls()) >= 8 })
+	if l, _ := fleetState(cl); l != "" {
+		leader = l
+	}
+	killedAt := time.Now()
+	coords[leader].kill(t)
+	t.Logf("killed leader %s after %d calls: %v", leader, len(calls()), time.Since(began))
+	var r execResult
+	select {
+	case rr := <-done:
+		r = rr.r
+	case <-time.After(120 * time.Second):
+		t.Fatal("the job did not end")
+	}
+	t.Logf("job done: %v", time.Since(began))
+	if r.code != exitOK {
+		t.Fatalf("exit %d stderr %q\n%.2000s", r.code, r.stderr, r.stdout)
+	}
+	at := calls()
+	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	after := 0
+	for _, c := range at {
+		if c.After(killedAt) {
+			after++
+		}
+	}
+	mu.Lock()
+	p := peak
+	mu.Unlock()
+	t.Logf("%d calls (%d after the kill), at most %d at once", len(at), after, p)
+	if len(at) != samples || after == 0 {
+		t.Fatalf("%d calls for %d samples, %d after the kill", len(at), samples, after)
+	}
+	if p > conc {
+		t.Fatalf("%d calls at once, the limit is %d: the grants outlived the leader's kill over the limit", p, conc)
+	}
+	// Every stretch within the limit's rate plus the fleet's bursts (one
+	// second of the limit together) and one call of slack.
+	perSec := float64(rpm) / 60
+	for i := range at {
+		for k := i + 1; k < len(at); k++ {
+			if n, allowed := float64(k-i+1), perSec+perSec*at[k].Sub(at[i]).Seconds(); n > allowed+1 {
+				t.Fatalf("calls %d..%d: %v in %v, over the limit (%.1f)", i, k, n, at[k].Sub(at[i]), allowed)
+			}
+		}
+	}
+}
