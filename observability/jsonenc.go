@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -179,34 +180,44 @@ func AppendSpanJSON(b []byte, s *SpanSignal) ([]byte, bool) {
 // caller that bounds the attributes' encoded size.
 func AppendAttributesJSON(b []byte, a Attributes) ([]byte, bool) { return appendJSONMap(b, a, 0) }
 
-// mapKeysPool holds the key slices appendJSONMap sorts.
+// mapKeysPool holds the key slices appendInt64Map sorts.
 var mapKeysPool = sync.Pool{New: func() any { k := make([]string, 0, 16); return &k }}
+
+// attrPair is one map entry appendJSONMap sorts: the value is taken with
+// its key in the one pass over the map, not looked up again.
+type attrPair struct {
+	k string
+	v any
+}
+
+// mapPairsPool holds the entry slices appendJSONMap sorts.
+var mapPairsPool = sync.Pool{New: func() any { p := make([]attrPair, 0, 16); return &p }}
 
 func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
-	kp := mapKeysPool.Get().(*[]string)
-	keys := (*kp)[:0]
-	for k := range m {
-		keys = append(keys, k)
+	pp := mapPairsPool.Get().(*[]attrPair)
+	pairs := (*pp)[:0]
+	for k, v := range m {
+		pairs = append(pairs, attrPair{k, v})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(pairs, func(x, y attrPair) int { return strings.Compare(x.k, y.k) })
 	b = append(b, '{')
 	ok := true
-	for i, k := range keys {
+	for i := range pairs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendHTMLString(b, k)
+		b = appendHTMLString(b, pairs[i].k)
 		b = append(b, ':')
-		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
+		if b, ok = appendJSONValue(b, pairs[i].v, depth+1); !ok {
 			break
 		}
 	}
-	clear(keys)
-	*kp = keys[:0]
-	mapKeysPool.Put(kp)
+	clear(pairs)
+	*pp = pairs[:0]
+	mapPairsPool.Put(pp)
 	return append(b, '}'), ok
 }
 
