@@ -161,16 +161,18 @@ func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, 
 	return report.StatsReport(results, opts)
 }
 
-// CodeReportNotStreamable refuses a format RenderStream cannot write case
-// by case (html, annotations, json).
+// CodeReportNotStreamable refuses json from RenderStream: a stream is its
+// own JSON form.
 const CodeReportNotStreamable = report.CodeReportNotStreamable
 
-// StreamFormats are the formats RenderStream writes case by case.
+// StreamFormats are the formats RenderStream writes from a stream.
 func StreamFormats() []string { return report.StreamFormats() }
 
 // RenderStream writes the report of a streamed (jsonl) result to w case by
-// case (markdown, junit, sarif), byte-identical to Render of the same
-// result, holding one case at a time.
+// case (markdown, junit, sarif, annotations), byte-identical to Render of
+// the same result, holding one case at a time; html is one page bounded
+// by MaxBytes, Render's when every case fits, else failed cases first
+// under a note (see the report package).
 func RenderStream(w io.Writer, f *StreamFile, format string, opts ExportOptions) error {
 	return report.RenderStream(w, f, format, opts)
 }

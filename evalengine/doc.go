@@ -157,13 +157,19 @@
 //     cases in order, holding one case and its samples at a time.
 //     markdown and junit are written case by case; SARIF is one document,
 //     but its results array is written one result at a time (capped at
-//     MaxExportFindings as for a document). The bytes equal Render's of
-//     the same result. html (a page whose table, failures and filters
-//     need every case), annotations (capped at MaxExportFindings cases)
-//     and json (the jsonl is already the full result) are not streamed:
-//     they are refused with eval_report_not_streamable, naming the formats
-//     that stream, and render only from a result that fits one document
-//     (`adk eval report` rebuilds one from a jsonl file of at most 16 MiB).
+//     MaxExportFindings as for a document); annotations is an array
+//     written an element at a time (more than MaxExportFindings cases is
+//     refused, as for a document). The bytes equal Render's of the same
+//     result. html is a page a person opens in a browser, so it stays
+//     bounded (ExportOptions.MaxBytes, 16 MiB by default): when every
+//     case fits, the page is Render's; when not, it is one page showing
+//     the failed cases first, then passed ones, each in case order, as
+//     many as fit, under a note with the counts and the command that
+//     renders every case (markdown etc.). One page was chosen over an
+//     index of linked pages: it is one file, written atomically like every
+//     report and printable on stdout, and what a reader opens it for, the
+//     failures, comes first. json is refused with
+//     eval_report_not_streamable: the jsonl is already the full result.
 //     A streamed report checks the stream's lines, its completeness, each
 //     case's sample counts and the run's case counts; unlike
 //     StreamToResult it does not recompute metric averages over the run,

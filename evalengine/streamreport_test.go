@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -91,7 +94,7 @@ func TestRenderStream_RefusesAndRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{evalengine.FormatHTML, evalengine.FormatAnnotations, evalengine.FormatJSON} {
+	for _, format := range []string{evalengine.FormatJSON, evalengine.FormatJSONL} {
 		_, err := renderStreamBytes(t, golden, format)
 		wantCode(t, err, evalengine.CodeReportNotStreamable)
 		if !strings.Contains(err.Error(), format) || !strings.Contains(err.Error(), "markdown") {
@@ -213,7 +216,8 @@ func (h *heapWatcher) Write(p []byte) (int, error) {
 // TestRenderStream_LargerThanOneDocument: a stream over 16 MiB (one
 // document's bound, so `adk eval report` refused it before) renders as
 // markdown, junit and sarif while the live heap stays far below the
-// stream's size: memory is one case plus 24 bytes a sample of index.
+// stream's size: memory is one case plus 24 bytes a sample of index
+// (html: one page, itself within the bound).
 // The samples are padded so the stream is large with few lines (the test
 // runs under -race in CI).
 func TestRenderStream_LargerThanOneDocument(t *testing.T) {
@@ -258,6 +262,71 @@ func TestRenderStream_LargerThanOneDocument(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Runs) != 1 || len(doc.Runs[0].Results) != failed {
 		t.Fatalf("sarif is not one document with %d results: %v", failed, err)
+	}
+}
+
+// TestRenderStream_HTMLPage: html of a stream over one page (MaxBytes,
+// lowered here as the 16 MiB default is in use) is one page within the
+// bound: the failed cases first, in case order, then passed ones as they
+// fit, under a note with the counts; when not even every failed case
+// fits, no passed case is shown.
+func TestRenderStream_HTMLPage(t *testing.T) {
+	const n = 200
+	path, failed := bigStream(t, n, 0)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := renderStreamBytes(t, data, evalengine.FormatHTML)
+	if err != nil || bytes.Contains(whole, []byte(`class="paged"`)) {
+		t.Fatalf("a result that fits is paged: %v", err)
+	}
+	f, err := evalengine.OpenStreamFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowRE := regexp.MustCompile(`<tr><td><a href="#case-(\d+)">case-\d+</a></td><td><span class="badge (\w+)">`)
+	for _, tc := range []struct {
+		name      string
+		max       int
+		allFailed bool
+	}{{"room for some passed", len(whole) / 2, true}, {"not every failed", len(whole) / 12, false}} {
+		var out bytes.Buffer
+		if err := evalengine.RenderStream(&out, f, evalengine.FormatHTML, evalengine.ExportOptions{MaxBytes: tc.max}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		page := out.String()
+		if len(page) > tc.max || !strings.HasSuffix(page, "</html>\n") {
+			t.Fatalf("%s: %d bytes (bound %d), ends %q", tc.name, len(page), tc.max, page[max(0, len(page)-20):])
+		}
+		rows := rowRE.FindAllStringSubmatch(page, -1)
+		details := strings.Count(page, "<details id=")
+		shownFailed, lastFailed, lastPassed := 0, -1, -1
+		for _, r := range rows {
+			i, _ := strconv.Atoi(r[1])
+			if r[2] == "passed" {
+				if i < lastPassed {
+					t.Fatalf("%s: passed cases out of order", tc.name)
+				}
+				lastPassed = i
+				continue
+			}
+			if lastPassed >= 0 || i < lastFailed {
+				t.Fatalf("%s: failed case %d after a passed one or out of order", tc.name, i)
+			}
+			lastFailed = i
+			shownFailed++
+		}
+		if details != len(rows) || len(rows) == 0 || len(rows) >= n {
+			t.Fatalf("%s: %d rows, %d details of %d cases", tc.name, len(rows), details, n)
+		}
+		if tc.allFailed != (shownFailed == failed) || (!tc.allFailed && lastPassed >= 0) {
+			t.Fatalf("%s: %d of %d failed shown, passed shown: %t", tc.name, shownFailed, failed, lastPassed >= 0)
+		}
+		note := fmt.Sprintf("This page shows %d of %d cases</strong>", len(rows), n)
+		if !strings.Contains(page, note) || !strings.Contains(page, fmt.Sprintf("(%d of %d shown)", shownFailed, failed)) || !strings.Contains(page, "adk eval report RESULT.jsonl --format markdown") {
+			t.Fatalf("%s: the note is missing or wrong (want %q)", tc.name, note)
+		}
 	}
 }
 

@@ -446,15 +446,20 @@ func annotations(r *evalcore.Result) ([]byte, error) {
 	}
 	out := []any{}
 	for _, f := range Failures(r) {
-		out = append(out, map[string]any{
-			"level":   "failure",
-			"title":   annotationTitle,
-			"message": "Case " + f.CaseID + " is " + f.Reason,
-			"case_id": f.CaseID,
-			"status":  f.Status,
-			"reason":  f.Reason,
-			"details": f.Details(),
-		})
+		out = append(out, annotation(&f))
 	}
 	return canonicalJSON(out)
+}
+
+// annotation is one failed case's element of the annotations array.
+func annotation(f *CaseFailure) map[string]any {
+	return map[string]any{
+		"level":   "failure",
+		"title":   annotationTitle,
+		"message": "Case " + f.CaseID + " is " + f.Reason,
+		"case_id": f.CaseID,
+		"status":  f.Status,
+		"reason":  f.Reason,
+		"details": f.Details(),
+	}
 }

@@ -92,6 +92,15 @@ type htmlResult struct {
 	MetricIDs []string
 	Cases     []htmlCase
 	Metadata  []htmlKV
+	// Paged is set on a page that leaves cases out (RenderStream's html
+	// of a result over one page): the template says so above the cases.
+	Paged *htmlPaged
+}
+
+// htmlPaged counts what a bounded page shows of the result's cases.
+type htmlPaged struct {
+	Total, Shown, Failed, ShownFailed, Passed, ShownPassed int
+	MaxBytes                                               int
 }
 
 type htmlKV struct{ Key, Value string }
@@ -168,6 +177,21 @@ func buildHTMLView(res *evalcore.Result, cmp *evalcore.Comparison) *htmlView {
 }
 
 func buildHTMLResult(r *evalcore.Result) *htmlResult {
+	hr := buildHTMLHead(r)
+	reasons := map[string]string{}
+	for _, f := range Failures(r) {
+		reasons[f.CaseID] = f.Reason
+	}
+	for ci := range r.Cases {
+		c := &r.Cases[ci]
+		hr.Cases = append(hr.Cases, buildHTMLCase(ci, c, hr.MetricIDs, reasons[c.CaseID]))
+	}
+	return hr
+}
+
+// buildHTMLHead is the part of the view every page shares: the summary,
+// the metric columns and the metadata (no cases).
+func buildHTMLHead(r *evalcore.Result) *htmlResult {
 	hr := &htmlResult{R: r, Status: passFail(r.Passed), Interval: wilsonText(r.PassRateInterval)}
 	for _, m := range r.Metrics {
 		hr.MetricIDs = append(hr.MetricIDs, m.MetricID)
@@ -180,35 +204,33 @@ func buildHTMLResult(r *evalcore.Result) *htmlResult {
 	for _, k := range keys {
 		hr.Metadata = append(hr.Metadata, htmlKV{k, clip(responseText(r.Metadata[k]))})
 	}
-	reasons := map[string]string{}
-	for _, f := range Failures(r) {
-		reasons[f.CaseID] = f.Reason
-	}
-	for ci := range r.Cases {
-		c := &r.Cases[ci]
-		hc := htmlCase{Anchor: "case-" + strconv.Itoa(ci), C: c}
-		byID := map[string]evalcore.MetricResult{}
-		for _, m := range c.Criteria {
-			byID[m.MetricID] = m
-		}
-		for _, id := range hr.MetricIDs {
-			m, ok := byID[id]
-			hc.Scores = append(hc.Scores, htmlScore{Present: ok, M: m})
-		}
-		hc.Summary = reasons[c.CaseID]
-		// Every sample that did not pass is drawn; of a case whose samples
-		// all passed, the first, so the report stays readable and bounded.
-		for si := range c.Samples {
-			s := &c.Samples[si]
-			if s.Passed && (!c.Passed || si > 0) {
-				hc.Omitted++
-				continue
-			}
-			hc.Samples = append(hc.Samples, buildHTMLSample(s))
-		}
-		hr.Cases = append(hr.Cases, hc)
-	}
 	return hr
+}
+
+// buildHTMLCase is case ci's row and details; reason is its failure in
+// one line ("" when it passed).
+func buildHTMLCase(ci int, c *evalcore.CaseResult, metricIDs []string, reason string) htmlCase {
+	hc := htmlCase{Anchor: "case-" + strconv.Itoa(ci), C: c}
+	byID := map[string]evalcore.MetricResult{}
+	for _, m := range c.Criteria {
+		byID[m.MetricID] = m
+	}
+	for _, id := range metricIDs {
+		m, ok := byID[id]
+		hc.Scores = append(hc.Scores, htmlScore{Present: ok, M: m})
+	}
+	hc.Summary = reason
+	// Every sample that did not pass is drawn; of a case whose samples
+	// all passed, the first, so the report stays readable and bounded.
+	for si := range c.Samples {
+		s := &c.Samples[si]
+		if s.Passed && (!c.Passed || si > 0) {
+			hc.Omitted++
+			continue
+		}
+		hc.Samples = append(hc.Samples, buildHTMLSample(s))
+	}
+	return hc
 }
 
 func buildHTMLSample(s *evalcore.SampleResult) htmlSample {
