@@ -673,6 +673,12 @@ func NewStreamWriter(w io.Writer, header *StreamHeader, already int64, maxBytes 
 	return evalcore.NewStreamWriter(w, header, already, maxBytes)
 }
 
+// ResultFixedBytes is what the report budget charges a result of nCases
+// cases and nMetrics metrics before any sample: a run whose
+// Options.MaxReportBytes is below it cannot be one document, so its
+// caller streams it from the start (RunConfig.DropSamples).
+func ResultFixedBytes(nCases, nMetrics int) int { return evalcore.ResultFixedBytes(nCases, nMetrics) }
+
 // StreamSample is one decoded sample line.
 type StreamSample = evalcore.StreamSample
 

@@ -82,6 +82,7 @@ atomically to OUT, or to stdout with -.`,
 
 func newEvalReportCmd() *cobra.Command {
 	var format, output, suite, apiURL string
+	maxBytes := evalengine.MaxExportBytes
 	var cf clusterFlags
 	cmd := &cobra.Command{
 		Use:   "report (RESULT.json | JOB_ID [--nats URL] | JOB_ID --url API_URL)",
@@ -90,14 +91,17 @@ func newEvalReportCmd() *cobra.Command {
 comparison in another format. The document is re-validated strictly first.
 JUnit, SARIF and annotations need a result, not a comparison.
 
-A JSON Lines result (adk eval run --format jsonl) of any size renders as
-markdown, junit or sarif case by case, in bounded memory; html,
-annotations and json need it to fit one 16 MiB document.
+A JSON Lines result (adk eval run --format jsonl) of any size renders in
+bounded memory: markdown, junit, sarif and annotations case by case; html
+as one page of at most --max-report-bytes (16 MiB), all of it when it
+fits, else the failed cases first under a note saying how many it shows.
+json of a jsonl result over one document is the jsonl itself (stderr
+says so).
 
 With --nats (or $ADK_CLUSTER set and no such file) the argument is a job id
 and the cluster's stored result is rendered: markdown, junit and sarif of
-any size from the job's jsonl stream, the other formats from its document
-(up to 16 MiB). With --url the job's report
+any size from the job's jsonl stream, the other formats from its document,
+or from the stream when the document is over 16 MiB. With --url the job's report
 is fetched from the developer HTTP API instead (bearer token from
 $ADK_DEV_TOKEN): the same bytes.`,
 		Args: exactArgs(1),
@@ -111,19 +115,26 @@ $ADK_DEV_TOKEN): the same bytes.`,
 				}
 				return reportOverHTTP(cmd, apiURL, cf.scope, cmd.Flags().Changed("scope"), args[0], format, output, suite)
 			}
+			if err := checkReportBytes(maxBytes); err != nil {
+				return err
+			}
 			var v any
 			if cf.changed(cmd.Flags()) || (cf.url != "" && !fileExists(args[0])) {
-				if slices.Contains(evalengine.StreamFormats(), format) {
+				if slices.Contains(caseByCaseFormats, format) {
 					// Any size: the job's stream, rendered case by case.
-					return reportClusterStream(cmd, &cf, args[0], format, output, suite)
+					return reportClusterStream(cmd, &cf, args[0], format, output, suite, maxBytes)
 				}
 				r, err := clusterResult(cmd.Context(), &cf, args[0])
+				if cliCode(err) == evalengine.CodeReportTooLarge {
+					// Over one document: from the job's stream.
+					return reportClusterStream(cmd, &cf, args[0], format, output, suite, maxBytes)
+				}
 				if err != nil {
 					return err
 				}
 				v = r
 			} else if isStreamFile(args[0]) {
-				return reportStream(cmd, args[0], format, output, suite)
+				return reportStream(cmd, args[0], format, output, suite, maxBytes)
 			} else {
 				data, err := readCapped("result", args[0], maxSetFileBytes)
 				if err != nil {
@@ -133,7 +144,17 @@ $ADK_DEV_TOKEN): the same bytes.`,
 					return err
 				}
 			}
-			rendered, err := evalengine.Render(v, format, evalengine.ExportOptions{SuiteName: suite})
+			eo := evalengine.ExportOptions{SuiteName: suite, MaxBytes: maxBytes}
+			rendered, err := evalengine.Render(v, format, eo)
+			if r, ok := v.(*evalengine.Result); ok && format != evalengine.FormatJSON && evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded {
+				// The result fits one document but this report of it does
+				// not: case by case (html: one page).
+				if err := renderOverBound(cmd, output, r, format, eo, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "adk: the %s report is over one %d-byte document: it was rendered case by case%s\n", format, maxBytes, htmlPageNote(format))
+				return nil
+			}
 			if err != nil {
 				return engineError(codeReportRenderFailed, err)
 			}
@@ -141,6 +162,8 @@ $ADK_DEV_TOKEN): the same bytes.`,
 		},
 	}
 	registerReportFlags(cmd, &format, &output, &suite, evalengine.FormatMarkdown)
+	cmd.Flags().Var(&posIntValue{dst: &maxBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes",
+		"one document's bound in bytes (default and maximum 16 MiB): a jsonl result over it renders case by case, html as one page of at most this")
 	cf.register(cmd)
 	cmd.Flags().StringVar(&apiURL, "url", "", "fetch JOB_ID's report from this developer HTTP API, e.g. http://127.0.0.1:8080 (token from $"+envDevToken+")")
 	return cmd

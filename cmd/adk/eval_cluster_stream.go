@@ -84,7 +84,7 @@ func streamClusterResult(ctx context.Context, cmd *cobra.Command, cl *client.Cli
 // sarif through the streaming renderer: the stream is fetched page by
 // page into a temporary file, which `adk eval report FILE` then renders
 // case by case, so no size is too large.
-func reportClusterStream(cmd *cobra.Command, cf *clusterFlags, jobID, format, output, suite string) error {
+func reportClusterStream(cmd *cobra.Command, cf *clusterFlags, jobID, format, output, suite string, maxBytes int) error {
 	cl, done, err := cf.client()
 	if err != nil {
 		return err
@@ -106,5 +106,5 @@ func reportClusterStream(cmd *cobra.Command, cf *clusterFlags, jobID, format, ou
 		}
 		return writeFailed(err)
 	}
-	return reportStream(cmd, f.Name(), format, output, suite)
+	return reportStream(cmd, f.Name(), format, output, suite, maxBytes)
 }

@@ -266,6 +266,13 @@ func (j *evalJournal) record(ci int, s *evalengine.SampleResult) {
 	}
 }
 
+// hasFailed says whether a sample could not be journaled.
+func (j *evalJournal) hasFailed() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failed
+}
+
 // close writes out and closes the journal, keeping the file.
 func (j *evalJournal) close() {
 	if j == nil || j.f == nil {

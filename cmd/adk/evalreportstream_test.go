@@ -10,9 +10,9 @@ import (
 
 // TestEvalReport_StreamedJSONL: `adk eval report` renders a jsonl result
 // to the golden bytes of the document renderer (case by case for
-// markdown, junit and sarif, whole for html), and from a stream over
-// 16 MiB refuses html naming the formats that stream. The large file is
-// sparse: the refusal is decided by size before anything is read.
+// markdown, junit and sarif, whole for html), and a damaged stream over
+// 16 MiB is refused in every format, leaving no output. The large file
+// is sparse.
 func TestEvalReport_StreamedJSONL(t *testing.T) {
 	golden := filepath.Join(repoRoot(t), "evalengine", "testdata", "golden")
 	dir := t.TempDir()
@@ -42,22 +42,21 @@ func TestEvalReport_StreamedJSONL(t *testing.T) {
 	if err := os.Truncate(big, 17<<20); err != nil {
 		t.Fatal(err)
 	}
-	r := runADK(t, dir, nil, "eval", "report", big, "--format", "html", "--output", filepath.Join(dir, "big.html"))
-	if r.code == exitOK || !strings.Contains(r.stderr, "eval_report_not_streamable") || !strings.Contains(r.stderr, "markdown, junit, sarif") {
-		t.Fatalf("html of a stream over 16 MiB: exit %d, stderr %q", r.code, r.stderr)
-	}
-	r = runADK(t, dir, nil, "eval", "report", big, "--format", "markdown", "--output", filepath.Join(dir, "big.md"))
-	if r.code == exitOK || !strings.Contains(r.stderr, "invalid_eval_stream") {
-		t.Fatalf("a damaged stream: exit %d, stderr %q", r.code, r.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "big.md")); !os.IsNotExist(err) {
-		t.Fatalf("a failed report left its output behind: %v", err)
+	for _, format := range []string{"html", "markdown", "json"} {
+		out := filepath.Join(dir, "big."+format)
+		r := runADK(t, dir, nil, "eval", "report", big, "--format", format, "--output", out)
+		if r.code == exitOK || !strings.Contains(r.stderr, "invalid_eval_stream") {
+			t.Fatalf("%s of a damaged stream: exit %d, stderr %q", format, r.code, r.stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%s: a failed report left its output behind: %v", format, err)
+		}
 	}
 }
 
 // TestEvalRun_JSONLThenReport: a run's jsonl report renders as the same
-// markdown the run prints itself, and a run over its report budget says
-// how to get past it.
+// markdown the run prints itself, also when the run is over its report
+// budget.
 func TestEvalRun_JSONLThenReport(t *testing.T) {
 	dir := fixture(t)
 	base := []string{"eval", "run", "--config", "bad.json", "--eval-set", "set.json", "--criteria", "criteria.json", "--samples", "2"}
@@ -72,8 +71,9 @@ func TestEvalRun_JSONLThenReport(t *testing.T) {
 	if got, want := traces.ReplaceAllString(r.stdout, ""), traces.ReplaceAllString(md.stdout, ""); r.code != exitOK || got != want || !strings.Contains(want, "## Failures") {
 		t.Fatalf("report of the jsonl: exit %d, stderr %q\n%s\nwant\n%s", r.code, r.stderr, got, want)
 	}
+	// Over its report budget the run streams (evalspill_test.go).
 	r = runADK(t, dir, nil, append(base, "--format", "markdown", "--max-report-bytes", "1")...)
-	if !strings.Contains(r.stderr, "eval_report_budget_exceeded") || !strings.Contains(r.stderr, "--format jsonl --output FILE") {
+	if got, want := traces.ReplaceAllString(r.stdout, ""), traces.ReplaceAllString(md.stdout, ""); r.code != exitFailed || got != want || !strings.Contains(r.stderr, "over one 1-byte document") {
 		t.Fatalf("over budget: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

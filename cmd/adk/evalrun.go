@@ -303,7 +303,11 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if l != nil && l.stream != nil {
 		return l.stream.finish(reportWriter(cmd, f.output), f.output, result)
 	}
-	err = f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
+	if l != nil && l.spill != nil && l.spill.active {
+		err = l.spill.report(cmd, f, result, opts, r.secrets())
+	} else {
+		err = f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
+	}
 	if l != nil {
 		var ec *exitCodeError
 		l.journal.finish(cmd.ErrOrStderr(), err == nil || errors.As(err, &ec), l.cut)
@@ -322,7 +326,8 @@ type localRunner struct {
 	cache   *respcache.Cache
 	journal *evalJournal
 	stream  *evalStream
-	cut     int // samples --timeout cut off, not journaled
+	spill   *evalSpill // a result over one document (evalspill.go)
+	cut     int        // samples --timeout cut off, not journaled
 	// limits are the run's provider rate limiters (agent, judge, user
 	// simulator), summed up on stderr at the end.
 	limits *evalengine.RateLimiters
@@ -505,7 +510,29 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 		rc.Progress = p.update
 		p.begin(total)
 	}
-	result, err := evalengine.Run(ctx, l.set, rc)
+	// A run in another format may pass one document's bound: it then
+	// goes on streaming (evalspill.go).
+	if l.stream == nil && f.baseline == "" {
+		l.spill = &evalSpill{}
+		rc.OnSample = l.spill.onSample(rc.OnSample)
+	}
+	began := time.Now()
+	var result *evalengine.Result
+	// A set whose cases alone pass the bound streams from the start.
+	streamNow := l.spill != nil && evalengine.ResultFixedBytes(len(l.set.Cases), len(l.metrics)) > opts.MaxReportBytes
+	if !streamNow {
+		result, err = evalengine.Run(ctx, l.set, rc)
+	}
+	if l.spill != nil && (streamNow || overBudget(err)) {
+		var rc2 evalengine.RunConfig
+		rc2, err = l.spill.start(rc, journal, l.set, opts.Samples, f.digests, l.creds, time.Since(began))
+		if err == nil {
+			result, err = evalengine.Run(ctx, l.set, rc2)
+		}
+		if err != nil {
+			l.spill.discard()
+		}
+	}
 	if p != nil {
 		p.end() // before the partial report below
 	}
@@ -635,6 +662,18 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.R
 		data, err = evalengine.RenderHTML(result, cmp, exportOpts)
 	} else {
 		data, err = evalengine.Render(report, f.format, exportOpts)
+	}
+	if evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded && baseline == nil && f.format != evalengine.FormatJSON {
+		// The result fits one document but this report of it does not:
+		// rendered case by case from its stream form (html: one page).
+		if err := renderOverBound(cmd, f.output, result, f.format, exportOpts, secrets); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "adk: the %s report is over one %d-byte document: it was rendered case by case%s\n", f.format, opts.MaxReportBytes, htmlPageNote(f.format))
+		if !passed {
+			return &exitCodeError{Code: exitFailed}
+		}
+		return nil
 	}
 	if err != nil {
 		return engineError(codeReportRenderFailed, err)

@@ -402,7 +402,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	// with an over-estimate of each sample's encoding (doc.go, decision
 	// 10). Dropping samples, the caller streams them: no single document,
 	// no budget.
-	budget := e.opts.MaxReportBytes - (4096 + 1024*nCases + 512*len(e.metrics))
+	budget := e.opts.MaxReportBytes - ResultFixedBytes(nCases, len(e.metrics))
 	var (
 		mu             sync.Mutex
 		done, passed   int
@@ -576,6 +576,14 @@ func growWorkerStack() {
 	i := stackSink.Load() % workerStackFrame
 	frame[i]++
 	stackSink.Store(uint32(frame[i]) - 1)
+}
+
+// ResultFixedBytes is what the report budget charges a result of nCases
+// cases and nMetrics metrics before any sample: a run whose options'
+// MaxReportBytes is below it cannot keep its samples in one document, so
+// its caller streams them from the start (RunConfig.DropSamples).
+func ResultFixedBytes(nCases, nMetrics int) int {
+	return 4096 + 1024*nCases + 512*nMetrics
 }
 
 // resultSize is the size of r's canonical JSON encoding (the document
