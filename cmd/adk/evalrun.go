@@ -141,7 +141,7 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	o := &f.opts
 	fl.Var(&posIntValue{dst: &o.Concurrency, name: "concurrency", valid: "1..256"}, "concurrency", "samples in flight, 1..256")
 	fl.Var(&posIntValue{dst: &o.SampleConcurrency, name: "sample-concurrency", valid: "1..256"}, "sample-concurrency", "samples of one case in flight, 1..256 (default --concurrency)")
-	fl.Var(&posIntValue{dst: &o.MaxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.Var(&posIntValue{dst: &o.MaxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "one document's bound in bytes (default and maximum 16 MiB); a result over it streams and its report is rendered from the stream")
 	fl.StringVar(&f.traceTo, "trace-to", "", "also publish this run's traces into the cluster at this NATS URL, under --scope (read them with adk trace query)")
 	fl.DurationVar(&f.traceDrain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for traces to reach ADK_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* (1ms..5m)")
 	fl.StringVar(&f.resume, "resume", "", resumeUsage)
@@ -545,10 +545,10 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 		ce := engineError(codeEvaluationFailed, err)
 		switch evalengine.ErrorCode(err) {
 		case evalengine.CodeReportBudgetExceeded, evalengine.CodeReportTooLarge:
-			// The way past one document's bound is the stream, rendered
-			// case by case afterwards.
+			// Only a run with --baseline gets here (any other streams past
+			// the bound, evalspill.go): the comparison needs one document.
 			if c, ok := ce.(*cliError); ok && c.Detail == "" {
-				c.Detail = "the result is over one document: run with --format jsonl --output FILE, then adk eval report FILE --format markdown|junit|sarif"
+				c.Detail = "the result is over one document, which --baseline compares: run without it, or with --format jsonl --output FILE, then adk eval report FILE"
 			}
 		}
 		return nil, ce
