@@ -266,6 +266,12 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	if err := r.prepare(f, opts); err != nil {
 		return err
 	}
+	if l, ok := r.(*localRunner); ok && f.format == evalengine.FormatAnnotations && len(l.set.Cases) > evalengine.MaxExportFindings {
+		// Annotations are capped by contract: refused before any model
+		// call rather than after the run.
+		return &cliError{Code: codeReportRenderFailed, Reason: evalengine.CodeAnnotationLimitExceeded,
+			Detail: fmt.Sprintf("annotations hold at most %d cases, the set has %d: use --format sarif or junit", evalengine.MaxExportFindings, len(l.set.Cases))}
+	}
 	baseline, err := f.loadBaseline(&cmpOpts)
 	if err != nil {
 		return err
