@@ -119,8 +119,9 @@ func TestClusterEval_RateLimitFleetThroughBinaries(t *testing.T) {
 
 	url := startTestNATS(t)
 	procs := newFleet(t)
+	coordMetrics := freeAddrs(t, 1)[0]
 	procs.start("c1", "coordinator", "--id", "c1", "--data-dir", filepath.Join(dir, "c1"), "--raft-addr", "127.0.0.1:0",
-		"--nats", url, "--bootstrap", "--workers", "w1,w2", "--log-level", "error")
+		"--nats", url, "--bootstrap", "--workers", "w1,w2", "--metrics-addr", coordMetrics, "--log-level", "error")
 	metrics := freeAddrs(t, 2)
 	workers := map[string]*adkProc{}
 	for i, id := range []string{"w1", "w2"} {
@@ -204,6 +205,17 @@ func TestClusterEval_RateLimitFleetThroughBinaries(t *testing.T) {
 	if int(granted) != len(calls) {
 		t.Fatalf("the workers granted %v calls, the fake saw %d", granted, len(calls))
 	}
+	// The coordinator's view of the limit (README: fleet series): both
+	// workers share it; with the job done neither has calls, and the
+	// demand series say so within a heartbeat interval or two.
+	if n, ok := promSum(coordMetrics, "adk_ratelimit_fleet_workers"); !ok || n != 2 {
+		t.Fatalf("adk_ratelimit_fleet_workers %v (present %v), want 2", n, ok)
+	}
+	testutil.WaitFor(t, 30*time.Second, "the fleet's demand series back at 0", func() bool {
+		a, okA := promSum(coordMetrics, "adk_ratelimit_fleet_active_workers")
+		w, okW := promSum(coordMetrics, "adk_ratelimit_fleet_waiting")
+		return okA && okW && a == 0 && w == 0
+	})
 }
 
 // TestClusterEval_RateLimitLeaderKilledThroughBinaries: the fleet's rate
