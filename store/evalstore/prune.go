@@ -56,7 +56,7 @@ func (tx *Tx) Prune(scope string, o evalrecord.PruneOptions) (*evalrecord.PruneR
 				it.Close()
 				res.HasMore = true
 				res.NextCursor = hex.EncodeToString(append([]byte{stage}, keys[len(keys)-1][len(prefix):]...))
-				return res, tx.pruneApply(scope, stage, keys, vals, o.Before, res)
+				return res, tx.pruneApplyBounded(scope, stage, keys, vals, o.Before, res)
 			}
 			v, err := it.Item().ValueCopy(nil)
 			if err != nil {
@@ -67,65 +67,104 @@ func (tx *Tx) Prune(scope string, o evalrecord.PruneOptions) (*evalrecord.PruneR
 			res.Scanned++
 		}
 		it.Close()
-		if err := tx.pruneApply(scope, stage, keys, vals, o.Before, res); err != nil {
+		if err := tx.pruneApplyBounded(scope, stage, keys, vals, o.Before, res); err != nil {
 			return nil, err
+		}
+		if res.HasMore {
+			return res, nil
 		}
 	}
 	return res, nil
 }
 
-func (tx *Tx) pruneApply(scope string, stage byte, keys, vals [][]byte, before int64, res *evalrecord.PruneResult) error {
+// maxPruneTaskDeletes bounds the task keys (tasks and their records) one
+// prune call deletes: a Badger transaction holds at most
+// MaxBatchCount entries (15% of a memtable over ~96 B a node: ~26,000 at
+// the eval store's 16 MiB), and a 100,000-task job has 200,000 such keys.
+// A job with more is deleted over several calls (the cursor comes back to
+// it); its job record goes last, so it stays listed until its tasks are
+// gone (its result no longer reads whole in between: it is being deleted).
+const maxPruneTaskDeletes = 8192
+
+// errPruneBudget stops a prune call whose task-delete budget is spent.
+var errPruneBudget = errors.New("prune budget spent")
+
+// pruneApplyBounded is pruneApply stopped early when the task-delete
+// budget is spent: the call answers HasMore with a cursor that scans the
+// unfinished job again (its key less its last byte: before it, after every
+// key already passed but the ones sharing that prefix, which are looked at
+// again harmlessly).
+func (tx *Tx) pruneApplyBounded(scope string, stage byte, keys, vals [][]byte, before int64, res *evalrecord.PruneResult) error {
+	budget := maxPruneTaskDeletes
+	tx.pruneBudget = &budget
+	defer func() { tx.pruneBudget = nil }()
+	i, err := tx.pruneApply(scope, stage, keys, vals, before, res)
+	if !errors.Is(err, errPruneBudget) {
+		return err
+	}
+	k := keys[i]
+	res.HasMore = true
+	res.NextCursor = hex.EncodeToString(append([]byte{stage}, k[len(scoped(pJob, scope)):len(k)-1]...))
+	return nil
+}
+
+// pruneApply deletes what keys hold and returns the index it stopped at
+// with its error (errPruneBudget: the task-delete budget is spent).
+func (tx *Tx) pruneApply(scope string, stage byte, keys, vals [][]byte, before int64, res *evalrecord.PruneResult) (int, error) {
 	for i, k := range keys {
 		switch stage {
 		case 0:
 			var b evalrecord.Baseline
 			if err := msgpack.Unmarshal(vals[i], &b); err != nil {
-				return err
+				return i, err
 			}
 			if b.UpdatedAt >= before {
 				continue
 			}
 			if err := tx.baselineRef(scope, b.JobID, -1); err != nil {
-				return err
+				return i, err
 			}
 			if err := tx.del(scope, k, int64(len(k)+len(vals[i])), "baselines"); err != nil {
-				return err
+				return i, err
 			}
 			res.BaselinesDeleted++
 			res.BytesReclaimed += int64(len(k) + len(vals[i]))
 		case 1:
 			j, err := tx.GetJob(scope, string(k[len(scoped(pJob, scope)):]))
 			if err != nil {
-				return err
+				return i, err
 			}
 			if !j.Phase.Terminal() || j.FinishedAt >= before || j.BaselineRefs > 0 {
 				continue
 			}
 			if err := tx.deleteJob(j); err != nil {
-				return err
+				return i, err
 			}
 			res.JobsDeleted++
 			res.BytesReclaimed += j.Bytes
 		case 2:
 			var s evalrecord.SetRecord
 			if err := msgpack.Unmarshal(vals[i], &s); err != nil {
-				return err
+				return i, err
 			}
 			if s.CreatedAt >= before {
 				continue
 			}
 			refs, err := tx.hasPrefix(setRefPrefix(scope, s.ID, s.Version))
-			if err != nil || refs {
-				return err
+			if err != nil {
+				return i, err
+			}
+			if refs {
+				continue
 			}
 			if err := tx.del(scope, k, int64(len(k)+len(vals[i])), "sets"); err != nil {
-				return err
+				return i, err
 			}
 			res.SetRevisionsDeleted++
 			res.BytesReclaimed += int64(len(k) + len(vals[i]))
 		}
 	}
-	return nil
+	return len(keys), nil
 }
 
 func (tx *Tx) del(scope string, k []byte, bytes int64, counter string) error {
@@ -139,19 +178,30 @@ func (tx *Tx) del(scope string, k []byte, bytes int64, counter string) error {
 }
 
 func (tx *Tx) deleteJob(j *evalrecord.Job) error {
-	for _, k := range [][]byte{jobIndexKey(j.JobID), resultKey(j.JobID),
-		append(setRefPrefix(j.Scope, j.EvalSetID, j.EvalSetVersion), j.JobID...)} {
+	// Tasks (and their records) first: a job too big for one call keeps
+	// its other keys, so it stays whole to readers until its last call.
+	var tasks [][]byte
+	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: taskPrefix(j.JobID)})
+	for it.Rewind(); it.Valid(); it.Next() {
+		if tx.pruneBudget != nil && len(tasks) == *tx.pruneBudget {
+			break
+		}
+		tasks = append(tasks, it.Item().KeyCopy(nil))
+	}
+	more := it.Valid()
+	it.Close()
+	for _, k := range tasks {
 		if err := tx.txn.Delete(k); err != nil {
 			return err
 		}
 	}
-	var tasks [][]byte
-	it := tx.txn.NewIterator(badger.IteratorOptions{Prefix: taskPrefix(j.JobID)})
-	for it.Rewind(); it.Valid(); it.Next() {
-		tasks = append(tasks, it.Item().KeyCopy(nil))
+	if tx.pruneBudget != nil {
+		if *tx.pruneBudget -= len(tasks); more {
+			return errPruneBudget
+		}
 	}
-	it.Close()
-	for _, k := range tasks {
+	for _, k := range [][]byte{jobIndexKey(j.JobID), resultKey(j.JobID),
+		append(setRefPrefix(j.Scope, j.EvalSetID, j.EvalSetVersion), j.JobID...)} {
 		if err := tx.txn.Delete(k); err != nil {
 			return err
 		}

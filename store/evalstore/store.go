@@ -84,12 +84,27 @@ type Options struct {
 	Dir string
 	// Limits are the quotas; zero fields take the defaults.
 	Limits Limits
-	// MemTableSize bounds one Badger memtable (default 64 MiB; a command's
-	// writes must stay under 15% of it).
+	// MemTableSize bounds one Badger memtable (default
+	// DefaultMemTableSize; a command's writes must stay under 15% of it).
+	// Every node of a cluster must use the same size: a transaction too
+	// big for it is refused, and that must be the same on every node.
 	MemTableSize int64
 	// Logger receives Badger warnings and errors (default: discarded).
 	Logger *slog.Logger
 }
+
+// DefaultMemTableSize is the eval store's Badger memtable size. Badger
+// keeps the mutable memtable and up to NumMemtables (2) full ones waiting
+// to be flushed, each an arena of the size plus 30% (the batch bounds),
+// and a flush builds its table in memory: at 64 MiB that was ~83 MiB per
+// arena and ~310 MiB of live heap (~600 MiB in use before a collection) on
+// every coordinator once a job had written a few memtables (a 100,000-task
+// job), against ~95 MiB live below one. At 16 MiB it is ~21 MiB per arena,
+// ~80 MiB at most. The cost: more, smaller flushes (a 100,000-task job
+// writes ~150 MiB), and a transaction may hold 2.4 MiB and ~26,000
+// entries (finish entries are bounded in bytes, and prune deletes a big
+// job's tasks over several calls, for that).
+const DefaultMemTableSize = 16 << 20
 
 // Store is the eval store. Reads may run concurrently with Update; Update
 // calls are serialised (the FSM applies one entry at a time anyway).
@@ -109,7 +124,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	mem := opts.MemTableSize
 	if mem <= 0 {
-		mem = 64 << 20
+		mem = DefaultMemTableSize
 	}
 	bo = bo.WithMemTableSize(mem).
 		WithNumMemtables(2).
@@ -385,6 +400,9 @@ func (s *Store) Restore(r io.Reader) error {
 type Tx struct {
 	txn *badger.Txn
 	lim Limits
+	// pruneBudget, set during one Prune, is how many task keys it may
+	// still delete (maxPruneTaskDeletes).
+	pruneBudget *int
 }
 
 type badgerLogger struct{ l *slog.Logger }
