@@ -386,10 +386,31 @@ func (n *Node) purgeWorker(ctx context.Context, w string) {
 	}
 }
 
+// maxFinishSampleBytes bounds the sample bytes of one finish entry (one
+// sample larger than this goes alone): every outcome's sample under the
+// store's 64 KiB value threshold is written into the Badger memtable, and
+// one transaction may hold 15% of a memtable (2.4 MiB at the eval store's
+// 16 MiB): 512 outcomes of 5 KiB samples would not fit, and the entry
+// would be refused on every node. It also keeps entries (and what each
+// follower receives at once) near 1 MiB.
+const maxFinishSampleBytes = 1 << 20
+
+// finishChunk is how many of outs the next finish entry carries: at most
+// max, and no more than maxFinishSampleBytes of samples unless one alone.
+func finishChunk(outs []evalstore.Outcome, max int) int {
+	k, bytes := 0, 0
+	for k < min(len(outs), max) && (k == 0 || bytes+len(outs[k].Sample) <= maxFinishSampleBytes) {
+		bytes += len(outs[k].Sample)
+		k++
+	}
+	return k
+}
+
+// finishOutcomes proposes outs in finish entries of at most
+// MaxTasksPerCommand outcomes and maxFinishSampleBytes of samples.
 func (n *Node) finishOutcomes(ctx context.Context, outs []evalstore.Outcome, now time.Time) error {
-	max := n.cfg.Limits.MaxTasksPerCommand
 	for len(outs) > 0 {
-		k := min(len(outs), max)
+		k := finishChunk(outs, n.cfg.Limits.MaxTasksPerCommand)
 		res, err := n.propose(ctx, cmdFinish, &finishCmd{Outs: outs[:k], Now: now.UnixMilli()})
 		if err != nil {
 			return err

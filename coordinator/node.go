@@ -153,7 +153,8 @@ type Config struct {
 	Limits      Limits
 	StoreLimits evalstore.Limits
 	Timing      Timing
-	// MemTableSize for Badger (default 64 MiB).
+	// MemTableSize for Badger (default evalstore.DefaultMemTableSize);
+	// the same on every node.
 	MemTableSize int64
 	Logger       *slog.Logger
 	// TrailingLogs is how many Raft entries a snapshot leaves in the log
