@@ -98,6 +98,17 @@ func Canonicalize(data []byte) ([]byte, error) {
 	return Marshal(v)
 }
 
+// CanonicalizeOwn is Canonicalize under jsonlimit.OwnDocumentLimits: for
+// documents adk itself encoded from validated data (an eval set of up to
+// 100,000 cases has far more nodes and list items than the defaults).
+func CanonicalizeOwn(data []byte) ([]byte, error) {
+	v, err := jsonlimit.Decode(data, jsonlimit.OwnDocumentLimits())
+	if err != nil {
+		return nil, err
+	}
+	return Marshal(v)
+}
+
 // Digest returns the lowercase hex SHA-256 of Marshal(v).
 func Digest(v any) (string, error) {
 	b, err := Marshal(v)

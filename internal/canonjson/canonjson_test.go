@@ -324,3 +324,22 @@ func TestMarshal_DeepButFinite(t *testing.T) {
 	}
 	wantCode(t, func() error { _, err := Marshal([]any{v}); return err }(), CodeTooDeep)
 }
+
+// TestCanonicalizeOwn_TakesLargeOwnDocuments: an eval set of tens of
+// thousands of cases has more nodes than the default limits allow;
+// CanonicalizeOwn reads it under the own-document limits, to the same
+// bytes Canonicalize writes for a small one.
+func TestCanonicalizeOwn_TakesLargeOwnDocuments(t *testing.T) {
+	big := []byte(`[` + strings.Repeat(`{"b":1,"a":2},`, 50_000) + `{"b":1,"a":2}]`)
+	if _, err := Canonicalize(big); err == nil {
+		t.Fatal("Canonicalize took 150,000 nodes")
+	}
+	got, err := CanonicalizeOwn(big)
+	if err != nil || !strings.HasPrefix(string(got), `[{"a":2,"b":1},{"a":2,"b":1}`) {
+		t.Fatalf("%.40s %v", got, err)
+	}
+	small, _ := Canonicalize([]byte(`{"b":1,"a":2}`))
+	if own, err := CanonicalizeOwn([]byte(`{"b":1,"a":2}`)); err != nil || string(own) != string(small) {
+		t.Fatalf("%s %v", own, err)
+	}
+}
