@@ -33,6 +33,25 @@ const (
 	CodeServiceRestarted        = "evaluation_service_restarted"
 	CodeInvalidStoreRecord      = "invalid_eval_store_record"
 	CodeEvalStoreRecoveryFailed = "eval_store_recovery_failed"
+	// A set upload's part does not fit its upload (count, size, digest,
+	// bytes) or an upload a submit names is incomplete, expired or not
+	// the bytes its digest names; the detail names the field.
+	CodeInvalidSetUpload = "invalid_eval_set_upload"
+	// The set uploads in progress hold MaxUploadBytes already.
+	CodeUploadCapacity = "eval_set_upload_capacity_reached"
+)
+
+// Bounds of a set upload (a set too large for one submit, sent in parts;
+// coordinator/DESIGN.md "Sets too large for one message").
+const (
+	// MaxSetPartBytes bounds one part: with the request envelope it fits
+	// the NATS server's default 1 MiB max_payload.
+	MaxSetPartBytes = 512 << 10
+	// MaxSetUploadBytes bounds an uploaded set: the eval set file bound.
+	MaxSetUploadBytes = 16 << 20
+	// MaxSetParts bounds the parts of an upload (32 MiB of parts at most,
+	// the set bound twice over, so a client may use smaller parts).
+	MaxSetParts = 64
 )
 
 // Error is a store error with a stable Code and an optional bounded

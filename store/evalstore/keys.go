@@ -23,6 +23,8 @@ const (
 	pQueue    = 'q' // q<seq64><job>                         queued jobs in admission order
 	pTask     = 'k' // k<job16><idx32>                       Task
 	pAssigned = 'w' // w<worker16><job16><idx32>             key only: tasks in flight per worker
+	pUpload   = 'x' // x<upload16>                           UploadRecord: a set upload in progress
+	pPart     = 'y' // y<upload16><part32>                   one part's bytes
 )
 
 // MaxScopeBytes bounds an app scope (CONTRACTS §6: 1..256 bytes UTF-8).
@@ -80,6 +82,12 @@ func assignedKey(worker, job string, idx int) []byte {
 }
 
 // splitPart reads one length-prefixed part.
+func uploadKey(id string) []byte  { return appendPart([]byte{pUpload}, id) }
+func partPrefix(id string) []byte { return appendPart([]byte{pPart}, id) }
+func partKey(id string, part int) []byte {
+	return binary.BigEndian.AppendUint32(partPrefix(id), uint32(part))
+}
+
 func splitPart(b []byte) (string, []byte, bool) {
 	if len(b) < 2 {
 		return "", nil, false

@@ -403,6 +403,8 @@ type Tx struct {
 	// pruneBudget, set during one Prune, is how many task keys it may
 	// still delete (maxPruneTaskDeletes).
 	pruneBudget *int
+	// uploads is the set uploads in progress expireUploads counted.
+	uploads int
 }
 
 type badgerLogger struct{ l *slog.Logger }
