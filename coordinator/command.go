@@ -25,6 +25,7 @@ const (
 	cmdRecover    cmdType = 6 // full-restart recovery: fail active jobs
 	cmdBaseline   cmdType = 7 // put_baseline
 	cmdPrune      cmdType = 8 // prune
+	cmdSetPart    cmdType = 9 // one part of a set upload
 )
 
 func (c cmdType) String() string {
@@ -45,6 +46,8 @@ func (c cmdType) String() string {
 		return "baseline"
 	case cmdPrune:
 		return "prune"
+	case cmdSetPart:
+		return "set_part"
 	}
 	return fmt.Sprintf("cmd(%d)", byte(c))
 }
@@ -57,6 +60,16 @@ type submitCmd struct {
 	Job evalrecord.Job       `msgpack:"job"`
 	Adm evalstore.Admission  `msgpack:"adm"`
 	Now int64                `msgpack:"now"`
+	// SetUpload names the set upload whose bytes are Set.Body (left
+	// empty in the entry): every node takes them from its own store,
+	// checked against Set.Digest.
+	SetUpload string `msgpack:"set_upload,omitempty"`
+}
+
+type setPartCmd struct {
+	Scope string            `msgpack:"scope"`
+	Part  evalstore.SetPart `msgpack:"part"`
+	Now   int64             `msgpack:"now"`
 }
 
 type assignCmd struct {
@@ -160,6 +173,8 @@ func sizeHint(body any) int {
 		for _, a := range c.As {
 			n += len(a.JobID) + len(a.Worker) + 24
 		}
+	case *setPartCmd:
+		n += len(c.Part.Data)
 	}
 	return n
 }

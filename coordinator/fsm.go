@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/hashicorp/raft"
@@ -222,7 +223,20 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		var c submitCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) (err error) {
-			res.Job, err = tx.CreateEvaluation(c.Set, c.Job, c.Adm, c.Now)
+			set := c.Set
+			if c.SetUpload != "" {
+				if set.Body, err = takeUpload(tx, &c); err != nil {
+					return err
+				}
+			}
+			res.Job, err = tx.CreateEvaluation(set, c.Job, c.Adm, c.Now)
+			return err
+		}
+	case cmdSetPart:
+		var c setPartCmd
+		decodeBody(t, body, &c)
+		fn = func(tx *evalstore.Tx) error {
+			_, err := tx.PutSetPart(c.Scope, &c.Part, c.Now)
 			return err
 		}
 	case cmdAssign:
@@ -319,6 +333,25 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		panic(fmt.Sprintf("coordinator fsm: unknown command type %d at index %d", t, index))
 	}
 	return &fsmCmd{t: t, to: to, res: res, fn: fn, after: after}
+}
+
+// takeUpload returns the set bytes of a submit that names an upload, and
+// deletes the upload. The bytes must be the revision the validating node
+// digested. A submit applied again (a retried proposal whose first apply
+// committed) finds its job and no upload: CreateEvaluation answers it as
+// before, without the bytes it no longer needs.
+func takeUpload(tx *evalstore.Tx, c *submitCmd) ([]byte, error) {
+	b, err := tx.TakeUpload(c.Set.Scope, c.SetUpload, c.Now)
+	if err != nil {
+		if _, jerr := tx.JobByID(c.Job.JobID); jerr == nil {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if d := canonjson.DigestBytes(b); d != c.Set.Digest {
+		return nil, api.Errorf(evalrecord.CodeInvalidSetUpload, "digest: the upload's revision digest is %s, the submit named %s", d, c.Set.Digest)
+	}
+	return b, nil
 }
 
 // applyTransition moves one job and, when it became terminal, admits

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -85,6 +86,18 @@ func startService(n *Node) (*service, error) {
 		return nil, err
 	}
 	if err := g.AddEndpoint(api.OpStatus, micro.HandlerFunc(s.statusEndpoint)); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	// A part is up to MaxSetPartBytes: decoded under the submit's limits.
+	if err := g.AddEndpoint(api.OpPutSetPart, micro.HandlerFunc(func(r micro.Request) {
+		req, err := decodeRequest(r.Data(), api.RequestLimits)
+		if err != nil {
+			respond(r, fail(err))
+			return
+		}
+		respond(r, s.putSetPart(req))
+	})); err != nil {
 		_ = svc.Stop()
 		return nil, err
 	}
@@ -184,7 +197,7 @@ func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 		cmd, err := s.buildSubmit(data)
 		ch <- out{cmd, err}
 	}()
-	t := time.NewTimer(s.n.cfg.Limits.ValidationTimeout)
+	t := time.NewTimer(s.validationTimeout(data))
 	defer t.Stop()
 	select {
 	case o := <-ch:
@@ -192,6 +205,24 @@ func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 	case <-t.C:
 		return nil, api.Errorf(api.CodeValidationTimeout, "")
 	}
+}
+
+// validationTimeout is ValidationTimeout, plus 1 s per MiB of a set
+// upload the submit names (up to 25 s, under a client's 30 s call): a
+// 16 MiB set of 100,000 cases takes seconds to validate on a loaded
+// machine, which the 1 s default for a message-sized set does not allow.
+func (s *service) validationTimeout(data []byte) time.Duration {
+	d := s.n.cfg.Limits.ValidationTimeout
+	req, err := decodeRequest(data, api.RequestLimits)
+	if err != nil || req.Submit == nil || req.Submit.SetUpload == "" {
+		return d
+	}
+	var size int64
+	_ = s.n.store.View(func(tx *evalstore.Tx) error {
+		size = tx.UploadSize(req.Scope, req.Submit.SetUpload)
+		return nil
+	})
+	return min(d+time.Duration(size>>20)*time.Second, max(d, 25*time.Second))
 }
 
 func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
@@ -203,6 +234,21 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 		return nil, err
 	}
 	sub := req.Submit
+	if sub != nil && sub.SetUpload != "" {
+		if len(sub.Set) > 0 {
+			return nil, api.Errorf(api.CodeInvalidRequest, "set and set_upload: give one")
+		}
+		// The upload's parts were applied at the index the client last
+		// saw (MinIndex): wait for it here, as a read does.
+		s.waitApplied(req.MinIndex)
+		err := s.n.store.View(func(tx *evalstore.Tx) (err error) {
+			sub.Set, _, err = tx.Upload(req.Scope, sub.SetUpload)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	if sub == nil || len(sub.Set) == 0 {
 		return nil, api.Errorf(api.CodeInvalidRequest, "set is required")
 	}
@@ -217,8 +263,11 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	if body, err = canonjson.Canonicalize(body); err != nil {
+	if body, err = canonjson.CanonicalizeOwn(body); err != nil {
 		return nil, err
+	}
+	if sub.SetUpload != "" && !bytes.Equal(body, sub.Set) {
+		return nil, api.Errorf(evalrecord.CodeInvalidSetUpload, "set_upload: not the canonical JSON of the set (upload what evalengine.EncodeSet writes, canonicalized)")
 	}
 	var meta []byte
 	if len(sub.Metadata) > 0 {
@@ -266,7 +315,47 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: min(int64(p.Options.TimeoutMS), lim.JobTimeout.Milliseconds()),
 			Cases: len(p.Set.Cases), Samples: p.Options.Samples},
 	}
-	return &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now}, nil
+	cmd := &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now}
+	if sub.SetUpload != "" {
+		// Every node takes the bytes from its own store; the entry
+		// carries the digest they must have.
+		cmd.Set.Body, cmd.SetUpload = nil, sub.SetUpload
+	}
+	return cmd, nil
+}
+
+// waitApplied waits (bounded, 2 s) until this node applied index.
+func (s *service) waitApplied(index uint64) {
+	if index <= s.n.store.AppliedIndex() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.n.ctx, 2*time.Second)
+	defer cancel()
+	for index > s.n.store.AppliedIndex() && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// putSetPart proposes one part of a set upload, checked first on its own
+// (evalstore.CheckSetPart; the apply checks it against the upload).
+func (s *service) putSetPart(req *api.Request) *api.Reply {
+	if req.SetPart == nil {
+		return fail(api.Errorf(api.CodeInvalidRequest, "set_part is required"))
+	}
+	p := evalstore.SetPart(*req.SetPart)
+	if err := evalstore.CheckSetPart(&p); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	res, err := s.n.propose(ctx, cmdSetPart, &setPartCmd{Scope: req.Scope, Part: p, Now: time.Now().UnixMilli()})
+	if err != nil {
+		return fail(err)
+	}
+	return &api.Reply{Index: res.Index}
 }
 
 func (n *Node) admission() evalstore.Admission {
@@ -284,16 +373,7 @@ func newJobID() string {
 // this node to apply req.MinIndex: a client that wrote through the leader
 // reads its write on any follower.
 func (s *service) view(req *api.Request, fn func(tx *evalstore.Tx) (*api.Reply, error)) *api.Reply {
-	if req.MinIndex > s.n.store.AppliedIndex() {
-		ctx, cancel := context.WithTimeout(s.n.ctx, 2*time.Second)
-		for req.MinIndex > s.n.store.AppliedIndex() && ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-		cancel()
-	}
+	s.waitApplied(req.MinIndex)
 	var rep *api.Reply
 	err := s.n.store.View(func(tx *evalstore.Tx) (err error) { rep, err = fn(tx); return err })
 	if err != nil {
@@ -509,6 +589,10 @@ func (s *service) listJobs(req *api.Request) *api.Reply {
 func (s *service) getSet(req *api.Request) *api.Reply {
 	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		st, err := tx.GetSet(req.Scope, req.SetID, req.SetVersion)
+		if err == nil && len(st.Body) > s.pageLimit(0) {
+			// An uploaded set can be larger than any reply.
+			return nil, api.Errorf(api.CodeRequestLimit, "set revision of %d bytes is over a reply's %d bytes (it was uploaded in parts; workers read it in pages)", len(st.Body), s.pageLimit(0))
+		}
 		return &api.Reply{Set: st}, err
 	})
 }
@@ -590,8 +674,19 @@ func (s *service) jobSpec(req *api.Request) *api.Reply {
 		if err != nil {
 			return nil, err
 		}
-		return &api.Reply{Spec: &api.JobSpec{JobID: j.JobID, Scope: j.Scope, Set: st.Body, Agent: j.Spec.Agent,
-			Options: j.Spec.Options, Criteria: j.Spec.Criteria}}, nil
+		spec := &api.JobSpec{JobID: j.JobID, Scope: j.Scope, Set: st.Body, Agent: j.Spec.Agent,
+			Options: j.Spec.Options, Criteria: j.Spec.Criteria}
+		// A set larger than a reply (an upload) goes in pages; a small
+		// one whole, as before.
+		page := max(s.pageLimit(0)-len(spec.Options)-len(spec.Criteria)-4096, 64<<10)
+		if len(st.Body) > page || req.Offset > 0 {
+			if req.Offset < 0 || req.Offset > int64(len(st.Body)) {
+				return nil, api.Errorf(api.CodeInvalidRequest, "offset: 0..%d", len(st.Body))
+			}
+			end := min(req.Offset+int64(page), int64(len(st.Body)))
+			spec.Set, spec.SetSize, spec.SetDigest = st.Body[req.Offset:end], int64(len(st.Body)), st.Digest
+		}
+		return &api.Reply{Spec: spec}, nil
 	})
 }
 

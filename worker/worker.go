@@ -17,6 +17,8 @@ import (
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -951,6 +953,11 @@ func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepa
 			}
 			continue
 		}
+		if rep.Spec.SetSize > int64(len(rep.Spec.Set)) {
+			if rep.Spec.Set, err = w.fetchSetPages(ctx, jobID, rep.Spec); err != nil {
+				return nil, nil, "", "", err
+			}
+		}
 		p, err := evalengine.Prepare(rep.Spec.Set, rep.Spec.Criteria, rep.Spec.Options)
 		if err != nil {
 			return nil, nil, "", "", err
@@ -965,6 +972,47 @@ func (w *Worker) fetchSpec(ctx context.Context, jobID string) (*evalengine.Prepa
 		lastErr = ctx.Err()
 	}
 	return nil, nil, "", "", fmt.Errorf("job spec %s: %w", jobID, lastErr)
+}
+
+// fetchSetPages reads the rest of a set larger than one reply (an
+// uploaded set), page after page from the offset it has, and checks the
+// whole against the revision's digest. Pages may come from different
+// coordinators: they all hold the same revision, and the digest says so.
+func (w *Worker) fetchSetPages(ctx context.Context, jobID string, first *api.JobSpec) ([]byte, error) {
+	if first.SetSize > evalrecord.MaxSetUploadBytes {
+		return nil, fmt.Errorf("job spec %s: set of %d bytes, over %d", jobID, first.SetSize, evalrecord.MaxSetUploadBytes)
+	}
+	subj, _ := bus.CoordSubject(api.OpJobSpec)
+	set := make([]byte, 0, first.SetSize)
+	set = append(set, first.Set...)
+	for int64(len(set)) < first.SetSize {
+		req, err := wire.Encode(api.KindRequest, &api.Request{Scope: "_", JobID: jobID, Offset: int64(len(set))})
+		if err != nil {
+			return nil, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		msg, err := w.cfg.NATS.RequestWithContext(rctx, subj, req)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("job spec %s: set page at %d: %w", jobID, len(set), err)
+		}
+		var rep api.Reply
+		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
+			return nil, err
+		}
+		if rep.Err != nil {
+			return nil, fmt.Errorf("job spec %s: set page at %d: %w", jobID, len(set), rep.Err)
+		}
+		if rep.Spec == nil || len(rep.Spec.Set) == 0 || rep.Spec.SetSize != first.SetSize || rep.Spec.SetDigest != first.SetDigest ||
+			int64(len(set)+len(rep.Spec.Set)) > first.SetSize {
+			return nil, fmt.Errorf("job spec %s: set page at %d does not continue the set", jobID, len(set))
+		}
+		set = append(set, rep.Spec.Set...)
+	}
+	if d := canonjson.DigestBytes(set); d != first.SetDigest {
+		return nil, fmt.Errorf("job spec %s: set digest %s, the revision's is %s", jobID, d, first.SetDigest)
+	}
+	return set, nil
 }
 
 // agentNames returns the names a worker announces: sorted, at most

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // bigTravelSet writes the travel set with its cases repeated copies times
@@ -130,26 +132,39 @@ func TestClusterEvalResultPagingRefusesBadOffsets(t *testing.T) {
 	}
 }
 
-// TestClusterEvalSubmitOverMaxPayloadIsTyped: an eval set too large for
-// one submit message is refused with evaluation_request_limit naming the
-// bound and the set's size, not a connection error, and nothing is
-// submitted.
-func TestClusterEvalSubmitOverMaxPayloadIsTyped(t *testing.T) {
+// TestClusterEvalSubmitOverMaxPayloadIsUploaded: a set just over the
+// NATS server's max_payload (24 cases of ~48 KiB, ~1.15 MiB, which one
+// submit message cannot carry) is uploaded in parts and runs through
+// `adk eval run --cluster` to the same report as the local run; a submit
+// naming an upload that is not there, or a part that does not fit its
+// upload, is refused with a typed error naming the field, and creates
+// nothing.
+func TestClusterEvalSubmitOverMaxPayloadIsUploaded(t *testing.T) {
 	url := startEvalCluster(t)
 	var b strings.Builder
 	b.WriteString(`{"schema_version":2,"id":"big","version":"1","cases":[`)
-	for i := range 20_000 {
+	pad := strings.Repeat("and the sea is calm today ", 48<<10/26)
+	for i := range 24 {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"id":"c%05d","turns":[{"id":"t","input":"where to in %05d?","expected_response":"ok"}]}`, i, i)
+		fmt.Fprintf(&b, `{"id":"c%02d","turns":[{"id":"t","input":"What is the weather in Pune? %s"}]}`, i, pad)
 	}
 	b.WriteString("]}")
-	set := writeFile(t, t.TempDir(), "big.json", b.String())
-	r := runADK(t, ".", nil, "eval", "run", "--cluster", url, "--agent", "travel", "--eval-set", set, "--format", "markdown")
-	if r.code == exitOK || !strings.Contains(r.stderr, "evaluation_request_limit") || !strings.Contains(r.stderr, "max_payload") {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	if b.Len() <= 1<<20 {
+		t.Fatalf("the set is %d bytes, not over max_payload", b.Len())
 	}
+	set := writeFile(t, t.TempDir(), "big.json", b.String())
+	// The default criteria fail the cases (no expected response): exit 2,
+	// the same report both ways.
+	local := runCLI(t, exitFailed, "eval", "run", "--config", travelAgent, "--eval-set", set, "--format", "markdown")
+	remote := runCLI(t, exitFailed, "eval", "run", "--cluster", url, "--agent", "travel", "--eval-set", set, "--format", "markdown")
+	// Trace ids are random per run.
+	traces := regexp.MustCompile(`trace [0-9a-f]{32}`)
+	if r, l := traces.ReplaceAllString(remote, "trace T"), traces.ReplaceAllString(local, "trace T"); r != l || !strings.Contains(r, "c23") {
+		t.Fatalf("cluster report differs from the local one:\n--- cluster\n%s\n--- local\n%s", r, l)
+	}
+
 	nc, err := bus.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +172,17 @@ func TestClusterEvalSubmitOverMaxPayloadIsTyped(t *testing.T) {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if jobs, err := client.New(nc, 10*time.Second).ListJobs(ctx, "default", 10, ""); err != nil || len(jobs.Items) != 0 {
-		t.Fatalf("jobs after a refused submit: %+v %v", jobs, err)
+	cl := client.New(nc, 10*time.Second)
+	_, err = cl.Submit(ctx, "default", api.SubmitRequest{Agent: "travel", SetUpload: "0123456789abcdef0123456789abcdef"})
+	if ae := api.AsError(err); ae == nil || ae.Code != evalrecord.CodeInvalidSetUpload || !strings.Contains(ae.Detail, "set_upload") {
+		t.Fatalf("submit of a missing upload: %v", err)
+	}
+	_, err = cl.Call(ctx, api.OpPutSetPart, &api.Request{Scope: "default", SetPart: &api.SetPart{Upload: "0123456789abcdef0123456789abcdef",
+		Part: 0, Parts: 1, Size: 1, Digest: strings.Repeat("0", 64), Data: make([]byte, evalrecord.MaxSetPartBytes+1)}})
+	if ae := api.AsError(err); ae == nil || ae.Code != evalrecord.CodeInvalidSetUpload || !strings.Contains(ae.Detail, "data") {
+		t.Fatalf("part over the bound: %v", err)
+	}
+	if jobs, err := cl.ListJobs(ctx, "default", 10, ""); err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("jobs: %+v %v (want the one run)", jobs, err)
 	}
 }

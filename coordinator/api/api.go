@@ -26,6 +26,9 @@ const (
 	OpCapabilities  = "capabilities"
 	OpJobSpec       = "job_spec" // workers: what a job's tasks need
 	OpJoin          = "join"     // coordinators: add me as a Raft voter
+	// OpPutSetPart stores one part of a set too large for one submit
+	// (SubmitRequest.SetUpload names the upload).
+	OpPutSetPart = "put_set_part"
 )
 
 // Envelope kinds.
@@ -201,6 +204,24 @@ type Request struct {
 	Format string `msgpack:"format,omitempty"`
 	// join.
 	Join *JoinRequest `msgpack:"join,omitempty"`
+	// put_set_part.
+	SetPart *SetPart `msgpack:"set_part,omitempty"`
+}
+
+// SetPart is one part of a set upload: a set too large for one submit
+// (NATS max_payload, MaxRequestBytes) is sent as the canonical JSON of
+// the set (what evalengine.EncodeSet writes, canonicalized) cut into
+// parts of at most MaxSetPartBytes, then submitted with
+// SubmitRequest.SetUpload = Upload. Bounds: evalrecord.MaxSetPartBytes,
+// MaxSetParts, MaxSetUploadBytes; an upload untouched for
+// evalstore.UploadTTLMS is deleted.
+type SetPart struct {
+	Upload string `msgpack:"upload"` // 32 lowercase hex digits, chosen by the client
+	Part   int    `msgpack:"part"`   // 0..Parts-1
+	Parts  int    `msgpack:"parts"`
+	Size   int64  `msgpack:"size"`   // bytes of the whole set
+	Digest string `msgpack:"digest"` // SHA-256 hex of the whole set
+	Data   []byte `msgpack:"data"`
 }
 
 // JoinRequest asks the leader to add a coordinator as a Raft voter.
@@ -234,6 +255,9 @@ type SubmitRequest struct {
 	Metadata   []byte `msgpack:"metadata,omitempty"`
 	Owner      string `msgpack:"owner,omitempty"`
 	OwnerTTLMS int64  `msgpack:"owner_ttl_ms,omitempty"`
+	// SetUpload, instead of Set, names a complete set upload of this scope
+	// (put_set_part): the submit takes it.
+	SetUpload string `msgpack:"set_upload,omitempty"`
 }
 
 // MaxStatusWait bounds Request.WaitMS.
@@ -316,11 +340,17 @@ type JobSpec struct {
 	// Scope is the job's app scope: the principal its traces are
 	// published under (from the Raft-replicated job, never from the task
 	// or the worker's configuration).
-	Scope    string `msgpack:"scope,omitempty"`
-	Set      []byte `msgpack:"set"` // canonical JSON of the set revision
-	Agent    string `msgpack:"agent"`
-	Options  []byte `msgpack:"options,omitempty"`
-	Criteria []byte `msgpack:"criteria,omitempty"`
+	Scope string `msgpack:"scope,omitempty"`
+	Set   []byte `msgpack:"set"` // canonical JSON of the set revision: bytes [offset, offset+len) of it
+	// SetSize is the whole set's size when Set is a page of it (a set
+	// larger than a reply): the worker asks again from Request.Offset =
+	// the bytes it has, and checks SetDigest (the revision's digest) on
+	// the whole. 0 from a coordinator of an earlier build: Set is whole.
+	SetSize   int64  `msgpack:"set_size,omitempty"`
+	SetDigest string `msgpack:"set_digest,omitempty"`
+	Agent     string `msgpack:"agent"`
+	Options   []byte `msgpack:"options,omitempty"`
+	Criteria  []byte `msgpack:"criteria,omitempty"`
 }
 
 // Task is one dispatched (case, sample), published to adk.task.<worker>

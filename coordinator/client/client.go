@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/nats-io/nats.go"
 )
@@ -90,13 +93,79 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 	return &rep, nil
 }
 
-// Submit creates a job (queued or running). The reply has no result.
+// Submit creates a job (queued or running). The reply has no result. A
+// set too large for one request (the NATS server's max_payload, or
+// api.MaxRequestBytes) is uploaded first, in parts (UploadSet), and the
+// submit names the upload.
 func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest) (*evalrecord.Job, error) {
+	if len(req.Set) > 0 && req.SetUpload == "" {
+		b, err := wire.Encode(api.KindRequest, &api.Request{Scope: scope, Submit: &req})
+		if err != nil {
+			return nil, err
+		}
+		limit := int64(api.MaxRequestBytes)
+		if mp := c.nc.MaxPayload(); mp > 0 {
+			limit = min(limit, mp)
+		}
+		if int64(len(b)) > limit {
+			id, err := c.UploadSet(ctx, scope, req.Set, req.Criteria, req.Options)
+			if err != nil {
+				return nil, err
+			}
+			req.Set, req.SetUpload = nil, id
+		}
+	}
 	rep, err := c.Call(ctx, api.OpSubmit, &api.Request{Scope: scope, Submit: &req})
 	if err != nil {
 		return nil, err
 	}
 	return rep.Job, nil
+}
+
+// UploadSet sends an eval set (any format evalengine.LoadSet reads) as a
+// set upload: validated and encoded here as the canonical JSON the
+// coordinator stores (so what is uploaded is what the submit's checks
+// digest), then sent in parts of at most api's part bound (and the
+// connection's max_payload), each its own Raft entry. It returns the
+// upload id for SubmitRequest.SetUpload. An invalid set is refused here,
+// with the error a submit would give, before anything is sent.
+func (c *Client) UploadSet(ctx context.Context, scope string, set, criteria, options []byte) (string, error) {
+	p, err := evalengine.Prepare(set, criteria, options)
+	if err != nil {
+		return "", err
+	}
+	body, err := evalengine.EncodeSet(p.Set)
+	if err != nil {
+		return "", err
+	}
+	if body, err = canonjson.CanonicalizeOwn(body); err != nil {
+		return "", err
+	}
+	if len(body) > evalrecord.MaxSetUploadBytes {
+		return "", api.Errorf(api.CodeRequestLimit, "eval set of %d bytes (canonical JSON) is over the %d bytes of a set upload", len(body), evalrecord.MaxSetUploadBytes)
+	}
+	part := evalrecord.MaxSetPartBytes
+	if mp := c.nc.MaxPayload(); mp > 0 {
+		// The request envelope (scope, ids, digest) is well under 16 KiB.
+		part = min(part, int(mp)-16<<10)
+	}
+	parts := (len(body) + part - 1) / part
+	if part < 1 || parts > evalrecord.MaxSetParts {
+		return "", api.Errorf(api.CodeRequestLimit, "eval set of %d bytes needs %d parts of %d bytes, over %d parts (raise the NATS server's max_payload)", len(body), parts, part, evalrecord.MaxSetParts)
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(body)
+	sp := api.SetPart{Upload: hex.EncodeToString(id[:]), Parts: parts, Size: int64(len(body)), Digest: hex.EncodeToString(sum[:])}
+	for i := 0; i < parts; i++ {
+		sp.Part, sp.Data = i, body[i*part:min((i+1)*part, len(body))]
+		if _, err := c.Call(ctx, api.OpPutSetPart, &api.Request{Scope: scope, SetPart: &sp}); err != nil {
+			return "", err
+		}
+	}
+	return sp.Upload, nil
 }
 
 // Status returns the job.

@@ -3,6 +3,8 @@
 // put_baseline, get_baseline, list_baselines, prune and capabilities, plus the owner-lease
 // renewer a submitting process runs so that its death cancels its jobs.
 //
-// It imports coordinator/api, store/evalrecord, bus and nats. It must not
+// It imports coordinator/api, store/evalrecord, bus and nats (and
+// evalengine and internal/canonjson, which coordinator/api builds on, to
+// encode a set upload as the coordinator stores it). It must not
 // import coordinator (the server) or store/evalstore or Badger.
 package client
