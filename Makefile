@@ -71,9 +71,10 @@ bench-fleet: build ## Fleet scaling (1, 2, 4 adk worker processes × 64 slots vs
 	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake
 
 .PHONY: bench-fleet-100k
-bench-fleet-100k: build ## A 100,000-task fleet job (4 workers): it completes, the leader's peak RSS and completion tail, its result read back as the jsonl stream
+bench-fleet-100k: build ## A 100,000-task fleet job (4 workers; 1,000 cases x 100, then a 100,000-case set uploaded in parts): it completes, the leader's peak heap/RSS and completion tail, its result read back as the jsonl stream
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake -workers 4 -rss-tasks 100000
+	$(GO) run ./bench/fleetbench -adk $(BIN) -openaifake bin/openaifake -workers 4 -rss-only -rss-tasks 100000 -rss-cases 100000
 
 .PHONY: bench-ratelimit
 bench-ratelimit: build ## Fleet-wide provider rate limit: 4 adk workers sharing rate_limit.requests_per_minute 1200 against a fake answering 429 above 1200/min, all busy, then 2 idle (achieved within 10%, <1% 429s, no failed sample)

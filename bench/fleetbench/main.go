@@ -63,6 +63,8 @@ type benchConfig struct {
 	rounds   int   // tasks per worker slot in a scaling job
 	rssTasks int   // tasks of the memory job (0: none)
 	idle     time.Duration
+	rssOnly  bool // only the memory job (no scaling rows)
+	rssCases int  // cases of the memory job (0: rssTasks/100, 100 samples each)
 	keepDir  bool
 }
 
@@ -77,6 +79,8 @@ func main() {
 	flag.StringVar(&counts, "workers", "1,2,4", "worker counts of the scaling rows")
 	flag.IntVar(&cfg.rounds, "rounds", 10, "tasks per worker slot in a scaling job (tasks = workers × capacity × rounds)")
 	flag.IntVar(&cfg.rssTasks, "rss-tasks", 10_000, "tasks of the leader-RSS job on the largest fleet (0: skip)")
+	flag.BoolVar(&cfg.rssOnly, "rss-only", false, "run only the leader-RSS job (workers: the largest count), no scaling rows")
+	flag.IntVar(&cfg.rssCases, "rss-cases", 0, "cases of the leader-RSS job, rss-tasks/rss-cases samples each (0: 100 samples a case); -rss-cases 100000 -rss-tasks 100000 submits a 100,000-case set, uploaded in parts")
 	flag.StringVar(&workerArgs, "worker-args", "", "more flags for every adk worker, space separated (for experiments)")
 	flag.StringVar(&cfg.fleet.profileDir, "profile", "", "directory every adk process writes its CPU profile (ID.pprof, written when it stops) and its peak-heap profile (ID.heap.pprof) to")
 	rlRPM := flag.Int("ratelimit-rpm", 0, "instead of the scaling rows: the fleet rate-limit row, the agent declaring and the fake enforcing this many requests per minute")
@@ -183,6 +187,9 @@ func run(ctx context.Context, cfg benchConfig) (rows []jobRun, idle []procCPU, e
 				return rows, nil, err
 			}
 		}
+		if cfg.rssOnly {
+			continue
+		}
 		// One case per worker slot, one sample per round (at most 100).
 		r, err := f.runJob(ctx, "scaling", n*cfg.fleet.capacity, cfg.rounds)
 		if err != nil {
@@ -190,13 +197,16 @@ func run(ctx context.Context, cfg benchConfig) (rows []jobRun, idle []procCPU, e
 		}
 		rows = append(rows, r)
 	}
-	if cfg.idle > 0 {
+	if cfg.idle > 0 && !cfg.rssOnly {
 		if idle, err = f.idleCPU(ctx, cfg.idle); err != nil {
 			return rows, nil, err
 		}
 	}
 	if cfg.rssTasks > 0 {
 		samples := min(100, cfg.rssTasks)
+		if cfg.rssCases > 0 {
+			samples = max(1, cfg.rssTasks/cfg.rssCases)
+		}
 		r, err := f.runJob(ctx, "leader-rss", (cfg.rssTasks+samples-1)/samples, samples)
 		if err != nil {
 			return rows, idle, err
