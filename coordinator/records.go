@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/coordinator/api"
@@ -31,23 +32,25 @@ import (
 // The sample lines come from the records one page at a time; the case
 // lines and the summary are aggregated on the first read that reaches
 // them, one case's samples at a time (evalengine.CaseAggregator), and
-// kept in a small bounded cache. The single JSON document is built on
-// read (buildResult) only where it fits its bound.
+// the compact aggregate (not its rendered lines) is kept with the job's
+// prepared set: each page renders only its own case lines, so reading a
+// 100,000-case result aggregates its records once, not once per page. The
+// single JSON document is built on read (buildResult) only where it fits
+// its bound.
 
 // Bounds of what a node keeps for reading results as records.
 const (
-	maxRecordJobs       = 4        // prepared sets (and tails) kept
-	maxRecordTailBytes  = 64 << 20 // case lines + summaries kept, in all
+	maxRecordJobs       = 4 // prepared sets (and aggregates) kept
 	maxRecordDocBytes   = evalengine.MaxExportBytes
 	maxRecordDocsCached = 32 << 20
 )
 
 // recordJob is what reading one records job needs: its prepared set,
-// and once built its tail (case lines and summary).
+// and once built its compact aggregate (what the case lines and the
+// summary render from; O(cases), like the prepared set).
 type recordJob struct {
 	p      *evalengine.Prepared
-	tail   []byte
-	starts []int // each tail line's offset
+	agg    *evalengine.Result
 	doc    []byte
 	docSum string
 }
@@ -57,6 +60,7 @@ type recordCache struct {
 	mu   sync.Mutex
 	jobs map[string]*recordJob
 	lru  []string
+	aggs atomic.Int64 // aggregates built (tests: once per job read)
 }
 
 func (c *recordCache) get(tx *evalstore.Tx, j *evalrecord.Job) (*recordJob, error) {
@@ -93,26 +97,25 @@ func (c *recordCache) get(tx *evalstore.Tx, j *evalrecord.Job) (*recordJob, erro
 }
 
 // setTail keeps rj's tail if the cache has room for it.
-func (c *recordCache) keep(rj *recordJob, tail []byte, starts []int, doc []byte, sum string) {
+func (c *recordCache) keep(rj *recordJob, agg *evalengine.Result, doc []byte, sum string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var tails, docs int
+	var docs int
 	for _, o := range c.jobs {
-		tails += len(o.tail)
 		docs += len(o.doc)
 	}
-	if tail != nil && tails+len(tail) <= maxRecordTailBytes {
-		rj.tail, rj.starts = tail, starts
+	if agg != nil {
+		rj.agg = agg
 	}
 	if doc != nil && docs+len(doc) <= maxRecordDocsCached {
 		rj.doc, rj.docSum = doc, sum
 	}
 }
 
-func (c *recordCache) tailOf(rj *recordJob) ([]byte, []int) {
+func (c *recordCache) aggOf(rj *recordJob) *evalengine.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return rj.tail, rj.starts
+	return rj.agg
 }
 
 func (c *recordCache) docOf(rj *recordJob) ([]byte, string) {
@@ -139,12 +142,12 @@ func streamHeader(p *evalengine.Prepared, j *evalrecord.Job) evalengine.StreamHe
 	})
 }
 
-// buildTail aggregates job j's case lines and summary from its records:
+// buildAgg aggregates job j's case lines and summary from its records:
 // case by case, each case's samples read by their task index.
-func buildTail(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) ([]byte, []int, error) {
+func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) (*evalengine.Result, error) {
 	agg, err := evalengine.NewCaseAggregator(p.Set, p.Metrics, p.Options)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cases, per := len(p.Set.Cases), p.Options.Samples
 	samples := make([]evalengine.SampleResult, per)
@@ -155,38 +158,15 @@ func buildTail(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) ([]b
 			if errors.Is(err, evalrecord.ErrNotFound) {
 				t = &evalrecord.Task{JobID: j.JobID, Index: idx, State: evalrecord.TaskFailed}
 			} else if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			samples[si] = recordSample(p, t)
 		}
 		if err := agg.Add(samples); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	r, err := agg.Result(time.Duration(j.FinishedAt-j.StartedAt) * time.Millisecond)
-	if err != nil {
-		return nil, nil, err
-	}
-	var buf bytes.Buffer
-	sw, err := evalengine.NewStreamWriter(&buf, nil, 0, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := sw.WriteSummary(r); err != nil {
-		return nil, nil, err
-	}
-	if err := sw.Flush(); err != nil {
-		return nil, nil, err
-	}
-	tail := buf.Bytes()
-	starts := make([]int, 0, cases+1)
-	for i, b := range tail {
-		if i == 0 || tail[i-1] == '\n' {
-			starts = append(starts, i)
-		}
-		_ = b
-	}
-	return tail, starts, nil
+	return agg.Result(time.Duration(j.FinishedAt-j.StartedAt) * time.Millisecond)
 }
 
 // recordLines writes lines [from, ...) of job j's stream into a page of
@@ -245,22 +225,31 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 	if full {
 		return page.Bytes(), next, nil
 	}
-	tail, starts := s.records.tailOf(rj)
-	if tail == nil {
-		if tail, starts, err = buildTail(tx, j, rj.p); err != nil {
+	agg := s.records.aggOf(rj)
+	if agg == nil {
+		if agg, err = buildAgg(tx, j, rj.p); err != nil {
 			return nil, 0, err
 		}
-		s.records.keep(rj, tail, starts, nil, "")
+		s.records.aggs.Add(1)
+		s.records.keep(rj, agg, nil, "")
 	}
-	for k := int(next - 1 - j.Records); k < len(starts); k++ {
-		end := len(tail)
-		if k+1 < len(starts) {
-			end = starts[k+1]
+	caseLines := int64(agg.CaseLines())
+	for k := next - 1 - j.Records; k <= caseLines; k++ {
+		if k < caseLines {
+			err = sw.WriteCase(agg, int(k))
+		} else {
+			err = sw.WriteSummaryLine(agg)
 		}
-		if page.Len() > 0 && page.Len()+end-starts[k] > limit {
+		if err != nil {
+			return nil, 0, err
+		}
+		ok, err := add()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
 			break
 		}
-		page.Write(tail[starts[k]:end])
 		next++
 	}
 	return page.Bytes(), next, nil
@@ -308,7 +297,7 @@ func (s *service) recordsResult(tx *evalstore.Tx, req *api.Request, j *evalrecor
 			return nil, tooLarge(j)
 		}
 		doc, sum = br.doc, canonjson.DigestBytes(br.doc)
-		s.records.keep(rj, nil, nil, doc, sum)
+		s.records.keep(rj, nil, doc, sum)
 	}
 	if req.Offset > int64(len(doc)) {
 		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d outside a %d-byte result", req.Offset, len(doc))

@@ -3,10 +3,12 @@ package coordinator
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
@@ -217,4 +219,69 @@ func TestFSM_RecordsCompletion(t *testing.T) {
 			t.Fatalf("%s", phase)
 		}
 	})
+}
+
+// TestRecordLines_AggregatesOncePerJob reads a records job's stream in
+// pages of a few lines: the pages join into the stream one big page
+// gives, that stream decodes to a consistent result, and the case lines
+// and summary were aggregated once for all the pages (a 100,000-case
+// result used to be aggregated again for every page of its case lines).
+func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
+	f, s := newFSM(t)
+	j := cacheJob(t, f, 13, 11, nil)
+	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
+	if r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}}
+	read := func(limit int) (out []byte, pages int) {
+		t.Helper()
+		if err := s.View(func(tx *evalstore.Tx) error {
+			j, err := tx.JobByID("eval-a")
+			if err != nil {
+				return err
+			}
+			rj, err := svc.records.get(tx, j)
+			if err != nil {
+				return err
+			}
+			lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
+			for next := int64(0); next < lines; pages++ {
+				page, n, err := svc.recordLines(tx, j, rj, next, limit)
+				if err != nil {
+					return err
+				}
+				if n <= next {
+					return fmt.Errorf("page at line %d ends at %d", next, n)
+				}
+				out, next = append(out, page...), n
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out, pages
+	}
+	small, pages := read(256)
+	if pages < 13+2 {
+		t.Fatalf("%d pages: the test wants a page per case line or so", pages)
+	}
+	if n := svc.records.aggs.Load(); n != 1 {
+		t.Fatalf("the aggregate was built %d times for %d pages", n, pages)
+	}
+	big, _ := read(64 << 20)
+	if !bytes.Equal(small, big) {
+		t.Fatalf("pages of 256 bytes give %d bytes, one page %d", len(small), len(big))
+	}
+	st, err := evalengine.ReadStream(bytes.NewReader(small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evalengine.StreamToResult(st); err != nil {
+		t.Fatalf("the paged stream does not decode to its summary: %v", err)
+	}
 }

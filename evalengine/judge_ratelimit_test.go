@@ -203,7 +203,7 @@ func TestLLMJudge_RateLimitBadInput(t *testing.T) {
 	}
 	_, err := evalengine.NewJudge(baseJudgeConfig(), env(120))
 	// The error names both declarations and both limits.
-	if err == nil || !strings.Contains(err.Error(), "provider_config.rate_limit (requests_per_minute=120) in config-120 differs from (requests_per_minute=60) in config-60 for endpoi") {
+	if err == nil || !strings.Contains(err.Error(), "provider_config.rate_limit in config-120 differs from config-60 (requests_per_minute=120 vs requests_per_minute=60) for endpoi") {
 		t.Fatalf("a second limit for one endpoint: %v", err)
 	}
 	if n := len(limits.Limiters()); n != 1 {

@@ -136,28 +136,49 @@ func (sw *StreamWriter) WriteSample(caseIndex int, s *SampleResult) error {
 // WriteSummary appends the case lines and the summary line (r without
 // its samples) and writes everything out.
 func (sw *StreamWriter) WriteSummary(r *Result) error {
-	n := len(r.Cases)
-	if r.summary != nil && r.Cases == nil {
-		n = len(r.summary.cases)
-	}
-	for i := range n {
-		var c CaseResult
-		if r.Cases != nil {
-			c = r.Cases[i]
-			c.Samples = nil
-		} else {
-			// A dropped-samples run: each case's line is built from its
-			// compact aggregate only now, one at a time.
-			c = r.summary.caseResult(&r.summary.cases[i])
-		}
-		if err := sw.writeLine(&struct {
-			Type      string      `json:"type"`
-			CaseIndex int         `json:"case_index"`
-			Case      *CaseResult `json:"case"`
-		}{streamTypeCase, i, &c}, false); err != nil {
+	for i := range r.CaseLines() {
+		if err := sw.WriteCase(r, i); err != nil {
 			return err
 		}
 	}
+	return sw.WriteSummaryLine(r)
+}
+
+// CaseLines is the number of case lines WriteSummary writes for r.
+func (r *Result) CaseLines() int {
+	if r.summary != nil && r.Cases == nil {
+		return len(r.summary.cases)
+	}
+	return len(r.Cases)
+}
+
+// WriteCase appends r's case line i (0 <= i < r.CaseLines()), the bytes
+// WriteSummary writes for it, so a reader pages through a large result's
+// case lines without rendering all of them. It only reads r: concurrent
+// WriteCase calls on one r are safe.
+func (sw *StreamWriter) WriteCase(r *Result, i int) error {
+	if i < 0 || i >= r.CaseLines() {
+		return NewErr(CodeInvalidSampleResults, "case line "+strconv.Itoa(i))
+	}
+	var c CaseResult
+	if r.Cases != nil {
+		c = r.Cases[i]
+		c.Samples = nil
+	} else {
+		// A dropped-samples run: each case's line is built from its
+		// compact aggregate only now, one at a time.
+		c = r.summary.caseResult(&r.summary.cases[i])
+	}
+	return sw.writeLine(&struct {
+		Type      string      `json:"type"`
+		CaseIndex int         `json:"case_index"`
+		Case      *CaseResult `json:"case"`
+	}{streamTypeCase, i, &c}, false)
+}
+
+// WriteSummaryLine appends r's summary line, the stream's last, and
+// writes everything out.
+func (sw *StreamWriter) WriteSummaryLine(r *Result) error {
 	sum := *r
 	sum.Cases = nil
 	type plain Result
