@@ -115,23 +115,7 @@ func RenderStream(w io.Writer, f *evalcore.StreamFile, format string, opts Expor
 		err = sarifStream(&b, f, suite, flush)
 	case FormatAnnotations:
 		b.WriteByte('[')
-		n := 0
-		err = f.Cases(failed, func(_ int, c *evalcore.CaseResult) error {
-			cf, ok := caseFailure(c)
-			if !ok {
-				return nil
-			}
-			out, err := canonjson.Marshal(annotation(&cf))
-			if err != nil {
-				return evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
-			}
-			if n > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(out)
-			n++
-			return flush()
-		})
+		err = failureElements(&b, f, 0, annotation, flush)
 		b.WriteString("]\n")
 	case FormatHTML:
 		err = htmlStream(&b, f, maxBytes, flush)
@@ -166,16 +150,29 @@ func sarifStream(b *strings.Builder, f *evalcore.StreamFile, suite string, flush
 		return evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
 	}
 	b.Write(skel[:at+len(marker)])
+	if err := failureElements(b, f, MaxExportFindings, sarifResult, flush); err != nil {
+		return err
+	}
+	b.Write(skel[at+len(marker):])
+	return nil
+}
+
+// failureElements streams the canonical JSON elements elem makes of the
+// failed cases f holds (at most limit of them; 0: all), comma-separated
+// and flushed one at a time: the array body of the annotations and SARIF
+// reports.
+func failureElements(b *strings.Builder, f *evalcore.StreamFile, limit int, elem func(*CaseFailure) map[string]any, flush func() error) error {
 	n := 0
-	err = f.Cases(func(c *evalcore.CaseResult) bool { return !c.Passed && n < MaxExportFindings }, func(_ int, c *evalcore.CaseResult) error {
-		if n == MaxExportFindings {
+	keep := func(c *evalcore.CaseResult) bool { return !c.Passed && (limit == 0 || n < limit) }
+	return f.Cases(keep, func(_ int, c *evalcore.CaseResult) error {
+		if limit > 0 && n == limit {
 			return nil
 		}
 		cf, ok := caseFailure(c)
 		if !ok {
 			return nil
 		}
-		out, err := canonjson.Marshal(sarifResult(&cf))
+		out, err := canonjson.Marshal(elem(&cf))
 		if err != nil {
 			return evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
 		}
@@ -186,11 +183,6 @@ func sarifStream(b *strings.Builder, f *evalcore.StreamFile, suite string, flush
 		n++
 		return flush()
 	})
-	if err != nil {
-		return err
-	}
-	b.Write(skel[at+len(marker):])
-	return nil
 }
 
 // htmlPiece is one case's part of an HTML page: its row in the cases
