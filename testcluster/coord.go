@@ -150,13 +150,15 @@ func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 		users = append(users, bus.WorkerPermissions(w, workerSecret+w))
 	}
 	c := &EvalCluster{t: t, opts: o, Agent: o.Agent}
+	// Directories first: cleanups run last-in first-out, so every
+	// coordinator is stopped before its Raft and Badger directory goes.
+	for i := range o.Coordinators {
+		c.coords = append(c.coords, &CoordNode{ID: "c" + strconv.Itoa(i), Dir: t.TempDir(), Addr: "127.0.0.1:0"})
+	}
 	c.NATS = StartNATS(t, o.NATSNodes, WithUsers(users...))
 	t.Cleanup(c.stopAll)
 	if o.Signals {
 		c.ensureSignalStream()
-	}
-	for i := range o.Coordinators {
-		c.coords = append(c.coords, &CoordNode{ID: "c" + strconv.Itoa(i), Dir: t.TempDir(), Addr: "127.0.0.1:0"})
 	}
 	c.StartCoordinator(0, true)
 	c.WaitLeader(10 * time.Second)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,9 @@ func WithServerLogger(l *slog.Logger) Option { return func(c *natsConfig) { c.lo
 // NATSCluster is n embedded nats-servers in one process forming one
 // JetStream cluster over loopback routes.
 type NATSCluster struct {
-	t   testing.TB
-	cfg natsConfig
+	t       testing.TB
+	cfg     natsConfig
+	baseDir string // parent of every node's store dir
 
 	mu    sync.Mutex
 	nodes []*natsNode
@@ -79,7 +81,11 @@ func StartNATS(t testing.TB, n int, opts ...Option) *NATSCluster {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	c := &NATSCluster{t: t, cfg: cfg}
+	// The store dirs live under one TempDir made before the shutdown is
+	// registered: cleanups run last-in first-out, so every server is down
+	// before its directory is removed (a running JetStream server still
+	// writes there, and RemoveAll then fails with "directory not empty").
+	c := &NATSCluster{t: t, cfg: cfg, baseDir: t.TempDir()}
 	t.Cleanup(c.shutdownAll)
 
 	var lastErr error
@@ -106,9 +112,13 @@ func (c *NATSCluster) startAll(n int) error {
 	}
 	nodes := make([]*natsNode, n)
 	for i := range nodes {
+		dir, err := os.MkdirTemp(c.baseDir, "n"+strconv.Itoa(i)+"-")
+		if err != nil {
+			return fmt.Errorf("store dir: %w", err)
+		}
 		nodes[i] = &natsNode{
 			name:      "n" + strconv.Itoa(i),
-			storeDir:  c.t.TempDir(),
+			storeDir:  dir,
 			routePort: ports[i],
 		}
 	}
