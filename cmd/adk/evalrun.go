@@ -254,6 +254,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 	}
 	if _, local := r.(*localRunner); local {
 		prepareEvalHeap()
+		relaxEvalGC()
 	}
 	opts, cmpOpts, err := f.validate(cmd)
 	if err != nil {
