@@ -169,7 +169,11 @@ func (a *LLMAgent) kind() string { return "llm" }
 // out, so each agent's scripted step count starts at its own turns.
 func (a *LLMAgent) history(ic *invocation) []model.Message {
 	evs := ic.r.sessions.events(ic.sessionID, ic.historyCut)
-	msgs := make([]model.Message, 0, len(evs)+2*a.maxSteps+1)
+	// Room for the instruction, the history and one model reply: a
+	// single-step answer, the common case, never grows the slice (room
+	// for every step of maxSteps was ~0.9 KiB per sample, mostly unused);
+	// tool steps append as they go.
+	msgs := make([]model.Message, 0, len(evs)+2)
 	if a.instruction != "" {
 		msgs = append(msgs, model.Message{Role: model.RoleSystem, Parts: []model.Part{{Text: a.instruction}}})
 	}
@@ -232,10 +236,10 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, *ev.Content)
 		if final {
 			return ev.Content, nil
 		}
+		msgs = append(msgs, *ev.Content)
 
 		results := make([]model.Part, 0, len(calls))
 		delta := map[string]any(nil)
