@@ -43,6 +43,9 @@ func New(nc *nats.Conn, timeout time.Duration) *Client {
 // Call sends one request and returns the reply, or its *api.Error. No
 // responders (no coordinator) is eval_service_unavailable; a deadline is
 // timeout.
+//
+// A read that its coordinator took and never answered (it died) is sent
+// again within the call (request): only a write waits out the timeout.
 func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Reply, error) {
 	subj, err := bus.CoordSubject(op)
 	if err != nil {
@@ -66,9 +69,10 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 			what, len(b), mp, api.MaxRequestBytes)
 	}
 	// A status that waits (WaitMS) answers that much later at most.
-	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(max(req.WaitMS, 0))*time.Millisecond)
+	wait := time.Duration(max(req.WaitMS, 0)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, subj, b)
+	msg, err := c.request(ctx, subj, b, op, wait)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
@@ -91,6 +95,40 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 		return &rep, rep.Err
 	}
 	return &rep, nil
+}
+
+// readOps are the operations that change nothing: asking again is safe.
+var readOps = map[string]bool{
+	api.OpStatus: true, api.OpResult: true, api.OpListJobs: true, api.OpGetSet: true, api.OpListSets: true,
+	api.OpGetBaseline: true, api.OpListBaselines: true, api.OpCapabilities: true, api.OpJobSpec: true,
+}
+
+// FirstRetry is how long a read waits for its answer (beyond the time a
+// status may be held, api.Request.WaitMS) before it is sent again; each
+// later attempt waits twice as long, all within the call's timeout.
+const FirstRetry = 2 * time.Second
+
+// request sends one request and waits for its reply until ctx ends. The
+// coordinators answer as one queue group: a request taken by one that
+// then dies (kill -9, a lost connection) is never answered, and would
+// stall its caller for the whole call timeout although the others are
+// up. A read (readOps) is therefore sent again after FirstRetry (and
+// wait, the time a status may be held), then after twice that, and so
+// on: NATS drops a dead member from the group at once, so the next
+// attempt reaches a live coordinator; a merely slow one still answers a
+// later, longer attempt. A write is sent once (it may not be repeated).
+func (c *Client) request(ctx context.Context, subj string, b []byte, op string, wait time.Duration) (*nats.Msg, error) {
+	if !readOps[op] {
+		return c.nc.RequestWithContext(ctx, subj, b)
+	}
+	for attempt := FirstRetry; ; attempt *= 2 {
+		actx, cancel := context.WithTimeout(ctx, wait+attempt)
+		msg, err := c.nc.RequestWithContext(actx, subj, b)
+		cancel()
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return msg, err
+		}
+	}
 }
 
 // Submit creates a job (queued or running). The reply has no result. A
