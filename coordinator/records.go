@@ -166,7 +166,12 @@ func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) (*eva
 			return nil, err
 		}
 	}
-	return agg.Result(time.Duration(j.FinishedAt-j.StartedAt) * time.Millisecond)
+	res, err := agg.Result(time.Duration(j.FinishedAt-j.StartedAt) * time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	markNotEvaluated(res, j)
+	return res, nil
 }
 
 // recordLines writes lines [from, ...) of job j's stream into a page of

@@ -144,6 +144,7 @@ func buildResult(tx *evalstore.Tx, j *evalrecord.Job, finishedAt int64, cached m
 		br.failed = api.AsError(err).Code
 		return br, nil
 	}
+	markNotEvaluated(res, j)
 	lap(&tm.aggregate)
 	// Its own encoder, not json.Marshal: the latter would validate and
 	// compact the several MiB it returns, for the same bytes.
@@ -160,6 +161,19 @@ func buildResult(tx *evalstore.Tx, j *evalrecord.Job, finishedAt int64, cached m
 	lap(&tm.encode)
 	br.doc = doc
 	return br, nil
+}
+
+// markNotEvaluated lists in res's metadata the cases job j's submit left
+// out (evalrecord.JobSpec.NotEvaluated), as a local run lists them.
+func markNotEvaluated(res *evalengine.Result, j *evalrecord.Job) {
+	if len(j.Spec.NotEvaluated) == 0 {
+		return
+	}
+	cases := make([][2]string, len(j.Spec.NotEvaluated))
+	for i, c := range j.Spec.NotEvaluated {
+		cases[i] = [2]string{c.CaseID, c.Reason}
+	}
+	evalengine.MarkNotEvaluatedCases(res, cases)
 }
 
 // outcomeSample is task idx's sample in the result: s if the task is

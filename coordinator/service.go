@@ -269,6 +269,9 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	if sub.SetUpload != "" && !bytes.Equal(body, sub.Set) {
 		return nil, api.Errorf(evalrecord.CodeInvalidSetUpload, "set_upload: not the canonical JSON of the set (upload what evalengine.EncodeSet writes, canonicalized)")
 	}
+	if err := validNotEvaluated(sub.NotEvaluated, p.Set); err != nil {
+		return nil, err
+	}
 	var meta []byte
 	if len(sub.Metadata) > 0 {
 		if len(sub.Metadata) > api.MaxMetadataBytes {
@@ -313,7 +316,7 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 		JobID: newJobID(), Scope: req.Scope, EvalSetID: p.Set.ID, EvalSetVersion: p.Set.Version, Metadata: meta,
 		Spec: evalrecord.JobSpec{SetDigest: set.Digest, Agent: sub.Agent, Options: opts, Criteria: sub.Criteria,
 			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: min(int64(p.Options.TimeoutMS), lim.JobTimeout.Milliseconds()),
-			Cases: len(p.Set.Cases), Samples: p.Options.Samples},
+			Cases: len(p.Set.Cases), Samples: p.Options.Samples, NotEvaluated: sub.NotEvaluated},
 	}
 	cmd := &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now}
 	if sub.SetUpload != "" {
@@ -322,6 +325,48 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 		cmd.Set.Body, cmd.SetUpload = nil, sub.SetUpload
 	}
 	return cmd, nil
+}
+
+// validNotEvaluated checks a submit's not_evaluated cases: within
+// api.MaxNotEvaluatedBytes, each a non-empty id once, none a case of the
+// set, each reason a lower-case token (an evalengine not_evaluated
+// reason) of at most 64 bytes.
+func validNotEvaluated(ne []evalrecord.NotEvaluated, set *evalengine.Set) error {
+	if len(ne) == 0 {
+		return nil
+	}
+	in := make(map[string]bool, len(set.Cases)+len(ne))
+	for _, c := range set.Cases {
+		in[c.ID] = true
+	}
+	size := 0
+	for i, c := range ne {
+		size += len(c.CaseID) + len(c.Reason)
+		switch {
+		case size > api.MaxNotEvaluatedBytes:
+			return api.Errorf(api.CodeRequestLimit, "not_evaluated: over %d bytes", api.MaxNotEvaluatedBytes)
+		case c.CaseID == "":
+			return api.Errorf(api.CodeInvalidRequest, "not_evaluated[%d].case_id: empty", i)
+		case in[c.CaseID]:
+			return api.Errorf(api.CodeInvalidRequest, "not_evaluated[%d].case_id: %q is a case of the set, or listed twice", i, c.CaseID)
+		case !reasonToken(c.Reason):
+			return api.Errorf(api.CodeInvalidRequest, "not_evaluated[%d].reason: want a lower-case token of 1..64 bytes", i)
+		}
+		in[c.CaseID] = true
+	}
+	return nil
+}
+
+func reasonToken(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // waitApplied waits (bounded, 2 s) until this node applied index.

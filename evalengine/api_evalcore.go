@@ -462,6 +462,12 @@ func MarkNotEvaluated(r *Result, ids []string, reason string) {
 	evalcore.MarkNotEvaluated(r, ids, reason)
 }
 
+// MarkNotEvaluatedCases records in r's metadata that the cases, each
+// {case id, reason}, were not evaluated (a cluster job's list).
+func MarkNotEvaluatedCases(r *Result, cases [][2]string) {
+	evalcore.MarkNotEvaluatedCases(r, cases)
+}
+
 // Human review error codes (CONTRACTS §5.13).
 const (
 	CodeInvalidReview       = evalcore.CodeInvalidReview

@@ -365,6 +365,11 @@ func prepareClusterJob(agentName, setPath, criteriaPath string, opts evalengine.
 	}
 	j := &clusterJob{agent: agentName, set: set, opts: opts, skipped: skipped}
 	j.req = api.SubmitRequest{Set: setDoc, Agent: agentName}
+	// The job's result lists them, as a local run's does, whichever way
+	// it is read (jsonl stream, document, eval report JOB_ID).
+	for _, id := range skipped {
+		j.req.NotEvaluated = append(j.req.NotEvaluated, evalrecord.NotEvaluated{CaseID: id, Reason: evalengine.NotEvaluatedUserSimulator})
+	}
 	if criteriaPath != "" {
 		data, err := readCapped("criteria", criteriaPath, maxConfigFileBytes)
 		if err != nil {

@@ -27,8 +27,9 @@ const (
 
 // startEvalCluster runs `adk serve` in-process (NATS with JetStream on a
 // random loopback port, the trace store node, the one-node coordinator and
-// a worker trusted with the travel agent) and returns its client URL.
-func startEvalCluster(t *testing.T) string {
+// a worker trusted with the travel agent and the agents name=AGENT.json
+// more) and returns its client URL.
+func startEvalCluster(t *testing.T, more ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -36,7 +37,7 @@ func startEvalCluster(t *testing.T) string {
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, serveOptions{dataDir: filepath.Join(dir, "data"), host: "127.0.0.1", port: -1,
-			eval:  serveEvalOptions{agents: []string{"travel=" + travelAgent}, raftAddr: "127.0.0.1:0", capacity: 4},
+			eval:  serveEvalOptions{agents: append([]string{"travel=" + travelAgent}, more...), raftAddr: "127.0.0.1:0", capacity: 4},
 			ready: func(u string) { urlc <- u }}, io.Discard)
 	}()
 	t.Cleanup(func() {

@@ -112,3 +112,52 @@ func TestEvalRun_GoogleADKScenarios(t *testing.T) {
 			"--adk-test-config", "bad_config.json", "--criteria", "x.json"), "conflicting_options: --criteria,--adk-test-config")
 	})
 }
+
+// TestClusterEval_NotEvaluatedCasesLikeLocal: a cluster leaves a set's
+// conversation_scenario cases out (it simulates no users); its result
+// lists them in the metadata (not_evaluated_cases) as a local run's does,
+// however it is read: the jsonl stream of `eval run --format jsonl`, the
+// document, and `eval report JOB_ID` (Markdown's "Not evaluated").
+func TestClusterEval_NotEvaluatedCasesLikeLocal(t *testing.T) {
+	dir := t.TempDir()
+	agent := writeFile(t, dir, "agent.json", chattyAgent)
+	set := writeFile(t, dir, "mixed.evalset.json", mixedADKSet)
+	url := startEvalCluster(t, "chat="+agent)
+	summary := func(stream string) string {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(stream), "\n")
+		var sum struct {
+			Type   string `json:"type"`
+			Result struct {
+				Metadata map[string]any `json:"metadata"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Type != "summary" {
+			t.Fatalf("last line: %v %.300s", err, lines[len(lines)-1])
+		}
+		ne, _ := json.Marshal(sum.Result.Metadata[evalengine.MetaNotEvaluatedCases])
+		return string(ne)
+	}
+	const want = `[{"case_id":"simulated","reason":"user_simulator_not_configured"}]`
+	if got := summary(runCLI(t, exitOK, "eval", "run", "--config", agent, "--eval-set", set, "--format", "jsonl")); got != want {
+		t.Fatalf("local jsonl: not evaluated %s, want %s", got, want)
+	}
+	if got := summary(runCLI(t, exitOK, "eval", "run", "--cluster", url, "--agent", "chat", "--eval-set", set, "--format", "jsonl")); got != want {
+		t.Fatalf("cluster jsonl: not evaluated %s, want %s (as the local run)", got, want)
+	}
+	id := lastClusterJob(t, url)
+	res, err := evalengine.DecodeResult([]byte(runCLI(t, exitOK, "eval", "result", id, "--cluster", url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ne, _ := json.Marshal(res.Metadata[evalengine.MetaNotEvaluatedCases]); string(ne) != want {
+		t.Fatalf("the job's result document: not evaluated %s, want %s", ne, want)
+	}
+	if got := summary(runCLI(t, exitOK, "eval", "report", id, "--cluster", url, "--format", "jsonl")); got != want {
+		t.Fatalf("eval report JOB_ID --format jsonl: not evaluated %s, want %s", got, want)
+	}
+	md := runCLI(t, exitOK, "eval", "report", id, "--cluster", url, "--format", "markdown")
+	if !strings.Contains(md, "## Not evaluated\n\n| Case | Reason |\n| --- | --- |\n| simulated | user_simulator_not_configured |") {
+		t.Fatalf("eval report JOB_ID --format markdown: %s", md)
+	}
+}

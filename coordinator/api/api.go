@@ -258,7 +258,16 @@ type SubmitRequest struct {
 	// SetUpload, instead of Set, names a complete set upload of this scope
 	// (put_set_part): the submit takes it.
 	SetUpload string `msgpack:"set_upload,omitempty"`
+	// NotEvaluated are the cases of the caller's file it left out of Set
+	// (conversation_scenario cases: a cluster simulates no users), each
+	// with its reason: the result lists them as a local run does. At most
+	// MaxNotEvaluatedBytes of ids and reasons; none may be a case of Set.
+	NotEvaluated []evalrecord.NotEvaluated `msgpack:"not_evaluated,omitempty"`
 }
+
+// MaxNotEvaluatedBytes bounds SubmitRequest.NotEvaluated (ids and
+// reasons together).
+const MaxNotEvaluatedBytes = 1 << 20
 
 // MaxStatusWait bounds Request.WaitMS.
 const MaxStatusWait = 30 * time.Second

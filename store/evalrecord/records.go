@@ -132,6 +132,17 @@ type JobSpec struct {
 	JobTTLMS   int64  `msgpack:"job_ttl_ms"`  // whole-job deadline from start
 	Cases      int    `msgpack:"cases"`
 	Samples    int    `msgpack:"samples"`
+	// NotEvaluated are cases of the submitted file left out of the set
+	// (a cluster simulates no users), in the file's order: the result
+	// lists them in its metadata as a local run does.
+	NotEvaluated []NotEvaluated `msgpack:"not_evaluated,omitempty"`
+}
+
+// NotEvaluated is a case a job left out and why (evalengine's
+// not_evaluated_cases entry).
+type NotEvaluated struct {
+	CaseID string `msgpack:"case_id"`
+	Reason string `msgpack:"reason"`
 }
 
 // Progress counts a job's tasks.

@@ -721,6 +721,23 @@ func MarkNotEvaluated(r *Result, ids []string, reason string) {
 	r.Metadata[MetaNotEvaluatedCases] = list
 }
 
+// MarkNotEvaluatedCases records in r's metadata that the cases were not
+// evaluated, each {case id, reason} (the order kept): MarkNotEvaluated's
+// list when the reasons differ.
+func MarkNotEvaluatedCases(r *Result, cases [][2]string) {
+	if r == nil || len(cases) == 0 {
+		return
+	}
+	list := make([]any, len(cases))
+	for i, c := range cases {
+		list[i] = map[string]any{"case_id": c[0], "reason": c[1]}
+	}
+	if r.Metadata == nil {
+		r.Metadata = map[string]any{}
+	}
+	r.Metadata[MetaNotEvaluatedCases] = list
+}
+
 // NotEvaluatedCases reads MarkNotEvaluated's list back.
 func NotEvaluatedCases(r *Result) [][2]string {
 	list, _ := r.Metadata[MetaNotEvaluatedCases].([]any)
