@@ -12,7 +12,10 @@ package testcluster_test
 // SIGSTOP for longer than its lease, and makes the provider slow or
 // failing, while two jobs of two principals run and this process
 // publishes signals of a third principal through the workers' publisher.
-// The checker (chaosHistory.violations, chaos_test.go) then reads the run.
+// Every odd seed's agent declares a fleet-wide rate limit (rate_limit:
+// requests_per_minute and concurrent_requests), and the provider records
+// when each call arrived and how long it was answered. The checker
+// (chaosHistory.violations, chaos_test.go) then reads the run.
 //
 // CI runs one seed; `make chaos-procs CHAOS_RUNS=100` runs more,
 // CHAOS_SEED replays, failing runs' histories (with each process's log
@@ -33,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,10 +209,15 @@ type chaosProvider struct {
 	slowP, failP uint32        // per mille of inputs that are slow / fail
 	calls        map[string]int
 	last         map[string]time.Time // each input's latest call
+	// Every call's arrival, and the span of each answered (not abandoned
+	// by its client), since began: the rate limit's account.
+	began    time.Time
+	arrivals []time.Duration
+	spans    [][2]time.Duration
 }
 
 func newChaosProvider(rng *rand.Rand) *chaosProvider {
-	p := &chaosProvider{calls: map[string]int{}, last: map[string]time.Time{},
+	p := &chaosProvider{calls: map[string]int{}, last: map[string]time.Time{}, began: time.Now(),
 		delay: time.Duration(150+rng.IntN(350)) * time.Millisecond,
 		slow:  time.Duration(1000+rng.IntN(2000)) * time.Millisecond,
 		slowP: uint32(rng.IntN(100)), failP: uint32(rng.IntN(80))}
@@ -223,6 +232,20 @@ func (p *chaosProvider) pick(input string, salt string, perMille uint32) bool {
 }
 
 func (p *chaosProvider) serve(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Since(p.began)
+	p.mu.Lock()
+	p.arrivals = append(p.arrivals, arrived)
+	p.mu.Unlock()
+	answered := false
+	// The span ends before the answer leaves (the server flushes it after
+	// the handler returns): within the client's slot.
+	defer func() {
+		if answered {
+			p.mu.Lock()
+			p.spans = append(p.spans, [2]time.Duration{arrived, time.Since(p.began)})
+			p.mu.Unlock()
+		}
+	}()
 	var req struct {
 		Messages []struct {
 			Role    string `json:"role"`
@@ -252,6 +275,7 @@ func (p *chaosProvider) serve(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	answered = true
 	w.Header().Set("Content-Type", "application/json")
 	if p.pick(input, "fail", failP) {
 		w.WriteHeader(http.StatusInternalServerError)
@@ -272,6 +296,14 @@ func (p *chaosProvider) lastCall(prefix string) time.Time {
 		}
 	}
 	return t
+}
+
+// limitCalls fills lim with the calls so far.
+func (p *chaosProvider) limitCalls(lim *limitAccount) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lim.Arrivals = slices.Clone(p.arrivals)
+	lim.Spans = slices.Clone(p.spans)
 }
 
 func (p *chaosProvider) executions() map[string]int {
@@ -334,7 +366,20 @@ func chaosBinaries(t *testing.T) (adk, natsServer string) {
 // on purpose.
 func chaosBreakBuild() bool { return os.Getenv("ADK_CHAOS_BREAK") != "" }
 
-func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv []string) *procFleet {
+// chaosLimit is the fleet-wide rate limit seed's run declares, nil for
+// none: every odd seed (CI's included) declares one, drawn from its own
+// stream so the fault schedule of a seed is the same either way.
+func chaosLimit(seed uint64) *limitAccount {
+	if seed%2 == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5ca1ab1e))
+	return &limitAccount{RPM: 240 + 60*rng.IntN(5), Concurrent: 2 + rng.IntN(3), Workers: 3}
+}
+
+// startProcFleet starts one run's processes; lim, when set, is the rate
+// limit the workers' agent declares.
+func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv []string, lim *limitAccount) *procFleet {
 	t.Helper()
 	adk, natsBin := chaosBinaries(t)
 	f := &procFleet{t: t, dir: dir, provider: provider, metrics: map[*chaosProc]string{}, adk: adk}
@@ -380,8 +425,12 @@ func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv 
 	f.cl = client.New(f.nc, 5*time.Second)
 
 	agent := filepath.Join(dir, "agent.json")
+	limit := ""
+	if lim != nil {
+		limit = fmt.Sprintf(`,"rate_limit":{"requests_per_minute":%d,"concurrent_requests":%d}`, lim.RPM, lim.Concurrent)
+	}
 	if err := os.WriteFile(agent, []byte(`{"schema_version":1,"name":"chaos","instruction":"Answer briefly.",
- "model":{"provider":"openai","model":"fake","base_url":"`+provider.srv.URL+`/v1","max_attempts":1,"timeout_ms":20000}}`), 0o600); err != nil {
+ "model":{"provider":"openai","model":"fake","base_url":"`+provider.srv.URL+`/v1","max_attempts":1,"timeout_ms":20000`+limit+`}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var tokens strings.Builder
@@ -616,9 +665,13 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 		if b := os.Getenv("ADK_CHAOS_BREAK"); b != "" {
 			env = []string{"ADK_CHAOS_BREAK=" + b}
 		}
-		f := startProcFleet(t, dir, provider, env)
+		h.Limit = chaosLimit(seed)
+		f := startProcFleet(t, dir, provider, env, h.Limit)
 		phase("fleet up")
 		h.Provider = fmt.Sprintf("delay %v, %d‰ slow by %v, %d‰ failing", provider.delay, provider.slowP, provider.slow, provider.failP)
+		if h.Limit != nil {
+			h.Provider += fmt.Sprintf(", rate limit %d rpm, %d at once", h.Limit.RPM, h.Limit.Concurrent)
+		}
 
 		// The accounting publisher: this process's signals under acct,
 		// through the same publisher the workers use, all run long.
@@ -791,6 +844,9 @@ func procChaosRun(t *testing.T, seed uint64, historyDir string, hook func(t *tes
 			h.OwnerStop, h.OwnerStopSet = last.Sub(ownerKill), true
 		}
 		h.Executions = provider.executions()
+		if h.Limit != nil {
+			provider.limitCalls(h.Limit)
+		}
 		if v, err := f.metric(f.rogue, "adk_worker_executed_tasks_total"); err == nil {
 			h.Rogue = int(v)
 		}
@@ -952,15 +1008,20 @@ func writeHistory(dir, prefix string, h *chaosHistory) string {
 }
 
 // TestClusterChaosProcsCatchesBrokenRuns holds the checker to a real run
-// broken three ways, so a green run means something: workers built with
+// broken four ways, so a green run means something: workers built with
 // the chaosbreak tag and ADK_CHAOS_BREAK=dedupe run a redelivered task
-// message again (this process re-publishes each task message once), the
-// signals published while both store nodes are down are purged from
-// ADK_SIGNALS before they apply them, and the coordinators are stopped
-// for the rest of the run. The checker must report a duplicate
-// execution, a lost signal and a hung job.
+// message again (this process re-publishes each task message once), and
+// with ADK_CHAOS_BREAK=ratelimit call the provider without waiting for
+// the fleet's rate limit (the run's seed declares one), the signals
+// published while both store nodes are down are purged from ADK_SIGNALS
+// before they apply them, and the coordinators are stopped for the rest
+// of the run. The checker must report a duplicate execution, calls over
+// the rate limit, a lost signal and a hung job.
 func TestClusterChaosProcsCatchesBrokenRuns(t *testing.T) {
-	t.Setenv("ADK_CHAOS_BREAK", "dedupe")
+	t.Setenv("ADK_CHAOS_BREAK", "dedupe,ratelimit")
+	if chaosLimit(1) == nil {
+		t.Fatal("seed 1 declares no rate limit")
+	}
 	_, _, dir := chaosParams(t, 0)
 	h := procChaosRun(t, 1, dir, func(t *testing.T, f *procFleet, h *chaosHistory) {
 		h.Bound = 12 * time.Second
@@ -1026,7 +1087,7 @@ func TestClusterChaosProcsCatchesBrokenRuns(t *testing.T) {
 		h.Faults = append(h.Faults, fmt.Sprintf("replay tasks %d", replayed), "purge signals", "stop coordinators")
 	})
 	v := strings.Join(h.violations(), "\n")
-	for _, want := range []string{"duplicate:", "lost signal:", "hung:"} {
+	for _, want := range []string{"duplicate:", "rate limit:", "lost signal:", "hung:"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the checker missed the injected %q; it reported:\n%s", strings.TrimSuffix(want, ":"), v)
 		}

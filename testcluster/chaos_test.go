@@ -10,6 +10,7 @@ package testcluster_test
 // temp dir, logged).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,6 +61,99 @@ type chaosHistory struct {
 	// OwnerDisturbed: a leader or NATS kill near the owner's death; the
 	// stop time is then reported apart (and held to the same bound).
 	OwnerDisturbed bool `json:"owner_disturbed,omitempty"`
+	// Limit is the fleet-wide rate limit the run's agent declared, with
+	// what the provider saw of it (nil: the run declared none).
+	Limit *limitAccount `json:"rate_limit,omitempty"`
+}
+
+// limitAccount is a run's declared rate limit (rate_limit in the agent
+// config: requests_per_minute, concurrent_requests) and the provider's
+// calls, offsets from the run's start: when each arrived, and the span of
+// each it answered (a call its client abandoned, e.g. a killed worker's,
+// has no span: the provider sees the abandon only later, while the
+// client's slot is free at once).
+type limitAccount struct {
+	RPM        int                `json:"requests_per_minute"`
+	Concurrent int                `json:"concurrent_requests"`
+	Workers    int                `json:"workers"`
+	Arrivals   []time.Duration    `json:"arrivals_ns"`
+	Spans      [][2]time.Duration `json:"spans_ns"`
+}
+
+// The rate tolerance (limitAccount.violations): each worker's token
+// bucket holds one second of its share, rounded up to a whole call, and
+// the shares together never exceed the limit, so in any stretch of d the
+// fleet may start limit×(d + 1 s) + one call per worker. Calls admitted
+// a moment apart can reach the provider together when the machine is
+// loaded (the suite runs at nice 19 beside other work): limitJitter more.
+const limitJitter = 500 * time.Millisecond
+
+// peakSpans is the most spans that overlap at once.
+func peakSpans(spans [][2]time.Duration) int {
+	type edge struct {
+		at time.Duration
+		d  int
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, s := range spans {
+		edges = append(edges, edge{s[0], 1}, edge{s[1], -1})
+	}
+	// Ends before starts at the same instant: back to back is not at once.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.d, b.d)
+	})
+	peak, n := 0, 0
+	for _, e := range edges {
+		n += e.d
+		peak = max(peak, n)
+	}
+	return peak
+}
+
+// allowed is how many calls the limit lets start in a stretch of d, with
+// the tolerance above.
+func (a *limitAccount) allowed(d time.Duration) float64 {
+	return float64(a.RPM)/60*(d.Seconds()+1+limitJitter.Seconds()) + float64(a.Workers)
+}
+
+// fullest is the stretch of arrivals [i, k] (sorted) whose count is
+// nearest the limit (or furthest past it): its calls and its fill, calls
+// over allowed.
+func (a *limitAccount) fullest() (calls int, d time.Duration, fill float64) {
+	at := slices.Clone(a.Arrivals)
+	slices.Sort(at)
+	for i := range at {
+		for k := i; k < len(at); k++ {
+			if f := float64(k-i+1) / a.allowed(at[k]-at[i]); f > fill {
+				calls, d, fill = k-i+1, at[k]-at[i], f
+			}
+		}
+	}
+	return calls, d, fill
+}
+
+// violations of the declared limit: more calls answered at once than
+// concurrent_requests (exact: a span lies within its client's slot), or
+// more arrivals in some stretch than requests_per_minute allows with the
+// tolerance above.
+func (a *limitAccount) violations() []string {
+	if a == nil {
+		return nil
+	}
+	var v []string
+	if p := peakSpans(a.Spans); a.Concurrent > 0 && p > a.Concurrent {
+		v = append(v, fmt.Sprintf("rate limit: %d calls at once at the provider, concurrent_requests %d", p, a.Concurrent))
+	}
+	if a.RPM > 0 {
+		if n, d, fill := a.fullest(); fill > 1 {
+			v = append(v, fmt.Sprintf("rate limit: %d calls in %v at the provider, requests_per_minute %d allows %.1f",
+				n, d.Round(time.Millisecond), a.RPM, a.allowed(d)))
+		}
+	}
+	return v
 }
 
 // signalAccount is one publisher's signals against what the store nodes
@@ -143,6 +237,7 @@ func (h *chaosHistory) violations() []string {
 	if h.StoreDiff != "" {
 		v = append(v, "diverged: store nodes that applied the same stream differ: "+h.StoreDiff)
 	}
+	v = append(v, h.Limit.violations()...)
 	return v
 }
 
@@ -157,6 +252,12 @@ type chaosTotals struct {
 	signals                       signalAccount
 	elapsed                       time.Duration
 	ownerStops, ownerDisturbed    []time.Duration
+	// Rate-limited runs: how many, their provider calls, the most calls
+	// at once over the concurrency limit and the fullest stretch over
+	// what the rate allows (1: at the tolerance's edge), at worst.
+	limited, limitCalls int
+	peakOfLimit         [2]int
+	rateFill            float64
 }
 
 func (c *chaosTotals) add(h *chaosHistory) {
@@ -181,6 +282,15 @@ func (c *chaosTotals) add(h *chaosHistory) {
 	c.signals.Dropped += h.Signals.Dropped
 	c.signals.Stored += h.Signals.Stored
 	c.elapsed = max(c.elapsed, h.Elapsed)
+	if a := h.Limit; a != nil {
+		c.limited++
+		c.limitCalls += len(a.Arrivals)
+		if p := peakSpans(a.Spans); c.peakOfLimit[1] == 0 || p*c.peakOfLimit[1] > c.peakOfLimit[0]*a.Concurrent {
+			c.peakOfLimit = [2]int{p, a.Concurrent}
+		}
+		_, _, fill := a.fullest()
+		c.rateFill = max(c.rateFill, fill)
+	}
 	switch {
 	case h.OwnerStopSet && h.OwnerDisturbed:
 		c.ownerDisturbed = append(c.ownerDisturbed, h.OwnerStop)
@@ -200,8 +310,13 @@ func (c *chaosTotals) String(runs int, seed uint64) string {
 			s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
 	}
 	owner := stops(c.ownerStops) + "; with a leader or NATS kill near it: " + stops(c.ownerDisturbed)
-	return fmt.Sprintf("%d runs from seed %d, faults %v, job phases %v, job reasons %v, failed sample tags %v, signals accepted %d exported %d dropped %d stored %d, slowest job %v, owner death %s, runs with violations %d",
-		runs, seed, c.faults, c.phases, c.reasons, c.tags, c.signals.Accepted, c.signals.Exported, c.signals.Dropped, c.signals.Stored, c.elapsed.Round(100*time.Millisecond), owner, c.failed)
+	limited := "none"
+	if c.limited > 0 {
+		limited = fmt.Sprintf("%d (%d provider calls; at worst %d at once of %d allowed, fullest stretch %.2f of the rate's tolerance)",
+			c.limited, c.limitCalls, c.peakOfLimit[0], c.peakOfLimit[1], c.rateFill)
+	}
+	return fmt.Sprintf("%d runs from seed %d, faults %v, job phases %v, job reasons %v, failed sample tags %v, signals accepted %d exported %d dropped %d stored %d, slowest job %v, owner death %s, rate-limited runs %s, runs with violations %d",
+		runs, seed, c.faults, c.phases, c.reasons, c.tags, c.signals.Accepted, c.signals.Exported, c.signals.Dropped, c.signals.Stored, c.elapsed.Round(100*time.Millisecond), owner, limited, c.failed)
 }
 
 func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
@@ -210,6 +325,14 @@ func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
 		t.Fatalf("clean history: %v", v)
 	}
 	ok.Signals = signalAccount{Accepted: 10, Exported: 8, Dropped: 2, Stored: 8}
+	if v := ok.violations(); len(v) != 0 {
+		t.Fatalf("clean history: %v", v)
+	}
+	// A limit kept: back-to-back spans are not at once; 60 rpm with one
+	// worker allows 2.5 calls in the first second and one more a second.
+	ok.Limit = &limitAccount{RPM: 60, Concurrent: 1, Workers: 1,
+		Spans:    [][2]time.Duration{{0, 10}, {10, 20}, {20, 30}},
+		Arrivals: []time.Duration{0, 400 * time.Millisecond, 1400 * time.Millisecond, 2400 * time.Millisecond}}
 	if v := ok.violations(); len(v) != 0 {
 		t.Fatalf("clean history: %v", v)
 	}
@@ -227,6 +350,12 @@ func TestChaosCheckerCatchesInjectedViolations(t *testing.T) {
 		"owner":       func(h *chaosHistory) { h.OwnerStop, h.OwnerStopSet = 4*time.Second, true },
 		"owner:": func(h *chaosHistory) { // next to a failover: the same bound
 			h.OwnerStop, h.OwnerStopSet, h.OwnerDisturbed = 4*time.Second, true, true
+		},
+		"rate limit: 3 calls at once": func(h *chaosHistory) {
+			h.Limit = &limitAccount{Concurrent: 2, Spans: [][2]time.Duration{{0, 10}, {5, 20}, {9, 12}}}
+		},
+		"rate limit: 5 calls in": func(h *chaosHistory) { // 60 rpm, 1 worker: 1×(0.1+1.5)+1 = 2.6 in 100 ms
+			h.Limit = &limitAccount{RPM: 60, Workers: 1, Arrivals: []time.Duration{0, 20, 40, 60, 100}}
 		},
 	} {
 		h := ok

@@ -164,6 +164,13 @@ func (l *Limiter) Acquire(ctx context.Context, est int) (release func(used int),
 		}
 	}()
 	est = max(est, 1)
+	if breakLimits {
+		slot = true
+		l.mu.Lock()
+		l.inUse++
+		l.mu.Unlock()
+		return l.releaser(est), nil
+	}
 	for {
 		l.mu.Lock()
 		now := time.Now()
