@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/agent/model/ratelimit"
+	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
@@ -99,8 +100,14 @@ func TestClusterEval_RateLimitFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	workers := []string{"w0", "w1", "w2", "w3"}
+	// The production fence lease (5 s), not the tests' 1.5 s: under load
+	// (-race, load 30) the new leader can take longer than 1.5 s to
+	// establish after the stop, and a gap over the lease is a full
+	// restart by design (running jobs fail evaluation_service_restarted),
+	// which is not what this test is about.
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 3, Workers: workers, Capacity: 2,
-		AgentFiles: map[string]string{"limited": agentFile}})
+		AgentFiles: map[string]string{"limited": agentFile},
+		Timing:     timing(func(t *coordinator.Timing) { t.FenceLease = 5 * time.Second })})
 	testutil.WaitFor(t, 60*time.Second, "every worker answered", func() bool {
 		for i := range c.Workers() {
 			if c.Worker(i).LastAnswer().IsZero() {
