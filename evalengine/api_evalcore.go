@@ -117,6 +117,24 @@ func Compare(baseline *Result, current *Result, opts CompareOptions) (*Compariso
 	return evalcore.Compare(baseline, current, opts)
 }
 
+// CompareSide is what a comparison reads of one result: its summary and,
+// per case, its id, status, verdict and a trajectory digest, so a result
+// of any size compares in memory O(cases).
+type CompareSide = evalcore.CompareSide
+
+// ResultSide is a result document's side of a comparison (re-validated).
+func ResultSide(r *Result) (*CompareSide, error) { return evalcore.ResultSide(r) }
+
+// StreamSide is a checked stream's side of a comparison, read from its
+// case lines and summary without a sample.
+func StreamSide(f *StreamFile) (*CompareSide, error) { return evalcore.StreamSide(f) }
+
+// CompareSides is Compare of two sides: the same comparison as Compare of
+// the same results.
+func CompareSides(baseline, current *CompareSide, opts CompareOptions) (*Comparison, error) {
+	return evalcore.CompareSides(baseline, current, opts)
+}
+
 // DecodeComparison reads a comparison document strictly: exact key set and
 // every verdict, drop and reason re-checked, so a forged comparison is
 // invalid_eval_comparison.

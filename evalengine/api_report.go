@@ -176,3 +176,16 @@ func StreamFormats() []string { return report.StreamFormats() }
 func RenderStream(w io.Writer, f *StreamFile, format string, opts ExportOptions) error {
 	return report.RenderStream(w, f, format, opts)
 }
+
+// RenderStreamCompared is RenderStream with the run's baseline
+// comparison: html shows it as RenderHTML does; other formats are the
+// result's alone.
+func RenderStreamCompared(w io.Writer, f *StreamFile, cmp *Comparison, format string, opts ExportOptions) error {
+	return report.RenderStreamCompared(w, f, cmp, format, opts)
+}
+
+// CompareSidesReport is CompareReport of two comparison sides
+// (ResultSide, StreamSide): the same bytes for the same results.
+func CompareSidesReport(baseline, current *CompareSide, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
+	return report.CompareSidesReport(baseline, current, opts, format, eo)
+}

@@ -26,7 +26,7 @@ var internalOnly = map[string][]string{
 		"CanonicalResult", "CheckResult", "ExcerptString", "ExpectedResponse", "MetaFirstMismatch",
 		"MetaOrEmpty", "NotEvaluatedCases", "StreamResult", "UsageOf", "ValidateMetrics", "ZFor",
 		// The root's tests (export_test.go).
-		"ResultSize", "SpliceSamples",
+		"ResultSize", "SpliceSamples", "TrajectoryKey", "TrajectoriesEqual",
 	},
 	"llm":       {"JudgeConfigKeys"},
 	"googleadk": {"IsScenarioCase"},

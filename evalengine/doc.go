@@ -58,6 +58,8 @@
 //	                                     LLM user simulator (internal/googleadk)
 //	RenderHTML(result, comparison, ExportOptions) -> one self-contained page
 //	CompareReport(baseline, current, ...)     `adk eval compare`
+//	ResultSide(result) | StreamSide(stream) -> *CompareSide
+//	CompareSides(baseline, current, ...)      Compare of any size (16.)
 //	StatsReport(results, StatsOptions)        `adk eval stats`
 //
 // # Scheduling
@@ -174,6 +176,20 @@
 //     case's sample counts and the run's case counts; unlike
 //     StreamToResult it does not recompute metric averages over the run,
 //     which would need every sample at once.
+//  16. Baseline comparison of results of any size. Compare reads of each
+//     result only its summary and, per case, its id, status, verdict and
+//     trajectory: a CompareSide keeps those, the trajectory as a SHA-256
+//     digest of its generic form (objects by sorted key, arrays in order,
+//     numbers by float64 value with -0 as 0, every value tagged with its
+//     kind) so that two digests are equal exactly when the trajectories
+//     are jsonEqual. ResultSide takes it from a (re-validated) document,
+//     StreamSide from a checked stream's case lines and summary without
+//     reading a sample, so memory is O(cases) small records whatever the
+//     samples hold. Compare is CompareSides of two ResultSides: one
+//     comparison, the same document and bytes either way. A streamed
+//     html page (RenderStreamCompared) shows the comparison as RenderHTML
+//     does, inside the page's bound; a comparison whose page without any
+//     case is over the bound is export_byte_limit_exceeded.
 //
 // # Metrics beyond the criteria (§5.8, §5.12)
 //

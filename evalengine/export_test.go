@@ -12,4 +12,7 @@ var (
 	SpliceSamples = evalcore.SpliceSamples
 
 	IsScenarioCase = googleadk.IsScenarioCase
+
+	TrajectoryKey     = evalcore.TrajectoryKey
+	TrajectoriesEqual = evalcore.TrajectoriesEqual
 )

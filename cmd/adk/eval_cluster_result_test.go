@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -184,5 +186,80 @@ func TestClusterEvalSubmitOverMaxPayloadIsUploaded(t *testing.T) {
 	}
 	if jobs, err := cl.ListJobs(ctx, "default", 10, ""); err != nil || len(jobs.Items) != 1 {
 		t.Fatalf("jobs: %+v %v (want the one run)", jobs, err)
+	}
+}
+
+// runCLIErr is runCLI that also returns stderr.
+func runCLIErr(t *testing.T, wantCode int, args ...string) (string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != wantCode {
+		t.Fatalf("adk %s: exit %d (want %d), stderr %q", strings.Join(args, " "), code, wantCode, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// TestClusterEval_OverOneDocument: `adk eval run --nats ... --agent` whose
+// result is over one document (--max-report-bytes; the coordinator's own
+// bound is 16 MiB) reports as a local run over the bound does, from the
+// job's stream read page by page: markdown is the local report, kept as
+// FILE.jsonl, which adk eval report renders to the same bytes; html is one
+// bounded page; json is the stream itself; with --baseline (a jsonl
+// baseline) the comparison is the local run's and the verdict too. One
+// line on stderr says so; no temporary stream is left behind.
+func TestClusterEval_OverOneDocument(t *testing.T) {
+	url := startEvalCluster(t)
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
+	set := []string{"--eval-set", travelSet, "--criteria", travelCriteria, "--samples", "2"}
+	local := func(code int, args ...string) string {
+		return runCLI(t, code, append(append([]string{"eval", "run", "--config", travelAgent}, set...), args...)...)
+	}
+	remote := func(code int, args ...string) (string, string) {
+		return runCLIErr(t, code, append(append([]string{"eval", "run", "--nats", url, "--agent", "travel"}, set...), args...)...)
+	}
+	md := local(exitOK, "--format", "markdown")
+	out := filepath.Join(dir, "r.md")
+	got, stderr := remote(exitOK, "--format", "markdown", "--max-report-bytes", "5000", "--output", out)
+	if got != md || !strings.Contains(stderr, "over one 5000-byte document: the markdown report was rendered case by case from its JSON Lines stream; the stream was kept as "+out+".jsonl") {
+		t.Fatalf("markdown over the bound: stderr %q\n%s\nwant\n%s", stderr, got, md)
+	}
+	if again := runCLI(t, exitOK, "eval", "report", out+".jsonl", "--format", "markdown"); again != md {
+		t.Fatalf("the kept stream renders differently:\n%s", again)
+	}
+	page, stderr := remote(exitOK, "--format", "html", "--max-report-bytes", "6000")
+	if len(page) > 6000 || !strings.Contains(page, `class="paged"`) || !strings.Contains(stderr, "one page") || !strings.Contains(stderr, "not kept") {
+		t.Fatalf("html over the bound: %d bytes, stderr %q", len(page), stderr)
+	}
+	stream, stderr := remote(exitOK, "--format", "json", "--max-report-bytes", "5000")
+	if !strings.HasPrefix(stream, `{"type":"header"`) || !strings.Contains(stderr, "stdout holds it as JSON Lines") {
+		t.Fatalf("json over the bound: stderr %q\n%.300s", stderr, stream)
+	}
+	// A result that fits the bound is the document, as before.
+	if doc, stderr := remote(exitOK, "--format", "json"); !strings.HasPrefix(doc, `{"`) || strings.HasPrefix(doc, `{"type"`) || stderr != "" {
+		t.Fatalf("json that fits: stderr %q\n%.300s", stderr, doc)
+	}
+
+	// --baseline: the comparison of the local run, from the job's stream.
+	base := filepath.Join(dir, "base.jsonl")
+	local(exitOK, "--format", "jsonl", "--output", base)
+	want := local(exitOK, "--format", "json", "--baseline", base)
+	got, stderr = remote(exitOK, "--format", "json", "--baseline", base, "--max-report-bytes", "5000")
+	if got != want || !strings.Contains(stderr, "the baseline comparison was made from its JSON Lines stream") {
+		t.Fatalf("comparison over the bound: stderr %q\n%s\nwant\n%s", stderr, got, want)
+	}
+	// Without the baseline's criteria the run misses its metrics: a
+	// regression, exit 2, the report still out.
+	junit, stderr := runCLIErr(t, exitFailed, "eval", "run", "--nats", url, "--agent", "travel", "--eval-set", travelSet, "--samples", "2",
+		"--format", "junit", "--baseline", base, "--max-report-bytes", "5000")
+	if !strings.Contains(junit, "<testsuite") || !strings.Contains(stderr, "junit report was rendered case by case") {
+		t.Fatalf("junit: stderr %q\n%.300s", stderr, junit)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("%d temporary files left", len(left))
 	}
 }

@@ -68,16 +68,64 @@ func streamClusterResult(ctx context.Context, cmd *cobra.Command, cl *client.Cli
 	if err != nil {
 		return false, err
 	}
+	return summaryPassed(jobID, last.last)
+}
+
+// summaryPassed is the verdict of a stream's summary line.
+func summaryPassed(jobID string, line []byte) (bool, error) {
 	var sum struct {
 		Type   string `json:"type"`
 		Result struct {
 			Passed bool `json:"passed"`
 		} `json:"result"`
 	}
-	if json.Unmarshal(last.last, &sum) != nil || sum.Type != "summary" {
+	if json.Unmarshal(line, &sum) != nil || sum.Type != "summary" {
 		return false, &cliError{Code: codeInvalidEvalReportInput, Reason: "stream", Detail: "job " + jobID + ": the stream does not end with its summary"}
 	}
 	return sum.Result.Passed, nil
+}
+
+// resultOverBound says whether a completed job's result is over one
+// document of maxBytes: the coordinator's answer to a one-byte page says
+// the document's size without sending it, or that it is over the
+// coordinator's own 16 MiB bound.
+func resultOverBound(ctx context.Context, cl *client.Client, scope, jobID string, maxBytes int) (bool, error) {
+	rep, err := cl.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID, MaxBytes: 1})
+	if err != nil {
+		if api.AsError(err).Code == evalengine.CodeReportTooLarge {
+			return true, nil
+		}
+		return false, serviceError(err)
+	}
+	return rep.ResultSize > int64(maxBytes), nil
+}
+
+// fetchClusterStream fetches a completed job's result stream, page by
+// page, into a temporary file in dir ("": the system's), the caller's to
+// discard, and reads its verdict from the summary.
+func fetchClusterStream(ctx context.Context, cl *client.Client, scope, jobID, dir string) (*streamedRun, error) {
+	f, err := os.CreateTemp(dir, ".adk-result-*.jsonl")
+	if err != nil {
+		return nil, writeFailed(err)
+	}
+	sr := &streamedRun{path: f.Name(), temp: true}
+	last := &lastLine{w: f}
+	err = writeClusterStream(ctx, cl, scope, jobID, last)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = writeFailed(cerr)
+	}
+	if err == nil {
+		sr.passed, err = summaryPassed(jobID, last.last)
+	}
+	if err != nil {
+		sr.discard()
+		var ce *cliError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, writeFailed(err)
+	}
+	return sr, nil
 }
 
 // reportClusterStream renders a cluster job's result as markdown, junit or
@@ -90,21 +138,10 @@ func reportClusterStream(cmd *cobra.Command, cf *clusterFlags, jobID, format, ou
 		return err
 	}
 	defer done()
-	f, err := os.CreateTemp("", "adk-result-*.jsonl")
+	sr, err := fetchClusterStream(cmd.Context(), cl, cf.scope, jobID, "")
 	if err != nil {
-		return writeFailed(err)
+		return err
 	}
-	defer os.Remove(f.Name())
-	err = writeClusterStream(cmd.Context(), cl, cf.scope, jobID, f)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = writeFailed(cerr)
-	}
-	if err != nil {
-		var ce *cliError
-		if errors.As(err, &ce) {
-			return err
-		}
-		return writeFailed(err)
-	}
-	return reportStream(cmd, f.Name(), format, output, suite, maxBytes)
+	defer sr.discard()
+	return reportStream(cmd, sr.path, format, output, suite, maxBytes)
 }

@@ -244,8 +244,8 @@ func readmeFleetCommands(t *testing.T) (serve []string, evals [][]string) {
 // stream file and the job by id both render as the local markdown report.
 func runReadmeFleetStream(t *testing.T, url, localMarkdown string, cmds [][]string) {
 	t.Helper()
-	if len(cmds) < 3 {
-		t.Fatalf("README's fleet section has %d jsonl commands, want run, report FILE and report JOB_ID", len(cmds))
+	if len(cmds) < 5 {
+		t.Fatalf("README's fleet section has %d commands after the first run, want the jsonl run, report FILE, report JOB_ID, the run over the bound and its report", len(cmds))
 	}
 	dir := t.TempDir()
 	var jobID string
@@ -264,6 +264,13 @@ func runReadmeFleetStream(t *testing.T, url, localMarkdown string, cmds [][]stri
 		r := runADK(t, repoRoot(t), nil, args...)
 		if r.code != exitOK {
 			t.Fatalf("adk %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if args[1] == "run" && slices.Contains(args, "--max-report-bytes") {
+			// Over the bound: the local report, from the job's stream,
+			// which is kept beside --output.
+			if r.stdout != localMarkdown || !strings.Contains(r.stderr, "kept as ") {
+				t.Fatalf("adk %s: stderr %q\n%s", strings.Join(args, " "), r.stderr, r.stdout)
+			}
 		}
 		if args[1] == "run" {
 			jobID = lastClusterJob(t, url)

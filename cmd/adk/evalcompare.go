@@ -28,10 +28,12 @@ type evalCompareFlags struct {
 func newEvalCompareCmd() *cobra.Command {
 	f := &evalCompareFlags{}
 	cmd := &cobra.Command{
-		Use:   "compare BASELINE.json CURRENT.json",
+		Use:   "compare BASELINE CURRENT",
 		Short: "Compare two saved results; exit 0 no regression and current passed, 2 otherwise, 1 error",
 		Long: `Compare a current result (adk eval run --format json) with a baseline result,
-offline, as adk eval run --baseline does. json prints the canonical
+offline, as adk eval run --baseline does. Either may be a JSON Lines result
+(--format jsonl, or the FILE.jsonl a run over one document keeps) of any
+size: only its case lines and summary are read. json prints the canonical
 comparison document; markdown adds both results' 95% Wilson pass-rate
 intervals. Exit 0 when the current result passed and did not regress, 2
 when it failed or regressed, 1 on any error. With --output PATH the report
@@ -65,15 +67,16 @@ func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, curre
 		}
 		opts.MetricTolerances = t
 	}
-	baseline, err := loadBaseline(baselinePath)
+	// Either side may be a JSON Lines result of any size (evalbaseline.go).
+	baseline, err := loadSide("baseline", baselinePath, codeInvalidBaseline)
 	if err != nil {
 		return err
 	}
-	current, err := loadResult("current", currentPath, codeInvalidCurrentResult)
+	current, err := loadSide("current", currentPath, codeInvalidCurrentResult)
 	if err != nil {
 		return err
 	}
-	out, cmp, err := evalengine.CompareReport(baseline, current, opts, f.format,
+	out, cmp, err := evalengine.CompareSidesReport(baseline, current, opts, f.format,
 		evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: maxBytes})
 	if err != nil {
 		return engineError(codeComparisonFailed, err)
@@ -81,7 +84,7 @@ func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, curre
 	if err := emitReport(reportWriter(cmd, f.output), f.output, out); err != nil {
 		return err
 	}
-	if !cmp.Passed || !current.Passed {
+	if !cmp.Passed || !current.Summary().Passed {
 		return &exitCodeError{Code: exitFailed}
 	}
 	return nil

@@ -377,9 +377,10 @@ func (j *evalJournal) scrub(secrets []string) {
 // case aggregates (RunConfig.DropSamples), so memory does not grow with
 // the set and no 16 MiB document bound applies. Decisions:
 //
-//   - With a baseline the run renders the classic way (the comparison
-//     needs every sample in memory), as does --resume of a complete
-//     stream.
+//   - With a baseline the run renders at the end, as does --resume of a
+//     complete stream: the comparison is made once the result is whole
+//     (past one document's bound from its stream's case lines,
+//     evalbaseline.go).
 //   - The stream is the result: samples --timeout cuts off are recorded
 //     as timeout, as in any report, and are not run again on resume.
 //   - stdout and --output hold the same bytes; with --output the file is

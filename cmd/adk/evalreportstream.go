@@ -86,7 +86,7 @@ func reportStream(cmd *cobra.Command, path, format, output, suite string, maxByt
 		}
 		return err
 	}
-	if err := emitStreamed(cmd, output, renderStreamFunc(sf, format, opts, nil)); err != nil {
+	if err := emitStreamed(cmd, output, renderStreamFunc(sf, nil, format, opts, nil)); err != nil {
 		return err
 	}
 	if format == evalengine.FormatHTML || format == evalengine.FormatAnnotations {

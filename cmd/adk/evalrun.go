@@ -134,7 +134,7 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	fl.StringVar(&f.judgeConfig, "judge-config", "", `this machine's LLM judge for llm_judge criteria (at most 1 MiB): {"provider": "gemini"|"openai", "model", "base_url", "api_key_env", "timeout_ms", "rate_limit"}`)
 	fl.StringVar(&f.userSimConfig, "user-simulator-config", "", "this machine's LLM user simulator for Google ADK conversation_scenario cases (same shape as --judge-config); without it they are not_evaluated")
 	fl.StringVar(&f.adkTestConfig, "adk-test-config", "", "Google ADK test_config.json whose criteria to use (default: test_config.json beside a Google ADK eval set, when --criteria is not given)")
-	fl.StringVar(&f.baseline, "baseline", "", "baseline result JSON to compare against (at most 16 MiB)")
+	fl.StringVar(&f.baseline, "baseline", "", "baseline result to compare against: a result document (at most 16 MiB) or a JSON Lines result of any size")
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction} (needs --baseline)")
 	fl.Var(&fractionValue{dst: &f.maxPassRateDrop, name: "max-pass-rate-drop"}, "max-pass-rate-drop", "allowed pass-rate drop against the baseline, 0..1 (needs --baseline)")
 	registerReportFlags(cmd, &f.format, &f.output, &f.suiteName, evalengine.FormatJSON)
@@ -303,6 +303,10 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		}
 		return nil
 	}
+	if c != nil && c.streamed != nil {
+		// Over one document: rendered from the job's stream.
+		return c.streamed.report(cmd, f, opts.MaxReportBytes, baseline, cmpOpts, nil)
+	}
 	evalengine.MarkNotEvaluated(result, r.skipped(), evalengine.NotEvaluatedUserSimulator)
 	// A local run may stream its report (jsonl) and keeps a journal that
 	// outlives a failed report (evaljournal.go).
@@ -311,7 +315,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		return l.stream.finish(reportWriter(cmd, f.output), f.output, result)
 	}
 	if l != nil && l.spill != nil && l.spill.active {
-		err = l.spill.report(cmd, f, result, opts, r.secrets())
+		err = l.spill.report(cmd, f, result, opts, baseline, cmpOpts, r.secrets())
 	} else {
 		err = f.report(cmd, result, baseline, cmpOpts, opts, r.secrets())
 	}
@@ -518,8 +522,9 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 		p.begin(total)
 	}
 	// A run in another format may pass one document's bound: it then
-	// goes on streaming (evalspill.go).
-	if l.stream == nil && f.baseline == "" {
+	// goes on streaming (evalspill.go), also with --baseline
+	// (evalbaseline.go).
+	if l.stream == nil {
 		l.spill = &evalSpill{}
 		rc.OnSample = l.spill.onSample(rc.OnSample)
 	}
@@ -549,16 +554,7 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 		} else {
 			journal.discardEmpty()
 		}
-		ce := engineError(codeEvaluationFailed, err)
-		switch evalengine.ErrorCode(err) {
-		case evalengine.CodeReportBudgetExceeded, evalengine.CodeReportTooLarge:
-			// Only a run with --baseline gets here (any other streams past
-			// the bound, evalspill.go): the comparison needs one document.
-			if c, ok := ce.(*cliError); ok && c.Detail == "" {
-				c.Detail = "the result is over one document, which --baseline compares: run without it, or with --format jsonl --output FILE, then adk eval report FILE"
-			}
-		}
-		return nil, ce
+		return nil, engineError(codeEvaluationFailed, err)
 	}
 	l.cut = journal.cutSamples()
 	recordCacheStats(result, l.cache)
@@ -574,6 +570,10 @@ type clusterRunner struct {
 	// passed is then the summary's verdict.
 	streamTo *string
 	passed   bool
+	// streamed is the job's result past one document (--max-report-bytes),
+	// fetched as its stream into a temporary file: the report is rendered
+	// from it as a local run's past the bound is (evalbaseline.go).
+	streamed *streamedRun
 }
 
 func (*clusterRunner) secrets() []string   { return nil }
@@ -585,7 +585,7 @@ func (c *clusterRunner) prepare(f *evalRunFlags, opts evalengine.Options) (err e
 	return err
 }
 
-func (c *clusterRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunFlags, _ evalengine.Options) (*evalengine.Result, error) {
+func (c *clusterRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFlags, opts evalengine.Options) (*evalengine.Result, error) {
 	cl, done, err := c.cf.client()
 	if err != nil {
 		return nil, err
@@ -604,6 +604,22 @@ func (c *clusterRunner) run(ctx context.Context, cmd *cobra.Command, _ *evalRunF
 		}
 		c.passed, err = streamClusterResult(ctx, cmd, cl, c.cf.scope, j.JobID, *c.streamTo)
 		return nil, err
+	}
+	if j.Phase == evalrecord.PhaseCompleted {
+		over, err := resultOverBound(ctx, cl, c.cf.scope, j.JobID, opts.MaxReportBytes)
+		if err != nil {
+			return nil, err
+		}
+		if over {
+			// Beside --output, so that keeping it as FILE.jsonl is a
+			// rename on one file system.
+			dir := ""
+			if f.output != "" && f.output != "-" {
+				dir = filepath.Dir(f.output)
+			}
+			c.streamed, err = fetchClusterStream(ctx, cl, c.cf.scope, j.JobID, dir)
+			return nil, err
+		}
 	}
 	return fetchResult(ctx, cl, c.cf.scope, j)
 }
@@ -627,8 +643,9 @@ func (f *evalRunFlags) validate(cmd *cobra.Command) (evalengine.Options, evaleng
 }
 
 // loadBaseline reads --metric-tolerances into cmpOpts and --baseline, if
-// given (nil otherwise).
-func (f *evalRunFlags) loadBaseline(cmpOpts *evalengine.CompareOptions) (*evalengine.Result, error) {
+// given (nil otherwise), as its side of the comparison: a result document
+// or a JSON Lines result of any size (evalbaseline.go).
+func (f *evalRunFlags) loadBaseline(cmpOpts *evalengine.CompareOptions) (*evalengine.CompareSide, error) {
 	if f.tolerances != "" {
 		t, err := loadTolerances(f.tolerances)
 		if err != nil {
@@ -639,19 +656,23 @@ func (f *evalRunFlags) loadBaseline(cmpOpts *evalengine.CompareOptions) (*evalen
 	if f.baseline == "" {
 		return nil, nil
 	}
-	return loadBaseline(f.baseline)
+	return loadSide("baseline", f.baseline, codeInvalidBaseline)
 }
 
 // report renders the run's report (the comparison for json/markdown when a
 // baseline is given), writes it, and turns the verdict into the exit code:
 // the baseline gate is ANDed with the result's own verdict.
-func (f *evalRunFlags) report(cmd *cobra.Command, result, baseline *evalengine.Result, cmpOpts evalengine.CompareOptions, opts evalengine.Options, secrets []string) error {
+func (f *evalRunFlags) report(cmd *cobra.Command, result *evalengine.Result, baseline *evalengine.CompareSide, cmpOpts evalengine.CompareOptions, opts evalengine.Options, secrets []string) error {
 	passed := result.Passed
 	var report any = result
 	var cmp *evalengine.Comparison
 	if baseline != nil {
-		var err error
-		cmp, err = evalengine.Compare(baseline, result, cmpOpts)
+		cur, err := evalengine.ResultSide(result)
+		if err == nil {
+			cmp, err = evalengine.CompareSides(baseline, cur, cmpOpts)
+		} else {
+			err = &evalengine.Error{Code: evalengine.CodeInvalidCurrentResult, Reason: evalengine.ErrorCode(err), Err: err}
+		}
 		if err != nil {
 			return engineError(codeComparisonFailed, err)
 		}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,8 +38,9 @@ import (
 //   - json is one document by contract and cannot pass its bound: the
 //     run writes the stream itself (the jsonl format) where the json
 //     would have gone, and stderr says so and how to render it.
-//   - With --baseline the comparison needs every sample in memory: such a
-//     run still stops at the bound (the jsonl path says the same).
+//   - With --baseline the comparison is made from the stream's case lines
+//     (evalbaseline.go): memory O(cases), no sample; json and markdown
+//     are then the comparison document, as in a run that fits.
 
 // spillRef is a sample the first, in-memory run finished: the engine's
 // own slot, which stays put until the engine returns.
@@ -168,70 +167,20 @@ func (sp *evalSpill) discard() {
 	}
 }
 
-// report renders the streamed result in f.format to --output and stdout
-// and gives the verdict.
-func (sp *evalSpill) report(cmd *cobra.Command, f *evalRunFlags, result *evalengine.Result, opts evalengine.Options, secrets []string) error {
+// report completes the stream and renders the result from it (with the
+// baseline comparison, if any: streamedRun.report).
+func (sp *evalSpill) report(cmd *cobra.Command, f *evalRunFlags, result *evalengine.Result, opts evalengine.Options, baseline *evalengine.CompareSide, cmpOpts evalengine.CompareOptions, secrets []string) error {
 	defer sp.discard()
 	if err := sp.complete(result); err != nil {
 		return err
 	}
-	stderr := cmd.ErrOrStderr()
-	toFile := f.output != "" && f.output != "-"
-	bound := strconv.Itoa(opts.MaxReportBytes)
-	if f.format == evalengine.FormatJSON {
-		err := emitStreamed(cmd, f.output, func(w io.Writer) error {
-			in, err := os.Open(sp.path)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			_, err = io.Copy(w, in)
-			return err
-		})
-		if err != nil {
-			return err
+	sr := &streamedRun{path: sp.path, passed: result.Passed, kept: func(dst string) {
+		sp.path, sp.temp = dst, false
+		if sp.journal != nil {
+			sp.journal.path, sp.journal.complete = dst, true
 		}
-		where := "stdout holds"
-		if toFile {
-			where = f.output + " holds"
-		}
-		fmt.Fprintf(stderr, "adk: the result is over one %s-byte JSON document: %s it as JSON Lines (--format jsonl: a header, one line per sample, one per case, the summary); render it with adk eval report FILE --format markdown|junit|sarif|annotations|html\n", bound, where)
-		return verdict(result)
-	}
-	kept := ""
-	if toFile {
-		// Every case stays readable beside the report (html shows a page).
-		dst := f.output + ".jsonl"
-		if err := os.Rename(sp.path, dst); err == nil {
-			sp.path, sp.temp, kept = dst, false, dst
-			if sp.journal != nil {
-				sp.journal.path, sp.journal.complete = dst, true
-			}
-		}
-	}
-	in, err := os.Open(sp.path)
-	if err != nil {
-		return unreadable("stream", sp.path, err)
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return unreadable("stream", sp.path, err)
-	}
-	sf, err := evalengine.OpenStreamFile(in, info.Size())
-	if err != nil {
-		return engineError(codeReportRenderFailed, err)
-	}
-	eo := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes}
-	if err := emitStreamed(cmd, f.output, renderStreamFunc(sf, f.format, eo, secrets)); err != nil {
-		return err
-	}
-	note := "not kept (run with --output FILE to keep it)"
-	if kept != "" {
-		note = "kept as " + kept + " (adk eval report " + kept + " --format ...)"
-	}
-	fmt.Fprintf(stderr, "adk: the result is over one %s-byte document: the %s report was rendered case by case from its JSON Lines stream%s; the stream was %s\n", bound, f.format, htmlPageNote(f.format), note)
-	return verdict(result)
+	}}
+	return sr.report(cmd, f, opts.MaxReportBytes, baseline, cmpOpts, secrets)
 }
 
 // htmlPageNote is what stderr adds for html: the page shows part.
@@ -242,19 +191,12 @@ func htmlPageNote(format string) string {
 	return ""
 }
 
-func verdict(r *evalengine.Result) error {
-	if !r.Passed {
-		return &exitCodeError{Code: exitFailed}
-	}
-	return nil
-}
-
 // renderStreamFunc renders sf in format through the secret scrub, with
 // the error codes of adk eval report.
-func renderStreamFunc(sf *evalengine.StreamFile, format string, eo evalengine.ExportOptions, secrets []string) func(io.Writer) error {
+func renderStreamFunc(sf *evalengine.StreamFile, cmp *evalengine.Comparison, format string, eo evalengine.ExportOptions, secrets []string) func(io.Writer) error {
 	return func(w io.Writer) error {
 		sw := newScrubWriter(w, secrets)
-		err := evalengine.RenderStream(sw, sf, format, eo)
+		err := evalengine.RenderStreamCompared(sw, sf, cmp, format, eo)
 		if err == nil {
 			return sw.Close()
 		}
@@ -280,7 +222,7 @@ func renderOverBound(cmd *cobra.Command, output string, r *evalengine.Result, fo
 	if err != nil {
 		return engineError(codeReportRenderFailed, err)
 	}
-	return emitStreamed(cmd, output, renderStreamFunc(sf, format, eo, secrets))
+	return emitStreamed(cmd, output, renderStreamFunc(sf, nil, format, eo, secrets))
 }
 
 // scrubWriter is scrubReport on a stream: for each secret in order, its

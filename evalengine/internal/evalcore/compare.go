@@ -1,9 +1,14 @@
 package evalcore
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"hash"
+	"io"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
@@ -87,43 +92,119 @@ func Compare(baseline, current *Result, opts CompareOptions) (*Comparison, error
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	b, err := CheckResult(baseline)
+	b, err := ResultSide(baseline)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidBaseline, Reason: ErrorCode(err), Err: err}
 	}
-	c, err := CheckResult(current)
+	c, err := ResultSide(current)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidCurrentResult, Reason: ErrorCode(err), Err: err}
 	}
-	if b.ResultSchemaVersion != ResultSchemaVersion {
+	return CompareSides(b, c, opts)
+}
+
+// CompareSide is what a comparison reads of one result: its summary (the
+// result without its cases) and, per case, its id, status, verdict and a
+// digest of its trajectory. That is a few dozen bytes a case whatever the
+// samples hold, so a result of any size is compared in memory O(cases):
+// StreamSide reads one from a sample stream without its samples.
+type CompareSide struct {
+	summary *Result // Cases nil
+	cases   []sideCase
+}
+
+// sideCase is one case of a CompareSide.
+type sideCase struct {
+	id, status string
+	passed     bool
+	// traj is trajectoryKey's digest; trajOK false when the trajectory
+	// is not JSON, which equals nothing.
+	traj   [sha256.Size]byte
+	trajOK bool
+}
+
+// Summary is the side's result without its cases (the summary line of
+// its stream): the header, pass rate, its interval and the metric
+// summaries.
+func (s *CompareSide) Summary() *Result { return s.summary }
+
+// ResultSide is r's side of a comparison, r re-validated first.
+func ResultSide(r *Result) (*CompareSide, error) {
+	checked, err := CheckResult(r)
+	if err != nil {
+		return nil, err
+	}
+	s := &CompareSide{cases: make([]sideCase, 0, len(checked.Cases))}
+	for i := range checked.Cases {
+		s.add(&checked.Cases[i])
+	}
+	sum := *checked
+	sum.Cases, sum.sampleJSON, sum.checked = nil, nil, nil
+	s.summary = &sum
+	return s, nil
+}
+
+// StreamSide is the side of a comparison of a checked stream (see
+// OpenStreamFile): its summary and its case lines, never a sample.
+func StreamSide(f *StreamFile) (*CompareSide, error) {
+	s := &CompareSide{summary: f.Summary, cases: make([]sideCase, 0, f.Header.CaseCount)}
+	err := f.Cases(func(*CaseResult) bool { return false }, func(_ int, c *CaseResult) error {
+		s.add(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *CompareSide) add(c *CaseResult) {
+	k, ok := trajectoryKey(c.Trajectory)
+	status := c.Status
+	// The few statuses there are share one string each.
+	for _, known := range [...]string{SampleStatusPassed, SampleStatusFailed, SampleStatusError, CaseStatusPartial} {
+		if status == known {
+			status = known
+		}
+	}
+	s.cases = append(s.cases, sideCase{id: strings.Clone(c.CaseID), status: status, passed: c.Passed, traj: k, trajOK: ok})
+}
+
+// CompareSides is Compare of two sides (ResultSide, StreamSide).
+func CompareSides(b, c *CompareSide, opts CompareOptions) (*Comparison, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	bs, cs := b.summary, c.summary
+	if bs.ResultSchemaVersion != ResultSchemaVersion {
 		return nil, ReasonErr(CodeInvalidBaseline, CodeUnsupportedResultVersion, "")
 	}
-	if c.ResultSchemaVersion != ResultSchemaVersion {
+	if cs.ResultSchemaVersion != ResultSchemaVersion {
 		return nil, ReasonErr(CodeInvalidCurrentResult, CodeUnsupportedResultVersion, "")
 	}
-	if b.EvalSetID != c.EvalSetID {
+	if bs.EvalSetID != cs.EvalSetID {
 		return nil, NewErr(CodeEvalSetMismatch, "")
 	}
 	cmp := &Comparison{
 		ReportSchemaVersion: ComparisonSchemaVersion,
 		ReportType:          ComparisonReportType,
-		EvalSetID:           b.EvalSetID,
-		BaselineVersion:     b.EvalSetVersion,
-		CurrentVersion:      c.EvalSetVersion,
-		BaselinePassRate:    b.PassRate,
-		CurrentPassRate:     c.PassRate,
-		PassRateDrop:        math.Max(0, b.PassRate-c.PassRate),
+		EvalSetID:           bs.EvalSetID,
+		BaselineVersion:     bs.EvalSetVersion,
+		CurrentVersion:      cs.EvalSetVersion,
+		BaselinePassRate:    bs.PassRate,
+		CurrentPassRate:     cs.PassRate,
+		PassRateDrop:        math.Max(0, bs.PassRate-cs.PassRate),
 		MaxPassRateDrop:     opts.MaxPassRateDrop,
 		MetricDiffs:         []MetricDiff{},
-		CaseDiffs:           []CaseDiff{},
+		CaseDiffs:           make([]CaseDiff, 0, len(b.cases)),
 	}
 	regression := cmp.PassRateDrop > opts.MaxPassRateDrop
 
-	cur := make(map[string]*MetricSummary, len(c.Metrics))
-	for i := range c.Metrics {
-		cur[c.Metrics[i].MetricID] = &c.Metrics[i]
+	cur := make(map[string]*MetricSummary, len(cs.Metrics))
+	for i := range cs.Metrics {
+		cur[cs.Metrics[i].MetricID] = &cs.Metrics[i]
 	}
-	bm := append([]MetricSummary(nil), b.Metrics...)
+	bm := append([]MetricSummary(nil), bs.Metrics...)
 	sort.Slice(bm, func(i, j int) bool { return bm[i].MetricID < bm[j].MetricID })
 	for _, m := range bm {
 		d := MetricDiff{MetricID: m.MetricID, BaselineScore: m.AverageScore, Tolerance: opts.MetricTolerances[m.MetricID], Reason: ReasonNone}
@@ -141,16 +222,21 @@ func Compare(baseline, current *Result, opts CompareOptions) (*Comparison, error
 		cmp.MetricDiffs = append(cmp.MetricDiffs, d)
 	}
 
-	curCases := make(map[string]*CaseResult, len(c.Cases))
-	for i := range c.Cases {
-		curCases[c.Cases[i].CaseID] = &c.Cases[i]
+	curCases := make(map[string]*sideCase, len(c.cases))
+	for i := range c.cases {
+		curCases[c.cases[i].id] = &c.cases[i]
 	}
-	for _, bc := range sortedCases(b.Cases) {
-		d := CaseDiff{CaseID: bc.CaseID, BaselineStatus: bc.Status, Reason: ReasonNone}
-		if cc, ok := curCases[bc.CaseID]; ok {
-			d.CurrentStatus = cc.Status
-			d.TrajectoryChanged = !sameTrajectory(bc.Trajectory, cc.Trajectory)
-			if bc.Passed && !cc.Passed {
+	base := make([]*sideCase, len(b.cases))
+	for i := range b.cases {
+		base[i] = &b.cases[i]
+	}
+	sort.Slice(base, func(i, j int) bool { return base[i].id < base[j].id })
+	for _, bc := range base {
+		d := CaseDiff{CaseID: bc.id, BaselineStatus: bc.status, Reason: ReasonNone}
+		if cc, ok := curCases[bc.id]; ok {
+			d.CurrentStatus = cc.status
+			d.TrajectoryChanged = !(bc.trajOK && cc.trajOK && bc.traj == cc.traj)
+			if bc.passed && !cc.passed {
 				d.Regression, d.Reason = true, ReasonCaseNoLongerPasses
 			}
 		} else {
@@ -165,10 +251,74 @@ func Compare(baseline, current *Result, opts CompareOptions) (*Comparison, error
 	return cmp, nil
 }
 
-func sameTrajectory(a, b []TrajectoryItem) bool {
-	ga, err1 := ToGeneric(a)
-	gb, err2 := ToGeneric(b)
-	return err1 == nil && err2 == nil && jsonEqual(ga, gb)
+// trajectoryKey digests a trajectory so that two digests are equal
+// exactly when the trajectories' generic forms are jsonEqual: objects by sorted key, arrays in
+// order, numbers by their float64 value (-0 as 0), every value tagged
+// with its kind. ok is false when the trajectory is not JSON or holds a
+// number jsonEqual cannot compare (equal to nothing, itself included).
+func trajectoryKey(t []TrajectoryItem) (key [sha256.Size]byte, ok bool) {
+	g, err := ToGeneric(t)
+	if err != nil {
+		return key, false
+	}
+	h := sha256.New()
+	if !hashGeneric(h, g) {
+		return key, false
+	}
+	h.Sum(key[:0])
+	return key, true
+}
+
+func hashGeneric(h hash.Hash, v any) bool {
+	var b []byte
+	str := func(tag byte, s string) {
+		b = append(b[:0], tag)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		h.Write(b)
+		io.WriteString(h, s)
+	}
+	switch x := v.(type) {
+	case nil:
+		h.Write([]byte{'n'})
+	case string:
+		str('s', x)
+	case bool:
+		if x {
+			h.Write([]byte{'t'})
+		} else {
+			h.Write([]byte{'f'})
+		}
+	case map[string]any:
+		b = binary.AppendUvarint(append(b[:0], 'o'), uint64(len(x)))
+		h.Write(b)
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			str('k', k)
+			if !hashGeneric(h, x[k]) {
+				return false
+			}
+		}
+	case []any:
+		b = binary.AppendUvarint(append(b[:0], 'a'), uint64(len(x)))
+		h.Write(b)
+		for _, e := range x {
+			if !hashGeneric(h, e) {
+				return false
+			}
+		}
+	default:
+		f, ok := toFloat(v)
+		if !ok {
+			return false
+		}
+		b = binary.BigEndian.AppendUint64(append(b[:0], 'd'), math.Float64bits(f+0))
+		h.Write(b)
+	}
+	return true
 }
 
 // DecodeComparison reads a comparison document strictly: exact key set

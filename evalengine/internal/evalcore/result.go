@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -689,16 +688,6 @@ func (a *runAgg) finish(durationMS int64) *Result {
 	r.PassRateInterval = resultPassRateInterval(r.PassedCaseCount, r.CaseCount)
 	r.Passed = r.PassRate >= r.PassRateThreshold
 	return r
-}
-
-// sortedCaseIDs returns the result's case ids sorted.
-func sortedCases(cases []CaseResult) []*CaseResult {
-	out := make([]*CaseResult, len(cases))
-	for i := range cases {
-		out[i] = &cases[i]
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CaseID < out[j].CaseID })
-	return out
 }
 
 // MetaNotEvaluatedCases is the result metadata key listing the cases a run

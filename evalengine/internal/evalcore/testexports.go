@@ -22,3 +22,14 @@ func SpliceSamples(r *Result) (out []byte, ok bool, err error) {
 	defer func() { r.sampleJSON = nil }()
 	return CanonicalResult(r)
 }
+
+// TrajectoryKey and TrajectoriesEqual are the comparison's trajectory
+// digest and the equality it stands for, for the root package's tests.
+var TrajectoryKey = trajectoryKey
+
+// TrajectoriesEqual is jsonEqual of the trajectories' generic forms.
+func TrajectoriesEqual(a, b []TrajectoryItem) bool {
+	ga, err1 := ToGeneric(a)
+	gb, err2 := ToGeneric(b)
+	return err1 == nil && err2 == nil && jsonEqual(ga, gb)
+}

@@ -30,7 +30,26 @@ func CompareReport(baseline, current *evalcore.Result, opts evalcore.CompareOpti
 	if format != FormatJSON && format != FormatMarkdown {
 		return nil, nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, format)
 	}
-	cmp, err := evalcore.Compare(baseline, current, opts)
+	b, err := evalcore.ResultSide(baseline)
+	if err != nil {
+		return nil, nil, &evalcore.Error{Code: evalcore.CodeInvalidBaseline, Reason: evalcore.ErrorCode(err), Err: err}
+	}
+	c, err := evalcore.ResultSide(current)
+	if err != nil {
+		return nil, nil, &evalcore.Error{Code: evalcore.CodeInvalidCurrentResult, Reason: evalcore.ErrorCode(err), Err: err}
+	}
+	return CompareSidesReport(b, c, opts, format, eo)
+}
+
+// CompareSidesReport is CompareReport of two comparison sides (a result
+// document's or a stream's, evalcore.ResultSide and StreamSide): the
+// same bytes for the same results, in memory O(cases) whatever their
+// samples hold.
+func CompareSidesReport(baseline, current *evalcore.CompareSide, opts evalcore.CompareOptions, format string, eo ExportOptions) ([]byte, *evalcore.Comparison, error) {
+	if format != FormatJSON && format != FormatMarkdown {
+		return nil, nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, format)
+	}
+	cmp, err := evalcore.CompareSides(baseline, current, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,7 +58,7 @@ func CompareReport(baseline, current *evalcore.Result, opts evalcore.CompareOpti
 		return nil, nil, err
 	}
 	if format == FormatMarkdown {
-		out = append(out, intervalSection(baseline, current)...)
+		out = append(out, intervalSection(baseline.Summary(), current.Summary())...)
 		limit := eo.MaxBytes
 		if limit == 0 {
 			limit = MaxExportBytes

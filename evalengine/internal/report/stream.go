@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -45,6 +46,14 @@ func StreamFormats() []string {
 // bounded per line instead). json is refused with
 // CodeReportNotStreamable: the stream is the result's JSON form.
 func RenderStream(w io.Writer, f *evalcore.StreamFile, format string, opts ExportOptions) error {
+	return RenderStreamCompared(w, f, nil, format, opts)
+}
+
+// RenderStreamCompared is RenderStream with the run's baseline comparison
+// (nil: none). Only html shows it, as RenderHTML does (the comparison
+// section on the page, its bytes counted in the page's bound); the other
+// formats are the result's alone, as Render's are.
+func RenderStreamCompared(w io.Writer, f *evalcore.StreamFile, cmp *evalcore.Comparison, format string, opts ExportOptions) error {
 	suite := opts.SuiteName
 	if suite == "" {
 		suite = DefaultSuiteName
@@ -118,7 +127,7 @@ func RenderStream(w io.Writer, f *evalcore.StreamFile, format string, opts Expor
 		err = failureElements(&b, f, 0, annotation, flush)
 		b.WriteString("]\n")
 	case FormatHTML:
-		err = htmlStream(&b, f, maxBytes, flush)
+		err = htmlStream(&b, f, cmp, maxBytes, flush)
 	}
 	if err != nil {
 		return err
@@ -202,13 +211,14 @@ var errPageFull = errors.New("page full")
 // template's own pieces ("caseRow", "caseDetails"), so a page that holds
 // every case is Render's bytes. Memory is the page (at most maxBytes of
 // rendered pieces) and one case.
-func htmlStream(b *strings.Builder, f *evalcore.StreamFile, maxBytes int, flush func() error) error {
+func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Comparison, maxBytes int, flush func() error) error {
 	head := buildHTMLHead(f.Summary)
 	r := f.Summary
-	title := "Evaluation report: " + r.EvalSetID + " " + r.EvalSetVersion
+	view := buildHTMLView(nil, cmp)
+	view.Title, view.Result = "Evaluation report: "+r.EvalSetID+" "+r.EvalSetVersion, head
 	skeleton := func() (pre, mid, post string, err error) {
 		var sb bytes.Buffer
-		if err := htmlReport().Execute(&sb, &htmlView{Title: title, Result: head}); err != nil {
+		if err := htmlReport().Execute(&sb, view); err != nil {
 			return "", "", "", evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
 		}
 		s := sb.String()
@@ -285,6 +295,11 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, maxBytes int, flush 
 	pre, mid, post, err := skeleton()
 	if err != nil {
 		return err
+	}
+	if n := len(pre) + len(mid) + len(post); n > maxBytes {
+		// The page without a case (the summary, and a baseline
+		// comparison's table of every baseline case) does not fit.
+		return evalcore.ReasonErr(evalcore.CodeExportByteLimitExceeded, "page", strconv.Itoa(n))
 	}
 	all := func(*evalcore.CaseResult) bool { return true }
 	var pieces []htmlPiece

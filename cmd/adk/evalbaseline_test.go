@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEvalRun_BaselineOverOneDocument: --baseline no longer stops at the
+// document bound. A baseline given as a JSON Lines result, a current
+// result streamed past --max-report-bytes, or both, give the comparison
+// (json, markdown) of a run that fits, byte for byte, and the same verdict
+// (exit 2 on a regression); the other formats are rendered from the
+// stream with the verdict ANDed; adk eval compare takes jsonl on either
+// side; a broken jsonl baseline is a typed error naming the file.
+func TestEvalRun_BaselineOverOneDocument(t *testing.T) {
+	dir := fixture(t)
+	run := func(want int, agent string, args ...string) execResult {
+		t.Helper()
+		r := runADK(t, dir, nil, append([]string{"eval", "run", "--config", agent, "--eval-set", "set.json", "--samples", "2", "--concurrency", "2"}, args...)...)
+		if r.code != want {
+			t.Fatalf("eval run %s %v: exit %d, want %d (stderr %q)", agent, args, r.code, want, r.stderr)
+		}
+		return r
+	}
+	run(exitOK, "good.json", "--format", "json", "--output", "base.json")
+	run(exitOK, "good.json", "--format", "jsonl", "--output", "base.jsonl")
+	for _, c := range []struct {
+		agent string
+		code  int
+	}{{"good.json", exitOK}, {"bad.json", exitFailed}} {
+		for _, format := range []string{"json", "markdown"} {
+			// The comparison of a run that fits, against the document.
+			want := run(c.code, c.agent, "--format", format, "--baseline", "base.json")
+			if want.stderr != "" || !strings.Contains(want.stdout, "baseline_comparison") && format == "json" {
+				t.Fatalf("%s %s fits: stderr %q\n%s", c.agent, format, want.stderr, want.stdout)
+			}
+			for _, base := range []string{"base.json", "base.jsonl"} {
+				for _, bound := range []string{"", "5000"} {
+					args := []string{"--format", format, "--baseline", base}
+					if bound != "" {
+						args = append(args, "--max-report-bytes", bound, "--output", "cur."+format)
+					}
+					r := run(c.code, c.agent, args...)
+					if r.stdout != want.stdout {
+						t.Fatalf("%s %s against %s, bound %q: the comparison differs\n%s\nwant\n%s", c.agent, format, base, bound, r.stdout, want.stdout)
+					}
+					if bound == "" {
+						continue
+					}
+					kept := filepath.Join(dir, "cur."+format+".jsonl")
+					if !strings.Contains(r.stderr, "over one 5000-byte document: the baseline comparison was made from its JSON Lines stream") || strings.Count(r.stderr, "\n") != 1 {
+						t.Fatalf("%s %s against %s: stderr %q", c.agent, format, base, r.stderr)
+					}
+					// The kept stream compares offline to the same document.
+					cmp := runADK(t, dir, nil, "eval", "compare", base, kept, "--format", format)
+					if cmp.code != c.code || (format == "json" && cmp.stdout != want.stdout) {
+						t.Fatalf("adk eval compare %s %s: exit %d, stderr %q\n%s", base, kept, cmp.code, cmp.stderr, cmp.stdout)
+					}
+				}
+			}
+		}
+	}
+	// Other formats: rendered from the stream, the verdict with the
+	// comparison's (bad.json regresses against good.json's baseline;
+	// good.json against a failing baseline does not).
+	run(exitFailed, "bad.json", "--format", "jsonl", "--output", "bad.jsonl")
+	for _, format := range []string{"junit", "sarif", "html"} {
+		bound := "5000"
+		if format == "html" {
+			bound = "9000" // the page's comparison section must fit it
+		}
+		r := run(exitFailed, "bad.json", "--format", format, "--baseline", "base.jsonl", "--max-report-bytes", bound, "--output", "reg."+format)
+		if !strings.Contains(r.stderr, "rendered case by case from its JSON Lines stream") {
+			t.Fatalf("%s: stderr %q", format, r.stderr)
+		}
+		if format == "html" && (len(r.stdout) > 9000 || !strings.Contains(r.stdout, `id="compare-h"`)) {
+			t.Fatalf("html: %d bytes, comparison shown: %t", len(r.stdout), strings.Contains(r.stdout, `id="compare-h"`))
+		}
+		run(exitOK, "good.json", "--format", format, "--baseline", "bad.jsonl", "--max-report-bytes", bound)
+	}
+	// A comparison document over the bound is a typed error, not a
+	// truncated report.
+	r := runADK(t, dir, nil, "eval", "run", "--config", "good.json", "--eval-set", "set.json", "--samples", "2", "--format", "json", "--baseline", "base.jsonl", "--max-report-bytes", "200")
+	oneErrorLine(t, r, "report_render_failed")
+
+	// Bad input: a stream cut short, as --baseline and as either side of
+	// adk eval compare.
+	data, err := os.ReadFile(filepath.Join(dir, "base.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "cut.jsonl", string(data[:len(data)/2]))
+	r = runADK(t, dir, nil, "eval", "run", "--config", "good.json", "--eval-set", "set.json", "--baseline", "cut.jsonl")
+	oneErrorLine(t, r, "invalid_eval_baseline: invalid_eval_stream")
+	if !strings.Contains(r.stderr, "cut.jsonl") {
+		t.Errorf("the error does not name the file: %q", r.stderr)
+	}
+	oneErrorLine(t, runADK(t, dir, nil, "eval", "compare", "cut.jsonl", "base.jsonl"), "invalid_eval_baseline: invalid_eval_stream")
+	oneErrorLine(t, runADK(t, dir, nil, "eval", "compare", "base.jsonl", "cut.jsonl"), "invalid_current_result: invalid_eval_stream")
+}
