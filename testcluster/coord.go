@@ -53,9 +53,12 @@ type EvalOptions struct {
 	// Logger receives coordinator and worker logs (default: discarded).
 	Logger *slog.Logger
 	// Signals makes workers trace every task into ADK_SIGNALS (created at
-	// start, 3 replicas on a 3-node NATS cluster) through a publisher pool
-	// on their own restricted connection, as adk worker does.
+	// start) through a publisher pool on their own restricted connection,
+	// as adk worker does.
 	Signals bool
+	// SignalReplicas of ADK_SIGNALS: 0 is 3 on a 3-node NATS cluster (1
+	// otherwise); the product's default, signals.replicas, is 1.
+	SignalReplicas int
 	// TrailingLogs is coordinator.Config.TrailingLogs: lowered, a
 	// coordinator that was stopped catches up by installing a snapshot.
 	TrailingLogs uint64
@@ -469,9 +472,12 @@ func (c *EvalCluster) ensureSignalStream() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	replicas := 1
-	if c.opts.NATSNodes >= 3 {
-		replicas = 3
+	replicas := c.opts.SignalReplicas
+	if replicas == 0 {
+		replicas = 1
+		if c.opts.NATSNodes >= 3 {
+			replicas = 3
+		}
 	}
 	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{Replicas: replicas}); err != nil {
 		c.t.Fatalf("create %s: %v", bus.SignalStreamName, err)
