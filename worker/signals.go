@@ -23,8 +23,18 @@ type jobSignals struct {
 	pool   *bus.PublisherPool      // nil: no fleet publishing
 	export observability.AsyncSink // nil: no direct OTLP export
 
-	principals sync.Map // job id → principal
+	principals sync.Map // job id → *jobPublisher
 	noOwner    atomic.Uint64
+}
+
+// jobPublisher is a job's principal and, once its first signal asked for
+// it, that principal's publisher: a task's five signals then cost one map
+// load each, not a turn through the pool's lock.
+type jobPublisher struct {
+	principal string
+	once      sync.Once
+	pub       *bus.Publisher
+	err       error
 }
 
 // own records the principal of a job (its scope). A scope that is not a
@@ -34,7 +44,7 @@ func (j *jobSignals) own(jobID, scope string) {
 	if j == nil || bus.ValidToken(scope) != nil {
 		return
 	}
-	j.principals.Store(jobID, scope)
+	j.principals.Store(jobID, &jobPublisher{principal: scope})
 }
 
 func (j *jobSignals) forget(jobID string) {
@@ -51,16 +61,17 @@ func (j *jobSignals) Enqueue(s observability.Signal) error {
 	if j.pool == nil {
 		return nil
 	}
-	p, ok := j.principals.Load(jobOf(s))
+	v, ok := j.principals.Load(jobOf(s))
 	if !ok {
 		j.noOwner.Add(1)
 		return errNoPrincipal
 	}
-	pub, err := j.pool.Publisher(p.(string))
-	if err != nil {
-		return err
+	jp := v.(*jobPublisher)
+	jp.once.Do(func() { jp.pub, jp.err = j.pool.Publisher(jp.principal) })
+	if jp.err != nil {
+		return jp.err
 	}
-	return pub.Enqueue(s)
+	return jp.pub.Enqueue(s)
 }
 
 func jobOf(s observability.Signal) string {
