@@ -86,7 +86,11 @@ func randMap(r *rand.Rand, depth int) map[string]any {
 		return nil
 	}
 	m := map[string]any{}
-	for range r.IntN(8) {
+	n := r.IntN(8)
+	if r.IntN(8) == 0 { // past the appender's small-map sort
+		n = 8 + r.IntN(24)
+	}
+	for range n {
 		m[randString(r)] = randValue(r, depth)
 	}
 	return m
@@ -134,7 +138,7 @@ func randEnvelope(r *rand.Rand) *observability.Envelope {
 		e.Measurements = map[string]int64{}
 	default:
 		e.Measurements = map[string]int64{}
-		for range 1 + r.IntN(4) {
+		for range 1 + r.IntN(8) {
 			e.Measurements[randString(r)] = r.Int64() - r.Int64()
 		}
 	}

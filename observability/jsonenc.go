@@ -133,29 +133,34 @@ func AppendEnvelopeJSON(b []byte, e *Envelope) ([]byte, bool) {
 }
 
 // appendInt64Map appends a map[string]int64 with sorted keys, as
-// json.Marshal does (nil is null).
+// json.Marshal does (nil is null). An envelope's measurements are two.
 func appendInt64Map(b []byte, m map[string]int64) []byte {
 	if m == nil {
 		return append(b, "null"...)
 	}
-	kp := mapKeysPool.Get().(*[]string)
-	keys := (*kp)[:0]
-	for k := range m {
-		keys = append(keys, k)
+	type kv struct {
+		k string
+		v int64
 	}
-	slices.Sort(keys)
+	var arr [4]kv
+	pairs := arr[:0]
+	for k, v := range m {
+		pairs = append(pairs, kv{k, v})
+	}
+	for i := 1; i < len(pairs); i++ {
+		for j := i; j > 0 && pairs[j].k < pairs[j-1].k; j-- {
+			pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
+		}
+	}
 	b = append(b, '{')
-	for i, k := range keys {
+	for i := range pairs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendHTMLString(b, k)
+		b = appendHTMLString(b, pairs[i].k)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, m[k], 10)
+		b = strconv.AppendInt(b, pairs[i].v, 10)
 	}
-	clear(keys)
-	*kp = keys[:0]
-	mapKeysPool.Put(kp)
 	return append(b, '}')
 }
 
@@ -180,9 +185,6 @@ func AppendSpanJSON(b []byte, s *SpanSignal) ([]byte, bool) {
 // caller that bounds the attributes' encoded size.
 func AppendAttributesJSON(b []byte, a Attributes) ([]byte, bool) { return appendJSONMap(b, a, 0) }
 
-// mapKeysPool holds the key slices appendInt64Map sorts.
-var mapKeysPool = sync.Pool{New: func() any { k := make([]string, 0, 16); return &k }}
-
 // attrPair is one map entry appendJSONMap sorts: the value is taken with
 // its key in the one pass over the map, not looked up again.
 type attrPair struct {
@@ -190,19 +192,57 @@ type attrPair struct {
 	v any
 }
 
-// mapPairsPool holds the entry slices appendJSONMap sorts.
-var mapPairsPool = sync.Pool{New: func() any { p := make([]attrPair, 0, 16); return &p }}
+// mapPairsPool holds the entry slices appendJSONMap sorts for maps
+// larger than smallMap.
+var mapPairsPool = sync.Pool{New: func() any { p := make([]attrPair, 0, 32); return &p }}
+
+// smallMap is the most entries appendJSONMap sorts in an array on its
+// stack: a tracer's attribute maps hold fewer, and the pool's Get and Put
+// cost more than the sort.
+const smallMap = 16
 
 func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
+	}
+	if len(m) <= smallMap {
+		var arr [smallMap]attrPair
+		n := 0
+		for k, v := range m {
+			arr[n] = attrPair{k, v}
+			n++
+		}
+		return appendPairs(b, sortPairs(arr[:n]), depth)
 	}
 	pp := mapPairsPool.Get().(*[]attrPair)
 	pairs := (*pp)[:0]
 	for k, v := range m {
 		pairs = append(pairs, attrPair{k, v})
 	}
-	slices.SortFunc(pairs, func(x, y attrPair) int { return strings.Compare(x.k, y.k) })
+	b, ok := appendPairs(b, sortPairs(pairs), depth)
+	clear(pairs)
+	*pp = pairs[:0]
+	mapPairsPool.Put(pp)
+	return b, ok
+}
+
+// sortPairs sorts a map's entries by key (unique, so the order is the
+// one json.Marshal writes): insertion sort for a small map.
+func sortPairs(p []attrPair) []attrPair {
+	if len(p) > smallMap {
+		slices.SortFunc(p, func(x, y attrPair) int { return strings.Compare(x.k, y.k) })
+		return p
+	}
+	for i := 1; i < len(p); i++ {
+		for j := i; j > 0 && p[j].k < p[j-1].k; j-- {
+			p[j], p[j-1] = p[j-1], p[j]
+		}
+	}
+	return p
+}
+
+// appendPairs appends sorted entries as a JSON object.
+func appendPairs(b []byte, pairs []attrPair, depth int) ([]byte, bool) {
 	b = append(b, '{')
 	ok := true
 	for i := range pairs {
@@ -215,9 +255,6 @@ func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
 			break
 		}
 	}
-	clear(pairs)
-	*pp = pairs[:0]
-	mapPairsPool.Put(pp)
 	return append(b, '}'), ok
 }
 
