@@ -26,7 +26,11 @@ type jobRun struct {
 	name    string
 	workers int
 	tasks   int
-	wall    time.Duration // submit to terminal
+	// capacity and delay are the fleet's: a scaling row is
+	// tasks / (workers × capacity) rounds of delay.
+	capacity int
+	delay    time.Duration
+	wall     time.Duration // submit to terminal
 	// first and all are when status first showed a task done and every
 	// task done (after submit; 0 if no poll saw it before the end).
 	first, all time.Duration
@@ -40,6 +44,11 @@ type jobRun struct {
 	inFlight              float64 // mean model calls held by the fake between 10% and 90% done
 	assigned              float64 // mean tasks dispatched and not done between 10% and 90% done
 	held                  float64 // mean tasks the workers held (heartbeats) over the same window
+	// late is the mean time a call spent in the fake beyond the delay;
+	// turnaround the mean time from an answer to the next request on the
+	// same connection (the worker's part of a round), over gaps gaps.
+	late, turnaround time.Duration
+	gaps             int64
 	// Model calls the fake answered and connections it accepted during
 	// the job.
 	modelCalls, newConns int
@@ -83,7 +92,7 @@ func evalSet(id string, cases int) []byte {
 // runJob submits cases × samples tasks, polls progress until the job is
 // terminal, and measures it. The job must complete without task errors.
 func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jobRun, error) {
-	r := jobRun{name: name, workers: len(f.workers), tasks: cases * samples}
+	r := jobRun{name: name, workers: len(f.workers), tasks: cases * samples, capacity: f.cfg.capacity, delay: f.cfg.delay}
 	opts := evalengine.DefaultOptions()
 	opts.Samples = samples
 	opts.CaptureEvents = false
@@ -179,6 +188,12 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	if fakeAfter.FirstNS > 0 && fakeAfter.LastNS > 0 {
 		r.firstCall, r.lastAnswer = time.Unix(0, fakeAfter.FirstNS).Sub(start), time.Unix(0, fakeAfter.LastNS).Sub(start)
 	}
+	if fakeAfter.LateN > 0 {
+		r.late = time.Duration(fakeAfter.LateNS / fakeAfter.LateN)
+	}
+	if fakeAfter.GapN > 0 {
+		r.turnaround, r.gaps = time.Duration(fakeAfter.GapNS/fakeAfter.GapN), fakeAfter.GapN
+	}
 	if !t90.IsZero() && t90.After(t10) && d90 > d10 {
 		r.steady = float64(d90-d10) / t90.Sub(t10).Seconds()
 	}
@@ -271,6 +286,12 @@ type fakeStats struct {
 	Throttled int   `json:"throttled"`
 	FirstNS   int64 `json:"first_ns"`
 	LastNS    int64 `json:"last_ns"`
+	// Since the reset: time in the fake beyond the delay, and from an
+	// answer to the next request on its connection (sums and counts).
+	LateNS int64 `json:"late_ns"`
+	LateN  int64 `json:"late_n"`
+	GapNS  int64 `json:"gap_ns"`
+	GapN   int64 `json:"gap_n"`
 }
 
 // fakeStats asks openaifake for its counters.

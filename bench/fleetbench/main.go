@@ -284,6 +284,8 @@ func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
 		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs (submit answered at %.2fs, first task dispatched at %.2fs, first model call at %.3fs, first done at %.2fs, last model answer at %.3fs, all at %.2fs): %s; driver %.2f; worker µs/task %s; %d model calls over %d new connections; leader heap in use peak %.1f MiB; leader completion: %s; result stream %d lines read in %.2fs\n",
 			r.name, r.workers, r.tasks, r.wall.Seconds(), r.submitted.Seconds(), r.dispatched.Seconds(), r.firstCall.Seconds(), r.first.Seconds(), r.lastAnswer.Seconds(), r.all.Seconds(), strings.Join(parts, ", "), r.benchCPU.Seconds(), per, r.modelCalls, r.newConns, mib(r.peakHeap),
 			r.completion, r.streamLines, r.streamRead.Seconds())
+		fmt.Fprintf(w, "  per call: %s in the fake beyond the delay, %s from an answer to the next request on its connection (%d such); %s\n",
+			ms(r.late), ms(r.turnaround), r.gaps, roundSplit(r))
 		if r.moved != "" {
 			fmt.Fprintf(w, "  (leadership moved from %s to %s during the job: the peak RSS, heap and CPU split are %s's as far as they go)\n", r.leader, r.moved, r.leader)
 		}
@@ -316,3 +318,19 @@ func loadAverage() string {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func dashes(n int) string { return strings.Repeat("-", n) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// roundSplit gives a scaling row's loss against its ideal as start-up
+// (submit to first model call), the rounds (first call to last answer,
+// less rounds × delay, per round) and the tail (last answer to done).
+func roundSplit(r jobRun) string {
+	slots := r.workers * r.capacity
+	if slots == 0 || r.tasks%slots != 0 || r.firstCall <= 0 || r.lastAnswer <= r.firstCall {
+		return "no round split"
+	}
+	rounds := r.tasks / slots
+	lost := r.lastAnswer - r.firstCall - time.Duration(rounds)*r.delay
+	return fmt.Sprintf("lost against ideal: start-up %s, %d rounds %s (%s a round), tail %s",
+		ms(r.firstCall), rounds, ms(lost), ms(lost/time.Duration(rounds)), ms(r.wall-r.lastAnswer))
+}

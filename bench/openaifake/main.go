@@ -16,6 +16,15 @@
 // since the reset arrived (with N the caller's concurrency, the end of its
 // first wave of calls).
 //
+// Per-round split (since the last reset): "late_ns"/"late_n" sum, over
+// answered calls, the time a call spent here beyond -delay (from its
+// handler starting to its answer written: a late timer on a loaded
+// machine, reading the body, writing the answer); "gap_ns"/"gap_n" sum,
+// over requests arriving on a connection that carried an answer before,
+// the time from that answer written to this request's arrival: the
+// caller's turnaround (reading the answer, finishing the sample, starting
+// the next one), when its callers keep their connections.
+//
 // With -rpm R it is a rate-limited provider: a token bucket of R requests
 // per minute holding -burst-seconds of them (a provider's published limit
 // with the small burst real ones allow); a request finding it empty is
@@ -72,12 +81,20 @@ func main() {
 	}
 	var served, inFlight, conns, throttled, firstNS, lastNS atomic.Int64
 	var arrived, nth, nthNS atomic.Int64 // requests since the reset, and when the nth came
+	var lateNS, lateN, gapNS, gapN, resetNS atomic.Int64
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
 		now := time.Now().UnixNano()
+		conn, _ := r.Context().Value(connKey{}).(*connState)
+		if conn != nil {
+			if last := conn.lastAnswer.Load(); last > 0 && last > resetNS.Load() {
+				gapNS.Add(now - last)
+				gapN.Add(1)
+			}
+		}
 		firstNS.CompareAndSwap(0, now)
 		if arrived.Add(1) == nth.Load() {
 			nthNS.Store(now)
@@ -101,15 +118,25 @@ func main() {
 		served.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
-		lastNS.Store(time.Now().UnixNano())
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush() // the answer is on the wire: what the caller waits for
+		}
+		answered := time.Now().UnixNano()
+		lastNS.Store(answered)
+		lateNS.Add(answered - now - delay.Nanoseconds())
+		lateN.Add(1)
+		if conn != nil {
+			conn.lastAnswer.Store(answered)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", handler)
 	mux.HandleFunc("/chat/completions", handler)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"throttled":%d,"first_ns":%d,"last_ns":%d,"nth_ns":%d}`,
-			served.Load(), inFlight.Load(), conns.Load(), throttled.Load(), firstNS.Load(), lastNS.Load(), nthNS.Load())
+		_, _ = fmt.Fprintf(w, `{"served":%d,"in_flight":%d,"conns":%d,"throttled":%d,"first_ns":%d,"last_ns":%d,"nth_ns":%d,"late_ns":%d,"late_n":%d,"gap_ns":%d,"gap_n":%d}`,
+			served.Load(), inFlight.Load(), conns.Load(), throttled.Load(), firstNS.Load(), lastNS.Load(), nthNS.Load(),
+			lateNS.Load(), lateN.Load(), gapNS.Load(), gapN.Load())
 	})
 	mux.HandleFunc("POST /stats/reset", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.ParseInt(r.URL.Query().Get("nth"), 10, 64)
@@ -118,6 +145,11 @@ func main() {
 		arrived.Store(0)
 		firstNS.Store(0)
 		lastNS.Store(0)
+		resetNS.Store(time.Now().UnixNano())
+		lateNS.Store(0)
+		lateN.Store(0)
+		gapNS.Store(0)
+		gapN.Store(0)
 		w.WriteHeader(http.StatusNoContent)
 	})
 
@@ -127,6 +159,9 @@ func main() {
 	}
 	fmt.Println(ln.Addr().String())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, &connState{})
+		},
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				conns.Add(1)
@@ -146,3 +181,10 @@ func main() {
 	_ = srv.Shutdown(shutdown)
 	fmt.Fprintf(os.Stderr, "openaifake: served %d completions\n", served.Load())
 }
+
+// connKey keys a connection's connState in its requests' contexts.
+type connKey struct{}
+
+// connState is what the fake remembers of one connection: when it last
+// wrote an answer on it (Unix nanoseconds, 0 for none).
+type connState struct{ lastAnswer atomic.Int64 }
