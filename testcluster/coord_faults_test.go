@@ -44,7 +44,12 @@ func sampleErrors(t *testing.T, doc []byte) map[string]int {
 }
 
 func TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce(t *testing.T) {
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond}})
+	// The production fence lease (5 s), not the tests' 1.5 s: under CI
+	// load the new leader can take longer than 1.5 s to establish, and a
+	// gap over the lease is a full restart by design (the job fails
+	// evaluation_service_restarted), which is not what this test is about.
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond},
+		Timing: timing(func(t *coordinator.Timing) { t.FenceLease = 5 * time.Second })})
 	cl := c.Client()
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2

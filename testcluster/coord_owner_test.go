@@ -129,8 +129,11 @@ func TestClusterEval_OwnerDeathDuringNATSOutageStartsNothing(t *testing.T) {
 // A live owner's job is not held back: its renewals keep every answer's
 // sighting fresh, and the job completes.
 func TestClusterEval_LiveOwnerJobRunsThroughFailover(t *testing.T) {
+	// A 5 s fence lease: a leader gap over it is a full restart by design
+	// (see TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce).
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0", "w1"}, Capacity: 2,
-		Agent: &testcluster.ScriptedAgent{TurnDelay: 50 * time.Millisecond}})
+		Agent:  &testcluster.ScriptedAgent{TurnDelay: 50 * time.Millisecond},
+		Timing: timing(func(t *coordinator.Timing) { t.FenceLease = 5 * time.Second })})
 	cl := c.Client()
 	lease, err := cl.KeepOwner("cli-live", 200*time.Millisecond)
 	if err != nil {
