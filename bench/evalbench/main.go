@@ -45,6 +45,19 @@
 // answer beyond the ideal ceil(samples/conc) × delay, so that
 // wall = start-up + ideal + calls+ + tail.
 //
+// The bound is conc / delay samples per second (1,280/s at c256 and 200
+// ms), so a row's wall at 100% is samples / 1,280 s. Whole waves make the
+// ideal longer: 1,000 samples take at least 4 waves (800 ms, 97.7% of the
+// bound) and 5,000 at least 20 (4,000 ms, 97.7%). 90% of the bound at
+// 1,000 samples is a wall of 868 ms, which leaves 68 ms beyond the waves
+// for start-up, ramp, turnarounds and tail together; 95% at 5,000 is
+// 4,112 ms, 112 ms beyond them.
+//
+// With -floor (the default) each openai-N-cC row also runs a floor row
+// (F): evalbench re-executed as a bare net/http client of the fake
+// (floor.go), in the same rounds, so that the table shows the share of
+// the bound this machine allows any client next to adk's.
+//
 // With -profile DIR every run also writes a CPU and a heap profile of the
 // adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
 // named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
@@ -73,6 +86,14 @@ import (
 )
 
 func main() {
+	if os.Getenv(floorEnv) != "" {
+		// Re-executed as a floor row's client (floor.go).
+		if err := floorClient(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "evalbench floor client: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	adk := flag.String("adk", "bin/adk", "the adk binary")
 	fake := flag.String("openaifake", "bin/openaifake", "the openaifake binary")
 	delay := flag.Duration("delay", 200*time.Millisecond, "model latency of the fake server")
@@ -81,6 +102,7 @@ func main() {
 	big := flag.Bool("big", true, "run the 100,000-case jsonl benchmark")
 	baseline := flag.String("baseline", "", "a second adk binary (e.g. today's main): every row runs with it (A) and then with -adk (B), for an A/B in one run")
 	runs := flag.Int("runs", 1, "how many times each row runs (A and B alternate within each round)")
+	floor := flag.Bool("floor", true, "with each openai-N-cC row, run a bare net/http client of the fake (F, floor.go) in the same rounds: what this machine allows the row")
 	only := flag.String("only", "", "run only the rows whose label matches this regexp (labels: scripted-json, openai-1000-c256, openai-100k-jsonl, ...)")
 	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
 	flag.Parse()
@@ -112,13 +134,27 @@ func main() {
 	if *baseline != "" {
 		bins = []bin{{"A ", *baseline}, {"B ", *adk}}
 	}
+	self, err := os.Executable()
+	must(err)
 	var rows []row
+	// withFloor makes the next measure also run the floor client (F) in
+	// each round.
+	withFloor := false
 	// measure runs one row with every binary, -runs times, alternating.
 	measure := func(name, label string, samples, conc int, delay time.Duration, env []string, args ...string) {
+		floorToo := withFloor
+		withFloor = false
 		if !onlyRE.MatchString(label) {
 			return
 		}
 		for range *runs {
+			if floorToo {
+				childEnv = []string{floorEnv + "=1"}
+				r := runADK(self, dir, label+"-floor", samples, conc, delay, args...)
+				childEnv = nil
+				r.name = fmt.Sprintf("F net/http floor, %v", delay)
+				rows = append(rows, r)
+			}
 			for _, b := range bins {
 				childEnv = env
 				tag := strings.TrimSpace(b.tag)
@@ -161,6 +197,7 @@ func main() {
 				args := []string{"eval", "run", "--config", "openai.json", "--eval-set", set,
 					"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json"}
 				label := fmt.Sprintf("openai-%d-c%d", n, conc)
+				withFloor = *floor
 				measure(fmt.Sprintf("openai fake, %v", *delay), label, n, conc, *delay, nil, args...)
 				if n == 5000 && conc == 256 {
 					measure(fmt.Sprintf("openai fake, %v, ADK_TRACING=off", *delay), label+"-untraced", n, conc, *delay, []string{"ADK_TRACING=off"}, args...)
