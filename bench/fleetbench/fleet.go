@@ -23,6 +23,7 @@ import (
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/settings"
 )
 
 // fleetConfig sizes a fleet.
@@ -45,6 +46,12 @@ type fleetConfig struct {
 	// the same agent file under another name, which no job asks for: they
 	// share the endpoint's limit but have no calls to make (uneven demand).
 	idle int
+	// signals creates ADK_SIGNALS with the settings' defaults before any
+	// process starts, as `adk serve` does (and an operator does on an
+	// external NATS server): the workers' traces then land in a stream,
+	// as in a real fleet. Without it every signal publish gets no
+	// responders, is retried and is counted failed.
+	signals bool
 }
 
 // fleet is a running eval cluster of separate processes around a NATS
@@ -53,6 +60,7 @@ type fleet struct {
 	cfg     fleetConfig
 	srv     *bus.Server
 	nc      *nats.Conn
+	js      jetstream.JetStream
 	cl      *client.Client
 	fake    *proc
 	fakeURL string
@@ -187,12 +195,16 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 	if f.nc, err = f.srv.Connect(); err != nil {
 		return f, fmt.Errorf("nats connect: %w", err)
 	}
-	js, err := jetstream.New(f.nc)
-	if err != nil {
+	if f.js, err = jetstream.New(f.nc); err != nil {
 		return f, err
 	}
-	if err := bus.WaitJetStreamReady(ctx, js); err != nil {
+	if err := bus.WaitJetStreamReady(ctx, f.js); err != nil {
 		return f, fmt.Errorf("jetstream: %w", err)
+	}
+	if cfg.signals {
+		if _, err := bus.EnsureSignalStream(ctx, f.js, settings.Defaults().Signals.StreamConfig()); err != nil {
+			return f, fmt.Errorf("signal stream: %w", err)
+		}
 	}
 	f.cl = client.New(f.nc, 30*time.Second)
 	// Heartbeats list the tasks a worker holds (fetched: being acked,
@@ -318,6 +330,23 @@ func (f *fleet) startFake() error {
 
 // leader polls capabilities until a coordinator names a leader, and
 // returns its process.
+// signalSeq is ADK_SIGNALS' last sequence number (0 without the stream):
+// the difference over a job is the signal batches the workers stored.
+func (f *fleet) signalSeq(ctx context.Context) uint64 {
+	if !f.cfg.signals {
+		return 0
+	}
+	st, err := f.js.Stream(ctx, bus.SignalStreamName)
+	if err != nil {
+		return 0
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.State.LastSeq
+}
+
 func (f *fleet) leader(ctx context.Context) (*proc, error) {
 	var last error
 	for {

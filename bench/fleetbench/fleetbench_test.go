@@ -29,7 +29,7 @@ func buildBinaries(t *testing.T) (adk, fake string) {
 func TestClusterFleetbench_SmallFleet(t *testing.T) {
 	adk, fake := buildBinaries(t)
 	cfg := benchConfig{
-		fleet:    fleetConfig{adk: adk, fake: fake, dir: t.TempDir(), delay: 10 * time.Millisecond, coordinators: 1, capacity: 4},
+		fleet:    fleetConfig{adk: adk, fake: fake, dir: t.TempDir(), delay: 10 * time.Millisecond, coordinators: 1, capacity: 4, signals: true},
 		counts:   []int{1},
 		rounds:   2,
 		rssTasks: 40,
@@ -52,6 +52,10 @@ func TestClusterFleetbench_SmallFleet(t *testing.T) {
 		// per run slot.
 		if r.modelCalls != r.tasks || r.newConns > cfg.fleet.capacity {
 			t.Errorf("%s: %d model calls for %d tasks over %d new connections", r.name, r.modelCalls, r.tasks, r.newConns)
+		}
+		// The workers' traces land in ADK_SIGNALS, as in a real fleet.
+		if r.signalMsgs == 0 {
+			t.Errorf("%s: no signal batches stored", r.name)
 		}
 		roles := map[string]bool{}
 		for _, c := range r.cpu {

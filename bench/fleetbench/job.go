@@ -64,6 +64,9 @@ type jobRun struct {
 	// store_ms), "" if its log has none.
 	completion string
 	// The result read back as the jsonl stream (client.ResultStream).
+	// signalMsgs is the signal batches ADK_SIGNALS stored during the job
+	// (fleetConfig.signals).
+	signalMsgs  uint64
 	streamLines int64
 	streamRead  time.Duration
 	moved       string // the leader at the end, if leadership moved during the job
@@ -109,6 +112,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	if err := resetPeakRSS(leader.pid()); err != nil {
 		return r, fmt.Errorf("reset the leader's peak RSS: %w", err)
 	}
+	signalsBefore := f.signalSeq(ctx)
 	before := f.cpuSnapshot()
 	if err := f.resetFakeTimes(ctx); err != nil {
 		return r, err
@@ -244,6 +248,9 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 			return r, fmt.Errorf("job %s: read its result stream: %w", j.JobID, err)
 		}
 		r.streamLines, r.streamRead = n, time.Since(t)
+	}
+	if f.cfg.signals {
+		r.signalMsgs = f.signalSeq(ctx) - signalsBefore
 	}
 	// The memory job measures the leader's heap and RSS, which a few
 	// tasks lost to a loaded machine (worker_lost) do not change: it is

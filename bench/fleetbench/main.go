@@ -88,6 +88,7 @@ func main() {
 	flag.IntVar(&cfg.fleet.declared, "ratelimit-declared", -1, "with -ratelimit-rpm: what the agent declares instead of the fake's limit (0: no rate_limit, the control; above it: AIMD must find the limit)")
 	flag.IntVar(&cfg.fleet.idle, "ratelimit-idle", 0, "with -ratelimit-rpm: how many of the workers share the endpoint's limit but get no task (their agent has another name): uneven demand")
 	rlSeconds := flag.Float64("ratelimit-seconds", 30, "length of the rate-limit job at the limit (samples = seconds × rpm / 60)")
+	flag.BoolVar(&cfg.fleet.signals, "signals", true, "create ADK_SIGNALS as adk serve does, so the workers' traces land in a stream as in a real fleet (false: no stream, every signal publish fails, as this bench ran before 2026-12-02)")
 	flag.DurationVar(&cfg.idle, "idle", 2*time.Second, "after the scaling rows, how long to measure each process's CPU with no job (0: skip)")
 	flag.BoolVar(&cfg.keepDir, "keep", false, "keep the scratch directory (data dirs and process logs)")
 	flag.Parse()
@@ -281,15 +282,24 @@ func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
 		if r.tasks > 0 {
 			per = fmt.Sprintf("%.0f", float64(workers.Microseconds())/float64(r.tasks))
 		}
-		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs (submit answered at %.2fs, first task dispatched at %.2fs, first model call at %.3fs, first done at %.2fs, last model answer at %.3fs, all at %.2fs): %s; driver %.2f; worker µs/task %s; %d model calls over %d new connections; leader heap in use peak %.1f MiB; leader completion: %s; result stream %d lines read in %.2fs\n",
+		fmt.Fprintf(w, "- %s, %d worker(s), %d tasks, %.2fs (submit answered at %.2fs, first task dispatched at %.2fs, first model call at %.3fs, first done at %.2fs, last model answer at %.3fs, all at %.2fs): %s; driver %.2f; worker µs/task %s; %d model calls over %d new connections; leader heap in use peak %.1f MiB; leader completion: %s; result stream %d lines read in %.2fs%s\n",
 			r.name, r.workers, r.tasks, r.wall.Seconds(), r.submitted.Seconds(), r.dispatched.Seconds(), r.firstCall.Seconds(), r.first.Seconds(), r.lastAnswer.Seconds(), r.all.Seconds(), strings.Join(parts, ", "), r.benchCPU.Seconds(), per, r.modelCalls, r.newConns, mib(r.peakHeap),
-			r.completion, r.streamLines, r.streamRead.Seconds())
+			r.completion, r.streamLines, r.streamRead.Seconds(), signalNote(r))
 		fmt.Fprintf(w, "  per call: %s in the fake beyond the delay, %s from an answer to the next request on its connection (%d such); %s\n",
 			ms(r.late), ms(r.turnaround), r.gaps, roundSplit(r))
 		if r.moved != "" {
 			fmt.Fprintf(w, "  (leadership moved from %s to %s during the job: the peak RSS, heap and CPU split are %s's as far as they go)\n", r.leader, r.moved, r.leader)
 		}
 	}
+}
+
+// signalNote says how many signal batches ADK_SIGNALS stored over the
+// job ("" when the bench runs without the stream).
+func signalNote(r jobRun) string {
+	if r.signalMsgs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; ADK_SIGNALS stored %d signal batches", r.signalMsgs)
 }
 
 func leaders(rows []jobRun) string {
