@@ -226,6 +226,12 @@ func (n *Node) ensureTopology(ctx context.Context) error {
 			return err
 		}
 	}
+	if n.cfg.Signals != nil {
+		// Traces only: the eval service does not wait on them.
+		if _, err := bus.EnsureSignalStream(ctx, n.js, *n.cfg.Signals); err != nil {
+			n.log.Warn("ensure signal stream", "stream", bus.SignalStreamName, "err", err)
+		}
+	}
 	return nil
 }
 

@@ -149,7 +149,15 @@ type Config struct {
 	// Workers is the allowlist of worker ids tasks may go to.
 	Workers []string
 	// Streams sizes ADK_TASKS and ADK_RESULTS (replicas 1 or 3, limits).
-	Streams     bus.TaskStreamConfig
+	Streams bus.TaskStreamConfig
+	// Signals, when set, is the ADK_SIGNALS stream a new leader ensures
+	// beside the task streams (`adk coordinator` passes the settings'
+	// `signals` section): on an external NATS server nothing else creates
+	// it, and without it every worker's traces are dropped and store
+	// nodes wait. Failing to ensure it (a stream made with other replicas
+	// or storage, a JetStream limit) is logged and never blocks the eval
+	// service. nil leaves the stream to its owner (`adk serve`, tests).
+	Signals     *bus.SignalStreamConfig
 	Limits      Limits
 	StoreLimits evalstore.Limits
 	Timing      Timing

@@ -418,7 +418,8 @@ func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv 
 	if err := bus.WaitJetStreamReady(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	// adk serve creates ADK_SIGNALS; on an external server the operator does.
+	// The coordinator leader creates ADK_SIGNALS too; made here first so
+	// a store node started before the first election finds it.
 	if _, err := bus.EnsureSignalStream(ctx, js, bus.SignalStreamConfig{}); err != nil {
 		t.Fatal(err)
 	}

@@ -198,6 +198,10 @@ func (o *coordinatorOptions) config() (coordinator.Config, error) {
 	cfg := coordinator.Config{ID: o.id, DataDir: o.dataDir, RaftAddr: o.raftAddr, Bootstrap: o.bootstrap, Join: o.join,
 		Workers: o.workers, Coordinators: o.coordinators, Streams: bus.TaskStreamConfig{Replicas: o.replicas},
 		Limits: o.file.Coordinator.Limits(), StoreLimits: o.file.Coordinator.StoreLimits()}
+	// On an external NATS server the leader creates ADK_SIGNALS (adk serve
+	// creates its own): workers trace into it and store nodes read it.
+	signals := o.file.Signals.StreamConfig()
+	cfg.Signals = &signals
 	for _, p := range o.peers {
 		id, addr, ok := strings.Cut(p, "=")
 		if !ok || id == "" || addr == "" {

@@ -34,7 +34,8 @@ func TestCoordinatorConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "coord.json", `{"coordinator": {"id": "c1", "nats": "nats://n1:4222", "data_dir": "data", "raft_addr": "10.0.0.1:7100",
 		"bootstrap": true, "peers": ["c1=10.0.0.1:7100", "c2=10.0.0.2:7100"], "workers": ["w1", "w2"],
-		"coordinators": ["c3"], "replicas": 3, "max_running_jobs": 2, "max_queued_jobs": 0}, "log": {"level": "info"}}`)
+		"coordinators": ["c3"], "replicas": 3, "max_running_jobs": 2, "max_queued_jobs": 0}, "log": {"level": "info"},
+		"signals": {"replicas": 3, "max_bytes": 8388608}}`)
 	o, err := parseCoordinator(t, "--config", path, "--id", "c2", "--workers", "w9", "--max-running-jobs", "1")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,12 @@ func TestCoordinatorConfigFile(t *testing.T) {
 		Peers: []coordinator.Peer{{ID: "c1", Addr: "10.0.0.1:7100"}, {ID: "c2", Addr: "10.0.0.2:7100"}}, Workers: []string{"w9"},
 		Coordinators: []string{"c3"}, Limits: o.file.Coordinator.Limits(), StoreLimits: o.file.Coordinator.StoreLimits()}
 	want.Streams.Replicas = 3
+	// The leader creates ADK_SIGNALS with the file's signals section.
+	signals := o.file.Signals.StreamConfig()
+	want.Signals = &signals
+	if signals.Replicas != 3 || signals.MaxBytes != 8<<20 {
+		t.Errorf("signal stream %+v: want the file's replicas and max_bytes", signals)
+	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config\n got %+v\nwant %+v", cfg, want)
 	}

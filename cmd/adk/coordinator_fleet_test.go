@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/coordinator/api"
@@ -217,6 +219,22 @@ func TestClusterCoordinatorProcesses(t *testing.T) {
 			}
 
 			t.Logf("first job: %s", time.Since(began))
+			// Nothing but the leader creates ADK_SIGNALS on an external
+			// server: the workers traced the job into it.
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitFor(t, 10*time.Second, "the job's traces in "+bus.SignalStreamName, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				st, err := js.Stream(ctx, bus.SignalStreamName)
+				if err != nil {
+					return false
+				}
+				info, err := st.Info(ctx)
+				return err == nil && info.State.Msgs > 0
+			})
 			coords[leader].kill(t)
 			testutil.WaitFor(t, 30*time.Second, "a new leader", func() bool {
 				l, _ := fleetState(cl)

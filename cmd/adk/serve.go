@@ -458,8 +458,9 @@ func newStoreCmd() *cobra.Command {
 		Short: "Run a trace store node (and the query service) against an external NATS cluster",
 		Long: `store consumes ADK_SIGNALS with its own durable consumer into a Badger trace
 store in --data-dir, and with --tokens serves adk.trace.v1.query in the
-queue group every store node joins. The stream must exist (adk serve or
-another node creates it) before the node starts.
+queue group every store node joins. The stream must exist when the node
+starts: adk serve creates it, and on an external NATS server the
+coordinator leader does, with the settings file's "signals" section.
 
 --config FILE reads the settings file (adk config defaults prints every
 key): its "store" section holds "name", "nats", "data_dir" and the trace
