@@ -18,7 +18,7 @@ const floorEnv = "EVALBENCH_FLOOR"
 
 // The floor client is the least a client of the fake can do for an openai
 // row: the row's cases × samples POSTs at its concurrency through one
-// net/http Transport (a connection per slot, kept across waves), each
+// net/http Transport (at most a connection per slot, kept across waves), each
 // answer read and JSON-decoded, and every answer written to stdout at the
 // end. It runs as its own process in the same rounds as adk, so its row
 // shows what this machine allows a row (process start, 256 dials on 2
@@ -76,7 +76,10 @@ func floorClient(args []string, out io.Writer) error {
 		bodies[i], _ = json.Marshal(map[string]any{"model": cfg.Model.Model, "messages": []map[string]string{
 			{"role": "system", "content": cfg.Instruction}, {"role": "user", "content": c.Input}}})
 	}
-	transport := &http.Transport{MaxIdleConnsPerHost: conc}
+	// At most one connection per slot: a call that finds none idle waits
+	// for one instead of dialing a spare (which a fast client would do
+	// while the last answer's connection is on its way back to the pool).
+	transport := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
 	url := cfg.Model.BaseURL + "/chat/completions"
