@@ -22,6 +22,7 @@ import (
 
 	"github.com/fadcedab/adk/agent"
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/cmd/adk/internal/evalheap"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/evalengine/agentadapter"
 	"github.com/fadcedab/adk/evalengine/httpadapter"
@@ -253,7 +254,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		return err
 	}
 	if _, local := r.(*localRunner); local {
-		prepareEvalHeap()
+		evalheap.Ready()
 		relaxEvalGC()
 	}
 	opts, cmpOpts, err := f.validate(cmd)

@@ -1,0 +1,126 @@
+package evalheap
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestPrepare_AdvisesHugePages checks that a local run's heap
+// range is advised for transparent huge pages: a VMA of at least most of
+// evalHeapHuge carries the "hg" (MADV_HUGEPAGE) flag afterwards.
+func TestPrepare_AdvisesHugePages(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skip("kernel without transparent huge pages")
+	}
+	if biggestHugeVMA(t) >= evalHeapHuge/2 {
+		t.Skip("the process already has an advised range")
+	}
+	prepare()
+	if got := biggestHugeVMA(t); got < evalHeapHuge-2*hugePage {
+		t.Fatalf("largest MADV_HUGEPAGE mapping %d bytes, want at least %d", got, evalHeapHuge-2*hugePage)
+	}
+}
+
+// TestInit_BeginsEarlyForEvalRun runs this test binary again with the
+// arguments of `adk eval run`: its init has begun the preparation, and
+// after Ready the range is advised.
+func TestInit_BeginsEarlyForEvalRun(t *testing.T) {
+	if os.Getenv("EVALHEAP_CHILD") == "1" {
+		if early == nil {
+			t.Fatal("init began no preparation for eval run")
+		}
+		Ready()
+		if got := biggestHugeVMA(t); got < evalHeapHuge-2*hugePage {
+			t.Fatalf("largest MADV_HUGEPAGE mapping %d bytes, want at least %d", got, evalHeapHuge-2*hugePage)
+		}
+		return
+	}
+	if early != nil {
+		t.Fatal("init began a preparation in a test process")
+	}
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skip("kernel without transparent huge pages")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInit_BeginsEarlyForEvalRun$", "-test.v", "eval", "run", "--config", "agent.json")
+	cmd.Env = append(os.Environ(), "EVALHEAP_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func TestEvalRunArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"eval", "run", "--config", "a.json"}, true},
+		{[]string{"--quiet", "eval", "run"}, true},
+		{[]string{"eval", "--quiet", "run", "--nats", "x"}, true},
+		{[]string{"eval", "report", "run"}, false},
+		{[]string{"eval"}, false},
+		{[]string{"run", "eval"}, false},
+		{[]string{"serve", "eval", "run"}, false},
+		{[]string{"--", "eval", "run"}, false},
+		{nil, false},
+	} {
+		if got := evalRunArgs(tc.args); got != tc.want {
+			t.Errorf("evalRunArgs(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestThpDisabled(t *testing.T) {
+	for in, want := range map[string]bool{
+		"": false, "disablethp=1": true, "gctrace=1,disablethp=1": true, "disablethp=0": false,
+		"disablethp=1,disablethp=0": false, "xdisablethp=1": false, " disablethp=1": false,
+	} {
+		if got := thpDisabled(in); got != want {
+			t.Errorf("thpDisabled(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// biggestHugeVMA is the size of the largest mapping of this process whose
+// VmFlags in /proc/self/smaps include hg.
+func biggestHugeVMA(t *testing.T) uint64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	var size, best uint64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rng, _, ok := strings.Cut(line, " "); ok && strings.Contains(rng, "-") && !strings.HasSuffix(rng, ":") {
+			lo, hi, _ := strings.Cut(rng, "-")
+			l, err1 := strconv.ParseUint(lo, 16, 64)
+			h, err2 := strconv.ParseUint(hi, 16, 64)
+			if err1 == nil && err2 == nil {
+				size = h - l
+			}
+			continue
+		}
+		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok {
+			for _, fl := range strings.Fields(flags) {
+				if fl == "hg" && size > best {
+					best = size
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return best
+}
