@@ -43,7 +43,9 @@
 // Between them, "ramp" is from the first call to the conc-th (the first
 // wave in flight) and "calls+" is the time from the first call to the last
 // answer beyond the ideal ceil(samples/conc) × delay, so that
-// wall = start-up + ideal + calls+ + tail.
+// wall = start-up + ideal + calls+ + tail. "turn" is the client's mean
+// turnaround: from an answer to the next call on the same connection
+// (the fake's gap_ns / gap_n), which calls+ grows with in every wave.
 //
 // The bound is conc / delay samples per second (1,280/s at c256 and 200
 // ms), so a row's wall at 100% is samples / 1,280 s. Whole waves make the
@@ -267,8 +269,10 @@ type row struct {
 	// startup is from the process start to the fake's first request, tail
 	// from its last answer to the process exit (rendering included); zero
 	// when no fake was up. ramp is from the first request to the conc-th,
-	// over from the first request to the last answer beyond the ideal.
-	startup, tail, ramp, over time.Duration
+	// over from the first request to the last answer beyond the ideal,
+	// turn the mean time from an answer to the next request on its
+	// connection.
+	startup, tail, ramp, over, turn time.Duration
 }
 
 // fakeAddr is the address of the fake with a delay while it is up: runADK
@@ -277,28 +281,34 @@ type row struct {
 var fakeAddr string
 
 // fakeStats reads the fake's first request, nth request (zero when fewer
-// came) and last answer times.
-func fakeStats() (first, nth, last time.Time, ok bool) {
+// came) and last answer times, and the clients' mean turnaround (zero
+// when no connection carried two calls).
+func fakeStats() (first, nth, last time.Time, turn time.Duration, ok bool) {
 	if fakeAddr == "" {
-		return first, nth, last, false
+		return first, nth, last, 0, false
 	}
 	resp, err := http.Get("http://" + fakeAddr + "/stats")
 	if err != nil {
-		return first, nth, last, false
+		return first, nth, last, 0, false
 	}
 	defer resp.Body.Close()
 	var st struct {
 		FirstNS int64 `json:"first_ns"`
 		NthNS   int64 `json:"nth_ns"`
 		LastNS  int64 `json:"last_ns"`
+		GapNS   int64 `json:"gap_ns"`
+		GapN    int64 `json:"gap_n"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.FirstNS == 0 || st.LastNS == 0 {
-		return first, nth, last, false
+		return first, nth, last, 0, false
 	}
 	if st.NthNS != 0 {
 		nth = time.Unix(0, st.NthNS)
 	}
-	return time.Unix(0, st.FirstNS), nth, time.Unix(0, st.LastNS), true
+	if st.GapN > 0 {
+		turn = time.Duration(st.GapNS / st.GapN)
+	}
+	return time.Unix(0, st.FirstNS), nth, time.Unix(0, st.LastNS), turn, true
 }
 
 // resetFakeStats starts the fake's counts afresh; nth is the request whose
@@ -372,8 +382,8 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 		r.faults = ru.Minflt
 	}
-	if first, nth, last, ok := fakeStats(); ok {
-		r.startup, r.tail = first.Sub(start), end.Sub(last)
+	if first, nth, last, turn, ok := fakeStats(); ok {
+		r.startup, r.tail, r.turn = first.Sub(start), end.Sub(last), turn
 		if !nth.IsZero() {
 			r.ramp = nth.Sub(first)
 		}
@@ -388,9 +398,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %8s | %10s | %10s | %7s | %s\n",
-		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "tail", "CPU/sample", "peak RSS", "faults", "report")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(10), dashes(12), dashes(12), dashes(9), dashes(8))
+	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %10s | %10s | %7s | %s\n",
+		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "turn", "tail", "CPU/sample", "peak RSS", "faults", "report")
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(9), dashes(10), dashes(12), dashes(12), dashes(9), dashes(8))
 	for _, r := range rows {
 		rate := float64(r.samples) / r.wall.Seconds()
 		bound, ofBound := "-", "-"
@@ -403,7 +413,7 @@ func printTable(w io.Writer, rows []row) {
 		if r.note != "ok" {
 			report = r.note
 		}
-		startup, ramp, over, tail := "-", "-", "-", "-"
+		startup, ramp, over, turn, tail := "-", "-", "-", "-", "-"
 		if r.startup != 0 || r.tail != 0 {
 			startup, tail = fmt.Sprintf("%dms", r.startup.Milliseconds()), fmt.Sprintf("%dms", r.tail.Milliseconds())
 			if r.ramp != 0 {
@@ -412,10 +422,13 @@ func printTable(w io.Writer, rows []row) {
 			if r.delay > 0 {
 				over = fmt.Sprintf("%dms", r.over.Milliseconds())
 			}
+			if r.turn > 0 {
+				turn = fmt.Sprintf("%.1fms", float64(r.turn.Microseconds())/1000)
+			}
 		}
-		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %8s | %8.1fµs | %6.1f MiB | %7d | %s\n",
+		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %8.1fµs | %6.1f MiB | %7d | %s\n",
 			r.name, r.samples, r.conc, r.wall.Seconds(), rate, float64(r.wall.Microseconds())/float64(r.samples),
-			bound, ofBound, startup, ramp, over, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), r.faults, report)
+			bound, ofBound, startup, ramp, over, turn, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), r.faults, report)
 	}
 }
 
