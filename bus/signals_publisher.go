@@ -258,7 +258,10 @@ type Publisher struct {
 	c     pubCounters
 }
 
-var _ observability.AsyncSink = (*Publisher)(nil)
+var (
+	_ observability.AsyncSink  = (*Publisher)(nil)
+	_ observability.RecordSink = (*Publisher)(nil)
+)
 
 // NewPublisher starts a publisher on nc. The caller owns nc and must Close
 // the publisher before closing it.
@@ -302,6 +305,13 @@ func (p *Publisher) Enqueue(s observability.Signal) error {
 	if err != nil {
 		return fmt.Errorf("bus: encode signal: %w", err)
 	}
+	return p.EnqueueRecord(RecordObservability, data)
+}
+
+// EnqueueSignalJSON implements observability.RecordSink: a tracer's
+// record of one signal (the publisher's principal already names the
+// job's owner, so the job id is not used).
+func (p *Publisher) EnqueueSignalJSON(_ string, data []byte) error {
 	return p.EnqueueRecord(RecordObservability, data)
 }
 

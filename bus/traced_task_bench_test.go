@@ -16,11 +16,22 @@ import (
 // is the whole-fleet figure): the sample's eval span, one
 // gen_ai.evaluation.result event and the span's end, five signals,
 // through a high-rate Publisher into ADK_SIGNALS on an embedded
-// JetStream server, drained at the end. "tracer" stops at a sink that
-// drops every signal: the tracer's own share.
+// JetStream server, drained at the end. The tracer writes each signal's
+// record straight into the publisher (the Publisher is its RecordSink,
+// as a worker's publisher is). "tracer" stops at a sink that drops every
+// record: the tracer's own share. "publisher_structs" is the struct path
+// (Signal values encoded by Enqueue), what a tracer with an OTLP
+// exporter beside the bus takes.
 func BenchmarkTracedTask(b *testing.B) {
-	run := func(b *testing.B, sink observability.AsyncSink) {
-		tr, err := observability.New(observability.Config{Async: sink})
+	run := func(b *testing.B, sink any) {
+		var cfg observability.Config
+		switch x := sink.(type) {
+		case observability.RecordSink:
+			cfg.Records = x
+		case observability.AsyncSink:
+			cfg.Async = x
+		}
+		tr, err := observability.New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -45,7 +56,7 @@ func BenchmarkTracedTask(b *testing.B) {
 		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu_ns/task")
 	}
 	b.Run("tracer", func(b *testing.B) { run(b, discard{}) })
-	b.Run("publisher", func(b *testing.B) {
+	publisher := func(b *testing.B, structs bool) {
 		s := bustest.Start(b, bus.ServerConfig{})
 		s.SignalStream(b, bus.SignalStreamConfig{})
 		cfg := bus.HighRatePublisherConfig(nil)
@@ -55,12 +66,25 @@ func BenchmarkTracedTask(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer p.Close()
-		run(b, p)
-		if st := p.Stats(); st.Exported != st.Accepted {
+		if structs {
+			run(b, structSink{p})
+		} else {
+			run(b, p)
+		}
+		if st := p.Stats(); st.Exported != st.Accepted || st.Accepted != uint64(5*b.N) {
 			b.Fatalf("not all exported: %+v", st)
 		}
-	})
+	}
+	b.Run("publisher", func(b *testing.B) { publisher(b, false) })
+	b.Run("publisher_structs", func(b *testing.B) { publisher(b, true) })
 }
+
+// structSink hides the publisher's RecordSink side.
+type structSink struct{ p *bus.Publisher }
+
+func (s structSink) Enqueue(sig observability.Signal) error { return s.p.Enqueue(sig) }
+
+func (s structSink) Drain(ctx context.Context) error { return s.p.Drain(ctx) }
 
 // cpuTime is this process's user+system CPU time.
 func cpuTime() time.Duration {
@@ -73,4 +97,4 @@ func cpuTime() time.Duration {
 
 type discard struct{}
 
-func (discard) Enqueue(observability.Signal) error { return nil }
+func (discard) EnqueueSignalJSON(string, []byte) error { return nil }

@@ -19,6 +19,9 @@ var (
 	// ErrAsyncWithExporters means a Config set both an async sink and sync
 	// exporters: in async mode the sink owns its exporters.
 	ErrAsyncWithExporters = errors.New("observability: async delivery refuses per-tracer exporters")
+	// ErrTwoSinks means a Config set both Async and Records: a tracer
+	// delivers each signal one way.
+	ErrTwoSinks = errors.New("observability: a tracer takes an async sink or a record sink, not both")
 	// ErrIncompatibleBatchTimeout means an explicit bus batch timeout does not
 	// exceed the sum of its exporters' timeouts plus 250 ms.
 	ErrIncompatibleBatchTimeout = errors.New("incompatible_batch_timeout")

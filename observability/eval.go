@@ -75,16 +75,29 @@ func (t *Tracer) EvaluationResult(ctx context.Context, r EvaluationResult) {
 		return
 	}
 	sp := &Span{t: t, corr: c, kind: KindEval, op: OpEvaluate}
-	if cur, _ := ctx.Value(spanKey{}).(*Span); cur != nil && cur.ids != nil && ctx.Value(correlationKey{}) == &cur.corr {
+	if cur, _ := ctx.Value(spanKey{}).(*Span); cur != nil && cur.ids != nil && cur.t.direct == t.direct && ctx.Value(correlationKey{}) == &cur.corr {
 		// ctx's current span is one this process started: its ids are
-		// formatted already (the workflow metadata stays the span's own).
-		sp.ids = &spanIDs{trace: cur.ids.trace, span: cur.ids.span, parent: cur.ids.parent, eval: cur.ids.eval}
+		// formatted already (its workflow metadata is not the event's).
+		sp.ids = cur.ids
 	} else {
-		sp.ids = newSpanIDs(&c)
+		sp.ids = newSpanIDs(&c, !t.direct)
 	}
-	e := sp.envelope(EventEvaluationResult, 3)
-	e.TimestampMS = time.Now().UnixMilli()
-	attrs := e.Metadata.Attributes
+	now := time.Now()
+	if t.direct {
+		rb := takeRecordBuf()
+		_ = t.deliverRecord(sp, PhaseLifecycle, rb.done(sp.appendEvaluationRecord(rb.a, &r, now)))
+		return
+	}
+	_ = t.deliver(ctx, sp, PhaseLifecycle, sp.evaluationEnvelope(&r, now))
+}
+
+// evaluationEnvelope builds EvaluationResult's envelope.
+func (s *Span) evaluationEnvelope(r *EvaluationResult, now time.Time) *Envelope {
+	e := new(Envelope)
+	*e = s.envelopeHead(EventEvaluationResult, now.UnixMilli())
+	attrs := make(Attributes, s.ids.eval.len()+3)
+	s.ids.eval.set(attrs)
+	e.Metadata.Attributes = attrs
 	setText(attrs, AttrEvaluationName, r.Name, maxAttrValueBytes)
 	if r.Label != "" && len(r.Label) <= maxAttrValueBytes {
 		attrs[AttrEvaluationScoreLabel] = constValue(r.Label)
@@ -97,5 +110,5 @@ func (t *Tracer) EvaluationResult(ctx context.Context, r EvaluationResult) {
 	case !math.IsNaN(r.Score) && !math.IsInf(r.Score, 0):
 		attrs[AttrEvaluationScoreValue] = r.Score
 	}
-	_ = t.deliver(ctx, sp, PhaseLifecycle, e)
+	return e
 }

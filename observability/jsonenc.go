@@ -73,15 +73,43 @@ func AppendSpanHead(b []byte, s *SpanSignal) []byte {
 // captured content). Envelopes are half of what a traced run emits, and
 // reflection made them the largest cost of tracing a fleet's tasks.
 func AppendEnvelopeJSON(b []byte, e *Envelope) ([]byte, bool) {
+	b = appendEnvelopeHead(b, e)
+	b = appendInt64Map(b, e.Measurements)
+	b = appendEnvelopeMetadata(b, &e.Metadata)
+	if len(e.Metadata.Attributes) > 0 {
+		b = append(b, `,"attributes":`...)
+		var ok bool
+		if b, ok = appendJSONMap(b, e.Metadata.Attributes, 0); !ok {
+			return b, false
+		}
+	}
+	b = append(b, `},"content_captured":`...)
+	b = strconv.AppendBool(b, e.ContentCaptured)
+	if e.Content != nil {
+		b = append(b, `,"content":`...)
+		var ok bool
+		if b, ok = appendJSONValue(b, e.Content, 0); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendEnvelopeHead appends an envelope from the opening brace through
+// `,"measurements":`.
+func appendEnvelopeHead(b []byte, e *Envelope) []byte {
 	b = append(b, `{"schema_version":`...)
 	b = strconv.AppendInt(b, int64(e.Schema), 10)
 	b = append(b, `,"event":`...)
 	b = appendHTMLString(b, e.Event)
 	b = append(b, `,"timestamp_ms":`...)
 	b = strconv.AppendInt(b, e.TimestampMS, 10)
-	b = append(b, `,"measurements":`...)
-	b = appendInt64Map(b, e.Measurements)
-	m := &e.Metadata
+	return append(b, `,"measurements":`...)
+}
+
+// appendEnvelopeMetadata appends `,"metadata":{` and m's fields up to its
+// attributes; the caller appends those and closes the object.
+func appendEnvelopeMetadata(b []byte, m *EnvelopeMetadata) []byte {
 	b = append(b, `,"metadata":{`...)
 	first := true
 	field := func(b []byte, name, v string, omitEmpty bool) []byte {
@@ -113,23 +141,13 @@ func AppendEnvelopeJSON(b []byte, e *Envelope) ([]byte, bool) {
 		b = append(b, `,"tracestate":`...)
 		b = appendHTMLString(b, m.TraceState)
 	}
-	if len(m.Attributes) > 0 {
-		b = append(b, `,"attributes":`...)
-		var ok bool
-		if b, ok = appendJSONMap(b, m.Attributes, 0); !ok {
-			return b, false
-		}
-	}
-	b = append(b, `},"content_captured":`...)
-	b = strconv.AppendBool(b, e.ContentCaptured)
-	if e.Content != nil {
-		b = append(b, `,"content":`...)
-		var ok bool
-		if b, ok = appendJSONValue(b, e.Content, 0); !ok {
-			return b, false
-		}
-	}
-	return append(b, '}'), true
+	return b
+}
+
+// int64Pair is one entry of a measurements map.
+type int64Pair struct {
+	k string
+	v int64
 }
 
 // appendInt64Map appends a map[string]int64 with sorted keys, as
@@ -138,15 +156,17 @@ func appendInt64Map(b []byte, m map[string]int64) []byte {
 	if m == nil {
 		return append(b, "null"...)
 	}
-	type kv struct {
-		k string
-		v int64
-	}
-	var arr [4]kv
+	var arr [4]int64Pair
 	pairs := arr[:0]
 	for k, v := range m {
-		pairs = append(pairs, kv{k, v})
+		pairs = append(pairs, int64Pair{k, v})
 	}
+	return appendInt64Pairs(b, pairs)
+}
+
+// appendInt64Pairs sorts entries with unique keys and appends them as a
+// JSON object.
+func appendInt64Pairs(b []byte, pairs []int64Pair) []byte {
 	for i := 1; i < len(pairs); i++ {
 		for j := i; j > 0 && pairs[j].k < pairs[j-1].k; j-- {
 			pairs[j], pairs[j-1] = pairs[j-1], pairs[j]

@@ -42,8 +42,8 @@ func (t *Tracer) Lifecycle(ctx context.Context, l Lifecycle) {
 	}
 	c, _ := FromContext(ctx)
 	sp := &Span{t: t, corr: c, op: "lifecycle"}
-	sp.ids = newSpanIDs(&c)
-	e := sp.envelope("adk.lifecycle."+safeTag(l.Hook), 0)
+	sp.ids = newSpanIDs(&c, true)
+	e := sp.envelope("adk.lifecycle."+safeTag(l.Hook), 0, time.Now().UnixMilli())
 	e.Measurements = map[string]int64{"duration": int64(l.Duration), "duration_ms": l.Duration.Milliseconds()}
 	trace := make([]any, len(l.PluginTrace))
 	for i, p := range l.PluginTrace {

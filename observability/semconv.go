@@ -245,7 +245,7 @@ func endAttributes(start Attributes, k Kind, out *Outcome, errType string) Attri
 				if len(fr) == maxFinishReasons {
 					break
 				}
-				if r != "" && len(r) <= maxAttrValueBytes {
+				if finishReasonKept(r) {
 					fr = append(fr, r)
 				}
 			}
@@ -259,6 +259,10 @@ func endAttributes(start Attributes, k Kind, out *Outcome, errType string) Attri
 	}
 	return a
 }
+
+// finishReasonKept: a finish reason is mapped when it is a bounded,
+// non-empty tag.
+func finishReasonKept(r string) bool { return r != "" && len(r) <= maxAttrValueBytes }
 
 func setCount(a Attributes, k string, n int64) {
 	if n >= 0 {

@@ -36,8 +36,14 @@ type Config struct {
 	// Async, when set, receives every signal instead of sync exporters
 	// (setting both is ErrAsyncWithExporters).
 	Async AsyncSink
-	// AsyncFailurePolicy decides an admission failure: FailOpen (default)
-	// counts it as dropped, FailClosed makes it a delivery error.
+	// Records, when set, receives every signal as its JSON record
+	// instead (exactly json.Marshal's bytes of the Signal), which the
+	// tracer writes without building the Signal: the path of a process
+	// that only publishes. Exclusive with Async and Exporters.
+	Records RecordSink
+	// AsyncFailurePolicy decides an admission failure of Async or
+	// Records: FailOpen (default) counts it as dropped, FailClosed makes
+	// it a delivery error.
 	AsyncFailurePolicy FailurePolicy
 	// CaptureContent enables secret-pruned content capture in v1
 	// envelopes. Off by default; content never becomes a span attribute.
@@ -68,16 +74,22 @@ type Tracer struct {
 	metrics  *Metrics
 	sync     *syncDelivery
 	emitting bool
-	epoch    time.Time
-	wg       sync.WaitGroup
+	// direct: the tracer writes its spans' records itself (Records set,
+	// no content to capture).
+	direct bool
+	epoch  time.Time
+	wg     sync.WaitGroup
 }
 
 var _ Observer = (*Tracer)(nil)
 
 // New validates cfg and returns a Tracer.
 func New(cfg Config) (*Tracer, error) {
-	if cfg.Async != nil && len(cfg.Exporters) > 0 {
+	if (cfg.Async != nil || cfg.Records != nil) && len(cfg.Exporters) > 0 {
 		return nil, ErrAsyncWithExporters
+	}
+	if cfg.Async != nil && cfg.Records != nil {
+		return nil, ErrTwoSinks
 	}
 	if p := cfg.AsyncFailurePolicy; p != "" && p != FailOpen && p != FailClosed {
 		return nil, &DescriptorError{Index: -1, Reason: "invalid_failure_policy"}
@@ -95,7 +107,8 @@ func New(cfg Config) (*Tracer, error) {
 		t.metrics = m
 	}
 	t.sync = &syncDelivery{exporters: t.cfg.Exporters, wg: &t.wg}
-	t.emitting = cfg.Async != nil || len(cfg.Exporters) > 0
+	t.emitting = cfg.Async != nil || cfg.Records != nil || len(cfg.Exporters) > 0
+	t.direct = cfg.Records != nil && !cfg.CaptureContent
 	return t, nil
 }
 
@@ -138,7 +151,11 @@ type Span struct {
 // most of a fleet worker's tracing allocations.
 type spanIDs struct {
 	trace, span, parent string // hex; parent "" for a root
-	eval                evalValues
+	// evalIDs are the mapped eval ids ("": not mapped), in evalKeys'
+	// order; eval the same as attribute values, boxed only for the
+	// struct path (the record writers take the strings).
+	evalIDs [4]string
+	eval    evalValues
 	// The observation's workflow metadata (v1 attributes).
 	workflowID, workflowKind, nodeID string
 }
@@ -150,12 +167,23 @@ type evalValues [4]any
 // evalKeys are the attribute keys of evalValues' slots.
 var evalKeys = [4]string{AttrEvalJobID, AttrEvalCaseID, AttrEvalSampleID, AttrEvalWorkerID}
 
-func newEvalValues(ids *EvalIDs) (v evalValues) {
+// mappedEvalIDs are the eval ids a span's attributes carry: not empty,
+// not oversized.
+func mappedEvalIDs(ids *EvalIDs) (v [4]string) {
 	if ids == nil {
 		return v
 	}
 	for i, s := range [4]string{ids.JobID, ids.CaseID, ids.SampleID, ids.WorkerID} {
 		if s != "" && len(s) <= maxAttrValueBytes {
+			v[i] = s
+		}
+	}
+	return v
+}
+
+func newEvalValues(ids *[4]string) (v evalValues) {
+	for i, s := range ids {
+		if s != "" {
 			v[i] = s
 		}
 	}
@@ -181,8 +209,13 @@ func (v *evalValues) set(a Attributes) {
 	}
 }
 
-func newSpanIDs(c *Correlation) *spanIDs {
-	ids := &spanIDs{trace: c.TraceID.String(), span: c.SpanID.String(), eval: newEvalValues(c.Eval)}
+// newSpanIDs formats c's ids; boxed also boxes the eval ids (the struct
+// path's attribute values).
+func newSpanIDs(c *Correlation, boxed bool) *spanIDs {
+	ids := &spanIDs{trace: c.TraceID.String(), span: c.SpanID.String(), evalIDs: mappedEvalIDs(c.Eval)}
+	if boxed {
+		ids.eval = newEvalValues(&ids.evalIDs)
+	}
 	if !c.ParentID.IsZero() {
 		ids.parent = c.ParentID.String()
 	}
@@ -240,8 +273,17 @@ func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Sp
 	if !t.emitting {
 		return &sp.ctx, sp, nil
 	}
-	sp.ids = newSpanIDs(&sp.corr)
+	sp.ids = newSpanIDs(&sp.corr, !t.direct)
 	sp.ids.workflowID, sp.ids.workflowKind, sp.ids.nodeID = o.WorkflowID, o.WorkflowKind, o.NodeID
+	if t.direct {
+		r := takeRecordBuf()
+		err := t.deliverRecord(sp, PhaseStartSpan, r.done(sp.appendStartEnvelopeRecord(r.a)))
+		if err == nil {
+			r = takeRecordBuf()
+			err = t.deliverRecord(sp, PhaseStartSpan, r.done(sp.appendStartSpanRecord(r.a)))
+		}
+		return &sp.ctx, sp, err
+	}
 	sp.attrs = startAttributes(sp.op, sp.kind, &sp.corr, sp.provider, &sp.ids.eval)
 	err := t.deliver(ctx, sp, PhaseStartSpan, sp.startEnvelope(o.Content), sp.startSignal())
 	return &sp.ctx, sp, err
@@ -259,20 +301,46 @@ func (s *Span) End(out Outcome) error {
 	if !s.ended.CompareAndSwap(false, true) {
 		return nil
 	}
-	dur := time.Since(s.start)
-	if dur < 0 {
-		dur = 0
+	e := spanEnd{out: out, now: time.Now(), status: StatusOK}
+	e.dur = e.now.Sub(s.start)
+	if e.dur < 0 {
+		e.dur = 0
 	}
-	status, errType := StatusOK, ""
 	if out.Err != nil {
-		status, errType = StatusError, errorType(&out)
+		e.status, e.errType = StatusError, errorType(&out)
 	}
-	s.t.metrics.RecordOperation(s.labels(status, errType), dur)
+	s.t.metrics.RecordOperation(s.labels(e.status, e.errType), e.dur)
 	if !s.t.emitting {
 		return nil
 	}
-	sig := s.endSignal(&out, dur, status, errType)
-	return s.t.deliver(context.Background(), s, PhaseFinishSpan, sig, s.endEnvelope(&out, dur, status, errType))
+	if s.t.direct {
+		return s.endRecords(&e)
+	}
+	return s.endSignals(e)
+}
+
+// endRecords writes and delivers the end records (the direct path).
+func (s *Span) endRecords(e *spanEnd) error {
+	r := takeRecordBuf()
+	err := s.t.deliverRecord(s, PhaseFinishSpan, r.done(s.appendEndSpanRecord(r.a, e)))
+	if err == nil {
+		r = takeRecordBuf()
+		err = s.t.deliverRecord(s, PhaseFinishSpan, r.done(s.appendEndEnvelopeRecord(r.a, e)))
+	}
+	return err
+}
+
+// endSignals builds and delivers the end signals (the struct path).
+func (s *Span) endSignals(e spanEnd) error {
+	return s.t.deliver(context.Background(), s, PhaseFinishSpan, s.endSignal(&e), s.endEnvelope(&e))
+}
+
+// spanEnd is how a span ended, as End measured it.
+type spanEnd struct {
+	out             Outcome
+	now             time.Time
+	dur             time.Duration
+	status, errType string
 }
 
 func (s *Span) labels(status, errType string) OperationLabels {
@@ -386,18 +454,16 @@ func (t *Tracer) deliver(ctx context.Context, sp *Span, phase string, sigs ...Si
 }
 
 func (t *Tracer) deliverOne(ctx context.Context, sp *Span, phase string, sig Signal) error {
+	if t.cfg.Records != nil {
+		data, err := EncodeSignal(sig)
+		if err != nil {
+			return t.asyncFailure(sp, phase, err)
+		}
+		return t.enqueueRecord(sp, phase, SignalJobID(sig), data)
+	}
 	if t.cfg.Async != nil {
-		err := t.cfg.Async.Enqueue(sig)
-		if err == nil {
-			return nil
-		}
-		reason, _ := exportReason(err)
-		if reason == exportReasonFailed {
-			reason = deliveryReasonDropped
-		}
-		t.reportFailure(sp, phase, "", reason)
-		if t.cfg.AsyncFailurePolicy == FailClosed {
-			return &ExporterFailedError{ID: "async", Reason: reason}
+		if err := t.cfg.Async.Enqueue(sig); err != nil {
+			return t.asyncFailure(sp, phase, err)
 		}
 		return nil
 	}
@@ -410,6 +476,33 @@ func (t *Tracer) deliverOne(ctx context.Context, sp *Span, phase string, sig Sig
 	return err
 }
 
+// deliverRecord hands a record the tracer wrote to the record sink; every
+// such record carries the span's eval ids.
+func (t *Tracer) deliverRecord(sp *Span, phase string, data []byte) error {
+	return t.enqueueRecord(sp, phase, sp.ids.evalIDs[0], data)
+}
+
+func (t *Tracer) enqueueRecord(sp *Span, phase, jobID string, data []byte) error {
+	if err := t.cfg.Records.EnqueueSignalJSON(jobID, data); err != nil {
+		return t.asyncFailure(sp, phase, err)
+	}
+	return nil
+}
+
+// asyncFailure reports a signal the async or record sink refused and
+// returns the error a fail-closed policy makes of it.
+func (t *Tracer) asyncFailure(sp *Span, phase string, err error) error {
+	reason, _ := exportReason(err)
+	if reason == exportReasonFailed {
+		reason = deliveryReasonDropped
+	}
+	t.reportFailure(sp, phase, "", reason)
+	if t.cfg.AsyncFailurePolicy == FailClosed {
+		return &ExporterFailedError{ID: "async", Reason: reason}
+	}
+	return nil
+}
+
 func (t *Tracer) reportFailure(sp *Span, phase, exporterID, reason string) {
 	t.metrics.RecordDeliveryFailure(reason)
 	if t.cfg.OnDeliveryFailure != nil {
@@ -420,8 +513,10 @@ func (t *Tracer) reportFailure(sp *Span, phase, exporterID, reason string) {
 	}
 }
 
-func (s *Span) spanBase(phase string) *SpanSignal {
-	return &SpanSignal{
+// spanHead is a span signal's fields but its end and attributes: the
+// struct path and the record writers share it.
+func (s *Span) spanHead(phase string) SpanSignal {
+	return SpanSignal{
 		Schema:            SpanSchemaVersion,
 		Signal:            "span",
 		Phase:             phase,
@@ -437,29 +532,31 @@ func (s *Span) spanBase(phase string) *SpanSignal {
 }
 
 func (s *Span) startSignal() *SpanSignal {
-	sig := s.spanBase(PhaseStart)
+	sig := new(SpanSignal)
+	*sig = s.spanHead(PhaseStart)
 	sig.Attributes = s.attrs
 	return sig
 }
 
-func (s *Span) endSignal(out *Outcome, dur time.Duration, status, errType string) *SpanSignal {
-	sig := s.spanBase(PhaseEnd)
-	d := int64(dur)
+func (s *Span) endSignal(e *spanEnd) *SpanSignal {
+	sig := new(SpanSignal)
+	*sig = s.spanHead(PhaseEnd)
+	d := int64(e.dur)
 	sig.EndTimeUnixNano = sig.StartTimeUnixNano + d
 	sig.DurationNano = &d
-	sig.Status = status
-	sig.Attributes = endAttributes(s.attrs, s.kind, out, errType)
+	sig.Status = e.status
+	sig.Attributes = endAttributes(s.attrs, s.kind, &e.out, e.errType)
 	return sig
 }
 
-// envelope builds the span's v1 envelope; extra is the room its caller
-// needs in the attributes beyond the workflow and eval ids.
-func (s *Span) envelope(event string, extra int) *Envelope {
+// envelopeHead is a v1 envelope's fields but its measurements and
+// attributes: the struct path and the record writers share it.
+func (s *Span) envelopeHead(event string, tsMS int64) Envelope {
 	c, ids := &s.corr, s.ids
-	e := &Envelope{
+	return Envelope{
 		Schema:      EnvelopeSchemaVersion,
 		Event:       event,
-		TimestampMS: time.Now().UnixMilli(),
+		TimestampMS: tsMS,
 		Metadata: EnvelopeMetadata{
 			RunID: c.RunID, InvocationID: c.InvocationID, Session: c.SessionID,
 			Agent: c.Agent, Model: c.Model, Tool: c.Tool, CallID: c.CallID,
@@ -467,6 +564,14 @@ func (s *Span) envelope(event string, extra int) *Envelope {
 			TraceFlags: int(c.Flags), TraceState: c.TraceState,
 		},
 	}
+}
+
+// envelope builds the span's v1 envelope; extra is the room its caller
+// needs in the attributes beyond the workflow and eval ids.
+func (s *Span) envelope(event string, extra int, tsMS int64) *Envelope {
+	ids := s.ids
+	e := new(Envelope)
+	*e = s.envelopeHead(event, tsMS)
 	n := ids.eval.len() + extra
 	for _, v := range [3]string{ids.workflowID, ids.workflowKind, ids.nodeID} {
 		if v != "" {
@@ -492,32 +597,31 @@ func (s *Span) envelope(event string, extra int) *Envelope {
 }
 
 func (s *Span) startEnvelope(content any) *Envelope {
-	e := s.envelope(lifecycleEvent(s.kind, "start"), 0)
-	e.TimestampMS = s.start.UnixMilli()
+	e := s.envelope(lifecycleEvent(s.kind, "start"), 0, s.start.UnixMilli())
 	e.Measurements = map[string]int64{"system_time": s.start.UnixNano(), "monotonic_time": int64(s.start.Sub(s.t.epoch))}
 	s.t.capture(e, content)
 	return e
 }
 
-func (s *Span) endEnvelope(out *Outcome, dur time.Duration, status, errType string) *Envelope {
+func (s *Span) endEnvelope(end *spanEnd) *Envelope {
 	event := lifecycleEvent(s.kind, "stop")
-	if status == StatusError {
+	if end.status == StatusError {
 		event = lifecycleEvent(s.kind, "exception")
 	}
 	extra := 1
-	if errType != "" {
+	if end.errType != "" {
 		extra++
 	}
-	e := s.envelope(event, extra)
-	e.Measurements = map[string]int64{"duration": int64(dur), "duration_ms": dur.Milliseconds()}
+	e := s.envelope(event, extra, end.now.UnixMilli())
+	e.Measurements = map[string]int64{"duration": int64(end.dur), "duration_ms": end.dur.Milliseconds()}
 	if e.Metadata.Attributes == nil {
 		e.Metadata.Attributes = make(Attributes, extra)
 	}
-	e.Metadata.Attributes["status"] = constValue(status)
-	if errType != "" {
-		e.Metadata.Attributes[AttrErrorType] = errType
+	e.Metadata.Attributes["status"] = constValue(end.status)
+	if end.errType != "" {
+		e.Metadata.Attributes[AttrErrorType] = end.errType
 	}
-	s.t.capture(e, out.Content)
+	s.t.capture(e, end.out.Content)
 	return e
 }
 

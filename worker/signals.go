@@ -53,7 +53,13 @@ func (j *jobSignals) forget(jobID string) {
 	}
 }
 
-// Enqueue implements observability.AsyncSink.
+var (
+	_ observability.AsyncSink  = (*jobSignals)(nil)
+	_ observability.RecordSink = (*jobSignals)(nil)
+)
+
+// Enqueue implements observability.AsyncSink: the path when the worker
+// also exports to OTLP, which needs the Signal values.
 func (j *jobSignals) Enqueue(s observability.Signal) error {
 	if j.export != nil {
 		_ = j.export.Enqueue(s) // its own drops are its own counters
@@ -61,27 +67,34 @@ func (j *jobSignals) Enqueue(s observability.Signal) error {
 	if j.pool == nil {
 		return nil
 	}
-	v, ok := j.principals.Load(jobOf(s))
+	pub, err := j.publisher(observability.SignalJobID(s))
+	if err != nil {
+		return err
+	}
+	return pub.Enqueue(s)
+}
+
+// EnqueueSignalJSON implements observability.RecordSink: the tracer's
+// own record of a signal of job jobID, published as it is.
+func (j *jobSignals) EnqueueSignalJSON(jobID string, data []byte) error {
+	if j.pool == nil {
+		return nil
+	}
+	pub, err := j.publisher(jobID)
+	if err != nil {
+		return err
+	}
+	return pub.EnqueueRecord(bus.RecordObservability, data)
+}
+
+// publisher is the publisher of the job's principal.
+func (j *jobSignals) publisher(jobID string) (*bus.Publisher, error) {
+	v, ok := j.principals.Load(jobID)
 	if !ok {
 		j.noOwner.Add(1)
-		return errNoPrincipal
+		return nil, errNoPrincipal
 	}
 	jp := v.(*jobPublisher)
 	jp.once.Do(func() { jp.pub, jp.err = j.pool.Publisher(jp.principal) })
-	if jp.err != nil {
-		return jp.err
-	}
-	return jp.pub.Enqueue(s)
-}
-
-func jobOf(s observability.Signal) string {
-	var a observability.Attributes
-	switch x := s.(type) {
-	case *observability.SpanSignal:
-		a = x.Attributes
-	case *observability.Envelope:
-		a = x.Metadata.Attributes
-	}
-	id, _ := a[observability.AttrEvalJobID].(string)
-	return id
+	return jp.pub, jp.err
 }

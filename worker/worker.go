@@ -188,7 +188,14 @@ func Start(cfg Config) (*Worker, error) {
 	var signals *jobSignals
 	if cfg.Signals != nil || cfg.Export != nil {
 		signals = &jobSignals{pool: cfg.Signals, export: cfg.Export}
-		t, err := observability.New(observability.Config{Async: signals})
+		// Publishing only: the tracer writes each signal's record
+		// straight into the publisher's buffer. An OTLP export needs the
+		// Signal values.
+		tc := observability.Config{Records: signals}
+		if cfg.Export != nil {
+			tc = observability.Config{Async: signals}
+		}
+		t, err := observability.New(tc)
 		if err != nil {
 			return nil, err
 		}

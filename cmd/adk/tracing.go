@@ -67,6 +67,16 @@ func (lt *localTracing) Enqueue(s observability.Signal) error {
 	return err
 }
 
+// EnqueueSignalJSON is the tracer's record sink when the cluster is the
+// only destination (--trace-to without an OTLP endpoint).
+func (lt *localTracing) EnqueueSignalJSON(_ string, data []byte) error {
+	if lt.pub == nil {
+		lt.unreachable.Add(1)
+		return nil
+	}
+	return lt.pub.EnqueueRecord(bus.RecordObservability, data)
+}
+
 // startLocalTracing reads the export environment; a malformed variable is
 // a typed error naming it (never its value).
 func startLocalTracing(getenv func(string) string, service string, drain time.Duration, to traceTarget) (*localTracing, error) {
@@ -100,7 +110,11 @@ func startLocalTracing(getenv func(string) string, service string, drain time.Du
 			return nil, &cliError{Code: codeInvalidTraceTarget, Reason: "scope: the principal of --trace-to must be a subject token"}
 		}
 		lt.toCluster = true
-		cfg.Async = lt
+		if lt.bus == nil { // the cluster only: the tracer writes records
+			cfg.Records = lt
+		} else {
+			cfg.Async = lt
+		}
 		// Unreachable is not an error: the eval runs, its signals count as
 		// dropped (one stderr line at the end).
 		if nc, err := bus.Connect(to.url, bus.WithName("adk-eval-trace"), bus.WithConnectTimeout(2*time.Second), bus.WithMaxReconnects(3)); err == nil {
