@@ -117,19 +117,21 @@ func FromContext(ctx context.Context) (Correlation, bool) {
 }
 
 // childOf derives the correlation for a new span in ctx: a child of the
-// current span, a local child of a remote parent, or a new root.
-func childOf(ctx context.Context) Correlation {
+// current span, a local child of a remote parent, or a new root. ownEval
+// reports that c.Eval is the new root's own (not shared with anything).
+func childOf(ctx context.Context) (c Correlation, ownEval bool) {
 	switch v := ctx.Value(correlationKey{}).(type) {
 	case *Correlation:
-		return v.Child()
+		return v.Child(), false
 	case *remoteParent:
-		return FromRemote(v.rc)
+		return FromRemote(v.rc), false
 	}
-	c := NewRoot()
+	c = NewRoot()
 	if ids, ok := EvalFromContext(ctx); ok {
 		c.Eval = &ids
+		return c, true
 	}
-	return c
+	return c, false
 }
 
 func newTraceID() TraceID {

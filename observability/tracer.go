@@ -212,12 +212,20 @@ func (v *evalValues) set(a Attributes) {
 // newSpanIDs formats c's ids; boxed also boxes the eval ids (the struct
 // path's attribute values).
 func newSpanIDs(c *Correlation, boxed bool) *spanIDs {
-	ids := &spanIDs{trace: c.TraceID.String(), span: c.SpanID.String(), evalIDs: mappedEvalIDs(c.Eval)}
+	// The three ids are formatted into one string (one allocation, not
+	// three) and sliced.
+	var b [64]byte
+	hexEncode(b[:32], c.TraceID[:])
+	hexEncode(b[32:48], c.SpanID[:])
+	n := 48
+	if !c.ParentID.IsZero() {
+		hexEncode(b[48:], c.ParentID[:])
+		n = 64
+	}
+	hex := string(b[:n])
+	ids := &spanIDs{trace: hex[:32], span: hex[32:48], parent: hex[48:], evalIDs: mappedEvalIDs(c.Eval)}
 	if boxed {
 		ids.eval = newEvalValues(&ids.evalIDs)
-	}
-	if !c.ParentID.IsZero() {
-		ids.parent = c.ParentID.String()
 	}
 	return ids
 }
@@ -260,8 +268,9 @@ func (t *Tracer) Start(ctx context.Context, o Observation) (context.Context, fun
 // closed ends it with the error instead of running the operation.
 func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Span, error) {
 	sp := &Span{t: t, kind: o.Kind, provider: o.Provider, stream: o.Stream, start: o.Start}
-	sp.corr = childOf(ctx)
-	applyObservation(&sp.corr, &o)
+	var ownEval bool
+	sp.corr, ownEval = childOf(ctx)
+	applyObservation(&sp.corr, &o, ownEval)
 	sp.op, sp.spanKind = operationOf(o.Kind)
 	if sp.op == "" {
 		sp.op, sp.spanKind = string(o.Kind), SpanKindInternal
@@ -366,8 +375,9 @@ func (s *Span) labels(status, errType string) OperationLabels {
 
 // applyObservation fills the child's correlation from the observation. Run
 // lineage already inherited from the parent is never overridden; agent and
-// model may be; a tool span names exactly its own tool call.
-func applyObservation(c *Correlation, o *Observation) {
+// model may be; a tool span names exactly its own tool call. ownEval: c.Eval
+// is c's own (a new root's), filled in place rather than copied.
+func applyObservation(c *Correlation, o *Observation, ownEval bool) {
 	if c.RunID == "" {
 		c.RunID = o.RunID
 	}
@@ -390,7 +400,11 @@ func applyObservation(c *Correlation, o *Observation) {
 		if c.Eval == nil {
 			c.Eval = o.Eval
 		} else { // fill what the parent (a worker's context) left empty
-			e := *c.Eval
+			e := c.Eval
+			if !ownEval {
+				cp := *c.Eval
+				e = &cp
+			}
 			if e.CaseID == "" {
 				e.CaseID = o.Eval.CaseID
 			}
@@ -403,7 +417,7 @@ func applyObservation(c *Correlation, o *Observation) {
 			if e.WorkerID == "" {
 				e.WorkerID = o.Eval.WorkerID
 			}
-			c.Eval = &e
+			c.Eval = e
 		}
 	}
 }
