@@ -64,6 +64,18 @@ type submitCmd struct {
 	// empty in the entry): every node takes them from its own store,
 	// checked against Set.Digest.
 	SetUpload string `msgpack:"set_upload,omitempty"`
+	// RequestID names the submit (api.SubmitRequest.RequestID) and
+	// RequestDigest is its content's (submitDigest): a submit whose id
+	// the store remembers answers that id's job, or a conflict, instead
+	// of creating one (evalstore.SubmittedJob).
+	RequestID     string `msgpack:"request_id,omitempty"`
+	RequestDigest string `msgpack:"request_digest,omitempty"`
+	// Lookup carries no job: it only answers the job RequestID made. The
+	// validating node proposes one when it cannot build the job again
+	// (the set upload was taken by the first submit) or need not (it
+	// already knows the id); through the log it is ordered after the
+	// submit it looks for.
+	Lookup bool `msgpack:"lookup,omitempty"`
 }
 
 type setPartCmd struct {

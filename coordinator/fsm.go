@@ -223,14 +223,28 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		var c submitCmd
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) (err error) {
+			if c.RequestID != "" {
+				// Sent again (its coordinator died before answering), or
+				// proposed twice: the job the id made, if any.
+				j, err := tx.SubmittedJob(c.Job.Scope, c.RequestID, c.RequestDigest, c.Now)
+				if err != nil || j != nil {
+					res.Job = j
+					return err
+				}
+				if c.Lookup {
+					return lookupMiss(&c)
+				}
+			}
 			set := c.Set
 			if c.SetUpload != "" {
 				if set.Body, err = takeUpload(tx, &c); err != nil {
 					return err
 				}
 			}
-			res.Job, err = tx.CreateEvaluation(set, c.Job, c.Adm, c.Now)
-			return err
+			if res.Job, err = tx.CreateEvaluation(set, c.Job, c.Adm, c.Now); err != nil || c.RequestID == "" {
+				return err
+			}
+			return tx.RecordRequest(c.Job.Scope, c.RequestID, c.RequestDigest, res.Job.JobID, c.Now)
 		}
 	case cmdSetPart:
 		var c setPartCmd
@@ -352,6 +366,15 @@ func takeUpload(tx *evalstore.Tx, c *submitCmd) ([]byte, error) {
 		return nil, api.Errorf(evalrecord.CodeInvalidSetUpload, "digest: the upload's revision digest is %s, the submit named %s", d, c.Set.Digest)
 	}
 	return b, nil
+}
+
+// lookupMiss answers a lookup whose request id names no job: the id
+// expired, or (a set upload gone) the upload was never submitted with it.
+func lookupMiss(c *submitCmd) error {
+	if c.SetUpload != "" {
+		return api.Errorf(evalrecord.CodeInvalidSetUpload, "set_upload: no such upload in this scope (expired, or submitted with another request_id)")
+	}
+	return api.Errorf(evalrecord.CodeNotFound, "submit.request_id: %q names no job (expired)", c.RequestID)
 }
 
 // applyTransition moves one job and, when it became terminal, admits

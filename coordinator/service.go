@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -234,6 +235,26 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 		return nil, err
 	}
 	sub := req.Submit
+	var digest string
+	if sub != nil && sub.RequestID != "" {
+		if !evalstore.ValidRequestID(sub.RequestID) {
+			return nil, api.Errorf(api.CodeInvalidRequest, "submit.request_id: want %d..%d bytes of [A-Za-z0-9_-], got %d bytes",
+				evalstore.MinRequestIDBytes, evalstore.MaxRequestIDBytes, len(sub.RequestID))
+		}
+		digest = submitDigest(req.Scope, sub)
+		// Sent again after a coordinator took it and died: when this
+		// node knows the id, the log answers its job (or a conflict)
+		// without validating the set again.
+		s.waitApplied(req.MinIndex)
+		known := false
+		_ = s.n.store.View(func(tx *evalstore.Tx) error {
+			_, known, _ = tx.Request(req.Scope, sub.RequestID, time.Now().UnixMilli())
+			return nil
+		})
+		if known {
+			return lookupCmd(req.Scope, sub, digest), nil
+		}
+	}
 	if sub != nil && sub.SetUpload != "" {
 		if len(sub.Set) > 0 {
 			return nil, api.Errorf(api.CodeInvalidRequest, "set and set_upload: give one")
@@ -241,10 +262,17 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 		// The upload's parts were applied at the index the client last
 		// saw (MinIndex): wait for it here, as a read does.
 		s.waitApplied(req.MinIndex)
+		gone := false
 		err := s.n.store.View(func(tx *evalstore.Tx) (err error) {
+			gone = tx.UploadSize(req.Scope, sub.SetUpload) == 0
 			sub.Set, _, err = tx.Upload(req.Scope, sub.SetUpload)
 			return err
 		})
+		if err != nil && gone && sub.RequestID != "" {
+			// A submit taking it may be in the log, not yet applied
+			// here: the log says.
+			return lookupCmd(req.Scope, sub, digest), nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -318,13 +346,52 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 			Owner: sub.Owner, OwnerTTLMS: ownerTTL, TaskTTLMS: taskTTL, JobTTLMS: min(int64(p.Options.TimeoutMS), lim.JobTimeout.Milliseconds()),
 			Cases: len(p.Set.Cases), Samples: p.Options.Samples, NotEvaluated: sub.NotEvaluated},
 	}
-	cmd := &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now}
+	cmd := &submitCmd{Set: set, Job: job, Adm: s.n.admission(), Now: now, RequestID: sub.RequestID, RequestDigest: digest}
 	if sub.SetUpload != "" {
 		// Every node takes the bytes from its own store; the entry
 		// carries the digest they must have.
 		cmd.Set.Body, cmd.SetUpload = nil, sub.SetUpload
 	}
 	return cmd, nil
+}
+
+// lookupCmd is a submit that only answers the job its request id made
+// (submitCmd.Lookup).
+func lookupCmd(scope string, sub *api.SubmitRequest, digest string) *submitCmd {
+	return &submitCmd{Set: evalrecord.SetRecord{Scope: scope}, Job: evalrecord.Job{Scope: scope}, Now: time.Now().UnixMilli(),
+		SetUpload: sub.SetUpload, RequestID: sub.RequestID, RequestDigest: digest, Lookup: true}
+}
+
+// submitDigest is the SHA-256 (hex) of a submit's content as the client
+// sent it (a set upload by its id), every field length-prefixed: a submit
+// sent again carries the same bytes, so the same digest; any other
+// content under the same request id is a conflict. A field added to
+// api.SubmitRequest is appended here.
+func submitDigest(scope string, sub *api.SubmitRequest) string {
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(scope))
+	field(sub.Set)
+	field([]byte(sub.SetUpload))
+	field([]byte(sub.Agent))
+	field(sub.Criteria)
+	field(sub.Options)
+	field(sub.Metadata)
+	field([]byte(sub.Owner))
+	binary.BigEndian.PutUint64(n[:], uint64(sub.OwnerTTLMS))
+	h.Write(n[:])
+	binary.BigEndian.PutUint64(n[:], uint64(len(sub.NotEvaluated)))
+	h.Write(n[:])
+	for _, c := range sub.NotEvaluated {
+		field([]byte(c.CaseID))
+		field([]byte(c.Reason))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // validNotEvaluated checks a submit's not_evaluated cases: within

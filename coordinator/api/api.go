@@ -263,6 +263,15 @@ type SubmitRequest struct {
 	// with its reason: the result lists them as a local run does. At most
 	// MaxNotEvaluatedBytes of ids and reasons; none may be a case of Set.
 	NotEvaluated []evalrecord.NotEvaluated `msgpack:"not_evaluated,omitempty"`
+	// RequestID names this submit so that it may be sent again: a
+	// coordinator that took it may die before it answers. A submit
+	// applied with a request id this scope used in the last hour (and
+	// the same content) answers the job that one created; with other
+	// content it is eval_request_id_conflict. 16..64 bytes of
+	// [A-Za-z0-9_-], random (client.Submit draws 32 hex digits); empty:
+	// none, and the submit must not be repeated. Coordinators of earlier
+	// builds ignore it (coordinator/DESIGN.md "Request path").
+	RequestID string `msgpack:"request_id,omitempty"`
 }
 
 // MaxNotEvaluatedBytes bounds SubmitRequest.NotEvaluated (ids and

@@ -44,19 +44,28 @@ func New(nc *nats.Conn, timeout time.Duration) *Client {
 // responders (no coordinator) is eval_service_unavailable; a deadline is
 // timeout.
 //
-// A read that its coordinator took and never answered (it died) is sent
-// again within the call (request): only a write waits out the timeout.
+// A request that its coordinator took and never answered (it died) is
+// sent again within the call when that is safe (mayRepeat): every
+// operation but join, and a submit only with a request id.
 func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Reply, error) {
+	rep, _, err := c.call(ctx, op, req, 0)
+	return rep, err
+}
+
+// call is Call; hold is how much longer than FirstRetry a coordinator
+// may take to answer an attempt (beyond a status's WaitMS), and again
+// reports that the request was sent more than once.
+func (c *Client) call(ctx context.Context, op string, req *api.Request, hold time.Duration) (_ *api.Reply, again bool, _ error) {
 	subj, err := bus.CoordSubject(op)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if req.MinIndex == 0 {
 		req.MinIndex = c.index.Load()
 	}
 	b, err := wire.Encode(api.KindRequest, req)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if mp := c.nc.MaxPayload(); mp > 0 && int64(len(b)) > mp {
 		// NATS would refuse it as a connection error; say what is too
@@ -65,25 +74,25 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 		if req.Submit != nil {
 			what = fmt.Sprintf("submit (an eval set of %d bytes)", len(req.Submit.Set))
 		}
-		return nil, api.Errorf(api.CodeRequestLimit, "%s of %d bytes is over the NATS server's max_payload of %d bytes (and submits over %d bytes are refused): split the eval set, or raise max_payload",
+		return nil, false, api.Errorf(api.CodeRequestLimit, "%s of %d bytes is over the NATS server's max_payload of %d bytes (and submits over %d bytes are refused): split the eval set, or raise max_payload",
 			what, len(b), mp, api.MaxRequestBytes)
 	}
 	// A status that waits (WaitMS) answers that much later at most.
 	wait := time.Duration(max(req.WaitMS, 0)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
 	defer cancel()
-	msg, err := c.request(ctx, subj, b, op, wait)
+	msg, again, err := c.request(ctx, subj, b, mayRepeat(op, req), wait+hold)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
+		return nil, again, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return nil, api.Errorf(api.CodeTimeout, "")
+		return nil, again, api.Errorf(api.CodeTimeout, "")
 	case err != nil:
-		return nil, api.Errorf(api.CodeServiceUnavailable, "%v", err)
+		return nil, again, api.Errorf(api.CodeServiceUnavailable, "%v", err)
 	}
 	var rep api.Reply
 	if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
-		return nil, err
+		return nil, again, err
 	}
 	for {
 		seen := c.index.Load()
@@ -92,50 +101,81 @@ func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Re
 		}
 	}
 	if rep.Err != nil {
-		return &rep, rep.Err
+		return &rep, again, rep.Err
 	}
-	return &rep, nil
+	return &rep, again, nil
 }
 
-// readOps are the operations that change nothing: asking again is safe.
-var readOps = map[string]bool{
-	api.OpStatus: true, api.OpResult: true, api.OpListJobs: true, api.OpGetSet: true, api.OpListSets: true,
-	api.OpGetBaseline: true, api.OpListBaselines: true, api.OpCapabilities: true, api.OpJobSpec: true,
+// mayRepeat reports whether a request may be sent again when no answer
+// came (coordinator/DESIGN.md "Request path"): reads change nothing;
+// put_set_part stores the same bytes once; put_baseline names the same
+// job again; prune deletes what is still older than the same cutoff;
+// cancel of a job the first attempt cancelled answers already_terminal,
+// which Cancel takes for its own success; a submit is repeated only with
+// a request id, which makes a coordinator answer the job the first
+// attempt created. join is never sent through a Client (the joining
+// coordinator retries it itself).
+func mayRepeat(op string, req *api.Request) bool {
+	switch op {
+	case api.OpStatus, api.OpResult, api.OpListJobs, api.OpGetSet, api.OpListSets, api.OpGetBaseline,
+		api.OpListBaselines, api.OpCapabilities, api.OpJobSpec,
+		api.OpPutSetPart, api.OpPutBaseline, api.OpPrune, api.OpCancel:
+		return true
+	case api.OpSubmit:
+		return req.Submit != nil && req.Submit.RequestID != ""
+	}
+	return false
 }
 
-// FirstRetry is how long a read waits for its answer (beyond the time a
-// status may be held, api.Request.WaitMS) before it is sent again; each
-// later attempt waits twice as long, all within the call's timeout.
+// FirstRetry is how long a request waits for its answer (beyond the time
+// a status may be held, api.Request.WaitMS, and the time a large submit
+// may take to validate) before it is sent again; each later attempt
+// waits twice as long, all within the call's timeout.
 const FirstRetry = 2 * time.Second
 
 // request sends one request and waits for its reply until ctx ends. The
 // coordinators answer as one queue group: a request taken by one that
 // then dies (kill -9, a lost connection) is never answered, and would
 // stall its caller for the whole call timeout although the others are
-// up. A read (readOps) is therefore sent again after FirstRetry (and
-// wait, the time a status may be held), then after twice that, and so
-// on: NATS drops a dead member from the group at once, so the next
-// attempt reaches a live coordinator; a merely slow one still answers a
-// later, longer attempt. A write is sent once (it may not be repeated).
-func (c *Client) request(ctx context.Context, subj string, b []byte, op string, wait time.Duration) (*nats.Msg, error) {
-	if !readOps[op] {
-		return c.nc.RequestWithContext(ctx, subj, b)
+// up. A request that may be repeated is therefore sent again after
+// FirstRetry (and wait, the time its answer may take by design), then
+// after twice that, and so on: NATS drops a dead member from the group
+// at once, so the next attempt reaches a live coordinator; a merely slow
+// one still answers a later, longer attempt. Any other request is sent
+// once. again reports that it was sent more than once.
+func (c *Client) request(ctx context.Context, subj string, b []byte, repeat bool, wait time.Duration) (_ *nats.Msg, again bool, _ error) {
+	if !repeat {
+		msg, err := c.nc.RequestWithContext(ctx, subj, b)
+		return msg, false, err
 	}
 	for attempt := FirstRetry; ; attempt *= 2 {
 		actx, cancel := context.WithTimeout(ctx, wait+attempt)
 		msg, err := c.nc.RequestWithContext(actx, subj, b)
 		cancel()
 		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			return msg, err
+			return msg, again, err
 		}
+		again = true
 	}
 }
 
 // Submit creates a job (queued or running). The reply has no result. A
 // set too large for one request (the NATS server's max_payload, or
 // api.MaxRequestBytes) is uploaded first, in parts (UploadSet), and the
-// submit names the upload.
+// submit names the upload. A submit without a RequestID gets a random
+// one, so that it is sent again, not waited out, when the coordinator
+// that took it dies: the answer is then the job it created.
 func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest) (*evalrecord.Job, error) {
+	if req.RequestID == "" {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return nil, err
+		}
+		req.RequestID = hex.EncodeToString(id[:])
+	}
+	// Validation takes up to ~1 s per MiB of the set (the coordinator's
+	// bound): no need to ask again before that.
+	hold := min(time.Duration(len(req.Set)>>20)*time.Second, submitHoldMax)
 	if len(req.Set) > 0 && req.SetUpload == "" {
 		b, err := wire.Encode(api.KindRequest, &api.Request{Scope: scope, Submit: &req})
 		if err != nil {
@@ -153,12 +193,16 @@ func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest
 			req.Set, req.SetUpload = nil, id
 		}
 	}
-	rep, err := c.Call(ctx, api.OpSubmit, &api.Request{Scope: scope, Submit: &req})
+	rep, _, err := c.call(ctx, api.OpSubmit, &api.Request{Scope: scope, Submit: &req}, hold)
 	if err != nil {
 		return nil, err
 	}
 	return rep.Job, nil
 }
+
+// submitHoldMax bounds the extra wait of a large submit's first attempt
+// (the coordinator validates an upload for 25 s at most).
+const submitHoldMax = 25 * time.Second
 
 // UploadSet sends an eval set (any format evalengine.LoadSet reads) as a
 // set upload: validated and encoded here as the canonical JSON the
@@ -320,8 +364,16 @@ func (c *Client) ResultPaged(ctx context.Context, scope, jobID string, pageBytes
 }
 
 // Cancel cancels a queued or running job; already_terminal otherwise.
+// A cancel sent again (its first coordinator died before answering) that
+// finds the job cancelled by a user answers the job, as the first
+// attempt would have: that attempt, or another user's cancel, did it.
 func (c *Client) Cancel(ctx context.Context, scope, jobID string) (*evalrecord.Job, error) {
-	rep, err := c.Call(ctx, api.OpCancel, &api.Request{Scope: scope, JobID: jobID})
+	rep, again, err := c.call(ctx, api.OpCancel, &api.Request{Scope: scope, JobID: jobID}, 0)
+	var e *api.Error
+	if again && errors.As(err, &e) && e.Code == api.CodeAlreadyTerminal &&
+		e.Phase == string(evalrecord.PhaseCancelled) && e.Reason == evalrecord.ReasonUserCancelled {
+		return c.Status(ctx, scope, jobID)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,12 @@
 // put_baseline, get_baseline, list_baselines, prune and capabilities, plus the owner-lease
 // renewer a submitting process runs so that its death cancels its jobs.
 //
+// A call that no coordinator answers (the one that took it died) is sent
+// again within the call's timeout when that is safe: reads, cancel,
+// put_set_part, put_baseline, prune, and submits, which carry a request id
+// so that a repeat answers the job the first attempt created
+// (coordinator/DESIGN.md "Request path").
+//
 // It imports coordinator/api, store/evalrecord, bus and nats (and
 // evalengine and internal/canonjson, which coordinator/api builds on, to
 // encode a set upload as the coordinator stores it). It must not

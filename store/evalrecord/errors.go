@@ -39,6 +39,10 @@ const (
 	CodeInvalidSetUpload = "invalid_eval_set_upload"
 	// The set uploads in progress hold MaxUploadBytes already.
 	CodeUploadCapacity = "eval_set_upload_capacity_reached"
+	// A submit's request_id was used, in its scope and within the
+	// store's retention, for a submit with other content (the detail
+	// names the field and the job it made).
+	CodeRequestIDConflict = "eval_request_id_conflict"
 )
 
 // Bounds of a set upload (a set too large for one submit, sent in parts;
@@ -83,6 +87,8 @@ var (
 	ErrAlreadyExists = &Error{Code: CodeAlreadyExists}
 	// ErrInvalidScope: the scope is not 1..256 bytes of UTF-8.
 	ErrInvalidScope = &Error{Code: CodeInvalidScope}
+	// ErrRequestIDConflict: a submit's request_id names another request.
+	ErrRequestIDConflict = &Error{Code: CodeRequestIDConflict}
 )
 
 // Code returns the stable code of a store error, or "" for others.

@@ -25,6 +25,8 @@ const (
 	pAssigned = 'w' // w<worker16><job16><idx32>             key only: tasks in flight per worker
 	pUpload   = 'x' // x<upload16>                           UploadRecord: a set upload in progress
 	pPart     = 'y' // y<upload16><part32>                   one part's bytes
+	pRequest  = 'r' // r<scope16><request id>                RequestRecord: a submit's idempotency key
+	pReqAge   = 'e' // e<at64><scope16><request id>          key only: request records by age
 )
 
 // MaxScopeBytes bounds an app scope (CONTRACTS §6: 1..256 bytes UTF-8).
@@ -81,13 +83,19 @@ func assignedKey(worker, job string, idx int) []byte {
 	return binary.BigEndian.AppendUint32(appendPart(assignedPrefix(worker), job), uint32(idx))
 }
 
-// splitPart reads one length-prefixed part.
 func uploadKey(id string) []byte  { return appendPart([]byte{pUpload}, id) }
 func partPrefix(id string) []byte { return appendPart([]byte{pPart}, id) }
 func partKey(id string, part int) []byte {
 	return binary.BigEndian.AppendUint32(partPrefix(id), uint32(part))
 }
 
+func requestKey(scope, id string) []byte { return append(scoped(pRequest, scope), id...) }
+func requestAgeKey(at int64, scope, id string) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{pReqAge}, uint64(at))
+	return append(appendPart(b, scope), id...)
+}
+
+// splitPart reads one length-prefixed part.
 func splitPart(b []byte) (string, []byte, bool) {
 	if len(b) < 2 {
 		return "", nil, false

@@ -29,6 +29,9 @@ type Limits struct {
 	MaxScopeBytes    int64
 	MaxTotalBytes    int64
 	TerminalHeadroom int64 // reserved per queued or running job
+	// MaxRequests bounds the submit request ids kept (RecordRequest):
+	// past it the oldest is forgotten.
+	MaxRequests int
 }
 
 // DefaultLimits returns the contract defaults.
@@ -43,6 +46,7 @@ func DefaultLimits() Limits {
 		MaxScopeBytes:    256 << 20,
 		MaxTotalBytes:    1 << 30,
 		TerminalHeadroom: 4608,
+		MaxRequests:      65_536,
 	}
 }
 
@@ -57,6 +61,7 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.MaxScopeBytes, d.MaxScopeBytes)
 	orDefault(&l.MaxTotalBytes, d.MaxTotalBytes)
 	orDefault(&l.TerminalHeadroom, d.TerminalHeadroom)
+	orDefault(&l.MaxRequests, d.MaxRequests)
 	return l
 }
 
