@@ -2,6 +2,7 @@ package evalstore_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -115,6 +116,52 @@ func TestStore_RequestIDsNameTheirJob(t *testing.T) {
 			if !evalstore.ValidRequestID(id) {
 				t.Errorf("%q invalid", id)
 			}
+		}
+	})
+}
+
+// FuzzRequestIDs: request id keys are injective over (scope, id) (a scope
+// may hold any UTF-8, NUL included), and forgetting an expired id through
+// its age key deletes that id's record and no other.
+func FuzzRequestIDs(f *testing.F) {
+	f.Add("app", req1, "app", req1)
+	f.Add("app", req1, "app", req2)
+	f.Add("a", "bc0123456789abcdef", "ab", "c0123456789abcdef")
+	f.Add("a\x00", "0123456789abcdef", "a", "\x000123456789abcdef")
+	s, err := evalstore.Open(evalstore.Options{Dir: f.TempDir(), MemTableSize: 8 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	rollback := errors.New("rollback")
+	var idx uint64
+	f.Fuzz(func(t *testing.T, scopeA, idA, scopeB, idB string) {
+		if evalstore.ValidScope(scopeA) != nil || evalstore.ValidScope(scopeB) != nil || !evalstore.ValidRequestID(idA) || !evalstore.ValidRequestID(idB) {
+			t.Skip()
+		}
+		same := scopeA == scopeB && idA == idB
+		idx++
+		_, err := s.Update(idx, func(tx *evalstore.Tx) error {
+			if err := tx.RecordRequest(scopeA, idA, "d", "eval-a", 1000); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, err := tx.Request(scopeB, idB, 1000); err != nil || found != same {
+				t.Fatalf("(%q, %q) recorded, (%q, %q) found %v, %v", scopeA, idA, scopeB, idB, found, err)
+			}
+			// B, long after: A expires and is forgotten through its age key.
+			if err := tx.RecordRequest(scopeB, idB, "d", "eval-b", 1000+evalstore.RequestTTLMS+1); err != nil {
+				t.Fatal(err)
+			}
+			late := int64(1000 + evalstore.RequestTTLMS + 1)
+			_, foundA, _ := tx.Request(scopeA, idA, late)
+			rec, foundB, _ := tx.Request(scopeB, idB, late)
+			if n, _ := tx.RequestCount(); n != 1 || !foundB || rec.JobID != "eval-b" || (foundA && !same) {
+				t.Fatalf("after expiry: count %d, A found %v, B %v %+v", n, foundA, foundB, rec)
+			}
+			return rollback
+		})
+		if !errors.Is(err, rollback) {
+			t.Fatal(err)
 		}
 	})
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/internal/testutil"
+)
+
+// TestClusterEval_SubmitTakenByADyingLeaderThroughBinaries: `adk eval run
+// --cluster` whose submit is taken by a coordinator that applies it and
+// dies before answering, with the leader process killed -9 at that
+// moment, still runs the job it submitted, once, and ends long before its
+// 30 s call timeout (before, it ended there with "adk: timeout"). Three
+// `adk coordinator` processes and an `adk worker`; the dying coordinator
+// is a member of their queue group that the test holds, so a run's
+// submit reaches it one time in four: the runs repeat, each in its own
+// scope, until one does.
+func TestClusterEval_SubmitTakenByADyingLeaderThroughBinaries(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	adkBinary(t)
+	dir := t.TempDir()
+	agent := writeFile(t, dir, "agent.json", `{"schema_version":1,"name":"ok","model":{"provider":"openai","model":"fake","base_url":"`+srv.URL+
+		`/v1","max_attempts":1,"timeout_ms":30000}}`)
+	writeFile(t, dir, "set.json", `{"schema_version":2,"id":"dying","version":"1","cases":[{"id":"c0","turns":[{"id":"t","input":"hi","expected_response":"ok"}]}]}`)
+
+	url := startTestNATS(t)
+	procs := newFleet(t)
+	ids := []string{"c1", "c2", "c3"}
+	addrs := freeAddrs(t, 3)
+	var peers []string
+	for i, id := range ids {
+		peers = append(peers, id+"="+addrs[i])
+	}
+	coords := map[string]*adkProc{}
+	for i, id := range ids {
+		coords[id] = procs.start(id, "coordinator", "--id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", addrs[i],
+			"--bootstrap", "--peers", strings.Join(peers, ","), "--nats", url, "--workers", "w1", "--log-level", "error")
+	}
+	procs.start("w1", "worker", "--id", "w1", "--nats", url, "--capacity", "4", "--agent", "ok="+agent, "--log-level", "error")
+	nc, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, 2*time.Second)
+	testutil.WaitFor(t, 60*time.Second, "three voters, a leader and the worker's agent", func() bool {
+		for id, p := range coords {
+			if p.exited() {
+				t.Fatalf("%s exited: %v\n%s", id, p.err, p.stderr.String())
+			}
+		}
+		leader, voters := fleetState(cl)
+		caps, err := cl.Capabilities(context.Background())
+		return leader != "" && voters == 3 && err == nil && len(caps.Agents) == 1
+	})
+
+	dead, err := bus.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	subj, _ := bus.CoordSubject(api.OpSubmit)
+	taken := make(chan *nats.Msg, 4)
+	sub, err := dead.ChanQueueSubscribe(subj, coordinator.ServiceName, taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for run := 0; ; run++ {
+		if run == 24 {
+			t.Fatal("the dying coordinator took no submit in 24 runs")
+		}
+		scope := fmt.Sprintf("run-%d", run)
+		done := make(chan execResult, 1)
+		go func() {
+			done <- runADK(t, dir, nil, "eval", "run", "--cluster", url, "--scope", scope, "--agent", "ok", "--eval-set", "set.json")
+		}()
+		var msg *nats.Msg
+		select {
+		case r := <-done: // a live coordinator took it
+			if r.code != exitOK {
+				t.Fatalf("run %d: exit %d stderr %q", run, r.code, r.stderr)
+			}
+			continue
+		case msg = <-taken:
+		}
+		took := time.Now()
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+		// The dying coordinator applies the submit (a live one does it
+		// for it: the answer goes nowhere), the leader is killed, and it
+		// dies.
+		if _, err := nc.Request(subj, msg.Data, 10*time.Second); err != nil {
+			t.Fatalf("apply the taken submit: %v", err)
+		}
+		leader, _ := fleetState(cl)
+		if p := coords[leader]; p != nil {
+			p.kill(t)
+		}
+		dead.Close()
+		var r execResult
+		select {
+		case r = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the run did not end")
+		}
+		t.Logf("run %d: the submit taken, leader %s killed; the run ended %v later", run, leader, time.Since(took))
+		if r.code != exitOK {
+			t.Fatalf("exit %d stderr %q\n%.2000s", r.code, r.stderr, r.stdout)
+		}
+		jobs, err := client.New(nc, 10*time.Second).ListJobs(context.Background(), scope, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs.Items) != 1 {
+			t.Fatalf("%d jobs in %s, want the one submitted", len(jobs.Items), scope)
+		}
+		return
+	}
+}
