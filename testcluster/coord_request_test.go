@@ -20,8 +20,9 @@ import (
 )
 
 // takenByADyingCoordinator makes calls, one at a time, until a member
-// of the coordinators' queue group that the test holds takes one (each
-// call has an even chance among the members): call(n) makes the n-th,
+// of the coordinators' queue group that the test holds takes one (NATS
+// picks a subscription of the group at random, and it holds
+// dyingSubscriptions of them, so most calls): call(n) makes the n-th,
 // and dying, handed the taken message, plays a coordinator that applies
 // it and dies before it answers. It returns how long after the take the
 // taken call returned, and its error.
@@ -33,9 +34,13 @@ func takenByADyingCoordinator(t *testing.T, c *testcluster.EvalCluster, op strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := dead.ChanQueueSubscribe(subj, coordinator.ServiceName, taken)
-	if err != nil {
-		t.Fatal(err)
+	var subs []*nats.Subscription
+	for range dyingSubscriptions {
+		sub, err := dead.ChanQueueSubscribe(subj, coordinator.ServiceName, taken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
 	}
 	if err := dead.Flush(); err != nil {
 		t.Fatal(err)
@@ -57,8 +62,10 @@ func takenByADyingCoordinator(t *testing.T, c *testcluster.EvalCluster, op strin
 		}
 		start := time.Now()
 		// Out of the group first, so what it sends on reaches a live one.
-		if err := sub.Unsubscribe(); err != nil {
-			t.Fatal(err)
+		for _, sub := range subs {
+			if err := sub.Unsubscribe(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		dying(msg)
 		dead.Close() // dies before it answers
@@ -66,6 +73,10 @@ func takenByADyingCoordinator(t *testing.T, c *testcluster.EvalCluster, op strin
 		return time.Since(start), err
 	}
 }
+
+// dyingSubscriptions is how many subscriptions of the coordinators'
+// queue group the dying coordinator holds.
+const dyingSubscriptions = 8
 
 // applyAndLose sends a taken request on to a live coordinator and drops
 // the answer: the request is applied, and its caller never hears.

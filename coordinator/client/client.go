@@ -109,17 +109,18 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 // mayRepeat reports whether a request may be sent again when no answer
 // came (coordinator/DESIGN.md "Request path"): reads change nothing;
 // put_set_part stores the same bytes once; put_baseline names the same
-// job again; prune deletes what is still older than the same cutoff;
-// cancel of a job the first attempt cancelled answers already_terminal,
-// which Cancel takes for its own success; a submit is repeated only with
-// a request id, which makes a coordinator answer the job the first
-// attempt created. join is never sent through a Client (the joining
-// coordinator retries it itself).
+// job again; cancel of a job the first attempt cancelled answers
+// already_terminal, which Cancel takes for its own success; a submit is
+// repeated only with a request id, which makes a coordinator answer the
+// job the first attempt created. prune is sent once: a repeat would be
+// harmless but its answer would count only its own deletions (0 when the
+// first, merely slow, did the work). join is never sent through a Client
+// (the joining coordinator retries it itself).
 func mayRepeat(op string, req *api.Request) bool {
 	switch op {
 	case api.OpStatus, api.OpResult, api.OpListJobs, api.OpGetSet, api.OpListSets, api.OpGetBaseline,
 		api.OpListBaselines, api.OpCapabilities, api.OpJobSpec,
-		api.OpPutSetPart, api.OpPutBaseline, api.OpPrune, api.OpCancel:
+		api.OpPutSetPart, api.OpPutBaseline, api.OpCancel:
 		return true
 	case api.OpSubmit:
 		return req.Submit != nil && req.Submit.RequestID != ""

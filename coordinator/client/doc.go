@@ -5,8 +5,8 @@
 //
 // A call that no coordinator answers (the one that took it died) is sent
 // again within the call's timeout when that is safe: reads, cancel,
-// put_set_part, put_baseline, prune, and submits, which carry a request id
-// so that a repeat answers the job the first attempt created
+// put_set_part, put_baseline, and submits, which carry a request id so
+// that a repeat answers the job the first attempt created
 // (coordinator/DESIGN.md "Request path").
 //
 // It imports coordinator/api, store/evalrecord, bus and nats (and
