@@ -431,12 +431,18 @@ func (n *Node) Stop() {
 	if n.cancel != nil {
 		n.cancel()
 	}
+	// The leader loop and the forward handlers end with their context,
+	// but may be waiting for an apply's answer first: wait for them while
+	// Raft still runs. With BatchApplyCh an apply still queued when Raft
+	// shuts down is never answered, and a Stop that shut Raft down first
+	// waited for it forever ("still stopping after 2m0s" in tests that
+	// stop a leader, main included).
+	n.wg.Wait()
 	if n.raft != nil {
 		if err := n.raft.Shutdown().Error(); err != nil {
 			n.log.Error("raft shutdown", "err", err)
 		}
 	}
-	n.wg.Wait()
 	if n.trans != nil {
 		// Close does not close pooled outbound connections; without this the
 		// peers' handleConn goroutines read from them forever.
