@@ -257,3 +257,24 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestClusterEval_NoCoordinatorIsUnavailable: with no coordinator
+// subscribed, a call that may be repeated (a read, a submit with its
+// request id) answers eval_service_unavailable from the server's no
+// responders status at once, not timeout at the end of the call.
+func TestClusterEval_NoCoordinatorIsUnavailable(t *testing.T) {
+	n := testcluster.StartNATS(t, 1)
+	cl := client.New(n.Connect(t, 0), 5*time.Second)
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"capabilities": func() error { _, err := cl.Capabilities(ctx); return err },
+		"submit": func() error {
+			_, err := cl.Submit(ctx, scope, api.SubmitRequest{Set: testcluster.EvalSet("nobody", 1), Agent: "scripted"})
+			return err
+		},
+	} {
+		if err := call(); api.AsError(err).Code != api.CodeServiceUnavailable {
+			t.Errorf("%s: %v, want %s", name, err, api.CodeServiceUnavailable)
+		}
+	}
+}

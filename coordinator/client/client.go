@@ -141,20 +141,39 @@ const FirstRetry = 2 * time.Second
 // up. A request that may be repeated is therefore sent again after
 // FirstRetry (and wait, the time its answer may take by design), then
 // after twice that, and so on: NATS drops a dead member from the group
-// at once, so the next attempt reaches a live coordinator; a merely slow
-// one still answers a later, longer attempt. Any other request is sent
+// at once, so the next attempt reaches a live coordinator. Every attempt
+// asks for its answer on one inbox and the first answer to any of them
+// is taken: a merely slow coordinator's answer to an earlier attempt is
+// not thrown away for a later one (under load that made a submit
+// answered after 2.5 s wait for its repeat). Any other request is sent
 // once. again reports that it was sent more than once.
 func (c *Client) request(ctx context.Context, subj string, b []byte, repeat bool, wait time.Duration) (_ *nats.Msg, again bool, _ error) {
 	if !repeat {
 		msg, err := c.nc.RequestWithContext(ctx, subj, b)
 		return msg, false, err
 	}
+	sub, err := c.nc.SubscribeSync(c.nc.NewInbox())
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	for attempt := FirstRetry; ; attempt *= 2 {
+		if err := c.nc.PublishRequest(subj, sub.Subject, b); err != nil {
+			return nil, again, err
+		}
 		actx, cancel := context.WithTimeout(ctx, wait+attempt)
-		msg, err := c.nc.RequestWithContext(actx, subj, b)
+		msg, err := sub.NextMsgWithContext(actx)
 		cancel()
-		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			return msg, again, err
+		switch {
+		case err == nil && len(msg.Data) == 0 && msg.Header.Get("Status") == "503":
+			// The server's answer to a request nobody subscribes to.
+			return nil, again, nats.ErrNoResponders
+		case err == nil:
+			return msg, again, nil
+		case ctx.Err() != nil:
+			return nil, again, ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded):
+			return nil, again, err
 		}
 		again = true
 	}
