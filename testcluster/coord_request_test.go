@@ -15,6 +15,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/testcluster"
 )
@@ -138,8 +139,11 @@ func TestClusterEval_SubmitTakenByADyingCoordinatorIsAnsweredOnce(t *testing.T) 
 		return err
 	}, func(msg *nats.Msg) {
 		applied = applyAndLose(t, c, api.OpSubmit, msg)
-		c.WaitLeader(10 * time.Second)
-		c.StopCoordinator(c.LeaderIndex()) // and the leader goes too
+		// And the leader goes too (an index, polled: an election may be
+		// under way, and LeaderIndex is then -1).
+		leader := -1
+		testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { leader = c.LeaderIndex(); return leader >= 0 })
+		c.StopCoordinator(leader)
 	})
 	if err != nil {
 		t.Fatalf("a submit taken by a coordinator that died: %v, want the job from a live one", err)
