@@ -21,6 +21,7 @@ import (
 // health check come out as JSON lines at debug, naming the route template
 // and never the job id, the scope or the token.
 func TestReadme_APIGatewayLogs(t *testing.T) {
+	t.Parallel()
 	line := ""
 	for _, l := range readmeSectionCommands(t, "Developer HTTP API") {
 		if strings.HasPrefix(l, "./bin/adk api ") {

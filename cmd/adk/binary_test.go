@@ -29,6 +29,10 @@ type execResult struct {
 }
 
 // runADK runs the built binary in dir with extra environment variables.
+// A test that only runs the binary in its own temporary directory against
+// its own servers on 127.0.0.1:0 calls t.Parallel; one that times calls,
+// sets the process's environment (t.Setenv), runs adk in process, or opens
+// a browser stays serial.
 func runADK(t *testing.T, dir string, env []string, args ...string) execResult {
 	t.Helper()
 	cmd := exec.Command(adkBinary(t), args...)

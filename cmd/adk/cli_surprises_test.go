@@ -13,6 +13,7 @@ import (
 // TestCLI_NoSurprises holds the CLI to issue 16's "a CLI without surprises"
 // list, each through the built binary.
 func TestCLI_NoSurprises(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	run := func(args ...string) execResult { return runADK(t, dir, nil, args...) }
 	base := []string{"eval", "run", "--config", "good.json", "--eval-set", "set.json"}

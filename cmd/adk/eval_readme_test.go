@@ -26,6 +26,7 @@ const (
 )
 
 func TestReadme_EvaluatingInCI(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {

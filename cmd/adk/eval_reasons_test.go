@@ -26,6 +26,7 @@ var htmlDuration = regexp.MustCompile(`<dd>[0-9]+ ms</dd>`)
 // failing metric with score and threshold, the expected versus the actual
 // response and the first trajectory mismatch (issue 16, item 1).
 func TestEvalRun_FailureReasonsInEveryFormat(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	writeFile(t, dir, "set.json", `{"id":"weather","version":"1","cases":[
  {"id":"pune","expected_trajectory":["get_weather"],"input":"Weather in Pune?","expected":"Sunny"},

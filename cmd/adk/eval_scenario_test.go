@@ -46,6 +46,7 @@ func fakeUserSimulator(t *testing.T, calls *atomic.Int32) *httptest.Server {
 // runs; with one it runs through the LLM user simulator, bounded by the
 // test_config.json beside the set, and the conversation is recorded.
 func TestEvalRun_GoogleADKScenarios(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "agent.json", chattyAgent)
 	writeFile(t, dir, "mixed.evalset.json", mixedADKSet)

@@ -50,6 +50,7 @@ func fixture(t *testing.T) string {
 }
 
 func TestEvalRun_ExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	t.Run("pass exits 0 with a result and nothing on stderr", func(t *testing.T) {
 		r := runADK(t, dir, nil, "eval", "run", "--config", "good.json", "--eval-set", "set.json", "--samples", "2")
@@ -82,6 +83,7 @@ func TestEvalRun_ExitCodes(t *testing.T) {
 }
 
 func TestEvalRun_OutputFileEqualsStdout(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	for _, format := range evalengine.Formats() {
 		t.Run(format, func(t *testing.T) {
@@ -108,6 +110,7 @@ func TestEvalRun_OutputFileEqualsStdout(t *testing.T) {
 // TestEvalRun_BadInput is every bad-input case of the issue and the
 // contract's CLI error atoms: exit 1, one typed line, no output file.
 func TestEvalRun_BadInput(t *testing.T) {
+	t.Parallel()
 	deep := `{"id":"d","version":"1","cases":[{"id":"c","input":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `,"expected":"x"}]}`
 	sparse := func(name string, size int64) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
@@ -205,6 +208,7 @@ func TestEvalRun_NULInOutputPath(t *testing.T) {
 }
 
 func TestEvalRun_BaselineGate(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	save := func(agent, name string) {
 		t.Helper()
@@ -307,6 +311,7 @@ func TestScrubReport_HTMLSpellingOfASecret(t *testing.T) {
 // every call with a body that echoes the Authorization header: the key must
 // reach the server and appear in neither stdout nor stderr.
 func TestEvalRun_NeverPrintsTheAPIKey(t *testing.T) {
+	t.Parallel()
 	const key = "sk-test-Zq9uVb3kX7mW2pR8"
 	var sawKey atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -391,6 +396,7 @@ func TestEvalRun_InterruptCancelsCleanly(t *testing.T) {
 // TestEvalRun_ExampleDemo is the README's demo (make demo) and its
 // regressions set.
 func TestEvalRun_ExampleDemo(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	r := runADK(t, root, nil, "eval", "run", "--config", "examples/travel/AGENT.json", "--eval-set", "examples/travel/evalset.json",
 		"--criteria", "examples/travel/criteria.json", "--format", "markdown")
@@ -439,6 +445,7 @@ const homeAgent = `{"schema_version":1,"name":"home","model":{"provider":"script
  "tools":[{"name":"set_device_info","mock":{"default":{"result":{"ok":true}}}}]}`
 
 func TestEvalConvert_GoogleEvalSetRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "home.evalset.json", googleSet)
 	writeFile(t, dir, "agent.json", homeAgent)

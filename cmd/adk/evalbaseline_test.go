@@ -15,6 +15,7 @@ import (
 // stream with the verdict ANDed; adk eval compare takes jsonl on either
 // side; a broken jsonl baseline is a typed error naming the file.
 func TestEvalRun_BaselineOverOneDocument(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	run := func(want int, agent string, args ...string) execResult {
 		t.Helper()

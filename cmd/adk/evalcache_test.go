@@ -18,6 +18,7 @@ import (
 // say; a damaged cache directory is a typed error or a miss, never a wrong
 // answer.
 func TestEvalRun_ResponseCache(t *testing.T) {
+	t.Parallel()
 	const cases = 200
 	fake := newFakeOpenAI(t)
 	dir := t.TempDir()

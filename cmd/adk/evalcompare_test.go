@@ -24,6 +24,7 @@ func savedResults(t *testing.T, dir string) {
 }
 
 func TestEvalCompare(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	savedResults(t, dir)
 
@@ -89,6 +90,7 @@ func TestEvalCompare(t *testing.T) {
 }
 
 func TestEvalStats(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	savedResults(t, dir)
 

@@ -49,6 +49,7 @@ func startHTTPAgent(t *testing.T) string {
 // TestEvalRun_HTTPAgent evaluates the bundled HTTP example agent through
 // --agent-url: the same criteria and exit codes as an AGENT.json agent.
 func TestEvalRun_HTTPAgent(t *testing.T) {
+	t.Parallel()
 	url := startHTTPAgent(t)
 	dir := t.TempDir()
 	root := repoRoot(t)

@@ -143,6 +143,7 @@ func resultWithoutTimings(t *testing.T, path string) string {
 // sample was paid for exactly once over both runs, and the result is the
 // uninterrupted run's apart from timings.
 func TestEvalRun_ResumeAfterSIGINT(t *testing.T) {
+	t.Parallel()
 	const cases, samples, stopAt = 30, 2, 23
 	fake := newFakeOpenAI(t)
 	dir := t.TempDir()
@@ -242,6 +243,7 @@ func TestEvalRun_ResumeAfterSIGINT(t *testing.T) {
 // the json format gives, and with --output the file holds the same bytes
 // and no journal is left.
 func TestEvalRun_JSONLStreams(t *testing.T) {
+	t.Parallel()
 	const cases = 1500
 	dir := t.TempDir()
 	writeFile(t, dir, "set.json", echoSet(cases))

@@ -50,6 +50,7 @@ func judgeCriteria(threshold float64) string {
 }
 
 func TestEvalRun_LLMJudge(t *testing.T) {
+	t.Parallel()
 	const key = "AIza-test-Pq7Lm2Xc9Vb4"
 	var sawKey atomic.Value
 	srv := fakeGemini(t, &sawKey)

@@ -14,6 +14,7 @@ import (
 // 16 MiB is refused in every format, leaving no output. The large file
 // is sparse.
 func TestEvalReport_StreamedJSONL(t *testing.T) {
+	t.Parallel()
 	golden := filepath.Join(repoRoot(t), "evalengine", "testdata", "golden")
 	dir := t.TempDir()
 	stream := filepath.Join(golden, "result.jsonl")
@@ -58,6 +59,7 @@ func TestEvalReport_StreamedJSONL(t *testing.T) {
 // markdown the run prints itself, also when the run is over its report
 // budget.
 func TestEvalRun_JSONLThenReport(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	base := []string{"eval", "run", "--config", "bad.json", "--eval-set", "set.json", "--criteria", "criteria.json", "--samples", "2"}
 	md := runADK(t, dir, nil, append(base, "--format", "markdown")...)

@@ -25,6 +25,7 @@ import (
 // the same bytes, a line on stderr says what happened, and no journal or
 // temporary stream is left behind.
 func TestEvalRun_OverOneDocument(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o755); err != nil {
@@ -108,6 +109,7 @@ func TestEvalRun_OverOneDocument(t *testing.T) {
 // itself; a result document whose html is over the bound is paged too;
 // the flag's range is checked.
 func TestEvalReport_OverOneDocument(t *testing.T) {
+	t.Parallel()
 	golden := filepath.Join(repoRoot(t), "evalengine", "testdata", "golden")
 	dir := t.TempDir()
 	stream := filepath.Join(golden, "result.jsonl")

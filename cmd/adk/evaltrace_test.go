@@ -49,6 +49,7 @@ func sampleTraces(t *testing.T, doc map[string]any) (samples int, traceIDs map[s
 }
 
 func TestEvalRun_ExportsOneTracePerSampleToOTLP(t *testing.T) {
+	t.Parallel()
 	sink := newOTLPSink(t)
 	r, doc := travelEval(t, []string{"ADK_OTLP_ENDPOINT=" + sink.srv.URL, "OTEL_SERVICE_NAME=travel-evals", "OTEL_RESOURCE_ATTRIBUTES=deployment.environment=ci,team=travel",
 		"OTEL_EXPORTER_OTLP_HEADERS=x-api-key=sekrit-Qv8"})
@@ -129,6 +130,7 @@ func TestEvalRun_ExportsOneTracePerSampleToOTLP(t *testing.T) {
 }
 
 func TestEvalRun_CollectorDownOrRefusingKeepsTheVerdict(t *testing.T) {
+	t.Parallel()
 	base, _ := travelEval(t, nil)
 	sink := newOTLPSink(t)
 	sink.mu.Lock()
@@ -151,6 +153,7 @@ func TestEvalRun_CollectorDownOrRefusingKeepsTheVerdict(t *testing.T) {
 }
 
 func TestEvalRun_MalformedOTELVariablesFailNamingThem(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ env, name string }{
 		{"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer sekrit-Zx1,", "OTEL_EXPORTER_OTLP_HEADERS"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT=ftp://sekrit-Zx1", "OTEL_EXPORTER_OTLP_ENDPOINT"},

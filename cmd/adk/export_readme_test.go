@@ -25,6 +25,7 @@ import (
 // backend receives every sample's root span, Langfuse's with the basic
 // auth header, and each exporter stops cleanly on SIGINT.
 func TestReadme_ForwardingTraces(t *testing.T) {
+	t.Parallel()
 	cmds := readmeSectionCommands(t, "Forwarding traces to Jaeger, Langfuse or Phoenix")
 	if len(cmds) != 5 {
 		t.Fatalf("found %d commands, the test expects the section's 5", len(cmds))
@@ -172,6 +173,7 @@ func (p *exportProc) stop(t *testing.T) string {
 // Bad input fails before anything connects, naming the flag or variable
 // and never echoing a value.
 func TestExportOTLP_BadInputNamesTheFlagOrVariable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := runADK(t, dir, nil, "export", "otlp", "--nats", "nats://127.0.0.1:1", "--endpoint", "http://user:hunter2@127.0.0.1:4318")
 	oneErrorLine(t, r, codeInvalidExportEndpoint+": --endpoint")
@@ -193,6 +195,7 @@ func TestExportOTLP_BadInputNamesTheFlagOrVariable(t *testing.T) {
 // service name, and the query of one of its traces, whose tree shows the
 // service name and the sample's eval ids.
 func TestReadme_TracesFromAnySDK(t *testing.T) {
+	t.Parallel()
 	cmds := readmeSectionCommands(t, "Traces from any OpenTelemetry SDK")
 	if len(cmds) != 3 {
 		t.Fatalf("found %d commands, the test expects the section's 3", len(cmds))

@@ -170,6 +170,7 @@ func TestClusterEvalTraces_QueryByJobFromASecondStoreNode(t *testing.T) {
 }
 
 func TestEvalRun_TraceToUnreachableClusterKeepsTheVerdict(t *testing.T) {
+	t.Parallel()
 	r, _ := travelEval(t, nil, "--trace-to", "nats://127.0.0.1:1", "--trace-drain", "200ms")
 	if r.code != exitOK || !strings.Contains(r.stderr, "signals not published to --trace-to") {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)

@@ -50,6 +50,7 @@ func readmeSectionCommands(t *testing.T, title string) []string {
 // cluster eval's job is then read back by job and as a tree, then by case
 // and sample (JOB_ID and SAMPLE_ID are taken from the outputs before).
 func TestReadme_TracingEveryRun(t *testing.T) {
+	t.Parallel()
 	cmds := readmeSectionCommands(t, "Tracing every run")
 	if len(cmds) != 8 {
 		t.Fatalf("found %d commands, the test expects the section's 8", len(cmds))
