@@ -1,8 +1,7 @@
 package main
 
 import (
-	"net"
-	"net/http"
+	"bufio"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,37 +12,49 @@ import (
 )
 
 // startHTTPAgent builds and starts the bundled examples/http-agent server on
-// a free loopback port and returns its URL. The process is killed and
+// 127.0.0.1:0 and returns its URL, from the address the agent logs once it
+// listens (a port picked and freed by the test could be taken by a
+// parallel test before the agent binds it). The process is killed and
 // reaped when the test ends.
 func startHTTPAgent(t *testing.T) string {
 	t.Helper()
 	bin := testutil.Binary(t, filepath.Join(repoRoot(t), "examples", "http-agent"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	cmd := exec.Command(bin, "-addr", addr)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	lines := make(chan string, 1)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
+		<-drained // all reads done before Wait closes the pipe
 		_ = cmd.Wait()
 	})
-	url := "http://" + addr + "/"
-	client := &http.Client{Timeout: time.Second}
-	defer client.CloseIdleConnections()
-	testutil.WaitFor(t, 10*time.Second, "http-agent listening", func() bool {
-		resp, err := client.Get(url)
-		if err != nil {
-			return false
+	select {
+	case l := <-lines:
+		_, addr, ok := strings.Cut(l, "http-agent listening on ")
+		if !ok {
+			t.Fatalf("http-agent: %q", l)
 		}
-		_ = resp.Body.Close()
-		return true
-	})
-	return url
+		return addr + "/"
+	case <-time.After(10 * time.Second):
+		t.Fatal("http-agent not listening after 10s")
+		return ""
+	}
 }
 
 // TestEvalRun_HTTPAgent evaluates the bundled HTTP example agent through

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"log"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -72,7 +73,12 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(resp)
 	})
-	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	log.Printf("http-agent listening on http://%s", *addr)
-	log.Fatal(srv.ListenAndServe())
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// The bound address: with -addr 127.0.0.1:0 the port is the kernel's pick.
+	log.Printf("http-agent listening on http://%s", ln.Addr())
+	log.Fatal(srv.Serve(ln))
 }
