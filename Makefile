@@ -44,11 +44,15 @@ release: ## Static (CGO_ENABLED=0) release binaries dist/adk-VERSION-OS-ARCH for
 # already under way is still awaited. A GORACE of the caller's comes after,
 # so it wins.
 RACE_ENV  := GORACE='atexit_sleep_ms=0 $(GORACE)'
+# The packages of PKGS whose test files hold a TestCluster function: the
+# serial run links and starts only their test binaries.
+CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$.Dir}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$.Dir}}/{{.}}{{end}}' $(PKGS) | \
+  while read -r pkg files; do [ -n "$$files" ] && grep -qs '^func TestCluster' $$files && echo $$pkg; done)
 
 .PHONY: test
 test: ## Run every test with the race detector (cluster tests serially)
 	$(RACE_ENV) $(GO) test -race -count=1 -timeout 15m -skip '^TestCluster' $(PKGS)
-	$(RACE_ENV) $(GO) test -race -count=1 -timeout 15m -p 1 -run '^TestCluster' $(PKGS)
+	$(if $(CLUSTER_PKGS),$(RACE_ENV) $(GO) test -race -count=1 -timeout 15m -p 1 -run '^TestCluster' $(CLUSTER_PKGS))
 
 .PHONY: test-chart
 test-chart: ## Lint and render the Helm chart (deploy/helm/charttest, its own module: Helm and Kubernetes stay out of adk's)
