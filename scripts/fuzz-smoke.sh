@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # Runs every fuzz target in the module for FUZZTIME each (a smoke, not a campaign).
 # The checked-in seed corpora under testdata/fuzz/ always run as part of `make test`.
+# A package's targets share one instrumented test binary (go test -c -fuzz),
+# run as go test -fuzz runs it: in the package's directory, with the
+# package's fuzz cache under GOCACHE. go test -fuzz would link the binary
+# again for each target, and go test -list build another one to find them.
 set -euo pipefail
 fuzztime=${FUZZTIME:-5s}
+fuzzcache="$(go env GOCACHE)/fuzz"
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
 status=0
-for pkg in $(go list ./...); do
-  dir=$(go list -f '{{.Dir}}' "$pkg")
-  grep -lq '^func Fuzz' "$dir"/*_test.go 2>/dev/null || continue
-  for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+n=0
+while read -r pkg dir files; do
+  [ -n "$files" ] || continue
+  # The names go test -list '^Fuzz' gives: func FuzzXxx in the package's
+  # test files (build constraints applied by go list).
+  targets=$(cd "$dir" && grep -ho '^func Fuzz\([A-Z0-9_][A-Za-z0-9_]*\)\?(' $files | sed 's/^func //; s/($//' || true)
+  [ -n "$targets" ] || continue
+  n=$((n + 1))
+  test="$bin/$n.test"
+  go test -c -fuzz '^Fuzz' -o "$test" "$pkg"
+  for target in $targets; do
     echo "fuzz $pkg $target ($fuzztime)"
     # Go 1.26's fuzz coordinator can report a bare "context deadline
     # exceeded" when -fuzztime expires mid-input (golang/go#75804, fixed in
     # Go 1.27): no failing input is written. Such a run is retried once; a
     # real finding always writes one and fails at once.
     for attempt in 1 2; do
-      if out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1); then
+      if out=$(cd "$dir" && "$test" -test.paniconexit0 -test.timeout 10m -test.run '^$' -test.fuzz "^${target}\$" \
+        -test.fuzztime "$fuzztime" -test.fuzzcachedir "$fuzzcache/$pkg" 2>&1); then
         echo "$out" | tail -n 2
         break
       fi
@@ -27,5 +42,5 @@ for pkg in $(go list ./...); do
       break
     done
   done
-done
+done < <(go list -f '{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}' ./...)
 exit $status
