@@ -232,6 +232,10 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 
 // StopCoordinator stops coordinator i (its Raft peer goes silent).
 func (c *EvalCluster) StopCoordinator(i int) {
+	if i < 0 || i >= len(c.coords) {
+		// Fail the test, not a panic under c.mu that deadlocks its clean-up.
+		c.t.Fatalf("testcluster: StopCoordinator(%d): no such coordinator (0..%d)", i, len(c.coords)-1)
+	}
 	c.mu.Lock()
 	cn := c.coords[i]
 	n, nc := cn.Node, cn.nc

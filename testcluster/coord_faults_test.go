@@ -55,7 +55,9 @@ func TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce(t *testing.T) {
 	opts.Samples = 2
 	id := submit(t, cl, testcluster.EvalSet("leader-kill", 30), opts, "")
 	testutil.WaitFor(t, 10*time.Second, "some progress", func() bool { return progress(t, c, id).Done >= 8 })
-	old := c.LeaderIndex()
+	// An election can be under way at any moment on two loaded cores.
+	old := -1
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { old = c.LeaderIndex(); return old >= 0 })
 	c.StopCoordinator(old)
 	testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool { i := c.LeaderIndex(); return i >= 0 && i != old })
 	c.WaitJob(cl, scope, id, 15*time.Second, "completed")

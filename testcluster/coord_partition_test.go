@@ -77,7 +77,8 @@ func TestClusterEval_LeaderPartitionedFromNATSStepsDown(t *testing.T) {
 	opts.Samples = 2
 	id := submit(t, cl, testcluster.EvalSet("partition", 30), opts, "")
 	testutil.WaitFor(t, 10*time.Second, "some progress", func() bool { return progress(t, c, id).Done >= 8 })
-	old := c.LeaderIndex()
+	old := -1
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { old = c.LeaderIndex(); return old >= 0 })
 	c.CoordConn(old).Close()
 	testutil.WaitFor(t, 15*time.Second, "another leader", func() bool { i := c.LeaderIndex(); return i >= 0 && i != old })
 	c.WaitJob(cl, scope, id, 30*time.Second, "completed")
