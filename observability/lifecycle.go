@@ -35,7 +35,9 @@ var _ LifecycleObserver = (*Tracer)(nil)
 
 // Lifecycle emits the v1 envelope "adk.lifecycle.<hook>" correlated with the
 // span in ctx, with measurement duration_ms and attributes hook, outcome and
-// plugin_trace. Delivery failures are reported like any other signal's.
+// plugin_trace, beside the span's eval and workflow ids (as every envelope
+// of the span has them). Delivery failures are reported like any other
+// signal's.
 func (t *Tracer) Lifecycle(ctx context.Context, l Lifecycle) {
 	if !t.emitting {
 		return
@@ -43,12 +45,15 @@ func (t *Tracer) Lifecycle(ctx context.Context, l Lifecycle) {
 	c, _ := FromContext(ctx)
 	sp := &Span{t: t, corr: c, op: "lifecycle"}
 	sp.ids = newSpanIDs(&c, true)
-	e := sp.envelope("adk.lifecycle."+safeTag(l.Hook), 0, time.Now().UnixMilli())
+	e := sp.envelope("adk.lifecycle."+safeTag(l.Hook), 3, time.Now().UnixMilli())
 	e.Measurements = map[string]int64{"duration": int64(l.Duration), "duration_ms": l.Duration.Milliseconds()}
 	trace := make([]any, len(l.PluginTrace))
 	for i, p := range l.PluginTrace {
 		trace[i] = map[string]any{"plugin_id": p.PluginID, "hook": p.Hook, "mode": p.Mode, "outcome": p.Outcome}
 	}
-	e.Metadata.Attributes = Attributes{"hook": l.Hook, "outcome": l.Outcome, "plugin_trace": trace}
+	// Beside the eval and workflow ids envelope() set: a worker routes a
+	// signal to its job's principal by adk.eval.job_id.
+	a := e.Metadata.Attributes
+	a["hook"], a["outcome"], a["plugin_trace"] = l.Hook, l.Outcome, trace
 	_ = t.deliverOne(ctx, sp, PhaseLifecycle, e)
 }

@@ -260,7 +260,7 @@ func TestTracer_RecordSinkGetsEachSignalOnce(t *testing.T) {
 			if want := SignalJobID(sig); r.job != want {
 				t.Fatalf("record %d: job %q, attribute %q", i, r.job, want)
 			}
-			if r.job != "job-1" && probe.Event != "adk.lifecycle.before_run" {
+			if r.job != "job-1" {
 				t.Fatalf("record %d (%s): job %q", i, r.data, r.job)
 			}
 			events = append(events, probe.Event+probe.Phase)
