@@ -41,11 +41,7 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 	for {
 		release, err := p.l.Acquire(ctx, est)
 		if err != nil {
-			class := model.ClassCancelled
-			if errors.Is(err, context.DeadlineExceeded) {
-				class = model.ClassTimeout
-			}
-			return nil, &model.Error{Provider: p.inner.Name(), Class: class}
+			return nil, p.ended(err)
 		}
 		resp, err := p.inner.Generate(ctx, req)
 		used := 0
@@ -54,12 +50,27 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 		}
 		release(used)
 		var me *model.Error
-		if errors.As(err, &me) && me.Class == model.ClassRateLimited && ctx.Err() == nil {
+		if errors.As(err, &me) && me.Class == model.ClassRateLimited {
+			if ctx.Err() != nil {
+				// The caller's deadline ended the retries, not the
+				// provider: the same error as a wait cut short.
+				return nil, p.ended(ctx.Err())
+			}
 			p.l.Throttled(me.RetryAfter)
 			continue
 		}
 		return resp, err
 	}
+}
+
+// ended is the error of a call its context ended: a timeout past the
+// deadline, else cancelled.
+func (p *Provider) ended(err error) error {
+	class := model.ClassCancelled
+	if errors.Is(err, context.DeadlineExceeded) {
+		class = model.ClassTimeout
+	}
+	return &model.Error{Provider: p.inner.Name(), Class: class}
 }
 
 // estimateTokens guesses a request's tokens before the call (about four
