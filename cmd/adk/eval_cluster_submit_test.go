@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 )
 
@@ -97,6 +99,10 @@ func TestClusterEval_SubmitTakenByADyingLeaderThroughBinaries(t *testing.T) {
 			t.Fatal("the dying coordinator took no submit in 24 runs")
 		}
 		scope := fmt.Sprintf("run-%d", run)
+		// The leader, looked up before the run so that it is killed at
+		// once after the take, before the CLI's own resend (2 s) can
+		// reach it.
+		leader, _ := fleetState(cl)
 		done := make(chan execResult, 1)
 		go func() {
 			done <- runADK(t, dir, nil, "eval", "run", "--cluster", url, "--scope", scope, "--agent", "ok", "--eval-set", "set.json")
@@ -121,8 +127,8 @@ func TestClusterEval_SubmitTakenByADyingLeaderThroughBinaries(t *testing.T) {
 		// answer goes nowhere) and dies. (Killed after the apply, the
 		// leader may have dispatched the job's task and not published it:
 		// the task then fails worker_lost, by design; the testcluster
-		// test covers that order.)
-		leader, _ := fleetState(cl)
+		// test covers that order. It can still happen here when the
+		// CLI's resend reached the leader first on a slow machine.)
 		if p := coords[leader]; p != nil {
 			p.kill(t)
 		}
@@ -137,7 +143,7 @@ func TestClusterEval_SubmitTakenByADyingLeaderThroughBinaries(t *testing.T) {
 			t.Fatal("the run did not end")
 		}
 		t.Logf("run %d: the submit taken, leader %s killed; the run ended %v later", run, leader, time.Since(took))
-		if r.code != exitOK {
+		if r.code != exitOK && (r.code != exitFailed || !onlyWorkerLost(t, r.stdout)) {
 			t.Fatalf("exit %d stderr %q\n%.2000s", r.code, r.stderr, r.stdout)
 		}
 		jobs, err := client.New(nc, 10*time.Second).ListJobs(context.Background(), scope, 10, "")
@@ -149,4 +155,34 @@ func TestClusterEval_SubmitTakenByADyingLeaderThroughBinaries(t *testing.T) {
 		}
 		return
 	}
+}
+
+// onlyWorkerLost reports whether a result document's failed samples all
+// failed worker_lost (a task the killed leader dispatched and never
+// published: at most once, by design).
+func onlyWorkerLost(t *testing.T, doc string) bool {
+	t.Helper()
+	var res struct {
+		Cases []struct {
+			Samples []struct {
+				Error string `json:"error"`
+			} `json:"samples"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal([]byte(doc), &res); err != nil {
+		return false
+	}
+	lost := 0
+	for _, c := range res.Cases {
+		for _, s := range c.Samples {
+			switch s.Error {
+			case "":
+			case evalengine.TagWorkerLost:
+				lost++
+			default:
+				return false
+			}
+		}
+	}
+	return lost > 0
 }
