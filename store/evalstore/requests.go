@@ -173,8 +173,9 @@ func (tx *Tx) forgetRequest(ageKey []byte) error {
 	return tx.addCounter("requests", -1)
 }
 
-// RequestCount is how many request ids are remembered.
-func (tx *Tx) RequestCount() (int, error) {
+// requestCount is how many request ids are remembered (its tests read it
+// through export_test.go).
+func (tx *Tx) requestCount() (int, error) {
 	n, err := tx.counter("requests")
 	return int(n), err
 }
