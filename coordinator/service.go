@@ -237,9 +237,9 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	sub := req.Submit
 	var digest string
 	if sub != nil && sub.RequestID != "" {
-		if !evalstore.ValidRequestID(sub.RequestID) {
+		if !evalrecord.ValidRequestID(sub.RequestID) {
 			return nil, api.Errorf(api.CodeInvalidRequest, "submit.request_id: want %d..%d bytes of [A-Za-z0-9_-], got %d bytes",
-				evalstore.MinRequestIDBytes, evalstore.MaxRequestIDBytes, len(sub.RequestID))
+				evalrecord.MinRequestIDBytes, evalrecord.MaxRequestIDBytes, len(sub.RequestID))
 		}
 		digest = submitDigest(req.Scope, sub)
 		// Sent again after a coordinator took it and died: when this

@@ -7,7 +7,9 @@
 // eval calls go through coordinator/client (writes reach the Raft leader,
 // reads any coordinator), trace pages through the store nodes' query
 // service. Nothing is kept between requests, so a gateway can be killed
-// and another started anywhere.
+// and another started anywhere; a submission's Idempotency-Key header is
+// the coordinator's request id, so a client's retry through any gateway
+// answers the job its first attempt created (DESIGN.md).
 //
 // It calls the services through coordinator/api, coordinator/client,
 // store/tracenode and store/evalrecord. It must not import worker,

@@ -38,6 +38,9 @@ const (
 	CodeInvalidTraceQuery      = "invalid_trace_query"
 	CodeTraceUnavailable       = "trace_store_unavailable"
 	CodeCrossOrigin            = "cross_origin_request_refused"
+	// CodeIdempotencyKeyReused (422): the submission's Idempotency-Key
+	// named another submission of the scope within the last hour.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 )
 
 // Error is an API error: an HTTP status and the contract's body

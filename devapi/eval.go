@@ -120,6 +120,43 @@ func (c *call) jobID() (string, *Error) {
 	return id, nil
 }
 
+// HeaderIdempotencyKey names a submission (POST .../jobs) across the
+// caller's own retries: it is the coordinator's submit request id
+// (coordinator/DESIGN.md "Request path"), so a retry with the same key
+// and the same body answers the job the first attempt created, within an
+// hour, in the call's scope. On a cancel (DELETE .../jobs/{job_id}) it
+// makes a job already cancelled by a user answer 202, as the first
+// attempt did, instead of 409. Other routes ignore it.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// idempotencyKeyValid says what HeaderIdempotencyKey takes.
+var idempotencyKeyValid = "one value of " + strconv.Itoa(evalrecord.MinRequestIDBytes) + ".." +
+	strconv.Itoa(evalrecord.MaxRequestIDBytes) + " bytes of [A-Za-z0-9_-] (a UUID works), optionally in double quotes"
+
+// idempotencyKey returns the call's Idempotency-Key ("" without one). A
+// structured-field string ("...", as the IETF draft sends it) is taken
+// without its quotes. A bad value is a 400 naming the header and what it
+// takes; the value is never repeated.
+func (c *call) idempotencyKey() (string, *Error) {
+	vs := c.r.Header.Values(HeaderIdempotencyKey)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	key := vs[0]
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+	}
+	if len(vs) == 1 && evalrecord.ValidRequestID(key) {
+		return key, nil
+	}
+	got := strconv.Itoa(len(vs[0])) + " bytes"
+	if len(vs) > 1 {
+		got = strconv.Itoa(len(vs)) + " values"
+	}
+	return "", errorf(http.StatusBadRequest, CodeInvalidRequest, HeaderIdempotencyKey+" header: want "+idempotencyKeyValid+"; got "+got).
+		with(map[string]string{"header": HeaderIdempotencyKey, "valid": idempotencyKeyValid})
+}
+
 func (c *call) textParam(name string) (string, *Error) {
 	v := c.params[name]
 	if v == "" || len(v) > MaxPathParamBytes || !utf8.ValidString(v) {
@@ -248,6 +285,10 @@ func (s *Server) submit(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
+	key, e := c.idempotencyKey()
+	if e != nil {
+		return e
+	}
 	data, e := readBody(c.r)
 	if e != nil {
 		return e
@@ -260,8 +301,16 @@ func (s *Server) submit(w http.ResponseWriter, c *call) *Error {
 		return errorf(http.StatusNotFound, CodeAgentNotFound, "agent_name "+strconv.Quote(req.Agent)+" is not an agent of this cluster").
 			with(map[string]any{"field": "agent_name", "valid": s.o.Agents})
 	}
+	// The caller's key names the submit across its own retries; without
+	// one the client draws a random id per call (its own repeats only).
+	req.RequestID = key
 	job, err := cl.Submit(c.r.Context(), scope, *req)
 	if err != nil {
+		if key != "" && api.AsError(err).Code == evalrecord.CodeRequestIDConflict {
+			return errorf(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, HeaderIdempotencyKey+
+				" was used in this scope within the last hour for a submission with other content; send a new key for a new submission").
+				with(map[string]string{"header": HeaderIdempotencyKey, "reason": evalrecord.CodeRequestIDConflict})
+		}
 		return serviceError(err)
 	}
 	w.Header().Set("location", "/dev/v1/evaluation/jobs/"+job.JobID)
@@ -291,8 +340,19 @@ func (s *Server) cancel(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
+	key, e := c.idempotencyKey()
+	if e != nil {
+		return e
+	}
 	if _, err := cl.Cancel(c.r.Context(), scope, id); err != nil {
-		return serviceError(err)
+		// With a key the caller says it may be sending this cancel again:
+		// a job a user's cancel already ended answers as the first
+		// attempt did (the end state is the one asked for).
+		ae := api.AsError(err)
+		if key == "" || ae.Code != api.CodeAlreadyTerminal || ae.Phase != string(evalrecord.PhaseCancelled) ||
+			ae.Reason != evalrecord.ReasonUserCancelled {
+			return serviceError(err)
+		}
 	}
 	return s.writeJSON(w, http.StatusAccepted, CancelAnswer{JobID: id, Status: "cancellation_requested"})
 }

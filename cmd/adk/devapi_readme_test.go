@@ -22,7 +22,9 @@ import (
 // TestClusterReadme_DeveloperHTTPAPI runs the README's "Developer HTTP
 // API" block in order: the export line sets the environment, `adk serve
 // ... &` starts the built binary (on free ports, in a scratch data dir),
-// and every curl and adk line runs through sh and must exit 0. Then the
+// and every curl and adk line runs through sh and must exit 0 (a retried
+// submission with the same Idempotency-Key prints the first one's job
+// id, or its diff fails). Then the
 // report the README fetched over HTTP is checked byte for byte against the
 // Go client's and `adk eval report JOB_ID --nats`.
 func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
@@ -71,7 +73,7 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 		return out.String()
 	}
 	var reportHTTP string
-	curls := 0
+	curls, retried := 0, 0
 	for _, line := range strings.Split(block[1], "\n") {
 		switch {
 		case strings.HasPrefix(line, "export "):
@@ -125,6 +127,11 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 			if strings.HasPrefix(line, "curl ") {
 				curls++
 			}
+			// The retried submission (same Idempotency-Key, same body)
+			// answers the first one's job: its line diffs the ids.
+			if strings.Contains(line, "idempotency-key: ") && strings.HasSuffix(line, "| diff - job") {
+				retried++
+			}
 			if strings.Contains(line, "format=markdown") {
 				reportHTTP = out
 			}
@@ -146,8 +153,8 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 			}
 		}
 	}
-	if curls < 8 || reportHTTP == "" || natsURL == "" {
-		t.Fatalf("%d curl lines, report %d bytes, nats %q", curls, len(reportHTTP), natsURL)
+	if curls < 8 || retried != 1 || reportHTTP == "" || natsURL == "" {
+		t.Fatalf("%d curl lines, %d retried submissions, report %d bytes, nats %q", curls, retried, len(reportHTTP), natsURL)
 	}
 	job, err := os.ReadFile(filepath.Join(dir, "job"))
 	if err != nil {

@@ -24,30 +24,11 @@ const (
 	// RequestTTLMS is how long a request id is remembered: far past a
 	// call's retries (a call lasts 30 s by default).
 	RequestTTLMS = 60 * 60 * 1000
-	// MinRequestIDBytes and MaxRequestIDBytes bound a request id.
-	MinRequestIDBytes = 16
-	MaxRequestIDBytes = 64
 	// maxRequestExpiries bounds the expired ids one RecordRequest
 	// deletes, so its transaction stays small; one submit adds one id,
 	// so they never pile up.
 	maxRequestExpiries = 256
 )
-
-// ValidRequestID reports whether id is a request id: 16..64 bytes of
-// ASCII letters, digits, '-' and '_' (a UUID, or 32 hex digits as the Go
-// client sends).
-func ValidRequestID(id string) bool {
-	if len(id) < MinRequestIDBytes || len(id) > MaxRequestIDBytes {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return true
-}
 
 // RequestRecord is what a request id names: the job its submit created
 // and the digest of that submit's content.
@@ -98,8 +79,8 @@ func (tx *Tx) RecordRequest(scope, id, digest, jobID string, now int64) error {
 	if err := ValidScope(scope); err != nil {
 		return err
 	}
-	if !ValidRequestID(id) {
-		return errf(evalrecord.CodeInvalidStoreRecord, "request id: %d..%d bytes of [A-Za-z0-9_-]", MinRequestIDBytes, MaxRequestIDBytes)
+	if !evalrecord.ValidRequestID(id) {
+		return errf(evalrecord.CodeInvalidStoreRecord, "request id: %d..%d bytes of [A-Za-z0-9_-]", evalrecord.MinRequestIDBytes, evalrecord.MaxRequestIDBytes)
 	}
 	if _, err := tx.forgetRequests(now-RequestTTLMS, maxRequestExpiries); err != nil {
 		return err

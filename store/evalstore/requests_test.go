@@ -103,8 +103,8 @@ func TestStore_RequestIDsNameTheirJob(t *testing.T) {
 	})
 
 	t.Run("invalid ids", func(t *testing.T) {
-		for _, id := range []string{"", "short", strings.Repeat("a", evalstore.MaxRequestIDBytes+1), "0123456789abcdef 0123", "0123456789abcdef/0123", "0123456789abcdéf0123"} {
-			if evalstore.ValidRequestID(id) {
+		for _, id := range []string{"", "short", strings.Repeat("a", evalrecord.MaxRequestIDBytes+1), "0123456789abcdef 0123", "0123456789abcdef/0123", "0123456789abcdéf0123"} {
+			if evalrecord.ValidRequestID(id) {
 				t.Errorf("%q valid", id)
 			}
 			err := up(func(tx *evalstore.Tx) error { return tx.RecordRequest("app", id, "d", "eval-1", 500) })
@@ -113,7 +113,7 @@ func TestStore_RequestIDsNameTheirJob(t *testing.T) {
 			}
 		}
 		for _, id := range []string{req1, "123e4567-e89b-12d3-a456-426614174000", strings.Repeat("Z_", 32)} {
-			if !evalstore.ValidRequestID(id) {
+			if !evalrecord.ValidRequestID(id) {
 				t.Errorf("%q invalid", id)
 			}
 		}
@@ -136,7 +136,7 @@ func FuzzRequestIDs(f *testing.F) {
 	rollback := errors.New("rollback")
 	var idx uint64
 	f.Fuzz(func(t *testing.T, scopeA, idA, scopeB, idB string) {
-		if evalstore.ValidScope(scopeA) != nil || evalstore.ValidScope(scopeB) != nil || !evalstore.ValidRequestID(idA) || !evalstore.ValidRequestID(idB) {
+		if evalstore.ValidScope(scopeA) != nil || evalstore.ValidScope(scopeB) != nil || !evalrecord.ValidRequestID(idA) || !evalrecord.ValidRequestID(idB) {
 			t.Skip()
 		}
 		same := scopeA == scopeB && idA == idB
