@@ -347,8 +347,9 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if _, err := bus.EnsureSignalStream(sctx, js, o.file.Signals.StreamConfig()); err != nil {
 		return err
 	}
+	log := o.file.Log.Logger(os.Stderr)
 	if o.otlpAddr != "" {
-		otlp, err := startOTLP(nc, auth, o.otlpAddr)
+		otlp, err := startOTLP(nc, auth, o.otlpAddr, log)
 		if err != nil {
 			return err
 		}
@@ -359,7 +360,6 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
-	log := o.file.Log.Logger(os.Stderr)
 	ev, err := startServeEval(srv, o.dataDir, o.eval, o.file.Coordinator, stdout, log)
 	if err != nil {
 		return err
@@ -421,6 +421,9 @@ func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tra
 	opts tracestore.Options, log *slog.Logger, ready func(*tracenode.Node) bool) error {
 	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
 	defer pool.Close()
+	watch := newSignalWatch(log, "adk store "+name+" lifecycle", pool.Stats, nc.IsConnected)
+	watch.start(signalWarnCheck)
+	defer watch.stop()
 	st, err := tracestore.Open(tracestore.Config{Dir: dir, Options: opts, LifecycleSink: func(principal string, data []byte) error {
 		return pool.PublishRecord(principal, bus.RecordWorkflowLifecycle, data)
 	}})

@@ -104,7 +104,7 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, c setti
 		if o.drain == 0 {
 			o.drain = defaultTraceDrain
 		}
-		if s.tracing, err = startFleetTracing(wnc, os.Getenv, "adk-serve", o.drain); err != nil {
+		if s.tracing, err = startFleetTracing(wnc, os.Getenv, "adk-serve", o.drain, log, "adk serve worker"); err != nil {
 			return nil, err
 		}
 		wc := worker.Config{ID: serveWorkerID, NATS: wnc, Capacity: o.capacity, AgentFiles: agents, Logger: log}

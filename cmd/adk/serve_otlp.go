@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -20,14 +21,15 @@ import (
 // receiver, publishing through its own per-principal publisher pool) and
 // GET /metrics (the bus counters of that pool and the receiver's).
 type otlpServer struct {
-	addr string
-	srv  *http.Server
-	pool *bus.PublisherPool
-	done chan error
+	addr  string
+	srv   *http.Server
+	pool  *bus.PublisherPool
+	watch *signalWatch // warns on log while spans the receiver took are lost
+	done  chan error
 }
 
 // startOTLP listens on addr and serves until stop.
-func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string) (*otlpServer, error) {
+func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string, log *slog.Logger) (*otlpServer, error) {
 	if auth == nil {
 		return nil, usageError{errors.New("--otlp-addr needs --tokens (the receiver authenticates bearer tokens)")}
 	}
@@ -55,11 +57,13 @@ func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string) (*ot
 		return nil, fmt.Errorf("otlp listen: %w", err)
 	}
 	s := &otlpServer{
-		addr: ln.Addr().String(),
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
-		pool: pool,
-		done: make(chan error, 1),
+		addr:  ln.Addr().String(),
+		srv:   &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
+		pool:  pool,
+		watch: newSignalWatch(log, "adk serve otlp receiver", pool.Stats, nc.IsConnected),
+		done:  make(chan error, 1),
 	}
+	s.watch.start(signalWarnCheck)
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -72,6 +76,7 @@ func (s *otlpServer) stop() {
 		_ = s.srv.Close() // connections still busy after the grace period
 	}
 	<-s.done
+	s.watch.stop()
 	_ = s.pool.Drain(ctx)
 	s.pool.Close()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -203,14 +204,21 @@ type fleetTracing struct {
 	pool  *bus.PublisherPool
 	local *localTracing // its tracer is unused: only the bus exports
 	drain time.Duration
+	watch *signalWatch // warns on log while signals are lost
 }
 
-func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string, drain time.Duration) (*fleetTracing, error) {
+// startFleetTracing starts the publishers on nc and the watch that logs
+// on log, each line starting with prefix (the process), while their
+// signals are not delivered.
+func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string, drain time.Duration, log *slog.Logger, prefix string) (*fleetTracing, error) {
 	local, err := startLocalTracing(getenv, service, drain, traceTarget{})
 	if err != nil {
 		return nil, err
 	}
-	return &fleetTracing{pool: bus.NewPublisherPool(nc, bus.HighRatePublisherConfig(nil), 0), local: local, drain: drain}, nil
+	ft := &fleetTracing{pool: bus.NewPublisherPool(nc, bus.HighRatePublisherConfig(nil), 0), local: local, drain: drain}
+	ft.watch = newSignalWatch(log, prefix, ft.pool.Stats, nc.IsConnected)
+	ft.watch.start(signalWarnCheck)
+	return ft, nil
 }
 
 // workerConfig fills the worker's signal fields.
@@ -224,6 +232,7 @@ func (ft *fleetTracing) workerConfig(c *worker.Config) {
 // finish drains the publishers (within the drain bound) and the local
 // bus, and writes one stderr line when signals were dropped.
 func (ft *fleetTracing) finish(stderr io.Writer) {
+	ft.watch.stop() // the exit line below counts what is lost from here
 	ctx, cancel := context.WithTimeout(context.Background(), ft.drain)
 	_ = ft.pool.Drain(ctx)
 	cancel()
