@@ -360,7 +360,11 @@ func (n *Node) startRaft() error {
 		n.walMeta = nil
 		return fmt.Errorf("raft wal: %w", err)
 	}
-	logs, err := raft.NewLogCache(512, compactedLog{n.wal})
+	var store raft.LogStore = compactedLog{n.wal}
+	if raftLogStoreWrap != nil {
+		store = raftLogStoreWrap(store)
+	}
+	logs, err := raft.NewLogCache(512, store)
 	if err != nil {
 		return err
 	}
@@ -918,6 +922,11 @@ func (n *Node) awaitApplied(ctx context.Context, index uint64) error {
 	}
 	return nil
 }
+
+// raftLogStoreWrap, when set (by a test, before Start), wraps the Raft
+// log store, raft-wal: the Stop regression test holds Raft's leader loop
+// in a log write.
+var raftLogStoreWrap func(raft.LogStore) raft.LogStore
 
 // compactedLog is raft-wal with its head truncation made visible to
 // reads: raft-wal keeps answering GetLog below its first index until the
