@@ -76,8 +76,7 @@ type Worker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // loops and task goroutines
 	slots  chan struct{}  // accepted tasks: Capacity+Prefetch
-	runs   chan struct{}  // running samples: Capacity
-	runq   chan *runReq   // to the Capacity runners (runOnRunner)
+	runq   chan *runReq   // held tasks to the Capacity runners (the run slots)
 
 	agents map[string]trustedAgent
 	// agentNames are the agents' names, sorted, announced in heartbeats.
@@ -213,7 +212,7 @@ func Start(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), runs: make(chan struct{}, cfg.Capacity), agents: agents, agentNames: agentNames(agents), limits: limits,
+	w := &Worker{cfg: cfg, log: log.With("worker", cfg.ID), js: js, slots: make(chan struct{}, cfg.Capacity+cfg.Prefetch), agents: agents, agentNames: agentNames(agents), limits: limits,
 		running: map[api.TaskRef]*heldTask{}, heldJobs: map[string]int{}, recent: map[api.TaskRef]time.Time{}, specs: map[string]*jobSpec{}, owners: map[string]int64{},
 		answered: make(chan struct{}), hbKick: make(chan struct{}, 1), epoch: newEpoch(), tracer: tracer, signals: signals}
 	// A limiter's demand after an idle spell, or a share it gave back,
@@ -735,21 +734,18 @@ func (w *Worker) accept(m jetstream.Msg) {
 		var each sync.WaitGroup
 		for _, h := range hs {
 			each.Go(func() {
+				// A runner taking the request is the task's run slot: a
+				// runner that finishes a sample takes the next waiting
+				// task itself, with no other goroutine to schedule
+				// between a model answer and the next sample's start.
+				r := &runReq{ctx: h.ctx, task: h.task, done: make(chan struct{})}
 				select {
-				case w.runs <- struct{}{}:
-					// Only with a fresh leader answer: a worker resumed
-					// after a stop asks first, and the answer kills the
-					// tasks the leader failed meanwhile.
-					var res api.Result
-					ok := false
-					if w.waitStartable(h.ctx, h.task) {
-						res, ok = w.runOnRunner(h.ctx, h.task)
-					}
+				case w.runq <- r:
 					// The run slot is the sample's; the result's group
 					// commit (resultWindow) and publish do not hold it.
-					<-w.runs
-					if ok {
-						if err := w.results.publish(res); err != nil {
+					<-r.done
+					if r.ok {
+						if err := w.results.publish(r.res); err != nil {
 							w.log.Warn("publish result", "task", h.task.ID(), "err", err)
 						}
 					}
@@ -797,35 +793,29 @@ type runReq struct {
 	done chan struct{}
 }
 
-// runner runs samples until the worker stops. Samples run on these
-// long-lived goroutines, not on a fresh one per task: a sample's call
-// chain (engine, agent, tracer, signal encoder) is deep, and a fresh
-// goroutine grew its stack from the minimum and copied it every task
-// (runtime.newstack was ~43 µs a task in BenchmarkClusterEval_10kTasks'
-// CPU profile, more with tracing on). A runner keeps its grown stack.
+// runner runs samples until the worker stops. The Capacity runners are
+// the worker's run slots: each takes one held task at a time from runq.
+// Samples run on these long-lived goroutines, not on a fresh one per
+// task: a sample's call chain (engine, agent, tracer, signal encoder) is
+// deep, and a fresh goroutine grew its stack from the minimum and copied
+// it every task (runtime.newstack was ~43 µs a task in
+// BenchmarkClusterEval_10kTasks' CPU profile, more with tracing on). A
+// runner keeps its grown stack.
 func (w *Worker) runner() {
 	for {
 		select {
 		case r := <-w.runq:
-			r.res, r.ok = w.run(r.ctx, r.task)
+			// Only with a fresh leader answer: a worker resumed after a
+			// stop asks first, and the answer kills the tasks the leader
+			// failed meanwhile.
+			if w.waitStartable(r.ctx, r.task) {
+				r.res, r.ok = w.run(r.ctx, r.task)
+			}
 			close(r.done)
 		case <-w.ctx.Done():
 			return
 		}
 	}
-}
-
-// runOnRunner is run on a runner. The caller holds a run slot, so one of
-// the Capacity runners is free or about to be.
-func (w *Worker) runOnRunner(ctx context.Context, task api.Task) (api.Result, bool) {
-	r := &runReq{ctx: ctx, task: task, done: make(chan struct{})}
-	select {
-	case w.runq <- r:
-	case <-w.ctx.Done():
-		return api.Result{}, false // stopping: the leader owns the outcome
-	}
-	<-r.done
-	return r.res, r.ok
 }
 
 // run runs one sample and returns its result to publish; ok is false when
