@@ -129,6 +129,11 @@ func ResultSide(r *Result) (*CompareSide, error) { return evalcore.ResultSide(r)
 // case lines and summary without a sample.
 func StreamSide(f *StreamFile) (*CompareSide, error) { return evalcore.StreamSide(f) }
 
+// ReadStreamSide is the side of a comparison of a stream read once from
+// r, with OpenStreamFile's checks but no sample index: memory is the side
+// alone (one bit a sample besides), and r need not be seekable.
+func ReadStreamSide(r io.Reader) (*CompareSide, error) { return evalcore.ReadStreamSide(r) }
+
 // CompareSides is Compare of two sides: the same comparison as Compare of
 // the same results.
 func CompareSides(baseline, current *CompareSide, opts CompareOptions) (*Comparison, error) {
@@ -732,7 +737,7 @@ const MaxCriteriaFileBytes = evalcore.MaxCriteriaFileBytes
 type StreamFile = evalcore.StreamFile
 
 // OpenStreamFile reads a stream of size bytes once, checks it line by line
-// and indexes its sample lines (16 bytes a sample); see StreamFile.
+// and indexes its sample lines (24 bytes a sample); see StreamFile.
 func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 	return evalcore.OpenStreamFile(r, size)
 }

@@ -178,14 +178,16 @@ func RenderStream(w io.Writer, f *StreamFile, format string, opts ExportOptions)
 }
 
 // RenderStreamCompared is RenderStream with the run's baseline
-// comparison: html shows it as RenderHTML does; other formats are the
-// result's alone.
+// comparison: html shows it as RenderHTML does, its case table paged with
+// the cases when the page cannot hold everything (regressions first);
+// other formats are the result's alone.
 func RenderStreamCompared(w io.Writer, f *StreamFile, cmp *Comparison, format string, opts ExportOptions) error {
 	return report.RenderStreamCompared(w, f, cmp, format, opts)
 }
 
 // CompareSidesReport is CompareReport of two comparison sides
-// (ResultSide, StreamSide): the same bytes for the same results.
+// (ResultSide, StreamSide, ReadStreamSide): the same bytes for the same
+// results.
 func CompareSidesReport(baseline, current *CompareSide, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
 	return report.CompareSidesReport(baseline, current, opts, format, eo)
 }

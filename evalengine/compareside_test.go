@@ -30,6 +30,21 @@ func streamSideOf(t *testing.T, r *evalengine.Result) *evalengine.CompareSide {
 	return s
 }
 
+// readSideOf is r's side read once from its jsonl form without a sample
+// index (ReadStreamSide), the samples in reverse order.
+func readSideOf(t *testing.T, r *evalengine.Result) *evalengine.CompareSide {
+	t.Helper()
+	data, err := evalengine.Render(r, evalengine.FormatJSONL, evalengine.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := evalengine.ReadStreamSide(bytes.NewReader(shuffleSamples(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestCompareSides_StreamEqualsDocument: a comparison made from a
 // stream's case lines (either side, or both) is the comparison of the
 // documents, and its reports are CompareReport's bytes.
@@ -59,7 +74,9 @@ func TestCompareSides_StreamEqualsDocument(t *testing.T) {
 				t.Fatal(err)
 			}
 			bs, cs := streamSideOf(t, b), streamSideOf(t, c)
-			for name, pair := range map[string][2]*evalengine.CompareSide{"doc/doc": {bd, cd}, "stream/doc": {bs, cd}, "doc/stream": {bd, cs}, "stream/stream": {bs, cs}} {
+			br, cr := readSideOf(t, b), readSideOf(t, c)
+			for name, pair := range map[string][2]*evalengine.CompareSide{"doc/doc": {bd, cd}, "stream/doc": {bs, cd}, "doc/stream": {bd, cs}, "stream/stream": {bs, cs},
+				"read/doc": {br, cd}, "doc/read": {bd, cr}, "read/stream": {br, cs}, "read/read": {br, cr}} {
 				got, err := evalengine.CompareSides(pair[0], pair[1], copts)
 				if err != nil {
 					t.Fatalf("%s vs %s, %s: %v", bn, cn, name, err)
@@ -91,6 +108,21 @@ func TestCompareSides_StreamEqualsDocument(t *testing.T) {
 		}
 		_, err = evalengine.CompareSides(base, streamSideOf(t, r), evalengine.CompareOptions{})
 		wantCode(t, err, evalengine.CodeEvalSetMismatch)
+		// A comparison CompareSides built renders without being
+		// verified again; a copy changed by hand is verified.
+		good, err := evalengine.CompareSides(base, base, evalengine.CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := evalengine.Render(good, evalengine.FormatJSON, evalengine.ExportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		changed := *good
+		changed.Passed = false
+		_, err = evalengine.Render(&changed, evalengine.FormatJSON, evalengine.ExportOptions{})
+		wantCode(t, err, evalengine.CodeInvalidExportResult)
+		_, err = evalengine.RenderHTML(nil, &changed, evalengine.ExportOptions{})
+		wantCode(t, err, evalengine.CodeInvalidExportResult)
 		forged := *fixedResult(t, false)
 		forged.CaseCount = 7
 		_, err = evalengine.ResultSide(&forged)

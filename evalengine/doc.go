@@ -184,12 +184,24 @@
 //     kind) so that two digests are equal exactly when the trajectories
 //     are jsonEqual. ResultSide takes it from a (re-validated) document,
 //     StreamSide from a checked stream's case lines and summary without
-//     reading a sample, so memory is O(cases) small records whatever the
-//     samples hold. Compare is CompareSides of two ResultSides: one
-//     comparison, the same document and bytes either way. A streamed
-//     html page (RenderStreamCompared) shows the comparison as RenderHTML
-//     does, inside the page's bound; a comparison whose page without any
-//     case is over the bound is export_byte_limit_exceeded.
+//     reading a sample, and ReadStreamSide in one pass over a stream with
+//     OpenStreamFile's checks but none of its index (one bit a sample and
+//     a byte a case while it reads; `adk eval compare` and `--baseline`
+//     read jsonl this way), so memory is O(cases) small records (about
+//     90 bytes a case) whatever the samples hold. Sides are sorted by
+//     case id, so CompareSides is one merge, no map. Compare is
+//     CompareSides of two ResultSides: one comparison, the same document
+//     and bytes either way. A streamed html page (RenderStreamCompared)
+//     shows the comparison as RenderHTML does, inside the page's bound;
+//     when the comparison's case rows and the cases do not all fit, the
+//     page shows the regressions, then the failed cases, then the other
+//     rows, then the passed cases, each only once everything before it
+//     fitted, under a note per table with its counts (a user opens the
+//     page for what regressed and why; every row is in `adk eval
+//     compare`'s document). Only a page without any row over the bound
+//     is export_byte_limit_exceeded (reason page). `adk eval run
+//     --baseline --format html` takes this page also when its result
+//     fits one document but the page does not.
 //
 // # Metrics beyond the criteria (§5.8, §5.12)
 //

@@ -85,6 +85,27 @@ func TestRenderStream_ByteIdenticalToRender(t *testing.T) {
 					t.Fatalf("%s %s %s: streamed report differs\n got %q\nwant %q", name, in, format, got, want)
 				}
 			}
+			// html with a baseline comparison (the passing result's)
+			// is RenderHTML's page of both.
+			cmp, err := evalengine.Compare(fixedResult(t, false), r, evalengine.CompareOptions{})
+			if err != nil {
+				cmp, err = evalengine.Compare(r, r, evalengine.CompareOptions{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := evalengine.RenderHTML(r, cmp, evalengine.ExportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := evalengine.OpenStreamFile(bytes.NewReader(stream), int64(len(stream)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := evalengine.RenderStreamCompared(&got, f, cmp, evalengine.FormatHTML, evalengine.ExportOptions{}); err != nil || !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%s %s: the streamed html with its comparison differs: %v", name, in, err)
+			}
 		}
 	}
 }
@@ -346,11 +367,24 @@ func FuzzOpenStreamFile(f *testing.F) {
 	f.Add([]byte("{}\n{}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sf, err := evalengine.OpenStreamFile(bytes.NewReader(data), int64(len(data)))
+		// The comparison side's reader (no index) accepts exactly the
+		// same streams, and reads the same side.
+		rs, rerr := evalengine.ReadStreamSide(bytes.NewReader(data))
+		if (err == nil) != (rerr == nil) || rerr != nil && evalengine.ErrorCode(rerr) != evalengine.CodeInvalidEvalStream {
+			t.Fatalf("OpenStreamFile: %v; ReadStreamSide: %v", err, rerr)
+		}
 		if err != nil {
 			if evalengine.ErrorCode(err) != evalengine.CodeInvalidEvalStream {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
+		}
+		if ss, err := evalengine.StreamSide(sf); err == nil && sf.Summary.ResultSchemaVersion == evalengine.ResultSchemaVersion {
+			a, aerr := evalengine.CompareSides(ss, rs, evalengine.CompareOptions{})
+			b, berr := evalengine.CompareSides(rs, ss, evalengine.CompareOptions{})
+			if aerr != nil || berr != nil || !a.Passed || !b.Passed {
+				t.Fatalf("a stream's two sides differ: %v %v %+v", aerr, berr, a)
+			}
 		}
 		var whole *evalengine.Result
 		if st, err := evalengine.ReadStream(bytes.NewReader(data)); err == nil {

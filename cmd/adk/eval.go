@@ -149,7 +149,7 @@ $ADK_DEV_TOKEN): the same bytes.`,
 			if r, ok := v.(*evalengine.Result); ok && format != evalengine.FormatJSON && evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded {
 				// The result fits one document but this report of it does
 				// not: case by case (html: one page).
-				if err := renderOverBound(cmd, output, r, format, eo, nil); err != nil {
+				if err := renderOverBound(cmd, output, r, nil, format, eo, nil); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "adk: the %s report is over one %d-byte document: it was rendered case by case%s\n", format, maxBytes, htmlPageNote(format))

@@ -15,11 +15,12 @@ import (
 // each side its summary and, per case, its id, status, verdict and a
 // trajectory digest (evalengine.CompareSide), so either side may be a
 // result document (at most 16 MiB) or a JSON Lines result of any size,
-// read case line by case line without its samples: memory is O(cases)
-// small records, never the samples. `adk eval run --baseline`, `adk
-// eval compare` and a run whose own result streams past one document
-// (evalspill.go, a cluster job's past the bound) all compare this way,
-// and the comparison is the same document for the same results.
+// read once, case line by case line, keeping no sample and no sample
+// index (evalengine.ReadStreamSide): memory is O(cases) small records.
+// `adk eval run --baseline`, `adk eval compare` and a run whose own
+// result streams past one document (evalspill.go, a cluster job's past
+// the bound) all compare this way, and the comparison is the same
+// document for the same results.
 
 // loadSide reads a saved result as one side of a comparison: a JSON Lines
 // result (its header line says so) of any size, or a result document.
@@ -47,7 +48,7 @@ func loadSide(name, path, wrap string) (*evalengine.CompareSide, error) {
 }
 
 // streamSideOf reads a JSON Lines result file as a comparison side: one
-// pass to check and index it, one over its case lines.
+// pass that checks it and keeps the side, never a sample's position.
 func streamSideOf(name, path, wrap string) (*evalengine.CompareSide, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -61,11 +62,7 @@ func streamSideOf(name, path, wrap string) (*evalengine.CompareSide, error) {
 	if !info.Mode().IsRegular() {
 		return nil, &cliError{Code: codeFileUnreadable, Reason: name, Detail: path + ": a jsonl result must be a regular file"}
 	}
-	sf, err := evalengine.OpenStreamFile(f, info.Size())
-	if err != nil {
-		return nil, sideError(wrap, path, err)
-	}
-	s, err := evalengine.StreamSide(sf)
+	s, err := evalengine.ReadStreamSide(f)
 	if err != nil {
 		return nil, sideError(wrap, path, err)
 	}
@@ -115,8 +112,9 @@ func (sr *streamedRun) discard() {
 //
 //   - markdown, junit, sarif, annotations and html are rendered from the
 //     stream case by case (html: one page of at most bound bytes, with
-//     the comparison on it as in a run that fits); with --output FILE the
-//     stream is kept as FILE.jsonl.
+//     the comparison on it as in a run that fits, its rows paged,
+//     regressions first, when they do not all fit); with --output FILE
+//     the stream is kept as FILE.jsonl.
 //   - json (without a baseline) and jsonl are the stream itself: a JSON
 //     document cannot hold it.
 //   - With a baseline, json and markdown are the comparison document, as
@@ -141,24 +139,36 @@ func (sr *streamedRun) report(cmd *cobra.Command, f *evalRunFlags, bound int, ba
 	}
 	var sf *evalengine.StreamFile
 	var cmp *evalengine.Comparison
+	// json and markdown with a baseline are the comparison alone, and
+	// jsonl is the stream: no report reads a sample back, so the current
+	// side is read without a sample index.
+	sideOnly := isStream || f.format == evalengine.FormatJSON || f.format == evalengine.FormatMarkdown
 	if !isStream || baseline != nil {
 		in, err := os.Open(sr.path)
 		if err != nil {
 			return unreadable("stream", sr.path, err)
 		}
 		defer in.Close()
-		info, err := in.Stat()
-		if err != nil {
-			return unreadable("stream", sr.path, err)
-		}
-		if sf, err = evalengine.OpenStreamFile(in, info.Size()); err != nil {
-			return engineError(codeReportRenderFailed, err)
-		}
-		if baseline != nil {
-			cur, err := evalengine.StreamSide(sf)
-			if err != nil {
+		var cur *evalengine.CompareSide
+		if baseline != nil && sideOnly {
+			if cur, err = evalengine.ReadStreamSide(in); err != nil {
 				return engineError(codeReportRenderFailed, err)
 			}
+		} else {
+			info, err := in.Stat()
+			if err != nil {
+				return unreadable("stream", sr.path, err)
+			}
+			if sf, err = evalengine.OpenStreamFile(in, info.Size()); err != nil {
+				return engineError(codeReportRenderFailed, err)
+			}
+			if baseline != nil {
+				if cur, err = evalengine.StreamSide(sf); err != nil {
+					return engineError(codeReportRenderFailed, err)
+				}
+			}
+		}
+		if baseline != nil {
 			if cmp, err = evalengine.CompareSides(baseline, cur, cmpOpts); err != nil {
 				return engineError(codeComparisonFailed, err)
 			}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -100,4 +103,54 @@ func TestEvalRun_BaselineOverOneDocument(t *testing.T) {
 	}
 	oneErrorLine(t, runADK(t, dir, nil, "eval", "compare", "cut.jsonl", "base.jsonl"), "invalid_eval_baseline: invalid_eval_stream")
 	oneErrorLine(t, runADK(t, dir, nil, "eval", "compare", "base.jsonl", "cut.jsonl"), "invalid_current_result: invalid_eval_stream")
+}
+
+// TestEvalRun_BaselineHTMLPaged: an html report whose baseline
+// comparison's case table is over the page (a baseline of 300 cases,
+// generated here and run as JSON Lines, against a run of two) is one page
+// within --max-report-bytes, not export_byte_limit_exceeded: the
+// regressions first, under a note with the counts, and the exit code of
+// the gate. Both ways there: the run's own result past the bound
+// (streamed), and a result that fits whose page does not.
+func TestEvalRun_BaselineHTMLPaged(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	cases := []string{`{"id":"pune","expected_trajectory":["get_weather"],"input":"Weather in Pune?","expected":"Sunny"}`,
+		`{"id":"oslo","input":"Weather in Oslo?","expected":"Snow"}`}
+	for i := range 298 {
+		cases = append(cases, fmt.Sprintf(`{"id":"oslo-%03d","input":"Weather in Oslo?","expected":"Snow"}`, i))
+	}
+	writeFile(t, dir, "big.json", `{"id":"weather","version":"big","cases":[`+strings.Join(cases, ",")+`]}`)
+	if r := runADK(t, dir, nil, "eval", "run", "--config", "good.json", "--eval-set", "big.json", "--format", "jsonl", "--output", "big.jsonl"); r.code != exitOK {
+		t.Fatalf("the baseline run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		bound, how string
+	}{{"9000", "rendered case by case from its JSON Lines stream"}, {"40000", "it was rendered case by case"}} {
+		r := runADK(t, dir, nil, "eval", "run", "--config", "good.json", "--eval-set", "set.json", "--samples", "2",
+			"--baseline", "big.jsonl", "--format", "html", "--max-report-bytes", tc.bound, "--output", "gate.html")
+		// The 298 cases the run does not have regress.
+		if r.code != exitFailed || !strings.Contains(r.stderr, tc.how) {
+			t.Fatalf("bound %s: exit %d, stderr %q", tc.bound, r.code, r.stderr)
+		}
+		bound, _ := strconv.Atoi(tc.bound)
+		page, err := os.ReadFile(filepath.Join(dir, "gate.html"))
+		if err != nil || string(page) != r.stdout || len(page) > bound {
+			t.Fatalf("bound %s: the page is %d bytes, stdout %d: %v", tc.bound, len(page), len(r.stdout), err)
+		}
+		m := regexp.MustCompile(`This table shows (\d+) of 300 baseline cases</strong>.*Regressions come first \((\d+) of 298 shown\), then the other cases \((\d+) of 2 shown\)`).FindStringSubmatch(r.stdout)
+		if m == nil || m[1] != m[2] || m[3] != "0" || strings.Count(r.stdout, `<span class="badge REGRESSION">REGRESSION</span> missing_current_case`) != atoi(t, m[2]) {
+			t.Fatalf("bound %s: the comparison's note is missing or wrong: %v", tc.bound, m)
+		}
+		t.Logf("bound %s: %d bytes, %s of 298 regressions shown", tc.bound, len(page), m[2])
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

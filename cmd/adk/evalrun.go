@@ -692,10 +692,11 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result *evalengine.Result, bas
 	} else {
 		data, err = evalengine.Render(report, f.format, exportOpts)
 	}
-	if evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded && baseline == nil && f.format != evalengine.FormatJSON {
+	if evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded && (baseline == nil || f.format == evalengine.FormatHTML) && f.format != evalengine.FormatJSON {
 		// The result fits one document but this report of it does not:
-		// rendered case by case from its stream form (html: one page).
-		if err := renderOverBound(cmd, f.output, result, f.format, exportOpts, secrets); err != nil {
+		// rendered case by case from its stream form (html: one page,
+		// with the comparison's rows paged too).
+		if err := renderOverBound(cmd, f.output, result, cmp, f.format, exportOpts, secrets); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "adk: the %s report is over one %d-byte document: it was rendered case by case%s\n", f.format, opts.MaxReportBytes, htmlPageNote(f.format))

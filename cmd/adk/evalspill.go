@@ -213,7 +213,7 @@ func renderStreamFunc(sf *evalengine.StreamFile, cmp *evalengine.Comparison, for
 // renderOverBound renders a result that fits one document but whose
 // report in format does not (export_byte_limit_exceeded): from its
 // jsonl form in memory, case by case, html as one bounded page.
-func renderOverBound(cmd *cobra.Command, output string, r *evalengine.Result, format string, eo evalengine.ExportOptions, secrets []string) error {
+func renderOverBound(cmd *cobra.Command, output string, r *evalengine.Result, cmp *evalengine.Comparison, format string, eo evalengine.ExportOptions, secrets []string) error {
 	data, err := evalengine.Render(r, evalengine.FormatJSONL, evalengine.ExportOptions{StreamDigests: eo.StreamDigests})
 	if err != nil {
 		return engineError(codeReportRenderFailed, err)
@@ -222,7 +222,7 @@ func renderOverBound(cmd *cobra.Command, output string, r *evalengine.Result, fo
 	if err != nil {
 		return engineError(codeReportRenderFailed, err)
 	}
-	return emitStreamed(cmd, output, renderStreamFunc(sf, nil, format, eo, secrets))
+	return emitStreamed(cmd, output, renderStreamFunc(sf, cmp, format, eo, secrets))
 }
 
 // scrubWriter is scrubReport on a stream: for each secret in order, its

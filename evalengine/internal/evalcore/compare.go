@@ -7,6 +7,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,30 @@ type Comparison struct {
 	MaxPassRateDrop     float64      `json:"max_pass_rate_drop"`
 	MetricDiffs         []MetricDiff `json:"metric_diffs"`
 	CaseDiffs           []CaseDiff   `json:"case_diffs"`
+
+	// checked points to the Comparison itself when CompareSides built it
+	// or DecodeComparison verified it, so CheckComparison (every
+	// renderer) does not verify it again through two generic trees of
+	// the document (hundreds of MiB at 100,000 cases). As with a
+	// Result, mutating a checked Comparison in place is the caller's
+	// mistake; a copy is checked again.
+	checked *Comparison
+}
+
+// CheckComparison is c verified (DecodeComparison of its encoding), or c
+// itself when this package built or verified it.
+func CheckComparison(c *Comparison) (*Comparison, error) {
+	if c == nil {
+		return nil, ReasonErr(CodeInvalidComparison, "nil", "")
+	}
+	if c.checked == c {
+		return c, nil
+	}
+	data, err := c.MarshalJSON()
+	if err != nil {
+		return nil, ReasonErr(CodeInvalidComparison, "not_json", "")
+	}
+	return DecodeComparison(data)
 }
 
 // MetricDiff compares one baseline summary metric.
@@ -107,10 +132,12 @@ func Compare(baseline, current *Result, opts CompareOptions) (*Comparison, error
 // result without its cases) and, per case, its id, status, verdict and a
 // digest of its trajectory. That is a few dozen bytes a case whatever the
 // samples hold, so a result of any size is compared in memory O(cases):
-// StreamSide reads one from a sample stream without its samples.
+// ReadStreamSide reads one from a sample stream without keeping a sample.
 type CompareSide struct {
 	summary *Result // Cases nil
-	cases   []sideCase
+	// cases are sorted by id (stably: equal ids keep their case order),
+	// so that CompareSides merges two sides without an index.
+	cases []sideCase
 }
 
 // sideCase is one case of a CompareSide.
@@ -141,6 +168,7 @@ func ResultSide(r *Result) (*CompareSide, error) {
 	sum := *checked
 	sum.Cases, sum.sampleJSON, sum.checked = nil, nil, nil
 	s.summary = &sum
+	s.sort()
 	return s, nil
 }
 
@@ -155,6 +183,31 @@ func StreamSide(f *StreamFile) (*CompareSide, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.sort()
+	return s, nil
+}
+
+// ReadStreamSide is the side of a comparison of the stream r holds, read
+// once from start to end with OpenStreamFile's checks (the same errors)
+// but without its index: of the sample lines it keeps one bit a sample
+// and one byte a case, to check each case line against its samples, and
+// of the case lines their side records. Memory is the side (O(cases))
+// whatever the samples hold, and r need not be seekable.
+func ReadStreamSide(r io.Reader) (*CompareSide, error) {
+	var bits sampleBits
+	s := &CompareSide{}
+	sc, err := scanStream(r, &bits, func(c *caseLine) error {
+		if s.cases == nil {
+			s.cases = make([]sideCase, 0, len(bits.npass))
+		}
+		s.add(c.Case)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.summary = sc.summary
+	s.sort()
 	return s, nil
 }
 
@@ -168,6 +221,10 @@ func (s *CompareSide) add(c *CaseResult) {
 		}
 	}
 	s.cases = append(s.cases, sideCase{id: strings.Clone(c.CaseID), status: status, passed: c.Passed, traj: k, trajOK: ok})
+}
+
+func (s *CompareSide) sort() {
+	slices.SortStableFunc(s.cases, func(a, b sideCase) int { return strings.Compare(a.id, b.id) })
 }
 
 // CompareSides is Compare of two sides (ResultSide, StreamSide).
@@ -222,21 +279,23 @@ func CompareSides(b, c *CompareSide, opts CompareOptions) (*Comparison, error) {
 		cmp.MetricDiffs = append(cmp.MetricDiffs, d)
 	}
 
-	curCases := make(map[string]*sideCase, len(c.cases))
-	for i := range c.cases {
-		curCases[c.cases[i].id] = &c.cases[i]
-	}
-	base := make([]*sideCase, len(b.cases))
+	// Both sides are sorted by id: one merge. A case id twice in current
+	// (a result never has that) compares against its last case.
+	cc := c.cases
 	for i := range b.cases {
-		base[i] = &b.cases[i]
-	}
-	sort.Slice(base, func(i, j int) bool { return base[i].id < base[j].id })
-	for _, bc := range base {
+		bc := &b.cases[i]
+		for len(cc) > 0 && cc[0].id < bc.id {
+			cc = cc[1:]
+		}
 		d := CaseDiff{CaseID: bc.id, BaselineStatus: bc.status, Reason: ReasonNone}
-		if cc, ok := curCases[bc.id]; ok {
-			d.CurrentStatus = cc.status
-			d.TrajectoryChanged = !(bc.trajOK && cc.trajOK && bc.traj == cc.traj)
-			if bc.passed && !cc.passed {
+		if len(cc) > 0 && cc[0].id == bc.id {
+			cur := &cc[0]
+			for j := 1; j < len(cc) && cc[j].id == bc.id; j++ {
+				cur = &cc[j]
+			}
+			d.CurrentStatus = cur.status
+			d.TrajectoryChanged = !(bc.trajOK && cur.trajOK && bc.traj == cur.traj)
+			if bc.passed && !cur.passed {
 				d.Regression, d.Reason = true, ReasonCaseNoLongerPasses
 			}
 		} else {
@@ -248,6 +307,7 @@ func CompareSides(b, c *CompareSide, opts CompareOptions) (*Comparison, error) {
 		cmp.CaseDiffs = append(cmp.CaseDiffs, d)
 	}
 	cmp.Passed = !regression
+	cmp.checked = cmp
 	return cmp, nil
 }
 
@@ -336,6 +396,7 @@ func DecodeComparison(data []byte) (*Comparison, error) {
 	if err := c.verify(v); err != nil {
 		return nil, err
 	}
+	c.checked = &c
 	return &c, nil
 }
 

@@ -15,7 +15,7 @@ import (
 // StreamFile is a complete sample stream on a seekable input, indexed so
 // that a renderer can walk it case by case without holding it: it keeps
 // the header, the summary (a Result without cases) and, per sample line,
-// its position (16 bytes a sample), never a decoded sample or case. This is
+// its position (24 bytes a sample), never a decoded sample or case. This is
 // how `adk eval report` renders a jsonl result of any size: samples are
 // in finish order in the file, so the index is what puts them back into
 // their cases without a second copy of the result.
@@ -51,8 +51,45 @@ type sampleRef struct {
 // it, see StreamFile. Errors are invalid_eval_stream with the reason and
 // "line N" as detail.
 func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), streamBufferBytes)
-	f := &StreamFile{r: r}
+	var idx sampleIndex
+	sc, err := scanStream(io.NewSectionReader(r, 0, size), &idx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamFile{r: r, Header: sc.header, Summary: sc.summary, samples: idx.refs, caseStart: sc.caseStart, caseEnd: sc.caseEnd}, nil
+}
+
+// sampleTally is what a stream check keeps of the sample lines, so that
+// each case line can be checked against its samples: OpenStreamFile's
+// index (sampleIndex, 24 bytes a sample, which a renderer needs to read
+// the samples back) or a comparison side's bits (sampleBits, one bit a
+// sample and one byte a case).
+type sampleTally interface {
+	// start is called once with the checked header.
+	start(h *StreamHeader)
+	// add records a checked sample line; its error is the reason.
+	add(ci, si int, off int64, n int, passed bool) error
+	// seal is called once every sample came (at the first case line,
+	// or at the end of a stream of no cases): duplicates and
+	// completeness.
+	seal(h *StreamHeader) error
+	// passed is case ci's count of passed samples (after seal).
+	passed(ci int) int
+}
+
+// streamScan is what scanStream found besides the tally.
+type streamScan struct {
+	header             StreamHeader
+	summary            *Result
+	caseStart, caseEnd int64
+}
+
+// scanStream reads a stream once from start to end with the checks
+// StreamFile documents, recording its samples in t and handing every
+// checked case line to onCase (nil: none).
+func scanStream(r io.Reader, t sampleTally, onCase func(c *caseLine) error) (*streamScan, error) {
+	br := bufio.NewReaderSize(r, streamBufferBytes)
+	sc := &streamScan{}
 	bad := func(line int, reason string) error {
 		return ReasonErr(CodeInvalidEvalStream, reason, "line "+strconv.Itoa(line))
 	}
@@ -63,6 +100,9 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 		caseLines   int
 		passedCases int
 		header      bool
+		s           streamSample
+		sample      SampleResult
+		chk         Stream
 	)
 	for n := 1; ; n++ {
 		line, err := readLine(br)
@@ -80,7 +120,7 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 		}
 		lineOff := off
 		off += int64(len(line)) + 1
-		if f.Summary != nil {
+		if sc.summary != nil {
 			return nil, bad(n, "line_after_summary")
 		}
 		head, err := lineType(line)
@@ -91,10 +131,10 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 			if head.Type != streamTypeHeader {
 				return nil, bad(n, "missing_header")
 			}
-			if err := jsonlimit.Unmarshal(line, lim, &f.Header); err != nil {
+			if err := jsonlimit.Unmarshal(line, lim, &sc.header); err != nil {
 				return nil, bad(n, "invalid_header")
 			}
-			h := &f.Header
+			h := &sc.header
 			if h.Format != StreamFormat || h.Version != StreamVersion {
 				return nil, bad(n, "unsupported_stream_version")
 			}
@@ -102,6 +142,8 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 				return nil, bad(n, "invalid_header")
 			}
 			header = true
+			chk.Header = sc.header
+			t.start(h)
 			continue
 		}
 		if caseLines > 0 && head.Type == streamTypeSample {
@@ -109,58 +151,61 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 		}
 		switch head.Type {
 		case streamTypeSample:
-			var s streamSample
+			// One sample decoded at a time, into the same value.
+			sample = SampleResult{}
+			s = streamSample{Sample: &sample}
 			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Sample == nil {
 				return nil, bad(n, "invalid_sample")
 			}
-			if err := (&Stream{Header: f.Header}).checkSample(s.CaseIndex, s.Sample); err != nil {
+			if err := chk.checkSample(s.CaseIndex, s.Sample); err != nil {
 				return nil, bad(n, err.Error())
 			}
-			f.samples = append(f.samples, sampleRef{caseIndex: int32(s.CaseIndex), sampleIndex: int32(s.Sample.SampleIndex), off: lineOff, n: int32(len(line)), passed: s.Sample.Passed})
+			if err := t.add(s.CaseIndex, s.Sample.SampleIndex, lineOff, len(line), s.Sample.Passed); err != nil {
+				return nil, bad(n, err.Error())
+			}
 		case streamTypeCase:
 			c, err := decodeCaseLine(line, lim)
 			if err != nil {
 				return nil, bad(n, "invalid_case")
 			}
-			if c.CaseIndex != caseLines || c.CaseIndex >= f.Header.CaseCount {
+			if c.CaseIndex != caseLines || c.CaseIndex >= sc.header.CaseCount {
 				return nil, bad(n, "case_out_of_order")
 			}
 			if caseLines == 0 {
-				f.caseStart = lineOff
-				if err := f.indexSamples(); err != nil {
+				sc.caseStart = lineOff
+				if err := t.seal(&sc.header); err != nil {
 					return nil, err
 				}
 			}
 			// Every sample came before the first case line, so the
 			// case's sample counts can be checked now.
-			S, passed := f.Header.SampleCount, 0
-			for _, ref := range f.samples[c.CaseIndex*S : c.CaseIndex*S+S] {
-				if ref.passed {
-					passed++
-				}
-			}
-			if c.Case.SampleCount != S || c.Case.PassedSampleCount != passed {
+			if c.Case.SampleCount != sc.header.SampleCount || c.Case.PassedSampleCount != t.passed(c.CaseIndex) {
 				return nil, bad(n, "case_mismatch")
 			}
 			caseLines++
 			if c.Case.Passed {
 				passedCases++
 			}
+			if onCase != nil {
+				if err := onCase(c); err != nil {
+					return nil, err
+				}
+			}
 		case streamTypeSummary:
 			var s streamSummary
 			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Result == nil || s.Result.Cases != nil {
 				return nil, bad(n, "invalid_summary")
 			}
-			if caseLines != f.Header.CaseCount {
+			if caseLines != sc.header.CaseCount {
 				return nil, bad(n, "missing_cases")
 			}
-			h, sum := &f.Header, s.Result
+			h, sum := &sc.header, s.Result
 			if sum.EvalSetID != h.EvalSetID || sum.EvalSetVersion != h.EvalSetVersion || sum.SampleCount != h.SampleCount ||
 				sum.CaseCount != h.CaseCount || sum.PassedCaseCount != passedCases || sum.ResultSchemaVersion != ResultSchemaVersion {
 				return nil, bad(n, "summary_mismatch")
 			}
-			f.caseEnd = lineOff
-			f.Summary = sum
+			sc.caseEnd = lineOff
+			sc.summary = sum
 		default:
 			return nil, bad(n, "unknown_line_type")
 		}
@@ -168,36 +213,101 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 	if !header {
 		return nil, bad(1, "missing_header")
 	}
-	if f.Summary == nil {
+	if sc.summary == nil {
 		return nil, ReasonErr(CodeInvalidEvalStream, "incomplete", "no summary")
 	}
-	if f.Header.CaseCount == 0 {
-		if err := f.indexSamples(); err != nil {
+	if sc.header.CaseCount == 0 {
+		if err := t.seal(&sc.header); err != nil {
 			return nil, err
 		}
 	}
-	return f, nil
+	return sc, nil
 }
 
-// indexSamples sorts the sample index by (case, sample) and checks that
-// it holds every sample exactly once.
-func (f *StreamFile) indexSamples() error {
-	slices.SortFunc(f.samples, func(a, b sampleRef) int {
+// sampleIndex is OpenStreamFile's tally: every sample line's position,
+// sorted by (case, sample) once they all came.
+type sampleIndex struct {
+	refs []sampleRef
+	S    int
+}
+
+func (x *sampleIndex) start(h *StreamHeader) { x.S = h.SampleCount }
+
+func (x *sampleIndex) add(ci, si int, off int64, n int, passed bool) error {
+	x.refs = append(x.refs, sampleRef{caseIndex: int32(ci), sampleIndex: int32(si), off: off, n: int32(n), passed: passed})
+	return nil
+}
+
+// seal sorts the sample index by (case, sample) and checks that it holds
+// every sample exactly once.
+func (x *sampleIndex) seal(h *StreamHeader) error {
+	refs := x.refs
+	slices.SortFunc(refs, func(a, b sampleRef) int {
 		if a.caseIndex != b.caseIndex {
 			return int(a.caseIndex - b.caseIndex)
 		}
 		return int(a.sampleIndex - b.sampleIndex)
 	})
-	for i := 1; i < len(f.samples); i++ {
-		if a, b := f.samples[i-1], f.samples[i]; a.caseIndex == b.caseIndex && a.sampleIndex == b.sampleIndex {
+	for i := 1; i < len(refs); i++ {
+		if a, b := refs[i-1], refs[i]; a.caseIndex == b.caseIndex && a.sampleIndex == b.sampleIndex {
 			return ReasonErr(CodeInvalidEvalStream, "duplicate_sample", "case "+strconv.Itoa(int(a.caseIndex)))
 		}
 	}
-	if want := f.Header.CaseCount * f.Header.SampleCount; len(f.samples) != want {
-		return ReasonErr(CodeInvalidEvalStream, "incomplete", strconv.Itoa(len(f.samples))+" of "+strconv.Itoa(want)+" samples")
+	if want := h.CaseCount * h.SampleCount; len(refs) != want {
+		return ReasonErr(CodeInvalidEvalStream, "incomplete", strconv.Itoa(len(refs))+" of "+strconv.Itoa(want)+" samples")
 	}
 	return nil
 }
+
+func (x *sampleIndex) passed(ci int) int {
+	n := 0
+	for _, ref := range x.refs[ci*x.S : ci*x.S+x.S] {
+		if ref.passed {
+			n++
+		}
+	}
+	return n
+}
+
+// sampleBits is a comparison side's tally (ReadStreamSide): one bit a
+// (case, sample), so a duplicate is caught as it comes, and a count of
+// passed samples a case (at most MaxSamplesPerCase, so one byte). It
+// never holds a position: a side reads no sample back.
+type sampleBits struct {
+	seen   []uint64
+	npass  []uint8
+	S, got int
+}
+
+func (x *sampleBits) start(h *StreamHeader) {
+	x.S = h.SampleCount
+	x.seen = make([]uint64, (h.CaseCount*h.SampleCount+63)/64)
+	x.npass = make([]uint8, h.CaseCount)
+}
+
+func (x *sampleBits) add(ci, si int, _ int64, _ int, passed bool) error {
+	// checkSample has put ci and si in range.
+	i := ci*x.S + si
+	if x.seen[i/64]&(1<<(i%64)) != 0 {
+		return errors.New("duplicate_sample")
+	}
+	x.seen[i/64] |= 1 << (i % 64)
+	x.got++
+	if passed {
+		x.npass[ci]++
+	}
+	return nil
+}
+
+func (x *sampleBits) seal(h *StreamHeader) error {
+	if want := h.CaseCount * h.SampleCount; x.got != want {
+		return ReasonErr(CodeInvalidEvalStream, "incomplete", strconv.Itoa(x.got)+" of "+strconv.Itoa(want)+" samples")
+	}
+	x.seen = nil
+	return nil
+}
+
+func (x *sampleBits) passed(ci int) int { return int(x.npass[ci]) }
 
 // lineType is a line's "type". The writer puts it first, so the common
 // case is read from the prefix without scanning the line (the strict

@@ -109,11 +109,8 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		if x == nil {
 			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "nil", "")
 		}
-		data, err := x.MarshalJSON()
-		if err == nil {
-			cmp, err = evalcore.DecodeComparison(data)
-		}
-		if err != nil {
+		var err error
+		if cmp, err = evalcore.CheckComparison(x); err != nil {
 			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
 	default:
@@ -181,6 +178,11 @@ func canonicalJSON(v any) ([]byte, error) {
 		// back; its plain struct encodes by reflection to the same bytes.
 		type plain evalcore.Result
 		v = (*plain)(r)
+	}
+	if c, ok := v.(*evalcore.Comparison); ok && c.MetricDiffs != nil && c.CaseDiffs != nil {
+		// The same: MarshalJSON only turns nil lists into [].
+		type plain evalcore.Comparison
+		v = (*plain)(c)
 	}
 	out, err := canonjson.Marshal(v)
 	if err != nil {

@@ -61,11 +61,8 @@ func RenderHTML(res *evalcore.Result, cmp *evalcore.Comparison, opts ExportOptio
 		res = r
 	}
 	if cmp != nil {
-		data, err := cmp.MarshalJSON()
-		if err == nil {
-			cmp, err = evalcore.DecodeComparison(data)
-		}
-		if err != nil {
+		var err error
+		if cmp, err = evalcore.CheckComparison(cmp); err != nil {
 			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
 	}
@@ -155,6 +152,16 @@ type htmlCompare struct {
 	C      *evalcore.Comparison
 	Status string
 	Cases  []evalcore.CaseDiff // regressions first
+	// Paged is set on a page whose case-changes table leaves rows out
+	// (RenderStream's html of a comparison over one page).
+	Paged *htmlComparePaged
+}
+
+// htmlComparePaged counts what a bounded page shows of a comparison's
+// case rows.
+type htmlComparePaged struct {
+	Total, Shown, Regressions, ShownRegressions, Others, ShownOthers int
+	MaxBytes                                                         int
 }
 
 func buildHTMLView(res *evalcore.Result, cmp *evalcore.Comparison) *htmlView {

@@ -40,7 +40,9 @@ func StreamFormats() []string {
 //     read in a browser. When every case fits, the page is Render's. When
 //     not, it is one page with the failed cases first, then passed ones,
 //     each in case order, as many as fit, under a note saying how many
-//     it shows and how to render every case (markdown etc.).
+//     it shows and how to render every case (markdown etc.). With a
+//     baseline comparison (RenderStreamCompared) its case-changes table
+//     is paged too, regressions first (see htmlStream).
 //
 // The output is not bounded by MaxBytes but html's (the stream is
 // bounded per line instead). json is refused with
@@ -52,7 +54,13 @@ func RenderStream(w io.Writer, f *evalcore.StreamFile, format string, opts Expor
 // RenderStreamCompared is RenderStream with the run's baseline comparison
 // (nil: none). Only html shows it, as RenderHTML does (the comparison
 // section on the page, its bytes counted in the page's bound); the other
-// formats are the result's alone, as Render's are.
+// formats are the result's alone, as Render's are. A page that cannot
+// hold the comparison's case rows and every case shows, each only once
+// everything before it fitted: the regressions, the failed cases, the
+// other comparison rows, the passed cases, as many as fit, under a note
+// per table with its counts and the command that prints every row (`adk
+// eval compare`). Only a page without any row over the bound (its
+// summaries and notes) is export_byte_limit_exceeded (reason page).
 func RenderStreamCompared(w io.Writer, f *evalcore.StreamFile, cmp *evalcore.Comparison, format string, opts ExportOptions) error {
 	suite := opts.SuiteName
 	if suite == "" {
@@ -74,6 +82,12 @@ func RenderStreamCompared(w io.Writer, f *evalcore.StreamFile, cmp *evalcore.Com
 		return evalcore.ReasonErr(CodeReportNotStreamable, format, "a streamed result is its own JSON form (jsonl); it renders as "+strings.Join(StreamFormats(), ", "))
 	default:
 		return evalcore.NewErr(evalcore.CodeInvalidReportFormat, format)
+	}
+	if cmp != nil && format == FormatHTML {
+		var err error
+		if cmp, err = evalcore.CheckComparison(cmp); err != nil {
+			return &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
+		}
 	}
 	if format == FormatAnnotations && f.Summary.CaseCount > MaxExportFindings {
 		return evalcore.NewErr(evalcore.CodeAnnotationLimitExceeded, "")
@@ -204,31 +218,58 @@ type htmlPiece struct {
 var errPageFull = errors.New("page full")
 
 // htmlStream writes the HTML page of a stream, bounded by maxBytes (see
-// RenderStream). The page's skeleton (everything but the cases) is the
-// template rendered without cases, split where the rows and the details
-// go: html/template escapes every '<' of a value, so the two markers can
-// only be the template's own. Each case's row and details are the
-// template's own pieces ("caseRow", "caseDetails"), so a page that holds
-// every case is Render's bytes. Memory is the page (at most maxBytes of
-// rendered pieces) and one case.
+// RenderStream). The page's skeleton (everything but the comparison's
+// case rows and the cases) is the template rendered without them, split
+// where the comparison's rows, the case rows and the details go:
+// html/template escapes every '<' of a value, so the markers can only be
+// the template's own. Each row and each case's details are the
+// template's own pieces ("diffRow", "caseRow", "caseDetails"), so a page
+// that holds everything is Render's bytes. Memory is the page (at most
+// maxBytes of rendered pieces), one case, and the comparison.
+//
+// A page that cannot hold everything shows, as far as each fits and
+// each only when the one before it fitted whole: the comparison's
+// regressions, the failed cases, the comparison's other rows, the
+// passed cases; a note above each table that leaves rows out says how
+// many it shows and how to get them all.
 func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Comparison, maxBytes int, flush func() error) error {
 	head := buildHTMLHead(f.Summary)
 	r := f.Summary
 	view := buildHTMLView(nil, cmp)
 	view.Title, view.Result = "Evaluation report: "+r.EvalSetID+" "+r.EvalSetVersion, head
-	skeleton := func() (pre, mid, post string, err error) {
+	var diffs []evalcore.CaseDiff // regressions first
+	if view.Compare != nil {
+		diffs, view.Compare.Cases = view.Compare.Cases, nil
+	}
+	renderErr := func(err error) error {
+		return evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
+	}
+	// skeleton is the page without a comparison row or a case, in four
+	// parts: the comparison's rows go after the first, the case rows
+	// after the second, the details after the third.
+	skeleton := func() (parts [4]string, n int, err error) {
 		var sb bytes.Buffer
 		if err := htmlReport().Execute(&sb, view); err != nil {
-			return "", "", "", evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
+			return parts, 0, renderErr(err)
 		}
 		s := sb.String()
+		const diffTable, tbody = `<table aria-label="Case changes, newly failing first">`, "<tbody>\n"
 		const rowsEnd, detailsStart = "</tbody>\n</table>\n<h2 id=\"details-h\">", "<h2 id=\"details-h\">Case details</h2>\n"
 		i, j := strings.Index(s, rowsEnd), strings.Index(s, detailsStart)
 		if i < 0 || j < i {
-			return "", "", "", evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", "html skeleton")
+			return parts, 0, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", "html skeleton")
 		}
 		j += len(detailsStart)
-		return s[:i], s[i:j], s[j:], nil
+		d := 0 // no comparison: no rows go there
+		if view.Compare != nil {
+			k := strings.Index(s, diffTable)
+			t := strings.Index(s[max(k, 0):], tbody)
+			if k < 0 || t < 0 || k+t+len(tbody) > i {
+				return parts, 0, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", "html skeleton")
+			}
+			d = k + t + len(tbody)
+		}
+		return [4]string{s[:d], s[d:i], s[i:j], s[j:]}, len(s), nil
 	}
 	piece := func(ci int, c *evalcore.CaseResult) (htmlPiece, error) {
 		reason := ""
@@ -238,10 +279,10 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Compar
 		hc := buildHTMLCase(ci, c, head.MetricIDs, reason)
 		var row, det strings.Builder
 		if err := htmlReport().ExecuteTemplate(&row, "caseRow", &hc); err != nil {
-			return htmlPiece{}, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
+			return htmlPiece{}, renderErr(err)
 		}
 		if err := htmlReport().ExecuteTemplate(&det, "caseDetails", &hc); err != nil {
-			return htmlPiece{}, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
+			return htmlPiece{}, renderErr(err)
 		}
 		return htmlPiece{row.String(), det.String()}, nil
 	}
@@ -271,8 +312,35 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Compar
 		}
 		return budget, !full, err
 	}
-	write := func(pre, mid, post string, pieces []htmlPiece) error {
-		b.WriteString(pre)
+	// takeDiffs is take of the comparison's case rows.
+	takeDiffs := func(budget int, want func(*evalcore.CaseDiff) bool, into *[]string) (int, bool, error) {
+		var row strings.Builder
+		for i := range diffs {
+			if !want(&diffs[i]) {
+				continue
+			}
+			row.Reset()
+			if err := htmlReport().ExecuteTemplate(&row, "diffRow", &diffs[i]); err != nil {
+				return budget, false, renderErr(err)
+			}
+			if row.Len() > budget {
+				return budget, false, nil
+			}
+			budget -= row.Len()
+			*into = append(*into, row.String())
+		}
+		return budget, true, nil
+	}
+	write := func(parts [4]string, rows []string, pieces []htmlPiece) error {
+		b.WriteString(parts[0])
+		for i := range rows {
+			b.WriteString(rows[i])
+			rows[i] = ""
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		b.WriteString(parts[1])
 		for i := range pieces {
 			b.WriteString(pieces[i].row)
 			pieces[i].row = ""
@@ -280,7 +348,7 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Compar
 				return err
 			}
 		}
-		b.WriteString(mid)
+		b.WriteString(parts[2])
 		for i := range pieces {
 			b.WriteString(pieces[i].details)
 			pieces[i].details = ""
@@ -288,54 +356,88 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Compar
 				return err
 			}
 		}
-		b.WriteString(post)
+		b.WriteString(parts[3])
 		return nil
 	}
 
-	pre, mid, post, err := skeleton()
+	parts, n, err := skeleton()
 	if err != nil {
 		return err
-	}
-	if n := len(pre) + len(mid) + len(post); n > maxBytes {
-		// The page without a case (the summary, and a baseline
-		// comparison's table of every baseline case) does not fit.
-		return evalcore.ReasonErr(evalcore.CodeExportByteLimitExceeded, "page", strconv.Itoa(n))
 	}
 	all := func(*evalcore.CaseResult) bool { return true }
+	allDiffs := func(*evalcore.CaseDiff) bool { return true }
+	var rows []string
 	var pieces []htmlPiece
-	_, whole, err := take(maxBytes-len(pre)-len(mid)-len(post), nil, all, &pieces)
-	if err != nil {
-		return err
-	}
-	if whole {
-		return write(pre, mid, post, pieces)
-	}
-	// Over one page: the failed cases first. The note's counts are at
-	// most the case count, so a skeleton with every count at the case
-	// count is at least as long as the final one.
-	pieces = nil
-	total, failedN := r.CaseCount, r.CaseCount-r.PassedCaseCount
-	head.Paged = &htmlPaged{Total: total, Shown: total, Failed: total, ShownFailed: total, Passed: total, ShownPassed: total, MaxBytes: maxBytes}
-	if pre, mid, post, err = skeleton(); err != nil {
-		return err
-	}
-	isFailed := func(c *evalcore.CaseResult) bool { return !c.Passed }
-	isPassed := func(c *evalcore.CaseResult) bool { return c.Passed }
-	budget, allFailed, err := take(maxBytes-len(pre)-len(mid)-len(post), isFailed, isFailed, &pieces)
-	if err != nil {
-		return err
-	}
-	shownFailed := len(pieces)
-	if allFailed {
-		// Of a passed case, the first sample is drawn.
-		if _, _, err = take(budget, isPassed, isPassed, &pieces); err != nil {
+	if n <= maxBytes {
+		budget, whole, err := takeDiffs(maxBytes-n, allDiffs, &rows)
+		if err == nil && whole {
+			_, whole, err = take(budget, nil, all, &pieces)
+		}
+		if err != nil {
 			return err
 		}
+		if whole {
+			return write(parts, rows, pieces)
+		}
 	}
-	head.Paged = &htmlPaged{Total: total, Shown: len(pieces), Failed: failedN, ShownFailed: shownFailed,
-		Passed: total - failedN, ShownPassed: len(pieces) - shownFailed, MaxBytes: maxBytes}
-	if pre, mid, post, err = skeleton(); err != nil {
+	// Over one page. The notes' counts are at most the case count and
+	// the comparison's row count, so a skeleton with every count at
+	// those is at least as long as the final one.
+	rows, pieces = nil, nil
+	total, failedN := r.CaseCount, r.CaseCount-r.PassedCaseCount
+	head.Paged = &htmlPaged{Total: total, Shown: total, Failed: total, ShownFailed: total, Passed: total, ShownPassed: total, MaxBytes: maxBytes}
+	regsN := 0
+	for i := range diffs {
+		if diffs[i].Regression {
+			regsN++
+		}
+	}
+	if view.Compare != nil {
+		d := len(diffs)
+		view.Compare.Paged = &htmlComparePaged{Total: d, Shown: d, Regressions: d, ShownRegressions: d, Others: d, ShownOthers: d, MaxBytes: maxBytes}
+	}
+	if _, n, err = skeleton(); err != nil {
 		return err
 	}
-	return write(pre, mid, post, pieces)
+	if n > maxBytes {
+		// The page without any row (the summaries, the metric tables
+		// and the notes) does not fit.
+		return evalcore.ReasonErr(evalcore.CodeExportByteLimitExceeded, "page", strconv.Itoa(n))
+	}
+	isReg := func(d *evalcore.CaseDiff) bool { return d.Regression }
+	isOther := func(d *evalcore.CaseDiff) bool { return !d.Regression }
+	isFailed := func(c *evalcore.CaseResult) bool { return !c.Passed }
+	isPassed := func(c *evalcore.CaseResult) bool { return c.Passed }
+	budget, ok, err := takeDiffs(maxBytes-n, isReg, &rows)
+	shownRegs, shownFailed := len(rows), 0
+	if err == nil && ok {
+		budget, ok, err = take(budget, isFailed, isFailed, &pieces)
+		shownFailed = len(pieces)
+	}
+	if err == nil && ok {
+		budget, ok, err = takeDiffs(budget, isOther, &rows)
+	}
+	if err == nil && ok {
+		// Of a passed case, the first sample is drawn.
+		_, _, err = take(budget, isPassed, isPassed, &pieces)
+	}
+	if err != nil {
+		return err
+	}
+	head.Paged = nil
+	if len(pieces) < total {
+		head.Paged = &htmlPaged{Total: total, Shown: len(pieces), Failed: failedN, ShownFailed: shownFailed,
+			Passed: total - failedN, ShownPassed: len(pieces) - shownFailed, MaxBytes: maxBytes}
+	}
+	if view.Compare != nil {
+		view.Compare.Paged = nil
+		if len(rows) < len(diffs) {
+			view.Compare.Paged = &htmlComparePaged{Total: len(diffs), Shown: len(rows), Regressions: regsN, ShownRegressions: shownRegs,
+				Others: len(diffs) - regsN, ShownOthers: len(rows) - shownRegs, MaxBytes: maxBytes}
+		}
+	}
+	if parts, _, err = skeleton(); err != nil {
+		return err
+	}
+	return write(parts, rows, pieces)
 }
