@@ -59,6 +59,7 @@
 //	RenderHTML(result, comparison, ExportOptions) -> one self-contained page
 //	CompareReport(baseline, current, ...)     `adk eval compare`
 //	ResultSide(result) | StreamSide(stream) -> *CompareSide
+//	ReadStreamSide(jsonl reader) -> *CompareSide   one pass, no sample index
 //	CompareSides(baseline, current, ...)      Compare of any size (16.)
 //	StatsReport(results, StatsOptions)        `adk eval stats`
 //
