@@ -105,7 +105,7 @@ func TestDecodeSignalMessage_Bounds(t *testing.T) {
 		"corrupt":         {SignalEncodingS2, append(binary.AppendUvarint(nil, 100), 0xff, 0xff, 0xff), wire.ErrWireBadEncoding},
 		"empty":           {SignalEncodingS2, nil, wire.ErrWireBadEncoding},
 		"unknown":         {"zstd", at, wire.ErrWireBadEncoding},
-		"plain as s2":     {SignalEncodingS2, appendSignalBatch(nil, nil), errAnyWire},
+		"plain as s2":     {SignalEncodingS2, appendSignalBatch[SignalRecord](nil, nil), errAnyWire},
 		"s2 read plain":   {"", at, errAnyWire},
 		"at the bound":    {SignalEncodingS2, at, nil},
 		"decodes to junk": {SignalEncodingS2, s2.Encode(nil, []byte("not a batch")), wire.ErrWireMalformed},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/observability"
+	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -196,8 +197,15 @@ type PublisherStats struct {
 	DeliveryGuarantee string `json:"delivery_guarantee"`
 }
 
-// pubItem is a queued signal: already the record a batch carries.
-type pubItem = SignalRecord
+// pubItem is a queued signal: already the record a batch carries, and
+// the tracer's Record it came as (EnqueueSignalRecord), released once the
+// record is encoded into its batch or dropped.
+type pubItem struct {
+	SignalRecord
+	mem observability.Record // zero for EnqueueRecord's data
+}
+
+func (it *pubItem) record() *SignalRecord { return &it.SignalRecord }
 
 // batchBufs holds encoded batch messages for reuse once they are settled
 // (the connection copies a message when it is published).
@@ -206,7 +214,8 @@ var batchBufs = sync.Pool{New: func() any { return new([]byte) }}
 type pubBatch struct {
 	buf       *[]byte // msg's buffer, from batchBufs
 	id        string
-	items     []pubItem
+	items     []pubItem // until send encodes them into msg
+	n         int       // signals in the batch
 	bytes     int64
 	attempt   int
 	notBefore time.Time
@@ -250,6 +259,10 @@ type Publisher struct {
 	closed       bool
 	seq          uint64
 
+	// batchItems is the dispatch loop's buffer for a batch's items:
+	// they are released and cleared as soon as the batch is encoded.
+	batchItems []pubItem
+
 	wake  chan struct{}
 	slots chan struct{}
 	acks  chan inflight
@@ -259,8 +272,8 @@ type Publisher struct {
 }
 
 var (
-	_ observability.AsyncSink  = (*Publisher)(nil)
-	_ observability.RecordSink = (*Publisher)(nil)
+	_ observability.AsyncSink          = (*Publisher)(nil)
+	_ observability.RecycledRecordSink = (*Publisher)(nil)
 )
 
 // NewPublisher starts a publisher on nc. The caller owns nc and must Close
@@ -315,17 +328,28 @@ func (p *Publisher) EnqueueSignalJSON(_ string, data []byte) error {
 	return p.EnqueueRecord(RecordObservability, data)
 }
 
+// EnqueueSignalRecord implements observability.RecycledRecordSink: the
+// record is released once its batch is encoded (the batch message is a
+// copy), or when it is dropped. A refused record stays the caller's.
+func (p *Publisher) EnqueueSignalRecord(_ string, r observability.Record) error {
+	return p.enqueue(pubItem{SignalRecord: SignalRecord{Kind: RecordObservability, Data: r.Data}, mem: r})
+}
+
 // EnqueueRecord admits one JSON signal of the given record kind
 // (RecordObservability or RecordWorkflowLifecycle). It is the entry point
 // for receivers that already hold encoded signals (an OTLP receiver
 // publishing spans for its authenticated principal). The data must not be
 // modified afterwards.
 func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
-	if len(data) > p.cfg.MaxEventBytes {
+	return p.enqueue(pubItem{SignalRecord: SignalRecord{Kind: kind, Data: data}})
+}
+
+func (p *Publisher) enqueue(it pubItem) error {
+	if len(it.Data) > p.cfg.MaxEventBytes {
 		p.count(&p.c.tooLarge, observability.BusRejected, 1)
 		return ErrSignalTooLarge
 	}
-	n := int64(len(data))
+	n := int64(len(it.Data))
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -337,6 +361,7 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 			var one [1]pubItem
 			p.pending.popInto(one[:])
 			old := one[0]
+			old.mem.Release()
 			p.removeLocked(1, int64(len(old.Data)))
 			p.count(&p.c.droppedOldest, observability.BusDroppedOldest, 1)
 			continue
@@ -349,7 +374,7 @@ func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
 		p.count(&p.c.rejected, observability.BusRejected, 1)
 		return ErrQueueFull
 	}
-	p.pending.push(pubItem{Kind: kind, Data: data})
+	p.pending.push(it)
 	if p.total == 0 {
 		p.idle = make(chan struct{})
 	}
@@ -493,10 +518,13 @@ func (p *Publisher) takeBatch(now time.Time) (*pubBatch, time.Duration) {
 		bytes += sz
 		n++
 	}
-	items := make([]pubItem, n)
+	if cap(p.batchItems) < n {
+		p.batchItems = make([]pubItem, n)
+	}
+	items := p.batchItems[:n]
 	p.pending.popInto(items)
 	p.seq++
-	return &pubBatch{id: p.idPrefix + strconv.FormatUint(p.seq, 10), items: items, bytes: bytes}, 0
+	return &pubBatch{id: p.idPrefix + strconv.FormatUint(p.seq, 10), items: items, n: n, bytes: bytes}, 0
 }
 
 func (p *Publisher) dispatchLoop() {
@@ -540,12 +568,20 @@ func (p *Publisher) send(b *pubBatch) {
 		// compressed once into the batch's own, which a retry resends as
 		// it is (same bytes, same Nats-Msg-Id). Both come from the shared
 		// pool, so an idle publisher of a PublisherPool holds neither.
+		// Each buffer is sized for the compressed form, so any pooled one
+		// serves either role.
 		scratch := batchBufs.Get().(*[]byte)
-		if n := signalBatchSize(b.items); cap(*scratch) < n {
-			*scratch = make([]byte, 0, n)
-		}
+		growBatchBuf(scratch, signalBatchSize(b.items))
 		raw := appendSignalBatch((*scratch)[:0], b.items)
+		// The records are in raw now: give their memory back (a retry
+		// resends msg) and keep no reference to it.
+		for i := range b.items {
+			b.items[i].mem.Release()
+			b.items[i] = pubItem{}
+		}
+		b.items = nil
 		b.buf = batchBufs.Get().(*[]byte)
+		growBatchBuf(b.buf, len(raw))
 		b.msg, b.enc = compressSignalBatch((*b.buf)[:0], raw)
 		if cap(raw) <= 8<<20 {
 			*scratch = raw[:0]
@@ -595,6 +631,17 @@ func (p *Publisher) ackLoop() {
 	}
 }
 
+// growBatchBuf makes *buf hold the compressed form of n plain bytes (plus
+// a quarter, so a pooled buffer fits the next batches too).
+func growBatchBuf(buf *[]byte, n int) {
+	if m := s2.MaxEncodedLen(n); m > n {
+		n = m
+	}
+	if cap(*buf) < n {
+		*buf = make([]byte, 0, n+n/4)
+	}
+}
+
 // release returns a settled batch's message buffer to the pool.
 func (b *pubBatch) release() {
 	if b.buf != nil && cap(b.msg) <= 8<<20 {
@@ -609,12 +656,12 @@ func (b *pubBatch) release() {
 // Drain that sees the queue empty sees every counter final.
 func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 	defer func() { <-p.slots }()
-	n := uint64(len(b.items))
+	n := uint64(b.n)
 	if err == nil {
 		b.release()
 		p.count(&p.c.exported, observability.BusExported, n)
 		p.mu.Lock()
-		p.removeLocked(len(b.items), b.bytes)
+		p.removeLocked(b.n, b.bytes)
 		p.mu.Unlock()
 		return
 	}
@@ -643,7 +690,7 @@ func (p *Publisher) finish(b *pubBatch, err error, sent bool) {
 		p.count(&p.c.permanent, observability.BusPermanentFailures, n)
 	}
 	p.mu.Lock()
-	p.removeLocked(len(b.items), b.bytes)
+	p.removeLocked(b.n, b.bytes)
 	p.mu.Unlock()
 }
 

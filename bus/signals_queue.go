@@ -57,5 +57,10 @@ func (q *signalQueue) popInto(dst []pubItem) {
 	}
 }
 
-// reset empties the queue.
-func (q *signalQueue) reset() { *q = signalQueue{} }
+// reset empties the queue, releasing the items' records.
+func (q *signalQueue) reset() {
+	for i := range q.n {
+		q.at(i).mem.Release()
+	}
+	*q = signalQueue{}
+}

@@ -58,7 +58,7 @@ func TestSignalQueue_DrainsAndRefills(t *testing.T) {
 	next, want := 0, 0
 	for _, step := range []struct{ push, pop int }{{1, 1}, {queueChunk, queueChunk}, {3 * queueChunk, 2*queueChunk + 5}, {7, queueChunk + 2}, {queueChunk + 1, 0}, {0, queueChunk + 1}} {
 		for range step.push {
-			q.push(pubItem{Data: []byte(strconv.Itoa(next))})
+			q.push(pubItem{SignalRecord: SignalRecord{Data: []byte(strconv.Itoa(next))}})
 			next++
 		}
 		for i := range q.len() {

@@ -19,16 +19,26 @@ import (
 var signalBatchHead = []byte{0x93, wire.WireVersion, 0xa0 | byte(len(SignalBatchKind))}
 
 // signalBatchSize is the exact encoded size of a batch.
-func signalBatchSize(recs []SignalRecord) int {
+func signalBatchSize[T any, P recordOf[T]](recs []T) int {
 	n := len(signalBatchHead) + len(SignalBatchKind) + 3 + msgpackLenSize(len(recs), 15)
-	for _, r := range recs {
+	for i := range recs {
+		r := P(&recs[i]).record()
 		n += 1 + 2 + msgpackStrSize(len(r.Kind)) + len(r.Kind) + 2 + msgpackBinSize(r.Data) + len(r.Data)
 	}
 	return n
 }
 
+// recordOf is a batch's records as the encoder takes them: SignalRecord,
+// or the publisher's queued items.
+type recordOf[T any] interface {
+	*T
+	record() *SignalRecord
+}
+
+func (r *SignalRecord) record() *SignalRecord { return r }
+
 // appendSignalBatch appends the canonical encoding of a batch of records.
-func appendSignalBatch(b []byte, recs []SignalRecord) []byte {
+func appendSignalBatch[T any, P recordOf[T]](b []byte, recs []T) []byte {
 	b = append(b, signalBatchHead...)
 	b = append(b, SignalBatchKind...)
 	b = append(b, 0x81, 0xa1, 'r')
@@ -36,7 +46,8 @@ func appendSignalBatch(b []byte, recs []SignalRecord) []byte {
 		return append(b, 0xc0)
 	}
 	b = appendMsgpackArrayLen(b, len(recs))
-	for _, r := range recs {
+	for i := range recs {
+		r := P(&recs[i]).record()
 		b = append(b, 0x82, 0xa1, 'k')
 		b = appendMsgpackStr(b, r.Kind)
 		b = append(b, 0xa1, 'd')

@@ -3,8 +3,10 @@ package observability
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,52 +27,140 @@ type RecordSink interface {
 	EnqueueSignalJSON(jobID string, data []byte) error
 }
 
-// Encoded records are appended straight into 64 KiB chunks shared through
-// a pool (per P, so concurrent tracers rarely meet): one allocation per
+// RecycledRecordSink is a RecordSink that also gives each record's memory
+// back once it no longer reads it, so the tracer writes later records into
+// the same memory instead of fresh chunks (a worker's publisher: a record
+// is read once, when its batch is encoded). A tracer whose Records sink
+// implements it hands every record it writes to EnqueueSignalRecord.
+type RecycledRecordSink interface {
+	RecordSink
+	// EnqueueSignalRecord admits r as EnqueueSignalJSON admits r.Data. On
+	// success the sink owns r: it calls r.Release exactly once, after its
+	// last read of r.Data. On error the caller still owns r.
+	EnqueueSignalRecord(jobID string, r Record) error
+}
+
+// Record is one signal's encoded record, usually a slice of a chunk
+// shared with other records.
+type Record struct {
+	// Data is the record's JSON; it ends at its capacity, so appending to
+	// it never reaches into another record.
+	Data []byte
+	c    *recordChunk // nil: Data is its own memory
+}
+
+// Release gives r's memory back for later records: after it, r.Data (and
+// every copy of it) must not be read, since another record may be written
+// over it. Call it at most once per record; a record no one releases is
+// only never recycled (its chunk goes to the garbage collector).
+func (r Record) Release() {
+	if r.c != nil {
+		r.c.unref()
+	}
+}
+
+// Encoded records are appended straight into 64 KiB chunks: one chunk per
 // ~100 records and no copy. A record's capacity ends with it, so no later
-// append can reach into it; a chunk is freed once its records are.
+// append can reach into it. The chunks being appended to sit in a few
+// slots (a writer swaps one out, appends one record and swaps it back, so
+// concurrent writers rarely meet). A chunk counts its references: one for
+// the writers while it is in a slot or being appended to, one per record
+// not yet released. It is retired (the writers' reference dropped) when
+// it is too full, or when its slot was refilled meanwhile. When the count
+// reaches zero (retired, and a RecycledRecordSink released all its
+// records) the chunk goes to freeChunks and is written again from its
+// start. Records of any other sink are never released, so their chunks
+// are freed by the garbage collector, as before.
 const (
-	recordChunk    = 64 << 10
-	recordChunkMin = 2 << 10 // start a new chunk below this much room
+	recordChunkBytes = 64 << 10
+	recordChunkMin   = 2 << 10 // start a new chunk below this much room
 )
 
-var recordChunks = sync.Pool{New: func() any { return new([]byte) }}
+type recordChunk struct {
+	b    []byte // the used part; appends start at len(b)
+	refs atomic.Int32
+}
+
+// recordSlots is the number of chunks being appended to.
+const recordSlots = 8
+
+var (
+	recordChunks [recordSlots]atomic.Pointer[recordChunk]
+	freeChunks   sync.Pool // emptied chunks (*recordChunk), refs 0
+)
+
+// unref drops one reference and frees the chunk at the last one.
+func (c *recordChunk) unref() {
+	switch n := c.refs.Add(-1); {
+	case n == 0:
+		c.b = c.b[:0]
+		if poisonFreedRecords {
+			full := c.b[:cap(c.b)]
+			for i := range full {
+				full[i] = poisonByte
+			}
+		}
+		freeChunks.Put(c)
+	case n < 0:
+		panic("observability: record released twice")
+	}
+}
+
+// poisonByte fills a freed chunk in race-enabled builds (poison_race.go),
+// so that a record read after its release shows as broken JSON.
+const poisonByte = 0xff
 
 // recordBuf is a chunk taken from the pool to append one record to.
 type recordBuf struct {
-	ap *[]byte
-	a  []byte // the chunk's used part; appends start at len(a)
+	c    *recordChunk
+	a    []byte // the chunk's used part; appends start at len(a)
+	slot uint32
 }
 
 func takeRecordBuf() recordBuf {
-	ap := recordChunks.Get().(*[]byte)
-	a := *ap
-	if cap(a)-len(a) < recordChunkMin {
-		a = make([]byte, 0, recordChunk)
+	slot := rand.Uint32N(recordSlots)
+	c := recordChunks[slot].Swap(nil)
+	if c != nil && cap(c.b)-len(c.b) < recordChunkMin {
+		c.unref() // retired: the writers' reference
+		c = nil
 	}
-	return recordBuf{ap: ap, a: a}
+	if c == nil {
+		c, _ = freeChunks.Get().(*recordChunk)
+		if c == nil {
+			c = &recordChunk{b: make([]byte, 0, recordChunkBytes)}
+		}
+		c.refs.Store(1)
+	}
+	return recordBuf{c: c, a: c.b, slot: slot}
+}
+
+// putBack returns the chunk to its slot, or retires it when another
+// writer filled the slot meanwhile.
+func (r recordBuf) putBack() {
+	if !recordChunks[r.slot].CompareAndSwap(nil, r.c) {
+		r.c.unref()
+	}
 }
 
 // done returns the record b (r.a with one record appended) and gives the
 // chunk back. A record that outgrew the chunk is copied out of b's new
-// array, and the chunk is kept as it was.
-func (r recordBuf) done(b []byte) []byte {
-	var out []byte
-	a := r.a
-	if cap(b) == cap(a) { // in the chunk
-		out, a = b[len(a):len(b):len(b)], b
-	} else {
-		out = append([]byte(nil), b[len(a):]...)
+// array (its own memory), and the chunk is kept as it was.
+func (r recordBuf) done(b []byte) Record {
+	c := r.c
+	if cap(b) != cap(r.a) { // not in the chunk
+		r.putBack()
+		return Record{Data: append([]byte(nil), b[len(r.a):]...)}
 	}
-	*r.ap = a
-	recordChunks.Put(r.ap)
-	return out
+	out := b[len(r.a):len(b):len(b)]
+	c.b = b
+	c.refs.Add(1)
+	r.putBack()
+	return Record{Data: out, c: c}
 }
 
 // giveBack returns the chunk unchanged (the record was not kept).
 func (r recordBuf) giveBack() {
-	*r.ap = r.a
-	recordChunks.Put(r.ap)
+	r.putBack()
 }
 
 // EncodeSignal returns json.Marshal(s): spans and envelopes through
@@ -78,17 +168,24 @@ func (r recordBuf) giveBack() {
 // anything they decline (and other Signal types) through json.Marshal.
 // The result is never modified afterwards.
 func EncodeSignal(s Signal) ([]byte, error) {
+	r, err := encodeRecord(s)
+	return r.Data, err
+}
+
+// encodeRecord is EncodeSignal as a Record (a RecycledRecordSink may
+// release it).
+func encodeRecord(s Signal) (Record, error) {
 	switch x := s.(type) {
 	case *SpanSignal:
 		if x == nil {
-			return json.Marshal(s)
+			return marshalRecord(s)
 		}
 	case *Envelope:
 		if x == nil {
-			return json.Marshal(s)
+			return marshalRecord(s)
 		}
 	default:
-		return json.Marshal(s)
+		return marshalRecord(s)
 	}
 	r := takeRecordBuf()
 	var b []byte
@@ -101,9 +198,14 @@ func EncodeSignal(s Signal) ([]byte, error) {
 	}
 	if !ok {
 		r.giveBack()
-		return json.Marshal(s)
+		return marshalRecord(s)
 	}
 	return r.done(b), nil
+}
+
+func marshalRecord(s Signal) (Record, error) {
+	b, err := json.Marshal(s)
+	return Record{Data: b}, err
 }
 
 // SignalJobID is s's adk.eval.job_id attribute, "" when it has none.

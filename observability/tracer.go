@@ -77,8 +77,11 @@ type Tracer struct {
 	// direct: the tracer writes its spans' records itself (Records set,
 	// no content to capture).
 	direct bool
-	epoch  time.Time
-	wg     sync.WaitGroup
+	// recycled is Records when it gives records back (their chunks are
+	// then written again).
+	recycled RecycledRecordSink
+	epoch    time.Time
+	wg       sync.WaitGroup
 }
 
 var _ Observer = (*Tracer)(nil)
@@ -109,6 +112,7 @@ func New(cfg Config) (*Tracer, error) {
 	t.sync = &syncDelivery{exporters: t.cfg.Exporters, wg: &t.wg}
 	t.emitting = cfg.Async != nil || cfg.Records != nil || len(cfg.Exporters) > 0
 	t.direct = cfg.Records != nil && !cfg.CaptureContent
+	t.recycled, _ = cfg.Records.(RecycledRecordSink)
 	return t, nil
 }
 
@@ -469,11 +473,11 @@ func (t *Tracer) deliver(ctx context.Context, sp *Span, phase string, sigs ...Si
 
 func (t *Tracer) deliverOne(ctx context.Context, sp *Span, phase string, sig Signal) error {
 	if t.cfg.Records != nil {
-		data, err := EncodeSignal(sig)
+		r, err := encodeRecord(sig)
 		if err != nil {
 			return t.asyncFailure(sp, phase, err)
 		}
-		return t.enqueueRecord(sp, phase, SignalJobID(sig), data)
+		return t.enqueueRecord(sp, phase, SignalJobID(sig), r)
 	}
 	if t.cfg.Async != nil {
 		if err := t.cfg.Async.Enqueue(sig); err != nil {
@@ -492,12 +496,23 @@ func (t *Tracer) deliverOne(ctx context.Context, sp *Span, phase string, sig Sig
 
 // deliverRecord hands a record the tracer wrote to the record sink; every
 // such record carries the span's eval ids.
-func (t *Tracer) deliverRecord(sp *Span, phase string, data []byte) error {
-	return t.enqueueRecord(sp, phase, sp.ids.evalIDs[0], data)
+func (t *Tracer) deliverRecord(sp *Span, phase string, r Record) error {
+	return t.enqueueRecord(sp, phase, sp.ids.evalIDs[0], r)
 }
 
-func (t *Tracer) enqueueRecord(sp *Span, phase, jobID string, data []byte) error {
-	if err := t.cfg.Records.EnqueueSignalJSON(jobID, data); err != nil {
+// enqueueRecord hands r to the record sink: as a Record to a
+// RecycledRecordSink (which releases it once it is read; a refused one is
+// released here), else as bytes that are never released.
+func (t *Tracer) enqueueRecord(sp *Span, phase, jobID string, r Record) error {
+	var err error
+	if t.recycled != nil {
+		if err = t.recycled.EnqueueSignalRecord(jobID, r); err != nil {
+			r.Release()
+		}
+	} else {
+		err = t.cfg.Records.EnqueueSignalJSON(jobID, r.Data)
+	}
+	if err != nil {
 		return t.asyncFailure(sp, phase, err)
 	}
 	return nil

@@ -54,8 +54,8 @@ func (j *jobSignals) forget(jobID string) {
 }
 
 var (
-	_ observability.AsyncSink  = (*jobSignals)(nil)
-	_ observability.RecordSink = (*jobSignals)(nil)
+	_ observability.AsyncSink          = (*jobSignals)(nil)
+	_ observability.RecycledRecordSink = (*jobSignals)(nil)
 )
 
 // Enqueue implements observability.AsyncSink: the path when the worker
@@ -85,6 +85,20 @@ func (j *jobSignals) EnqueueSignalJSON(jobID string, data []byte) error {
 		return err
 	}
 	return pub.EnqueueRecord(bus.RecordObservability, data)
+}
+
+// EnqueueSignalRecord implements observability.RecycledRecordSink: the
+// job's publisher releases the record once its batch is encoded.
+func (j *jobSignals) EnqueueSignalRecord(jobID string, r observability.Record) error {
+	if j.pool == nil {
+		r.Release()
+		return nil
+	}
+	pub, err := j.publisher(jobID)
+	if err != nil {
+		return err
+	}
+	return pub.EnqueueSignalRecord(jobID, r)
 }
 
 // publisher is the publisher of the job's principal.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package observability
+
+const poisonFreedRecords = false
