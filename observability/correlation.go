@@ -119,7 +119,7 @@ func FromContext(ctx context.Context) (Correlation, bool) {
 // childOf derives the correlation for a new span in ctx: a child of the
 // current span, a local child of a remote parent, or a new root. ownEval
 // reports that c.Eval is the new root's own (not shared with anything).
-func childOf(ctx context.Context) (c Correlation, ownEval bool) {
+func childOf(ctx context.Context, own *EvalIDs) (c Correlation, ownEval bool) {
 	switch v := ctx.Value(correlationKey{}).(type) {
 	case *Correlation:
 		return v.Child(), false
@@ -128,7 +128,8 @@ func childOf(ctx context.Context) (c Correlation, ownEval bool) {
 	}
 	c = NewRoot()
 	if ids, ok := EvalFromContext(ctx); ok {
-		c.Eval = &ids
+		*own = ids
+		c.Eval = own
 		return c, true
 	}
 	return c, false

@@ -149,6 +149,16 @@ type Span struct {
 	ids      *spanIDs // only when emitting
 }
 
+// newSpanAlloc is what starting a span allocates, in one object: the
+// Span, its formatted ids and a root's copy of its context's eval ids
+// (corr.Eval points at it). Span stays small: EvaluationResult keeps one
+// on the stack.
+type newSpanAlloc struct {
+	sp       Span
+	ids      spanIDs
+	rootEval EvalIDs
+}
+
 // spanIDs is what every signal of an emitting span repeats, formatted
 // once per span rather than once per signal: a traced sample emits five
 // signals, and formatting the ids and boxing the eval ids for each was
@@ -216,6 +226,13 @@ func (v *evalValues) set(a Attributes) {
 // newSpanIDs formats c's ids; boxed also boxes the eval ids (the struct
 // path's attribute values).
 func newSpanIDs(c *Correlation, boxed bool) *spanIDs {
+	ids := new(spanIDs)
+	ids.fill(c, boxed)
+	return ids
+}
+
+// fill formats c's ids into ids (newSpanIDs).
+func (ids *spanIDs) fill(c *Correlation, boxed bool) {
 	// The three ids are formatted into one string (one allocation, not
 	// three) and sliced.
 	var b [64]byte
@@ -227,11 +244,11 @@ func newSpanIDs(c *Correlation, boxed bool) *spanIDs {
 		n = 64
 	}
 	hex := string(b[:n])
-	ids := &spanIDs{trace: hex[:32], span: hex[32:48], parent: hex[48:], evalIDs: mappedEvalIDs(c.Eval)}
+	ids.trace, ids.span, ids.parent = hex[:32], hex[32:48], hex[48:]
+	ids.evalIDs = mappedEvalIDs(c.Eval)
 	if boxed {
 		ids.eval = newEvalValues(&ids.evalIDs)
 	}
-	return ids
 }
 
 // spanContext is the context a span returns: it lives inside the Span so
@@ -261,8 +278,9 @@ func (c *spanContext) Value(key any) any {
 // OnDeliveryFailure and the delivery-failure counter. Callers that want to
 // fail closed before running the operation use Begin.
 func (t *Tracer) Start(ctx context.Context, o Observation) (context.Context, func(Outcome)) {
-	sctx, sp, _ := t.Begin(ctx, o)
-	return sctx, sp.end
+	sp := t.newSpan(ctx, &o)
+	_ = sp.emitStart(ctx, o.Content)
+	return &sp.ctx, sp.end
 }
 
 // Begin starts a span as a child of the span (or remote parent) in ctx, or
@@ -271,10 +289,24 @@ func (t *Tracer) Start(ctx context.Context, o Observation) (context.Context, fun
 // the start signal: the span is live regardless, and a caller that fails
 // closed ends it with the error instead of running the operation.
 func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Span, error) {
-	sp := &Span{t: t, kind: o.Kind, provider: o.Provider, stream: o.Stream, start: o.Start}
+	sp := t.newSpan(ctx, &o)
+	err := sp.emitStart(ctx, o.Content)
+	return &sp.ctx, sp, err
+}
+
+// newSpan makes the span Begin starts. It is not inlined so that its
+// frame is gone before the start records are written: a worker's runner
+// goroutines run those at the deepest point of a task, and every
+// goroutine stack the GC shrank grows back there.
+//
+//go:noinline
+func (t *Tracer) newSpan(ctx context.Context, o *Observation) *Span {
+	a := new(newSpanAlloc)
+	sp := &a.sp
+	*sp = Span{t: t, kind: o.Kind, provider: o.Provider, stream: o.Stream, start: o.Start}
 	var ownEval bool
-	sp.corr, ownEval = childOf(ctx)
-	applyObservation(&sp.corr, &o, ownEval)
+	sp.corr, ownEval = childOf(ctx, &a.rootEval)
+	applyObservation(&sp.corr, o, ownEval)
 	sp.op, sp.spanKind = operationOf(o.Kind)
 	if sp.op == "" {
 		sp.op, sp.spanKind = string(o.Kind), SpanKindInternal
@@ -283,23 +315,40 @@ func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Sp
 		sp.start = time.Now()
 	}
 	sp.ctx = spanContext{Context: ctx, sp: sp}
-	if !t.emitting {
-		return &sp.ctx, sp, nil
+	if t.emitting {
+		sp.ids = &a.ids
+		sp.ids.fill(&sp.corr, !t.direct)
+		sp.ids.workflowID, sp.ids.workflowKind, sp.ids.nodeID = o.WorkflowID, o.WorkflowKind, o.NodeID
 	}
-	sp.ids = newSpanIDs(&sp.corr, !t.direct)
-	sp.ids.workflowID, sp.ids.workflowKind, sp.ids.nodeID = o.WorkflowID, o.WorkflowKind, o.NodeID
-	if t.direct {
-		r := takeRecordBuf()
-		err := t.deliverRecord(sp, PhaseStartSpan, r.done(sp.appendStartEnvelopeRecord(r.a)))
-		if err == nil {
-			r = takeRecordBuf()
-			err = t.deliverRecord(sp, PhaseStartSpan, r.done(sp.appendStartSpanRecord(r.a)))
-		}
-		return &sp.ctx, sp, err
+	return sp
+}
+
+// emitStart delivers the start signals of a span newSpan made.
+func (s *Span) emitStart(ctx context.Context, content any) error {
+	switch t := s.t; {
+	case !t.emitting:
+		return nil
+	case t.direct:
+		return s.startRecords()
 	}
-	sp.attrs = startAttributes(sp.op, sp.kind, &sp.corr, sp.provider, &sp.ids.eval)
-	err := t.deliver(ctx, sp, PhaseStartSpan, sp.startEnvelope(o.Content), sp.startSignal())
-	return &sp.ctx, sp, err
+	return s.startSignals(ctx, content)
+}
+
+// startRecords writes and delivers the start records (the direct path).
+func (s *Span) startRecords() error {
+	r := takeRecordBuf()
+	err := s.t.deliverRecord(s, PhaseStartSpan, r.done(s.appendStartEnvelopeRecord(r.a)))
+	if err == nil {
+		r = takeRecordBuf()
+		err = s.t.deliverRecord(s, PhaseStartSpan, r.done(s.appendStartSpanRecord(r.a)))
+	}
+	return err
+}
+
+// startSignals builds and delivers the start signals (the struct path).
+func (s *Span) startSignals(ctx context.Context, content any) error {
+	s.attrs = startAttributes(s.op, s.kind, &s.corr, s.provider, &s.ids.eval)
+	return s.t.deliver(ctx, s, PhaseStartSpan, s.startEnvelope(content), s.startSignal())
 }
 
 // Correlation returns the span's correlation context.
