@@ -201,11 +201,11 @@ type PublisherStats struct {
 // the tracer's Record it came as (EnqueueSignalRecord), released once the
 // record is encoded into its batch or dropped.
 type pubItem struct {
-	SignalRecord
-	mem observability.Record // zero for EnqueueRecord's data
+	kind string
+	observability.Record
 }
 
-func (it *pubItem) record() *SignalRecord { return &it.SignalRecord }
+func (it *pubItem) kindData() (string, []byte) { return it.kind, it.Data }
 
 // batchBufs holds encoded batch messages for reuse once they are settled
 // (the connection copies a message when it is published).
@@ -332,7 +332,7 @@ func (p *Publisher) EnqueueSignalJSON(_ string, data []byte) error {
 // record is released once its batch is encoded (the batch message is a
 // copy), or when it is dropped. A refused record stays the caller's.
 func (p *Publisher) EnqueueSignalRecord(_ string, r observability.Record) error {
-	return p.enqueue(pubItem{SignalRecord: SignalRecord{Kind: RecordObservability, Data: r.Data}, mem: r})
+	return p.enqueue(pubItem{kind: RecordObservability, Record: r})
 }
 
 // EnqueueRecord admits one JSON signal of the given record kind
@@ -341,7 +341,7 @@ func (p *Publisher) EnqueueSignalRecord(_ string, r observability.Record) error 
 // publishing spans for its authenticated principal). The data must not be
 // modified afterwards.
 func (p *Publisher) EnqueueRecord(kind string, data []byte) error {
-	return p.enqueue(pubItem{SignalRecord: SignalRecord{Kind: kind, Data: data}})
+	return p.enqueue(pubItem{kind: kind, Record: observability.Record{Data: data}})
 }
 
 func (p *Publisher) enqueue(it pubItem) error {
@@ -361,7 +361,7 @@ func (p *Publisher) enqueue(it pubItem) error {
 			var one [1]pubItem
 			p.pending.popInto(one[:])
 			old := one[0]
-			old.mem.Release()
+			old.Release()
 			p.removeLocked(1, int64(len(old.Data)))
 			p.count(&p.c.droppedOldest, observability.BusDroppedOldest, 1)
 			continue
@@ -576,7 +576,7 @@ func (p *Publisher) send(b *pubBatch) {
 		// The records are in raw now: give their memory back (a retry
 		// resends msg) and keep no reference to it.
 		for i := range b.items {
-			b.items[i].mem.Release()
+			b.items[i].Release()
 			b.items[i] = pubItem{}
 		}
 		b.items = nil

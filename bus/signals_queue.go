@@ -1,6 +1,6 @@
 package bus
 
-// queueChunk is the item count of one chunk of a signalQueue: 20 KiB, a
+// queueChunk is the item count of one chunk of a signalQueue: 24 KiB, a
 // small-object size class.
 const queueChunk = 512
 
@@ -60,7 +60,7 @@ func (q *signalQueue) popInto(dst []pubItem) {
 // reset empties the queue, releasing the items' records.
 func (q *signalQueue) reset() {
 	for i := range q.n {
-		q.at(i).mem.Release()
+		q.at(i).Release()
 	}
 	*q = signalQueue{}
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fadcedab/adk/observability"
 )
 
 // TestPublisherQueue_StaysFIFOAcrossReuse drives the queue without a
@@ -58,7 +60,7 @@ func TestSignalQueue_DrainsAndRefills(t *testing.T) {
 	next, want := 0, 0
 	for _, step := range []struct{ push, pop int }{{1, 1}, {queueChunk, queueChunk}, {3 * queueChunk, 2*queueChunk + 5}, {7, queueChunk + 2}, {queueChunk + 1, 0}, {0, queueChunk + 1}} {
 		for range step.push {
-			q.push(pubItem{SignalRecord: SignalRecord{Data: []byte(strconv.Itoa(next))}})
+			q.push(pubItem{Record: observability.Record{Data: []byte(strconv.Itoa(next))}})
 			next++
 		}
 		for i := range q.len() {

@@ -22,8 +22,8 @@ var signalBatchHead = []byte{0x93, wire.WireVersion, 0xa0 | byte(len(SignalBatch
 func signalBatchSize[T any, P recordOf[T]](recs []T) int {
 	n := len(signalBatchHead) + len(SignalBatchKind) + 3 + msgpackLenSize(len(recs), 15)
 	for i := range recs {
-		r := P(&recs[i]).record()
-		n += 1 + 2 + msgpackStrSize(len(r.Kind)) + len(r.Kind) + 2 + msgpackBinSize(r.Data) + len(r.Data)
+		kind, data := P(&recs[i]).kindData()
+		n += 1 + 2 + msgpackStrSize(len(kind)) + len(kind) + 2 + msgpackBinSize(data) + len(data)
 	}
 	return n
 }
@@ -32,10 +32,10 @@ func signalBatchSize[T any, P recordOf[T]](recs []T) int {
 // or the publisher's queued items.
 type recordOf[T any] interface {
 	*T
-	record() *SignalRecord
+	kindData() (string, []byte)
 }
 
-func (r *SignalRecord) record() *SignalRecord { return r }
+func (r *SignalRecord) kindData() (string, []byte) { return r.Kind, r.Data }
 
 // appendSignalBatch appends the canonical encoding of a batch of records.
 func appendSignalBatch[T any, P recordOf[T]](b []byte, recs []T) []byte {
@@ -47,11 +47,11 @@ func appendSignalBatch[T any, P recordOf[T]](b []byte, recs []T) []byte {
 	}
 	b = appendMsgpackArrayLen(b, len(recs))
 	for i := range recs {
-		r := P(&recs[i]).record()
+		kind, data := P(&recs[i]).kindData()
 		b = append(b, 0x82, 0xa1, 'k')
-		b = appendMsgpackStr(b, r.Kind)
+		b = appendMsgpackStr(b, kind)
 		b = append(b, 0xa1, 'd')
-		b = appendMsgpackBin(b, r.Data)
+		b = appendMsgpackBin(b, data)
 	}
 	return b
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -233,12 +234,86 @@ func SignalJobID(s Signal) string {
 
 // recAttr is one attribute of a record: the value types a tracer's own
 // attributes have, kept small (recAttrs lives on the traced goroutine's
-// stack).
+// stack, at the deepest point of a worker's task).
 type recAttr struct {
-	k string
 	s string // recString
 	n int64  // recInt; recFloat: the float's bits
+	k recKey
 	t recAttrType
+}
+
+// recKey is an attribute key the record writers use: an index into
+// recKeyNames.
+type recKey uint8
+
+const (
+	kOperationName recKey = iota
+	kMappingVersion
+	kProviderName
+	kRequestModel
+	kToolName
+	kToolCallID
+	kEvalJobID
+	kEvalCaseID
+	kEvalSampleID
+	kEvalWorkerID
+	kResponseModel
+	kResponseID
+	kInputTokens
+	kOutputTokens
+	kCacheReadInput
+	kReasonTokens
+	kFinishReasons
+	kErrorType
+	kWorkflowID
+	kWorkflowKind
+	kNodeID
+	kStatus
+	kEvaluationName
+	kEvaluationScoreLabel
+	kEvaluationScoreValue
+	numRecKeys
+)
+
+var recKeyNames = [numRecKeys]string{
+	kOperationName: AttrOperationName, kMappingVersion: MappingVersionKey,
+	kProviderName: AttrProviderName, kRequestModel: AttrRequestModel,
+	kToolName: AttrToolName, kToolCallID: AttrToolCallID,
+	kEvalJobID: AttrEvalJobID, kEvalCaseID: AttrEvalCaseID,
+	kEvalSampleID: AttrEvalSampleID, kEvalWorkerID: AttrEvalWorkerID,
+	kResponseModel: AttrResponseModel, kResponseID: AttrResponseID,
+	kInputTokens: AttrInputTokens, kOutputTokens: AttrOutputTokens,
+	kCacheReadInput: AttrCacheReadInput, kReasonTokens: AttrReasonTokens,
+	kFinishReasons: AttrFinishReasons, kErrorType: AttrErrorType,
+	kWorkflowID: "workflow_id", kWorkflowKind: "workflow_kind", kNodeID: "node_id",
+	kStatus: "status", kEvaluationName: AttrEvaluationName,
+	kEvaluationScoreLabel: AttrEvaluationScoreLabel, kEvaluationScoreValue: AttrEvaluationScoreValue,
+}
+
+// evalRecKeys are evalKeys as recKeys.
+var evalRecKeys = [4]recKey{kEvalJobID, kEvalCaseID, kEvalSampleID, kEvalWorkerID}
+
+// recKeyRank orders recKeys as their names sort (json.Marshal's map key
+// order), and recKeyJSON is each name quoted as appendHTMLString quotes
+// it, with its colon: both computed once.
+var (
+	recKeyRank [numRecKeys]uint8
+	recKeyJSON [numRecKeys]string
+)
+
+func init() {
+	var order [numRecKeys]recKey
+	for i := range order {
+		order[i] = recKey(i)
+	}
+	sort.Slice(order[:], func(i, j int) bool { return recKeyNames[order[i]] < recKeyNames[order[j]] })
+	for r, k := range order {
+		if r > 0 && recKeyNames[order[r-1]] == recKeyNames[k] {
+			panic("observability: duplicate record attribute key " + recKeyNames[k])
+		}
+		recKeyRank[k] = uint8(r)
+		recKeyJSON[k] = string(append(appendHTMLString(nil, recKeyNames[k]), ':'))
+	}
 }
 
 type recAttrType uint8
@@ -264,27 +339,27 @@ type recAttrs struct {
 	finishReasons []string
 }
 
-func (l *recAttrs) str(k, v string) {
+func (l *recAttrs) str(k recKey, v string) {
 	l.a[l.n] = recAttr{k: k, s: v}
 	l.n++
 }
 
 // text is setText.
-func (l *recAttrs) text(k, v string, limit int) {
+func (l *recAttrs) text(k recKey, v string, limit int) {
 	if v != "" && len(v) <= limit {
 		l.str(k, v)
 	}
 }
 
 // count is setCount.
-func (l *recAttrs) count(k string, n int64) {
+func (l *recAttrs) count(k recKey, n int64) {
 	if n >= 0 {
 		l.a[l.n] = recAttr{k: k, n: n, t: recInt}
 		l.n++
 	}
 }
 
-func (l *recAttrs) float(k string, f float64) {
+func (l *recAttrs) float(k recKey, f float64) {
 	l.a[l.n] = recAttr{k: k, n: int64(math.Float64bits(f)), t: recFloat}
 	l.n++
 }
@@ -293,7 +368,7 @@ func (l *recAttrs) float(k string, f float64) {
 func (l *recAttrs) eval(ids *[4]string) {
 	for i, s := range ids {
 		if s != "" {
-			l.str(evalKeys[i], s)
+			l.str(evalRecKeys[i], s)
 		}
 	}
 }
@@ -304,7 +379,7 @@ func (l *recAttrs) appendJSON(b []byte) []byte {
 	var idx [maxRecordAttrs]uint8
 	for i := range l.n {
 		idx[i] = uint8(i)
-		for j := i; j > 0 && l.a[idx[j]].k < l.a[idx[j-1]].k; j-- {
+		for j := i; j > 0 && recKeyRank[l.a[idx[j]].k] < recKeyRank[l.a[idx[j-1]].k]; j-- {
 			idx[j], idx[j-1] = idx[j-1], idx[j]
 		}
 	}
@@ -314,8 +389,7 @@ func (l *recAttrs) appendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		a := &l.a[idx[i]]
-		b = appendHTMLString(b, a.k)
-		b = append(b, ':')
+		b = append(b, recKeyJSON[a.k]...)
 		switch a.t {
 		case recString:
 			b = appendHTMLString(b, a.s)
@@ -332,15 +406,15 @@ func (l *recAttrs) appendJSON(b []byte) []byte {
 
 // startAttrs mirrors startAttributes.
 func (s *Span) startAttrs(l *recAttrs) {
-	l.str(AttrOperationName, s.op)
-	l.str(MappingVersionKey, SemconvVersion)
+	l.str(kOperationName, s.op)
+	l.str(kMappingVersion, SemconvVersion)
 	switch s.kind {
 	case KindModel:
-		l.text(AttrProviderName, s.provider, maxProviderBytes)
-		l.text(AttrRequestModel, s.corr.Model, maxAttrValueBytes)
+		l.text(kProviderName, s.provider, maxProviderBytes)
+		l.text(kRequestModel, s.corr.Model, maxAttrValueBytes)
 	case KindTool:
-		l.text(AttrToolName, s.corr.Tool, maxAttrValueBytes)
-		l.text(AttrToolCallID, s.corr.CallID, maxAttrValueBytes)
+		l.text(kToolName, s.corr.Tool, maxAttrValueBytes)
+		l.text(kToolCallID, s.corr.CallID, maxAttrValueBytes)
 	}
 	l.eval(&s.ids.evalIDs)
 }
@@ -350,17 +424,17 @@ func (s *Span) endAttrs(l *recAttrs, e *spanEnd) {
 	s.startAttrs(l)
 	if s.kind == KindModel {
 		out := &e.out
-		l.text(AttrResponseModel, out.ResponseModel, maxAttrValueBytes)
-		l.text(AttrResponseID, out.ResponseID, maxAttrValueBytes)
+		l.text(kResponseModel, out.ResponseModel, maxAttrValueBytes)
+		l.text(kResponseID, out.ResponseID, maxAttrValueBytes)
 		if u := out.Usage; u != nil {
-			l.count(AttrInputTokens, u.InputTokens)
-			l.count(AttrOutputTokens, u.OutputTokens)
-			l.count(AttrCacheReadInput, u.CacheReadTokens)
-			l.count(AttrReasonTokens, u.ReasoningTokens)
+			l.count(kInputTokens, u.InputTokens)
+			l.count(kOutputTokens, u.OutputTokens)
+			l.count(kCacheReadInput, u.CacheReadTokens)
+			l.count(kReasonTokens, u.ReasoningTokens)
 		}
 		for _, r := range out.FinishReasons {
 			if finishReasonKept(r) {
-				l.a[l.n] = recAttr{k: AttrFinishReasons, t: recFinishReasons}
+				l.a[l.n] = recAttr{k: kFinishReasons, t: recFinishReasons}
 				l.n++
 				l.finishReasons = out.FinishReasons
 				break
@@ -368,7 +442,7 @@ func (s *Span) endAttrs(l *recAttrs, e *spanEnd) {
 		}
 	}
 	if e.errType != "" {
-		l.str(AttrErrorType, e.errType)
+		l.str(kErrorType, e.errType)
 	}
 }
 
@@ -395,13 +469,13 @@ func appendFinishReasons(b []byte, rs []string) []byte {
 func (s *Span) envelopeAttrs(l *recAttrs) {
 	ids := s.ids
 	if ids.workflowID != "" {
-		l.str("workflow_id", ids.workflowID)
+		l.str(kWorkflowID, ids.workflowID)
 	}
 	if ids.workflowKind != "" {
-		l.str("workflow_kind", ids.workflowKind)
+		l.str(kWorkflowKind, ids.workflowKind)
 	}
 	if ids.nodeID != "" {
-		l.str("node_id", ids.nodeID)
+		l.str(kNodeID, ids.nodeID)
 	}
 	l.eval(&ids.evalIDs)
 }
@@ -462,9 +536,9 @@ func (s *Span) appendEndEnvelopeRecord(b []byte, e *spanEnd) []byte {
 	}
 	var l recAttrs
 	s.envelopeAttrs(&l)
-	l.str("status", e.status)
+	l.str(kStatus, e.status)
 	if e.errType != "" {
-		l.str(AttrErrorType, e.errType)
+		l.str(kErrorType, e.errType)
 	}
 	m := [2]int64Pair{{"duration", int64(e.dur)}, {"duration_ms", e.dur.Milliseconds()}}
 	return s.appendEnvelopeRecord(b, event, e.now.UnixMilli(), m[:], &l)
@@ -475,12 +549,12 @@ func (s *Span) appendEndEnvelopeRecord(b []byte, e *spanEnd) []byte {
 func (s *Span) appendEvaluationRecord(b []byte, r *EvaluationResult, now time.Time) []byte {
 	var l recAttrs
 	l.eval(&s.ids.evalIDs)
-	l.text(AttrEvaluationName, r.Name, maxAttrValueBytes)
+	l.text(kEvaluationName, r.Name, maxAttrValueBytes)
 	if r.Label != "" && len(r.Label) <= maxAttrValueBytes {
-		l.str(AttrEvaluationScoreLabel, r.Label)
+		l.str(kEvaluationScoreLabel, r.Label)
 	}
 	if finite(r.Score) {
-		l.float(AttrEvaluationScoreValue, r.Score)
+		l.float(kEvaluationScoreValue, r.Score)
 	}
 	return s.appendEnvelopeRecord(b, EventEvaluationResult, now.UnixMilli(), nil, &l)
 }
