@@ -343,6 +343,16 @@ func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
 		return b, false
 	}
 	abs := math.Abs(f)
+	if abs < 1<<53 && f == math.Trunc(f) {
+		// An integer (a 0/1 score, a count): below 2^53 its shortest
+		// form is its digits, and strconv's float path, whose large
+		// frame is where a worker's runner stacks had to grow, is not
+		// needed.
+		if f == 0 && math.Signbit(f) {
+			return append(b, "-0"...), true
+		}
+		return strconv.AppendInt(b, int64(f), 10), true
+	}
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
