@@ -17,7 +17,6 @@ import (
 	"github.com/fadcedab/adk/internal/canonjson"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
-	"github.com/hashicorp/raft"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -85,15 +84,10 @@ func (n *Node) leaderLoop(ctx context.Context) {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Result batches come to this loop, which applies each with the
-	// dispatch it frees (leaderTick): one Raft batch, not two.
-	results := make(chan *resultBatch)
-	rctx, stopResults := context.WithCancel(ctx)
-	defer stopResults() // before wg.Wait: consumeResults may wait on results
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		n.consumeResults(rctx, results)
+		n.consumeResults(ctx)
 	}()
 	adv, err := n.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+bus.TasksStream+".*", func(m *nats.Msg) {
 		var a struct {
@@ -124,13 +118,11 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	lastLease := time.Now()
 	var offNATSSince time.Time
 	for {
-		var rb *resultBatch
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-n.kick:
-		case rb = <-results:
 		}
 		// Without NATS this leader hears no heartbeats, results or
 		// owners, yet Raft keeps it leader: take no liveness decision,
@@ -146,7 +138,6 @@ func (n *Node) leaderLoop(ctx context.Context) {
 				}
 				offNATSSince = time.Now()
 			}
-			rb.done(false)
 			continue
 		}
 		if !offNATSSince.IsZero() {
@@ -161,10 +152,9 @@ func (n *Node) leaderLoop(ctx context.Context) {
 			}
 		}
 		if !n.IsLeader() || n.stopped.Load() {
-			rb.done(false)
 			return
 		}
-		if err := n.leaderTick(ctx, gainedAt, d, acks, rb); err != nil && ctx.Err() == nil {
+		if err := n.leaderTick(ctx, gainedAt, d, acks); err != nil && ctx.Err() == nil {
 			n.log.Warn("leader tick", "err", err)
 		}
 	}
@@ -264,18 +254,7 @@ func (n *Node) readView() (*leaderView, error) {
 	return v, err
 }
 
-// leaderTick is one round of the scheduler. With a result batch (rb) it
-// also applies the batch: its outcomes free their workers' slots in this
-// round's dispatch, and the finish and the assign go to Raft together
-// (dispatch), so every node writes, fsyncs, replicates and applies them
-// as one batch instead of one after the other.
-func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, d *dispatched, acks chan<- []pendingPub, rb *resultBatch) (err error) {
-	defer func() {
-		if rb != nil && !rb.ended {
-			// Not reached dispatch (an error before it): the batch alone.
-			rb.done(n.finishOutcomes(ctx, rb.outs, time.Now()) == nil)
-		}
-	}()
+func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, d *dispatched, acks chan<- []pendingPub) error {
 	now := time.Now()
 	v, err := n.readView()
 	if err != nil {
@@ -288,7 +267,7 @@ func (n *Node) leaderTick(ctx context.Context, gainedAt time.Time, d *dispatched
 	if err := n.checkJobs(ctx, v, now, gainedAt); err != nil {
 		return err
 	}
-	return n.dispatch(ctx, v, now, d, acks, rb)
+	return n.dispatch(ctx, v, now, d, acks)
 }
 
 // failLostTasks fails, through Raft, the in-flight tasks of workers that
@@ -650,19 +629,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // dispatch assigns undispatched tasks of running jobs (admission order) to
 // live allowlisted workers with spare capacity, records the assignments in
 // Raft, and only then publishes them.
-func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *dispatched, acks chan<- []pendingPub, rb *resultBatch) error {
+func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *dispatched, acks chan<- []pendingPub) error {
 	t := n.cfg.Timing
-	// The tasks whose outcomes rb carries hold no slot: their finish goes
-	// to Raft with this dispatch. An outcome the FSM fences out (a
-	// duplicate, a late result) changes nothing here, since only tasks
-	// still in flight on the outcome's worker are counted.
-	var ending map[api.TaskRef]bool
-	if rb != nil {
-		ending = make(map[api.TaskRef]bool, len(rb.outs))
-		for _, o := range rb.outs {
-			ending[api.TaskRef{JobID: o.JobID, Index: o.Index}] = true
-		}
-	}
 	type slot struct {
 		id     string
 		epoch  int64
@@ -679,7 +647,7 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 		// (this view predates that): they hold no capacity of the new one.
 		held := 0
 		for _, tk := range v.inflight[w] {
-			if (tk.Epoch == 0 || seen.hb.Epoch == 0 || tk.Epoch == seen.hb.Epoch) && !ending[api.TaskRef{JobID: tk.JobID, Index: tk.Index}] {
+			if tk.Epoch == 0 || seen.hb.Epoch == 0 || tk.Epoch == seen.hb.Epoch {
 				held++
 			}
 		}
@@ -712,13 +680,16 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 			as = append(as, evalstore.Assignment{JobID: j.JobID, Index: idx, Worker: slots[best].id, Epoch: slots[best].epoch})
 		}
 	}
+	if len(as) == 0 {
+		return nil
+	}
+	res, err := n.propose(ctx, cmdAssign, &assignCmd{As: as, Now: now.UnixMilli()})
+	if err != nil {
+		return err
+	}
 	cases := map[string]*evalrecord.Job{}
 	for _, j := range v.active {
 		cases[j.JobID] = j
-	}
-	res, err := n.proposeWithResults(ctx, as, now, rb)
-	if err != nil || len(as) == 0 {
-		return err
 	}
 	// A worker's tasks of this dispatch go out in messages of up to
 	// api.MaxBatchTasks: one store, one delivery and one ack per message,
@@ -759,87 +730,6 @@ func (n *Node) dispatch(ctx context.Context, v *leaderView, now time.Time, d *di
 		}
 	}
 	return nil
-}
-
-// proposeWithResults proposes as (an assign) and the outcomes of rb (a
-// finish, in as many entries as finishOutcomes would make) to Raft
-// together: every future is enqueued before any is awaited, so Raft
-// takes them as one batch (one log write, one append per follower, one
-// store transaction on every node). It answers the assign's result; rb
-// is done (acked when its outcomes applied, else left for redelivery).
-// The two are independent decisions, as when they went one after the
-// other: the FSM fences each outcome by assignment and accepts each
-// assignment only as its job's next index.
-func (n *Node) proposeWithResults(ctx context.Context, as []evalstore.Assignment, now time.Time, rb *resultBatch) (*applyResult, error) {
-	if rb == nil || len(rb.outs) == 0 {
-		rb.done(true) // nothing to apply: only rejected results, acked
-		if len(as) == 0 {
-			return nil, nil
-		}
-		return n.propose(ctx, cmdAssign, &assignCmd{As: as, Now: now.UnixMilli()})
-	}
-	var finishes [][]byte
-	for outs := rb.outs; len(outs) > 0; {
-		k := finishChunk(outs, n.cfg.Limits.MaxTasksPerCommand)
-		b, err := encodeCmd(cmdFinish, &finishCmd{Outs: outs[:k], Now: now.UnixMilli()})
-		if err != nil {
-			rb.done(false)
-			return nil, err
-		}
-		finishes = append(finishes, b)
-		outs = outs[k:]
-	}
-	var assign []byte
-	if len(as) > 0 {
-		b, err := encodeCmd(cmdAssign, &assignCmd{As: as, Now: now.UnixMilli()})
-		if err != nil {
-			rb.done(false)
-			return nil, err
-		}
-		assign = b
-	}
-	if n.raft.State() != raft.Leader {
-		// Lost the lead meanwhile: the usual path (forward or wait).
-		err := n.finishOutcomes(ctx, rb.outs, now)
-		rb.done(err == nil)
-		n.kickLeader()
-		if err != nil || assign == nil {
-			return nil, err
-		}
-		return n.propose(ctx, cmdAssign, &assignCmd{As: as, Now: now.UnixMilli()})
-	}
-	futures := make([]raft.ApplyFuture, 0, len(finishes)+1)
-	for _, b := range finishes {
-		futures = append(futures, n.raft.Apply(b, n.cfg.Timing.ApplyTimeout))
-	}
-	var af raft.ApplyFuture
-	if assign != nil {
-		af = n.raft.Apply(assign, n.cfg.Timing.ApplyTimeout)
-	}
-	finished := true
-	for _, f := range futures {
-		res, err := applyResultOf(f)
-		if err != nil {
-			finished = false
-			continue
-		}
-		for _, ok := range res.Accepted {
-			if !ok {
-				n.rejected.Add(1)
-			}
-		}
-	}
-	rb.done(finished)
-	if finished {
-		// Run again at once, as after any result batch: it may have
-		// completed a job (the tail), and a slot an outcome fenced out
-		// here did not free is offered again.
-		n.kickLeader()
-	}
-	if af == nil {
-		return nil, nil
-	}
-	return applyResultOf(af)
 }
 
 // pendingPub is a task message whose ack is awaited.
@@ -923,11 +813,11 @@ func (n *Node) republishTask(ctx context.Context, m *nats.Msg, err error) {
 	n.log.Warn("publish task", "subject", m.Subject, "err", err)
 }
 
-// consumeResults pulls sample results in batches and hands each to the
-// leader loop (out), which applies it through Raft, fenced by assignment
-// in the FSM. Acks follow the apply, so a crash in between redelivers to
-// the next leader, where the fence makes the duplicate a no-op.
-func (n *Node) consumeResults(ctx context.Context, out chan<- *resultBatch) {
+// consumeResults pulls sample results and applies them through Raft in
+// batches, fenced by assignment in the FSM. Acks follow the apply, so a
+// crash in between redelivers to the next leader, where the fence makes
+// the duplicate a no-op.
+func (n *Node) consumeResults(ctx context.Context) {
 	var cons jetstream.Consumer
 	for cons == nil {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -946,12 +836,13 @@ func (n *Node) consumeResults(ctx context.Context, out chan<- *resultBatch) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	// Up to resultAppliers batches are out at once (outcomes are fenced
-	// one by one in the FSM, so their order would not matter); with one,
-	// results arriving while a batch is in Raft wait in the stream and
-	// join the next, so each Raft entry carries as many as possible. The
-	// leader loop applies each batch (leaderTick) and ends it (done).
+	// Up to resultAppliers batches are applied at once (outcomes are
+	// fenced one by one in the FSM, so their order would not matter); with
+	// one, results arriving while a batch is in Raft wait in the stream and
+	// join the next, so each Raft entry carries as many as possible.
 	slots := make(chan struct{}, resultAppliers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
@@ -989,19 +880,18 @@ func (n *Node) consumeResults(ctx context.Context, out chan<- *resultBatch) {
 				msgs, outs = append(msgs, m), n.appendOutcomes(outs, m)
 			}
 		}
-		rb := &resultBatch{msgs: msgs, outs: outs, release: func() { <-slots }}
-		select {
-		case out <- rb:
-		case <-ctx.Done():
-			return // not acked: redelivered after AckWait
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			n.applyResults(ctx, msgs, outs)
+		}()
 	}
 }
 
-// resultAppliers bounds the result batches fetched and not yet applied
-// (the leader loop applies them one at a time). Two appliers with a 15 ms
-// linger spent about 8% more fleet CPU per task than one with 20 ms on the
-// fleet benchmark, at the same throughput.
+// resultAppliers bounds the result batches in Raft at once. Two with a
+// 15 ms linger spent about 8% more fleet CPU per task than one with 20 ms
+// on the fleet benchmark, at the same throughput.
 const resultAppliers = 1
 
 // appendOutcomes appends the outcomes a result message carries
@@ -1021,31 +911,16 @@ func (n *Node) appendOutcomes(outs []evalstore.Outcome, m jetstream.Msg) []evals
 	return outs
 }
 
-// resultBatch is a batch of result messages and the outcomes they carry,
-// handed by consumeResults to the leader loop, which applies it.
-type resultBatch struct {
-	msgs    []jetstream.Msg
-	outs    []evalstore.Outcome
-	ended   bool   // done was called
-	release func() // lets consumeResults fetch the next batch
-}
-
-// done ends the batch: once its outcomes are applied (ok) the messages
-// are acked; otherwise they are left unacked and redelivered after
-// AckWait, to this leader or the next, where the FSM's fence makes a
-// duplicate a no-op. Either way consumeResults fetches the next batch.
-// Safe on nil, and once only.
-func (rb *resultBatch) done(ok bool) {
-	if rb == nil || rb.ended {
-		return
+// applyResults proposes the outcomes of msgs (appendOutcomes) and acks
+// the messages once they are applied.
+func (n *Node) applyResults(ctx context.Context, msgs []jetstream.Msg, outs []evalstore.Outcome) {
+	if err := n.finishOutcomes(ctx, outs, time.Now()); err != nil {
+		return // not acked: redelivered after AckWait
 	}
-	rb.ended = true
-	if ok {
-		for _, m := range rb.msgs {
-			_ = m.Ack()
-		}
+	for _, m := range msgs {
+		_ = m.Ack()
 	}
-	rb.release()
+	n.kickLeader()
 }
 
 // decodeResults reads a result message, one result or a batch, keeping

@@ -534,23 +534,7 @@ func (n *Node) propose(ctx context.Context, t cmdType, body any) (*applyResult, 
 }
 
 func (n *Node) applyLocal(data []byte) (*applyResult, error) {
-	res, err := applyResultOf(n.raft.Apply(data, n.cfg.Timing.ApplyTimeout))
-	if err != nil {
-		return res, err
-	}
-	if nudges(data) {
-		n.nudgeFollowers()
-	}
-	if res.Job != nil {
-		// A job was admitted, started or ended (queued ones admitted):
-		// schedule now, not at the next tick.
-		n.kickLeader()
-	}
-	return res, nil
-}
-
-// applyResultOf waits for a local apply and answers it as propose does.
-func applyResultOf(f raft.ApplyFuture) (*applyResult, error) {
+	f := n.raft.Apply(data, n.cfg.Timing.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
 			return nil, api.Errorf(api.CodeNotLeader, "%v", err)
@@ -564,6 +548,14 @@ func applyResultOf(f raft.ApplyFuture) (*applyResult, error) {
 	res.Index = f.Index()
 	if res.Err != nil {
 		return res, res.Err
+	}
+	if nudges(data) {
+		n.nudgeFollowers()
+	}
+	if res.Job != nil {
+		// A job was admitted, started or ended (queued ones admitted):
+		// schedule now, not at the next tick.
+		n.kickLeader()
 	}
 	return res, nil
 }
