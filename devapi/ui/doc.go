@@ -40,4 +40,21 @@
 //     naming the evicted range, and the search resumes at the oldest
 //     available event; the live tail polls once a second from the last
 //     cursor.
+//
+// # Decisions where issue 17 is silent
+//
+//   - Submitting: each submission draws an Idempotency-Key (32 hex digits
+//     from crypto.getRandomValues) and sends it on every attempt of that
+//     submission: two automatic retries (after 1 s and 2 s) when the
+//     network failed, no answer came within 60 s or the answer was a 5xx;
+//     then the Retry button; or Submit pressed again on the same content.
+//     So a retry whose earlier attempt did reach the server answers the job
+//     that attempt made (devapi/DESIGN.md "Idempotency-Key"). Other content
+//     (the JSON sent, not the text areas' spacing) is a new submission with
+//     a new key, and so is a submission after the last one made its job: a
+//     deliberate re-run. The key is kept in the tab's memory only (a
+//     reload forgets it, with the form). The button is disabled while a
+//     submission is in flight and, once it made a job, until the page
+//     leaves. A 422 idempotency_key_reused says no job was made and offers
+//     a new submission, which draws a new key.
 package ui

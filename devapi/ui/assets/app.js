@@ -104,9 +104,9 @@
   async function call(path, opts = {}) {
     const init = { method: opts.method || 'GET', headers: authHeaders(opts.headers), cache: 'no-store',
       credentials: 'omit', signal: opts.signal };
-    if (opts.body !== undefined) {
+    if (opts.body !== undefined || opts.json !== undefined) {
       init.headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(opts.body);
+      init.body = opts.json !== undefined ? opts.json : JSON.stringify(opts.body); // json: already encoded
     }
     const res = await fetch(path, init);
     if (res.status === 401 && !opts.noRedirect) {
@@ -309,31 +309,142 @@
     cells.duration.textContent = j.started_at ? dur((j.finished_at || Date.now()) - j.started_at) : '–';
   }
 
+  // ---- submitting a job ---------------------------------------------------
+  // A submission carries an Idempotency-Key (devapi/DESIGN.md): one key per
+  // submission, sent again on every retry of it (automatic after a network
+  // error, a timeout or a 5xx; the Retry button; Submit pressed again on
+  // the unchanged form), so a retry whose first attempt did reach the
+  // server answers that job instead of starting a second. Changed content
+  // is another submission and draws another key. Only the last
+  // submission not known to have made a job is kept, in this tab's memory.
+  const SUBMIT_RETRY_DELAYS_MS = [1000, 2000];
+  const SUBMIT_TIMEOUT_MS = 60000;
+  let pendingSubmit = null; // { json, key }
+  // idempotencyKey: 32 hex digits from the browser's CSPRNG (the Go
+  // client's request id form; evalrecord.ValidRequestID takes 16..64
+  // bytes of [A-Za-z0-9_-]).
+  function idempotencyKey() {
+    return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+  // submitOnce sends one attempt of submission p; a timeout is thrown as
+  // a TimeoutError, the view's end as an AbortError.
+  async function submitOnce(p, signal) {
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; ac.abort(); }, SUBMIT_TIMEOUT_MS);
+    const stop = () => ac.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      return await api(API + '/evaluation/jobs', { method: 'POST', json: p.json, headers: { 'Idempotency-Key': p.key }, signal: ac.signal });
+    } catch (e) {
+      if (timedOut && !signal.aborted) {
+        const t = new Error('no answer within ' + SUBMIT_TIMEOUT_MS / 1000 + ' s');
+        t.name = 'TimeoutError';
+        throw t;
+      }
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stop);
+    }
+  }
+  // submitUnsure: the attempt may or may not have made the job (the
+  // network failed, no answer in time, a 5xx), so it is retried with its key.
+  function submitUnsure(e) {
+    if (e instanceof ApiError) return e.status >= 500 || e.status === 408;
+    return !!e && e.name !== 'AbortError';
+  }
+
   async function pageJobs(sig) {
     const agent = h('input', { id: 'agent', name: 'agent', required: true });
     const set = h('textarea', { id: 'set', name: 'set', required: true, spellcheck: 'false' });
     const metrics = h('textarea', { id: 'metrics', name: 'metrics', spellcheck: 'false', placeholder: '[{"id":"response","metric":"exact_response","threshold":1}]' });
-    const submitErr = h('div');
-    const form = h('form', { class: 'stack', on: { submit: async (e) => {
-      e.preventDefault();
-      fill(submitErr);
-      let body;
+    const submitErr = h('div', { id: 'submit-status' });
+    const submitBtn = h('button', { type: 'submit' }, 'Submit job');
+    let submitting = false;
+    // send runs submission p to a definite answer: at most
+    // 1 + SUBMIT_RETRY_DELAYS_MS.length attempts, the form refusing to
+    // submit throughout and, once a job is made, until the page leaves
+    // (the old page stays on screen while the job's page loads).
+    const send = async (p) => {
+      if (submitting || sig.signal.aborted) return;
+      submitting = true;
+      submitBtn.disabled = true;
+      form.setAttribute('aria-busy', 'true');
+      let done = false;
       try {
-        body = { agent_name: agent.value.trim(), set: JSON.parse(set.value) };
+        for (let attempt = 0; ; attempt++) {
+          fill(submitErr, h('p', { class: 'muted', role: 'status' }, attempt ? 'Submitting again with the same Idempotency-Key (attempt ' + (attempt + 1) + ')…' : 'Submitting…'));
+          let job;
+          try {
+            job = await submitOnce(p, sig.signal);
+          } catch (x) {
+            if (sig.signal.aborted) return;
+            if (x instanceof ApiError && x.code === 'idempotency_key_reused') {
+              // The key made a job of other content: this one was not
+              // made. Forget the key; the next submit draws a new one.
+              if (pendingSubmit === p) pendingSubmit = null;
+              fill(submitErr, h('div', { class: 'error', role: 'alert' },
+                h('strong', null, 'idempotency_key_reused'), ': no job was created. This submission’s Idempotency-Key was already used in the last hour for a submission with other content. ',
+                'Submitting as a new job draws a new key.', h('br'),
+                h('button', { type: 'button', id: 'submit-new', on: { click: () => {
+                  if (pendingSubmit === null || pendingSubmit.json !== p.json) pendingSubmit = { json: p.json, key: idempotencyKey() };
+                  send(pendingSubmit);
+                } } }, 'Submit as a new job'),
+                x.message ? h('p', { class: 'muted' }, 'Server: ' + x.message) : null));
+              return;
+            }
+            const unsure = submitUnsure(x);
+            if (unsure && attempt < SUBMIT_RETRY_DELAYS_MS.length) {
+              await pause(SUBMIT_RETRY_DELAYS_MS[attempt], sig.signal);
+              if (sig.signal.aborted) return;
+              continue;
+            }
+            const box = x instanceof ApiError ? errorBox(x)
+              : h('div', { class: 'error', role: 'alert' }, h('strong', null, x.name === 'TimeoutError' ? 'timeout' : 'network error'), ': ', x.message || String(x));
+            if (unsure || (x instanceof ApiError && x.status === 429)) {
+              box.append(h('p', null, unsure
+                ? 'The job may or may not have been created. Retrying sends the same Idempotency-Key: it answers the job if the server made one, and makes it otherwise.'
+                : 'No job was created: the cluster is at capacity.'),
+              h('button', { type: 'button', id: 'submit-retry', on: { click: () => send(p) } }, 'Retry this submission'));
+            }
+            fill(submitErr, box);
+            return;
+          }
+          if (pendingSubmit === p) pendingSubmit = null;
+          done = true;
+          location.hash = route('jobs', job.job_id);
+          return;
+        }
+      } finally {
+        if (!done) {
+          submitting = false;
+          submitBtn.disabled = false;
+          form.removeAttribute('aria-busy');
+        }
+      }
+    };
+    const form = h('form', { class: 'stack', on: { submit: (e) => {
+      e.preventDefault();
+      if (submitting) return;
+      let json;
+      try {
+        const body = { agent_name: agent.value.trim(), set: JSON.parse(set.value) };
         if (metrics.value.trim()) body.metrics = JSON.parse(metrics.value);
+        json = JSON.stringify(body);
       } catch (x) {
         fill(submitErr, h('div', { class: 'error', role: 'alert' }, 'The eval set and metrics must be JSON: ' + x.message));
         return;
       }
-      try {
-        const job = await api(API + '/evaluation/jobs', { method: 'POST', body });
-        location.hash = route('jobs', job.job_id);
-      } catch (x) { fill(submitErr, errorBox(x) || ''); }
+      // The same content again is a retry of the same submission (its
+      // first attempt may have made the job); other content is a new one.
+      if (pendingSubmit === null || pendingSubmit.json !== json) pendingSubmit = { json, key: idempotencyKey() };
+      send(pendingSubmit);
     } } },
     h('label', { for: 'agent' }, 'Agent name'), agent,
     h('label', { for: 'set' }, 'Eval set (JSON)'), set,
     h('label', { for: 'metrics' }, 'Metrics (JSON, optional)'), metrics,
-    h('button', { type: 'submit' }, 'Submit job'), submitErr);
+    submitBtn, submitErr);
     const tbody = h('tbody');
     const out = [h('h1', null, 'Jobs'),
       h('details', null, h('summary', null, 'Submit a job'), form),
@@ -895,6 +1006,7 @@
   document.getElementById('logout').addEventListener('click', () => {
     sessionStorage.removeItem(TOKEN_KEY);
     results.clear();
+    pendingSubmit = null;
     location.hash = '#/login';
   });
   window.addEventListener('hashchange', () => { navigated = true; show(); });
