@@ -39,6 +39,11 @@ type File struct {
 type Log struct {
 	Level  string `json:"level"`  // debug | info | warn | error
 	Format string `json:"format"` // text | json
+	// SignalWarnInterval is how often, at most, a process that publishes
+	// signals (adk worker, serve, store) logs that they are not delivered:
+	// the first loss at once, then a line per interval with the count
+	// since the last. MinSignalWarnInterval..MaxSignalWarnInterval.
+	SignalWarnInterval Duration `json:"signal_warn_interval"`
 }
 
 // Coordinator configures `adk coordinator` (node identity and cluster
@@ -181,7 +186,12 @@ const (
 	MinSignalMaxAge   = time.Second
 	MaxSignalMaxAge   = 365 * 24 * time.Hour
 	MinRetention      = time.Second
-	maxPageLimitBound = 1000
+	// A process checks its signal counters once a second, so a shorter
+	// warning interval would not be kept; an hour is far past any
+	// operator's patience with a silent loss.
+	MinSignalWarnInterval = time.Second
+	MaxSignalWarnInterval = time.Hour
+	maxPageLimitBound     = 1000
 	// MaxReportBytes is the ceiling of *.max_report_bytes (devapi's).
 	MaxReportBytes = devapi.MaxReportBytes
 	// MaxAllowedOrigins bounds *.allowed_origins; MaxAddrBytes an
@@ -197,7 +207,7 @@ const (
 func Defaults() File {
 	es := evalstore.DefaultLimits()
 	return File{
-		Log: Log{Level: "warn", Format: "text"},
+		Log: Log{Level: "warn", Format: "text", SignalWarnInterval: Duration(30 * time.Second)},
 		Coordinator: Coordinator{
 			RaftAddr: "127.0.0.1:7100", Replicas: 1,
 			MaxRunningJobs: 4, MaxQueuedJobs: 1000, MaxQueuedBytes: 64 << 20, MaxPendingSubmits: 64,

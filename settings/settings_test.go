@@ -102,6 +102,7 @@ func TestBounds(t *testing.T) {
 		{"signals.max_bytes", i64(func(f *File) *int64 { return &f.Signals.MaxBytes }), 1 << 20, MaxSignalBytes},
 		{"signals.max_msgs", i64(func(f *File) *int64 { return &f.Signals.MaxMsgs }), 1, MaxSignalMsgs},
 		{"signals.max_age", dur(func(f *File) *Duration { return &f.Signals.MaxAge }), int64(time.Second), int64(MaxSignalMaxAge)},
+		{"log.signal_warn_interval", dur(func(f *File) *Duration { return &f.Log.SignalWarnInterval }), int64(time.Second), int64(time.Hour)},
 	} {
 		for n, v := range []int64{b.lo, b.hi} {
 			f := Defaults()

@@ -21,6 +21,7 @@ func (f File) Validate() error {
 	v := &validator{}
 	v.oneOf("log.level", f.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", f.Log.Format, "text", "json")
+	v.durRange("log.signal_warn_interval", f.Log.SignalWarnInterval, MinSignalWarnInterval, MaxSignalWarnInterval)
 
 	c := f.Coordinator
 	v.intRange("coordinator.replicas", int64(c.Replicas), 1, 3)

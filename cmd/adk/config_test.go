@@ -74,6 +74,7 @@ func TestConfigValidateErrors(t *testing.T) {
 		{`{"coordinator": {"task_timeout": "forever"}}`, "invalid_settings: $.coordinator.task_timeout"},
 		{`{"store": {"content_policy": "drop"}}`, "invalid_settings: store.content_policy (must be one of reject, prune)"},
 		{`{"log": {"format": "xml"}}`, "invalid_settings: log.format (must be one of text, json)"},
+		{`{"log": {"signal_warn_interval": "500ms"}}`, "invalid_settings: log.signal_warn_interval (must be 1s..1h0m0s)"},
 		{`{"worker": {"metrics_addr": "0.0.0.0:9090"}}`, "invalid_settings: worker.metrics_addr (a non-loopback address needs worker.tls_cert and worker.tls_key, or worker.insecure_listen)"},
 		{`{"api": {"tls_cert": "c.pem"}}`, "invalid_settings: api.tls_cert (goes with api.tls_key: give both or neither)"},
 		{`{"serve": {"max_report_bytes": 0}}`, "invalid_settings: serve.max_report_bytes (must be 1..16777216)"},

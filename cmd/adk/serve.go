@@ -349,7 +349,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	}
 	log := o.file.Log.Logger(os.Stderr)
 	if o.otlpAddr != "" {
-		otlp, err := startOTLP(nc, auth, o.otlpAddr, log)
+		otlp, err := startOTLP(nc, auth, o.otlpAddr, log, o.file.Log.SignalWarnInterval.D())
 		if err != nil {
 			return err
 		}
@@ -360,6 +360,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "adk serve: nats %s, data %s, queries %s\n", srv.ClientURL(), o.dataDir, map[bool]string{true: "on", false: "off (no --tokens)"}[auth != nil])
+	o.eval.warnEvery = o.file.Log.SignalWarnInterval.D()
 	ev, err := startServeEval(srv, o.dataDir, o.eval, o.file.Coordinator, stdout, log)
 	if err != nil {
 		return err
@@ -377,7 +378,7 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		}
 	}()
 	var startErr error
-	err = runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, o.file.Store.Options(), log, func(node *tracenode.Node) bool {
+	err = runStoreNode(ctx, nc, filepath.Join(o.dataDir, "traces"), "local", auth, o.file.Store.Options(), log, o.file.Log.SignalWarnInterval.D(), func(node *tracenode.Node) bool {
 		register(reg, storeCollectors(node))
 		ready := func(ctx context.Context) error {
 			if err := ev.coord.Ready(); err != nil {
@@ -416,12 +417,13 @@ func runServe(ctx context.Context, o serveOptions, stdout io.Writer) error {
 
 // runStoreNode runs a trace store node on nc until ctx ends: the store in
 // dir, lifecycle receivers publishing through a per-principal publisher
-// pool, the durable consumer and (with auth) the query service.
+// pool (lost signals logged at most once per warnEvery), the durable
+// consumer and (with auth) the query service.
 func runStoreNode(ctx context.Context, nc *nats.Conn, dir, name string, auth tracenode.Authenticator,
-	opts tracestore.Options, log *slog.Logger, ready func(*tracenode.Node) bool) error {
+	opts tracestore.Options, log *slog.Logger, warnEvery time.Duration, ready func(*tracenode.Node) bool) error {
 	pool := bus.NewPublisherPool(nc, bus.PublisherConfig{}, 0)
 	defer pool.Close()
-	watch := newSignalWatch(log, "adk store "+name+" lifecycle", pool.Stats, nc.IsConnected)
+	watch := newSignalWatch(log, warnEvery, "adk store "+name+" lifecycle", pool.Stats, nc.IsConnected)
 	watch.start(signalWarnCheck)
 	defer watch.stop()
 	st, err := tracestore.Open(tracestore.Config{Dir: dir, Options: opts, LifecycleSink: func(principal string, data []byte) error {
@@ -514,7 +516,7 @@ format. Flags win over the file.`,
 				startErr error
 				stopOps  = func() {}
 			)
-			err = runStoreNode(ctx, nc, o.dataDir, o.name, auth, f.Store.Options(), f.Log.Logger(os.Stderr), func(node *tracenode.Node) bool {
+			err = runStoreNode(ctx, nc, o.dataDir, o.name, auth, f.Store.Options(), f.Log.Logger(os.Stderr), f.Log.SignalWarnInterval.D(), func(node *tracenode.Node) bool {
 				reg := devapi.NewRegistry()
 				register(reg, storeCollectors(node))
 				stopOps, startErr = o.ops.start(&o.listen, reg, node.Ready, cmd.OutOrStdout(), "adk store "+o.name)

@@ -33,6 +33,9 @@ type serveEvalOptions struct {
 	raftAddr string
 	capacity int
 	drain    time.Duration
+	// warnEvery is the settings file's log.signal_warn_interval (runServe
+	// sets it from the resolved file).
+	warnEvery time.Duration
 	// agentFiles are the settings file's worker.agents, used when no
 	// --agent is given.
 	agentFiles map[string]string
@@ -104,7 +107,7 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, c setti
 		if o.drain == 0 {
 			o.drain = defaultTraceDrain
 		}
-		if s.tracing, err = startFleetTracing(wnc, os.Getenv, "adk-serve", o.drain, log, "adk serve worker"); err != nil {
+		if s.tracing, err = startFleetTracing(wnc, os.Getenv, "adk-serve", o.drain, log, o.warnEvery, "adk serve worker"); err != nil {
 			return nil, err
 		}
 		wc := worker.Config{ID: serveWorkerID, NATS: wnc, Capacity: o.capacity, AgentFiles: agents, Logger: log}

@@ -28,8 +28,9 @@ type otlpServer struct {
 	done  chan error
 }
 
-// startOTLP listens on addr and serves until stop.
-func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string, log *slog.Logger) (*otlpServer, error) {
+// startOTLP listens on addr and serves until stop; lost signals are
+// logged at most once per warnEvery.
+func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string, log *slog.Logger, warnEvery time.Duration) (*otlpServer, error) {
 	if auth == nil {
 		return nil, usageError{errors.New("--otlp-addr needs --tokens (the receiver authenticates bearer tokens)")}
 	}
@@ -60,7 +61,7 @@ func startOTLP(nc *nats.Conn, auth otlpreceiver.Authenticator, addr string, log 
 		addr:  ln.Addr().String(),
 		srv:   &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
 		pool:  pool,
-		watch: newSignalWatch(log, "adk serve otlp receiver", pool.Stats, nc.IsConnected),
+		watch: newSignalWatch(log, warnEvery, "adk serve otlp receiver", pool.Stats, nc.IsConnected),
 		done:  make(chan error, 1),
 	}
 	s.watch.start(signalWarnCheck)

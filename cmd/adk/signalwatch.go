@@ -12,15 +12,13 @@ import (
 // ADK_SIGNALS (`adk worker`, `adk serve`'s embedded worker and OTLP
 // receiver) drops and counts what cannot be delivered, and says so at
 // exit and in its metrics. While it runs, signalWatch reads the
-// publishers' counters and logs a warning at once on the first loss, then
-// at most one line per signalWarnInterval with the count since the last
-// line and the reasons, and one line when signals are delivered again. A
-// line carries counts and reason codes only: never a signal, a principal
-// or a credential.
-const (
-	signalWarnInterval = 30 * time.Second
-	signalWarnCheck    = time.Second
-)
+// publishers' counters every signalWarnCheck and logs a warning at once
+// on the first loss, then at most one line per interval (the settings
+// file's log.signal_warn_interval) with the count since the last line and
+// the reasons, and one line when signals are delivered again. A line
+// carries counts and reason codes only: never a signal, a principal or a
+// credential.
+const signalWarnCheck = time.Second
 
 // signalTotals are the publishers' counters summed: what was delivered,
 // and what was lost by reason.
@@ -71,8 +69,8 @@ type signalWatch struct {
 	exited   chan struct{}
 }
 
-func newSignalWatch(log *slog.Logger, prefix string, stats func() map[string]bus.PublisherStats, connected func() bool) *signalWatch {
-	return &signalWatch{log: log, prefix: prefix, stats: stats, connected: connected, interval: signalWarnInterval}
+func newSignalWatch(log *slog.Logger, interval time.Duration, prefix string, stats func() map[string]bus.PublisherStats, connected func() bool) *signalWatch {
+	return &signalWatch{log: log, prefix: prefix, stats: stats, connected: connected, interval: interval}
 }
 
 // start checks every period in a goroutine that stop ends.

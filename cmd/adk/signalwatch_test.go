@@ -18,6 +18,7 @@ import (
 	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/settings"
 )
 
 // watchLines decodes the JSON log lines written so far.
@@ -42,7 +43,7 @@ func watchLines(t *testing.T, s string) []map[string]any {
 // interval are logged when it has passed even if nothing new is lost.
 func TestSignalWatch_RateLimitsWarnings(t *testing.T) {
 	var buf testutil.Buffer
-	w := newSignalWatch(slog.New(slog.NewJSONHandler(&buf, nil)), "adk worker w1", nil, func() bool { return true })
+	w := newSignalWatch(slog.New(slog.NewJSONHandler(&buf, nil)), settings.Defaults().Log.SignalWarnInterval.D(), "adk worker w1", nil, func() bool { return true })
 	t0 := time.Unix(1_000_000, 0)
 	var tot signalTotals
 	steps := []struct {
@@ -107,8 +108,7 @@ func TestSignalWatch_RealPublishers(t *testing.T) {
 	pool := bus.NewPublisherPool(srv.NC, bus.HighRatePublisherConfig(nil), 0)
 	defer pool.Close()
 	var buf testutil.Buffer
-	w := newSignalWatch(slog.New(slog.NewJSONHandler(&buf, nil)), "adk worker w1", pool.Stats, srv.NC.IsConnected)
-	w.interval = time.Second
+	w := newSignalWatch(slog.New(slog.NewJSONHandler(&buf, nil)), time.Second, "adk worker w1", pool.Stats, srv.NC.IsConnected)
 	w.start(10 * time.Millisecond)
 	defer w.stop()
 	const principal, content = "team-secret", "the-user-prompt"
@@ -213,7 +213,7 @@ func TestSignalWatch_PublishNotPermitted(t *testing.T) {
 	pool := bus.NewPublisherPool(nc, cfg, 0)
 	defer pool.Close()
 	var buf testutil.Buffer
-	w := newSignalWatch(slog.New(slog.NewJSONHandler(&buf, nil)), "adk worker w1", pool.Stats, nc.IsConnected)
+	w := newSignalWatch(slog.New(slog.NewJSONHandler(&buf, nil)), settings.Defaults().Log.SignalWarnInterval.D(), "adk worker w1", pool.Stats, nc.IsConnected)
 	w.start(10 * time.Millisecond)
 	defer w.stop()
 	s := &observability.SpanSignal{Schema: 2, Signal: "span", Phase: "start", Name: "gen_ai.chat", Kind: "client",

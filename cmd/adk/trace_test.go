@@ -159,7 +159,7 @@ func TestStoreNodeAgainstExternalNATS(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- runStoreNode(ctx, nc, t.TempDir(), "second", tracenode.NewTokens(map[string]string{"tok-alice": "alice"}),
-			settings.Defaults().Store.Options(), slog.New(slog.DiscardHandler), func(*tracenode.Node) bool { close(ready); return true })
+			settings.Defaults().Store.Options(), slog.New(slog.DiscardHandler), settings.Defaults().Log.SignalWarnInterval.D(), func(*tracenode.Node) bool { close(ready); return true })
 	}()
 	select {
 	case <-ready:

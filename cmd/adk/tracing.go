@@ -208,15 +208,15 @@ type fleetTracing struct {
 }
 
 // startFleetTracing starts the publishers on nc and the watch that logs
-// on log, each line starting with prefix (the process), while their
-// signals are not delivered.
-func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string, drain time.Duration, log *slog.Logger, prefix string) (*fleetTracing, error) {
+// on log, at most once per warnEvery and each line starting with prefix
+// (the process), while their signals are not delivered.
+func startFleetTracing(nc *nats.Conn, getenv func(string) string, service string, drain time.Duration, log *slog.Logger, warnEvery time.Duration, prefix string) (*fleetTracing, error) {
 	local, err := startLocalTracing(getenv, service, drain, traceTarget{})
 	if err != nil {
 		return nil, err
 	}
 	ft := &fleetTracing{pool: bus.NewPublisherPool(nc, bus.HighRatePublisherConfig(nil), 0), local: local, drain: drain}
-	ft.watch = newSignalWatch(log, prefix, ft.pool.Stats, nc.IsConnected)
+	ft.watch = newSignalWatch(log, warnEvery, prefix, ft.pool.Stats, nc.IsConnected)
 	ft.watch.start(signalWarnCheck)
 	return ft, nil
 }

@@ -148,7 +148,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout,
 		return err
 	}
 	defer nc.Close()
-	tracing, err := startFleetTracing(nc, os.Getenv, "adk-worker", o.drain, log, "adk worker "+wf.ID)
+	tracing, err := startFleetTracing(nc, os.Getenv, "adk-worker", o.drain, log, f.Log.SignalWarnInterval.D(), "adk worker "+wf.ID)
 	if err != nil {
 		return err
 	}
