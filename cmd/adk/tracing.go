@@ -78,6 +78,20 @@ func (lt *localTracing) EnqueueSignalJSON(_ string, data []byte) error {
 	return lt.pub.EnqueueRecord(bus.RecordObservability, data)
 }
 
+var _ observability.RecycledRecordSink = (*localTracing)(nil)
+
+// EnqueueSignalRecord is EnqueueSignalJSON for the tracer's recycled
+// records: the publisher releases each once its batch is encoded, so the
+// tracer writes later records into the same chunks (a worker's path).
+func (lt *localTracing) EnqueueSignalRecord(jobID string, r observability.Record) error {
+	if lt.pub == nil {
+		lt.unreachable.Add(1)
+		r.Release()
+		return nil
+	}
+	return lt.pub.EnqueueSignalRecord(jobID, r)
+}
+
 // startLocalTracing reads the export environment; a malformed variable is
 // a typed error naming it (never its value).
 func startLocalTracing(getenv func(string) string, service string, drain time.Duration, to traceTarget) (*localTracing, error) {
