@@ -24,13 +24,19 @@ type jobSignals struct {
 	export observability.AsyncSink // nil: no direct OTLP export
 
 	principals sync.Map // job id → *jobPublisher
-	noOwner    atomic.Uint64
+	// last is the job a signal was last routed for: a worker's runners
+	// mostly run one job's tasks, so most of a task's five records skip
+	// the map (hashing the job id is most of the routing's cost).
+	last    atomic.Pointer[jobPublisher]
+	noOwner atomic.Uint64
 }
 
 // jobPublisher is a job's principal and, once its first signal asked for
-// it, that principal's publisher: a task's five signals then cost one map
-// load each, not a turn through the pool's lock.
+// it, that principal's publisher: a task's five signals then cost one
+// load of jobSignals.last each (a map load when another job's signal came
+// between), not a turn through the pool's lock.
 type jobPublisher struct {
+	jobID     string
 	principal string
 	once      sync.Once
 	pub       *bus.Publisher
@@ -44,12 +50,15 @@ func (j *jobSignals) own(jobID, scope string) {
 	if j == nil || bus.ValidToken(scope) != nil {
 		return
 	}
-	j.principals.Store(jobID, &jobPublisher{principal: scope})
+	j.principals.Store(jobID, &jobPublisher{jobID: jobID, principal: scope})
 }
 
 func (j *jobSignals) forget(jobID string) {
 	if j != nil {
 		j.principals.Delete(jobID)
+		if last := j.last.Load(); last != nil && last.jobID == jobID {
+			j.last.CompareAndSwap(last, nil)
+		}
 	}
 }
 
@@ -103,12 +112,21 @@ func (j *jobSignals) EnqueueSignalRecord(jobID string, r observability.Record) e
 
 // publisher is the publisher of the job's principal.
 func (j *jobSignals) publisher(jobID string) (*bus.Publisher, error) {
-	v, ok := j.principals.Load(jobID)
-	if !ok {
-		j.noOwner.Add(1)
-		return nil, errNoPrincipal
+	jp := j.last.Load()
+	if jp == nil || jp.jobID != jobID {
+		v, ok := j.principals.Load(jobID)
+		if !ok {
+			j.noOwner.Add(1)
+			return nil, errNoPrincipal
+		}
+		jp = v.(*jobPublisher)
+		j.last.Store(jp)
+		if v, ok := j.principals.Load(jobID); !ok || v != jp {
+			// forgotten (or owned again) meanwhile: the cache must not
+			// outlive the map's entry.
+			j.last.CompareAndSwap(jp, nil)
+		}
 	}
-	jp := v.(*jobPublisher)
 	jp.once.Do(func() { jp.pub, jp.err = j.pool.Publisher(jp.principal) })
 	return jp.pub, jp.err
 }
