@@ -73,6 +73,24 @@ func Marshal(v any) ([]byte, error) {
 	return append(make([]byte, 0, len(e.buf)), e.buf...), nil
 }
 
+// Append appends the canonical JSON encoding of v to dst and returns the
+// extended buffer: Marshal without its copy, for a writer that encodes
+// many small values (the rows of a large document) through one buffer.
+// On an error dst is returned as it was.
+func Append(dst []byte, v any) ([]byte, error) {
+	e := encoders.Get().(*encoder)
+	scratch := e.buf
+	e.buf = dst
+	err := e.value(v)
+	out := e.buf
+	e.buf = scratch
+	e.release()
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
 // encoders keeps encoders with their scratch buffers between Marshal calls.
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
 

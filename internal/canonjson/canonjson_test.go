@@ -343,3 +343,35 @@ func TestCanonicalizeOwn_TakesLargeOwnDocuments(t *testing.T) {
 		t.Fatalf("%s %v", own, err)
 	}
 }
+
+// TestAppend: Append writes Marshal's bytes after what dst holds, leaves
+// dst as it was on an error, and allocates nothing for a struct once the
+// buffer is large enough (a writer of many rows reuses one buffer).
+func TestAppend(t *testing.T) {
+	s := evalCase{ID: "c1", Turns: []turn{{Role: "user", Text: "hi <b>"}}, Score: 0.5, Meta: map[string]any{"z": 1}}
+	want := mustMarshal(t, &s)
+	got, err := Append([]byte("prefix,"), &s)
+	if err != nil || string(got) != "prefix,"+want {
+		t.Fatalf("Append: %q, %v; want prefix,%s", got, err, want)
+	}
+	bad, err := Append([]byte("keep"), map[string]any{"x": math.NaN()})
+	wantCode(t, err, CodeNonFinite)
+	if string(bad) != "keep" {
+		t.Fatalf("after an error: %q", bad)
+	}
+	type row struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		OK     bool   `json:"ok"`
+	}
+	r := row{ID: "case-1", Status: "passed", OK: true}
+	buf := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() {
+		buf, _ = Append(buf[:0], &r)
+	}); n != 0 {
+		t.Fatalf("Append of a flat struct: %v allocations, want 0", n)
+	}
+	if string(buf) != `{"id":"case-1","ok":true,"status":"passed"}` {
+		t.Fatalf("row: %s", buf)
+	}
+}
