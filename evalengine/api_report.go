@@ -191,3 +191,27 @@ func RenderStreamCompared(w io.Writer, f *StreamFile, cmp *Comparison, format st
 func CompareSidesReport(baseline, current *CompareSide, opts CompareOptions, format string, eo ExportOptions) ([]byte, *Comparison, error) {
 	return report.CompareSidesReport(baseline, current, opts, format, eo)
 }
+
+// WriteComparison writes the json or markdown report of cmp to w a case
+// row at a time: Render's bytes when they fit opts.MaxBytes, and the same
+// document past it, which Render refuses (a 100,000-case comparison with
+// long case ids). It returns the bytes written; an error before the
+// first byte is typed, one after it is w's.
+func WriteComparison(w io.Writer, cmp *Comparison, format string, opts ExportOptions) (int64, error) {
+	return report.WriteComparison(w, cmp, format, opts)
+}
+
+// WriteCompareSidesReport writes CompareSidesReport's report of cmp (the
+// CompareSides of baseline and current) to w as WriteComparison does:
+// the same bytes when they fit eo.MaxBytes, the same document past it.
+func WriteCompareSidesReport(w io.Writer, baseline, current *CompareSide, cmp *Comparison, format string, eo ExportOptions) (int64, error) {
+	return report.WriteCompareSidesReport(w, baseline, current, cmp, format, eo)
+}
+
+// RenderComparisonPage is RenderHTML of a comparison alone, paged when
+// the page cannot hold every case row: the regressions first, then the
+// other rows, as many as fit, under a note with the counts. A page that
+// fits is RenderHTML's bytes.
+func RenderComparisonPage(cmp *Comparison, opts ExportOptions) ([]byte, error) {
+	return report.RenderComparisonPage(cmp, opts)
+}

@@ -61,6 +61,10 @@
 //	ResultSide(result) | StreamSide(stream) -> *CompareSide
 //	ReadStreamSide(jsonl reader) -> *CompareSide   one pass, no sample index
 //	CompareSides(baseline, current, ...)      Compare of any size (16.)
+//	WriteComparison(w, comparison, json|markdown, ...)  a row at a time,
+//	                                     whole past the bound (17.)
+//	WriteCompareSidesReport(w, sides, comparison, ...)  `adk eval compare`
+//	RenderComparisonPage(comparison, ...)  a comparison's html, paged (17.)
 //	StatsReport(results, StatsOptions)        `adk eval stats`
 //
 // # Scheduling
@@ -203,6 +207,31 @@
 //     is export_byte_limit_exceeded (reason page). `adk eval run
 //     --baseline --format html` takes this page also when its result
 //     fits one document but the page does not.
+//  17. Comparison reports of any size. A comparison has a row per
+//     baseline case, so at 100,000 cases with long case ids its json or
+//     markdown passes the 16 MiB of one document (a 128-byte id is
+//     enough for json). Render still refuses it
+//     (export_byte_limit_exceeded: all formats share one ceiling, §5.10);
+//     WriteComparison and WriteCompareSidesReport write the same bytes a
+//     case row at a time (the head and tail around the rows rendered
+//     first, each row encoded into one reused buffer: no allocation a
+//     row), and past the bound they write the same document whole
+//     instead of refusing it. json stays one document, not JSON Lines as
+//     for a result: a result has the jsonl stream as its own form of any
+//     size, a comparison has none, and its rows are small (~130 bytes
+//     and the id), so the document is a few times the bound at most and
+//     any JSON reader (jq, a CI script reading "passed") takes it; the
+//     cost is that a comparison past 16 MiB is not read back by
+//     DecodeComparison or `adk eval report` (their input bound), which
+//     `adk eval compare` makes unnecessary. markdown is a table, written
+//     whole. html stays a page: RenderComparisonPage is RenderHTML of a
+//     comparison alone that, over the bound, shows the regressions, then
+//     the other rows, as many as fit, under the note with the counts, as
+//     a streamed page's comparison does (16.). The CLI (`adk eval
+//     compare`, `adk eval run --baseline`, `adk eval report` of a saved
+//     comparison) always writes a comparison this way, so under the
+//     bound its output is the same bytes as before, and past it stderr
+//     says how far.
 //
 // # Metrics beyond the criteria (§5.8, §5.12)
 //

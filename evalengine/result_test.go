@@ -299,6 +299,13 @@ func TestRender_GoldenAndDeterministic(t *testing.T) {
 				if !bytes.Equal(out, want) {
 					t.Fatalf("%s differs from the golden file:\n%s", golden, out)
 				}
+				if c, ok := v.value.(*evalengine.Comparison); ok && format != evalengine.FormatHTML {
+					// Written a case row at a time: the same bytes.
+					var w bytes.Buffer
+					if n, err := evalengine.WriteComparison(&w, c, format, evalengine.ExportOptions{}); err != nil || n != int64(w.Len()) || !bytes.Equal(w.Bytes(), want) {
+						t.Fatalf("WriteComparison: %d bytes, %v; differs from %s:\n%s", n, err, golden, w.Bytes())
+					}
+				}
 			})
 		}
 	}

@@ -2,7 +2,10 @@
 // canonical exports of Render (json, jsonl, markdown, junit, sarif,
 // annotations) and the self-contained HTML page (RenderHTML, with its
 // word diffs), the failure reasons every renderer takes from Failures, and
-// the `adk eval compare` and `adk eval stats` reports. evalengine
+// the `adk eval compare` and `adk eval stats` reports. Reports of any
+// size are written a case at a time: a streamed result's (stream.go) and
+// a comparison's (comparestream.go), whose json and markdown past one
+// document's bound are the same document whole. evalengine
 // re-exports every name a caller uses; callers outside evalengine never
 // import this package.
 //

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -191,11 +192,13 @@ func canonicalJSON(v any) ([]byte, error) {
 	return append(out, '\n'), nil
 }
 
+// mdCellEscapes escapes a value for a Markdown table cell. Every old
+// string is one byte, so it is strings' byte replacer: a cell with
+// nothing to escape is returned (or written) as is, without allocating.
+var mdCellEscapes = strings.NewReplacer("\\", "\\\\", "&", "&amp;", "|", "\\|", "\n", " ", "\r", " ", "`", "\\`", "<", "&lt;", ">", "&gt;")
+
 // mdCell escapes a value for a Markdown table cell.
-func mdCell(s string) string {
-	r := strings.NewReplacer("\\", "\\\\", "&", "&amp;", "|", "\\|", "\n", " ", "\r", " ", "`", "\\`", "<", "&lt;", ">", "&gt;")
-	return r.Replace(s)
-}
+func mdCell(s string) string { return mdCellEscapes.Replace(s) }
 
 func passFail(ok bool) string {
 	if ok {
@@ -308,19 +311,48 @@ func regressionCell(reg bool) string {
 
 func markdownComparison(c *evalcore.Comparison) []byte {
 	var b strings.Builder
-	b.WriteString("# Evaluation baseline comparison\n\n")
-	fmt.Fprintf(&b, "**Status: %s**\n\n", passFail(c.Passed))
-	fmt.Fprintf(&b, "Eval set: %s (baseline %s, current %s)\n\n", mdCell(c.EvalSetID), mdCell(c.BaselineVersion), mdCell(c.CurrentVersion))
-	fmt.Fprintf(&b, "Pass rate: %s -> %s (drop %s, allowed %s)\n\n", f4(c.BaselinePassRate), f4(c.CurrentPassRate), f4(c.PassRateDrop), f4(c.MaxPassRateDrop))
-	b.WriteString("## Metrics\n\n| Metric | Baseline | Current | Drop | Status |\n| --- | --- | --- | --- | --- |\n")
-	for _, m := range c.MetricDiffs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(m.MetricID), f4(m.BaselineScore), f4(m.CurrentScore), f4(m.ScoreDrop), regressionCell(m.Regression))
-	}
-	b.WriteString("\n## Cases\n\n| Case | Baseline | Current | Status |\n| --- | --- | --- | --- |\n")
-	for _, d := range c.CaseDiffs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(d.CaseID), mdCell(d.BaselineStatus), mdCell(d.CurrentStatus), regressionCell(d.Regression))
+	markdownComparisonHead(&b, c)
+	for i := range c.CaseDiffs {
+		markdownDiffRow(&b, &c.CaseDiffs[i])
 	}
 	return []byte(b.String())
+}
+
+// markdownComparisonHead writes everything of a comparison's Markdown
+// before its case rows; WriteComparison writes the same pieces, a row at
+// a time.
+func markdownComparisonHead(b *strings.Builder, c *evalcore.Comparison) {
+	b.WriteString("# Evaluation baseline comparison\n\n")
+	fmt.Fprintf(b, "**Status: %s**\n\n", passFail(c.Passed))
+	fmt.Fprintf(b, "Eval set: %s (baseline %s, current %s)\n\n", mdCell(c.EvalSetID), mdCell(c.BaselineVersion), mdCell(c.CurrentVersion))
+	fmt.Fprintf(b, "Pass rate: %s -> %s (drop %s, allowed %s)\n\n", f4(c.BaselinePassRate), f4(c.CurrentPassRate), f4(c.PassRateDrop), f4(c.MaxPassRateDrop))
+	b.WriteString("## Metrics\n\n| Metric | Baseline | Current | Drop | Status |\n| --- | --- | --- | --- | --- |\n")
+	for _, m := range c.MetricDiffs {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdCell(m.MetricID), f4(m.BaselineScore), f4(m.CurrentScore), f4(m.ScoreDrop), regressionCell(m.Regression))
+	}
+	b.WriteString(markdownComparisonCasesTitle)
+}
+
+const markdownComparisonCasesTitle = "\n## Cases\n\n| Case | Baseline | Current | Status |\n| --- | --- | --- | --- |\n"
+
+// textWriter is a strings.Builder or a bufio.Writer.
+type textWriter interface {
+	io.Writer
+	io.StringWriter
+}
+
+// markdownDiffRow writes a comparison's case row,
+// "| case | baseline | current | status |\n", without formatting through
+// fmt: a 100,000-case comparison writes 100,000 of them.
+func markdownDiffRow(w textWriter, d *evalcore.CaseDiff) {
+	for _, cell := range [...]string{d.CaseID, d.BaselineStatus, d.CurrentStatus} {
+		w.WriteString("| ")
+		mdCellEscapes.WriteString(w, cell)
+		w.WriteString(" ")
+	}
+	w.WriteString("| ")
+	w.WriteString(regressionCell(d.Regression))
+	w.WriteString(" |\n")
 }
 
 // xmlEscape escapes the five XML specials and replaces characters XML 1.0

@@ -314,22 +314,7 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Compar
 	}
 	// takeDiffs is take of the comparison's case rows.
 	takeDiffs := func(budget int, want func(*evalcore.CaseDiff) bool, into *[]string) (int, bool, error) {
-		var row strings.Builder
-		for i := range diffs {
-			if !want(&diffs[i]) {
-				continue
-			}
-			row.Reset()
-			if err := htmlReport().ExecuteTemplate(&row, "diffRow", &diffs[i]); err != nil {
-				return budget, false, renderErr(err)
-			}
-			if row.Len() > budget {
-				return budget, false, nil
-			}
-			budget -= row.Len()
-			*into = append(*into, row.String())
-		}
-		return budget, true, nil
+		return takeDiffRows(diffs, budget, want, into)
 	}
 	write := func(parts [4]string, rows []string, pieces []htmlPiece) error {
 		b.WriteString(parts[0])
@@ -440,4 +425,104 @@ func htmlStream(b *strings.Builder, f *evalcore.StreamFile, cmp *evalcore.Compar
 		return err
 	}
 	return write(parts, rows, pieces)
+}
+
+// takeDiffRows renders the comparison rows of diffs that want says, in
+// order, keeping them while they fit in budget bytes; false when one did
+// not.
+func takeDiffRows(diffs []evalcore.CaseDiff, budget int, want func(*evalcore.CaseDiff) bool, into *[]string) (int, bool, error) {
+	var row strings.Builder
+	for i := range diffs {
+		if !want(&diffs[i]) {
+			continue
+		}
+		row.Reset()
+		if err := htmlReport().ExecuteTemplate(&row, "diffRow", &diffs[i]); err != nil {
+			return budget, false, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
+		}
+		if row.Len() > budget {
+			return budget, false, nil
+		}
+		budget -= row.Len()
+		*into = append(*into, row.String())
+	}
+	return budget, true, nil
+}
+
+// RenderComparisonPage is RenderHTML of a comparison alone, paged like a
+// streamed page's comparison (htmlStream) when it does not fit
+// opts.MaxBytes: its case table shows the regressions, then the other
+// rows, each in case id order, as many as fit, under the note with the
+// counts and the command that prints every row. A page that fits is
+// RenderHTML's bytes. Only a page without any row over the bound is
+// export_byte_limit_exceeded (reason page).
+func RenderComparisonPage(cmp *evalcore.Comparison, opts ExportOptions) ([]byte, error) {
+	out, err := RenderHTML(nil, cmp, opts)
+	if evalcore.ErrorCode(err) != evalcore.CodeExportByteLimitExceeded {
+		return out, err
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = MaxExportBytes
+	}
+	// RenderHTML checked cmp and the options.
+	view := buildHTMLView(nil, cmp)
+	diffs := view.Compare.Cases
+	view.Compare.Cases = nil
+	skeleton := func() (head, tail string, err error) {
+		var sb bytes.Buffer
+		if err := htmlReport().Execute(&sb, view); err != nil {
+			return "", "", evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
+		}
+		s := sb.String()
+		const diffTable, tbody = `<table aria-label="Case changes, newly failing first">`, "<tbody>\n"
+		k := strings.Index(s, diffTable)
+		t := strings.Index(s[max(k, 0):], tbody)
+		if k < 0 || t < 0 {
+			return "", "", evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", "html skeleton")
+		}
+		d := k + t + len(tbody)
+		return s[:d], s[d:], nil
+	}
+	// The note's counts are at most the row count, so a skeleton with
+	// every count at it is at least as long as the final one.
+	d := len(diffs)
+	view.Compare.Paged = &htmlComparePaged{Total: d, Shown: d, Regressions: d, ShownRegressions: d, Others: d, ShownOthers: d, MaxBytes: maxBytes}
+	head, tail, err := skeleton()
+	if err != nil {
+		return nil, err
+	}
+	if n := len(head) + len(tail); n > maxBytes {
+		return nil, evalcore.ReasonErr(evalcore.CodeExportByteLimitExceeded, "page", strconv.Itoa(n))
+	}
+	var rows []string
+	budget, ok, err := takeDiffRows(diffs, maxBytes-len(head)-len(tail), func(d *evalcore.CaseDiff) bool { return d.Regression }, &rows)
+	shownRegs := len(rows)
+	if err == nil && ok {
+		_, _, err = takeDiffRows(diffs, budget, func(d *evalcore.CaseDiff) bool { return !d.Regression }, &rows)
+	}
+	if err != nil {
+		return nil, err
+	}
+	regs := 0
+	for i := range diffs {
+		if diffs[i].Regression {
+			regs++
+		}
+	}
+	view.Compare.Paged = &htmlComparePaged{Total: d, Shown: len(rows), Regressions: regs, ShownRegressions: shownRegs,
+		Others: d - regs, ShownOthers: len(rows) - shownRegs, MaxBytes: maxBytes}
+	if head, tail, err = skeleton(); err != nil {
+		return nil, err
+	}
+	size := len(head) + len(tail)
+	for _, r := range rows {
+		size += len(r)
+	}
+	page := make([]byte, 0, size)
+	page = append(page, head...)
+	for _, r := range rows {
+		page = append(page, r...)
+	}
+	return append(page, tail...), nil
 }
