@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,7 +146,24 @@ $ADK_DEV_TOKEN): the same bytes.`,
 				}
 			}
 			eo := evalengine.ExportOptions{SuiteName: suite, MaxBytes: maxBytes}
+			if c, ok := v.(*evalengine.Comparison); ok && (format == evalengine.FormatJSON || format == evalengine.FormatMarkdown) {
+				// A case row at a time: whole even past the bound.
+				return emitComparison(cmd, output, maxBytes, codeReportRenderFailed, nil, func(w io.Writer) (int64, error) {
+					return evalengine.WriteComparison(w, c, format, eo)
+				})
+			}
 			rendered, err := evalengine.Render(v, format, eo)
+			if c, ok := v.(*evalengine.Comparison); ok && format == evalengine.FormatHTML && evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded {
+				// One page: the regressions first, as many rows as fit.
+				if rendered, err = evalengine.RenderComparisonPage(c, eo); err != nil {
+					return engineError(codeReportRenderFailed, err)
+				}
+				if err := emitReport(reportWriter(cmd, output), output, rendered); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "adk: the html comparison is over one %d-byte page: it shows the regressions first, as many rows as fit; its note says how many\n", maxBytes)
+				return nil
+			}
 			if r, ok := v.(*evalengine.Result); ok && format != evalengine.FormatJSON && evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded {
 				// The result fits one document but this report of it does
 				// not: case by case (html: one page).

@@ -119,7 +119,9 @@ func (sr *streamedRun) discard() {
 //     document cannot hold it.
 //   - With a baseline, json and markdown are the comparison document, as
 //     in a run that fits; its current side is read from the stream's case
-//     lines (O(cases) memory), never from the samples.
+//     lines (O(cases) memory), never from the samples. The document is
+//     written a case row at a time (emitComparison), whole even past the
+//     bound.
 func (sr *streamedRun) report(cmd *cobra.Command, f *evalRunFlags, bound int, baseline *evalengine.CompareSide, cmpOpts evalengine.CompareOptions, secrets []string) error {
 	defer sr.discard()
 	stderr := cmd.ErrOrStderr()
@@ -208,11 +210,11 @@ func (sr *streamedRun) report(cmd *cobra.Command, f *evalRunFlags, bound int, ba
 		}
 		return verdict()
 	case cmp != nil && (f.format == evalengine.FormatJSON || f.format == evalengine.FormatMarkdown):
-		data, err := evalengine.Render(cmp, f.format, evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: bound})
+		eo := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: bound}
+		err := emitComparison(cmd, f.output, bound, codeReportRenderFailed, secrets, func(w io.Writer) (int64, error) {
+			return evalengine.WriteComparison(w, cmp, f.format, eo)
+		})
 		if err != nil {
-			return engineError(codeReportRenderFailed, err)
-		}
-		if err := emitReport(reportWriter(cmd, f.output), f.output, scrubReport(data, secrets)); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "adk: the result is over one %d-byte document: the baseline comparison was made from its JSON Lines stream's case lines; the stream was %s\n", bound, note)
@@ -224,4 +226,37 @@ func (sr *streamedRun) report(cmd *cobra.Command, f *evalRunFlags, bound int, ba
 	}
 	fmt.Fprintf(stderr, "adk: the result is over one %d-byte document: the %s report was rendered case by case from its JSON Lines stream%s; the stream was %s\n", bound, f.format, htmlPageNote(f.format), note)
 	return verdict()
+}
+
+// emitComparison writes a comparison's json or markdown report (write,
+// evalengine.WriteComparison or WriteCompareSidesReport) to output and
+// stdout a case row at a time, through the secret scrub. A comparison has
+// a row per baseline case, so at 100,000 cases with long ids it can pass
+// one document's bound: it is then the same document, written whole
+// (stderr says so), never export_byte_limit_exceeded; under the bound it
+// is the bytes of the one document, as before. A bad comparison or
+// option is {code, engine reason}.
+func emitComparison(cmd *cobra.Command, output string, bound int, code string, secrets []string, write func(io.Writer) (int64, error)) error {
+	if bound == 0 {
+		bound = evalengine.MaxExportBytes
+	}
+	var n int64
+	err := emitStreamed(cmd, output, func(w io.Writer) error {
+		sw := newScrubWriter(w, secrets)
+		var err error
+		if n, err = write(sw); err != nil {
+			if evalengine.ErrorCode(err) != "" {
+				return engineError(code, err)
+			}
+			return err // the output failed
+		}
+		return sw.Close()
+	})
+	if err != nil {
+		return err
+	}
+	if n > int64(bound) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "adk: the comparison is over one %d-byte document (%d bytes): it was written whole, a case row at a time\n", bound, n)
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fadcedab/adk/evalengine"
 )
 
 // TestEvalRun_BaselineOverOneDocument: --baseline no longer stops at the
@@ -84,10 +86,15 @@ func TestEvalRun_BaselineOverOneDocument(t *testing.T) {
 		}
 		run(exitOK, "good.json", "--format", format, "--baseline", "bad.jsonl", "--max-report-bytes", bound)
 	}
-	// A comparison document over the bound is a typed error, not a
-	// truncated report.
+	// A comparison document over the bound is written whole, never
+	// truncated, and stderr says so (it was report_render_failed).
 	r := runADK(t, dir, nil, "eval", "run", "--config", "good.json", "--eval-set", "set.json", "--samples", "2", "--format", "json", "--baseline", "base.jsonl", "--max-report-bytes", "200")
-	oneErrorLine(t, r, "report_render_failed")
+	if r.code != exitOK || !strings.Contains(r.stderr, "adk: the comparison is over one 200-byte document") || len(r.stdout) <= 200 {
+		t.Fatalf("a comparison over the bound: exit %d, %d bytes, stderr %q", r.code, len(r.stdout), r.stderr)
+	}
+	if c, err := evalengine.DecodeComparison([]byte(r.stdout)); err != nil || !c.Passed {
+		t.Fatalf("not the whole comparison document: %v", err)
+	}
 
 	// Bad input: a stream cut short, as --baseline and as either side of
 	// adk eval compare.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
@@ -35,7 +36,9 @@ offline, as adk eval run --baseline does. Either may be a JSON Lines result
 (--format jsonl, or the FILE.jsonl a run over one document keeps) of any
 size: only its case lines and summary are read. json prints the canonical
 comparison document; markdown adds both results' 95% Wilson pass-rate
-intervals. Exit 0 when the current result passed and did not regress, 2
+intervals. The report is written a case row at a time: past
+--max-report-bytes (a comparison has a row per baseline case) it is the
+same document, whole, and stderr says so. Exit 0 when the current result passed and did not regress, 2
 when it failed or regressed, 1 on any error. With --output PATH the report
 is also written atomically to PATH; stdout and the file hold the same bytes.`,
 		Args: exactArgs(2),
@@ -50,7 +53,7 @@ is also written atomically to PATH; stdout and the file hold the same bytes.`,
 	fl.StringVar(&f.tolerances, "metric-tolerances", "", "per-metric allowed score drop, {metric_id: fraction}")
 	fl.Var(&fractionValue{dst: &f.maxPassRateDrop, name: "max-pass-rate-drop"}, "max-pass-rate-drop", "allowed pass-rate drop, 0..1")
 	fl.StringVar(&f.suiteName, "suite-name", "", "suite name of the report (default adk_eval)")
-	fl.Var(&posIntValue{dst: &f.maxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "report size ceiling in bytes (default and maximum 16 MiB)")
+	fl.Var(&posIntValue{dst: &f.maxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "one document's bound in bytes (default and maximum 16 MiB); a comparison over it is written whole, a row at a time (stderr says so)")
 	return cmd
 }
 
@@ -76,12 +79,17 @@ func runEvalCompare(cmd *cobra.Command, f *evalCompareFlags, baselinePath, curre
 	if err != nil {
 		return err
 	}
-	out, cmp, err := evalengine.CompareSidesReport(baseline, current, opts, f.format,
-		evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: maxBytes})
+	cmp, err := evalengine.CompareSides(baseline, current, opts)
 	if err != nil {
 		return engineError(codeComparisonFailed, err)
 	}
-	if err := emitReport(reportWriter(cmd, f.output), f.output, out); err != nil {
+	// Written a case row at a time: the one document's bytes, or past
+	// --max-report-bytes the same document whole (evalbaseline.go).
+	eo := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: maxBytes}
+	err = emitComparison(cmd, f.output, maxBytes, codeComparisonFailed, nil, func(w io.Writer) (int64, error) {
+		return evalengine.WriteCompareSidesReport(w, baseline, current, cmp, f.format, eo)
+	})
+	if err != nil {
 		return err
 	}
 	if !cmp.Passed || !current.Summary().Passed {

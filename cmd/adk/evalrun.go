@@ -665,7 +665,6 @@ func (f *evalRunFlags) loadBaseline(cmpOpts *evalengine.CompareOptions) (*evalen
 // the baseline gate is ANDed with the result's own verdict.
 func (f *evalRunFlags) report(cmd *cobra.Command, result *evalengine.Result, baseline *evalengine.CompareSide, cmpOpts evalengine.CompareOptions, opts evalengine.Options, secrets []string) error {
 	passed := result.Passed
-	var report any = result
 	var cmp *evalengine.Comparison
 	if baseline != nil {
 		cur, err := evalengine.ResultSide(result)
@@ -678,11 +677,22 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result *evalengine.Result, bas
 			return engineError(codeComparisonFailed, err)
 		}
 		passed = passed && cmp.Passed
-		if f.format == evalengine.FormatJSON || f.format == evalengine.FormatMarkdown {
-			report = cmp
-		}
 	}
 	exportOpts := evalengine.ExportOptions{SuiteName: f.suiteName, MaxBytes: opts.MaxReportBytes, StreamDigests: f.digests}
+	if cmp != nil && (f.format == evalengine.FormatJSON || f.format == evalengine.FormatMarkdown) {
+		// The comparison document, a case row at a time: past the bound
+		// (a baseline of 100,000 cases) it is written whole.
+		err := emitComparison(cmd, f.output, opts.MaxReportBytes, codeReportRenderFailed, secrets, func(w io.Writer) (int64, error) {
+			return evalengine.WriteComparison(w, cmp, f.format, exportOpts)
+		})
+		if err != nil {
+			return err
+		}
+		if !passed {
+			return &exitCodeError{Code: exitFailed}
+		}
+		return nil
+	}
 	var data []byte
 	var err error
 	if f.format == evalengine.FormatHTML {
@@ -690,9 +700,9 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result *evalengine.Result, bas
 		// baseline, its comparison in one file.
 		data, err = evalengine.RenderHTML(result, cmp, exportOpts)
 	} else {
-		data, err = evalengine.Render(report, f.format, exportOpts)
+		data, err = evalengine.Render(result, f.format, exportOpts)
 	}
-	if evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded && (baseline == nil || f.format == evalengine.FormatHTML) && f.format != evalengine.FormatJSON {
+	if evalengine.ErrorCode(err) == evalengine.CodeExportByteLimitExceeded && f.format != evalengine.FormatJSON {
 		// The result fits one document but this report of it does not:
 		// rendered case by case from its stream form (html: one page,
 		// with the comparison's rows paged too).
