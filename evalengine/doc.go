@@ -209,7 +209,7 @@
 //     fits one document but the page does not.
 //  17. Comparison reports of any size. A comparison has a row per
 //     baseline case, so at 100,000 cases with long case ids its json or
-//     markdown passes the 16 MiB of one document (a 128-byte id is
+//     markdown passes the 16 MiB of one document (a 38-byte id is
 //     enough for json). Render still refuses it
 //     (export_byte_limit_exceeded: all formats share one ceiling, §5.10);
 //     WriteComparison and WriteCompareSidesReport write the same bytes a
