@@ -73,9 +73,13 @@ bench: bench-eval bench-fleet bench-fleet-100k bench-ratelimit bench-otlp ## Run
 	ADK_BENCH_LARGE=1 ADK_BENCH_RATE=50000 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench-eval
-bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256; --cache cold and cached; 100k cases --format jsonl (peak RSS)
+bench-eval: build ## adk eval run through the binary: 10k scripted samples; 1k/5k samples vs a 200 ms OpenAI fake at concurrency 64/256; --cache cold and cached; 100k cases --format jsonl (peak RSS); adk eval compare of two 100k-case jsonl results (peak RSS)
 	$(GO) build -o bin/openaifake ./bench/openaifake
 	$(GO) run ./bench/evalbench -adk $(BIN) -openaifake bin/openaifake
+
+.PHONY: bench-compare-100k
+bench-compare-100k: build ## adk eval compare of a 100,000-case jsonl result with itself, json past one 16 MiB document and markdown (wall, CPU, peak RSS); BASE=OLD_BIN adds an A/B
+	$(GO) run ./bench/evalbench -adk $(BIN) -scripted-only -only 'compare-100k' $(if $(BASE),-baseline $(BASE) -runs 3)
 
 .PHONY: bench-fleet
 bench-fleet: build ## Fleet scaling (1, 2, 4 adk worker processes × 64 slots vs a 200 ms OpenAI fake, 3 coordinator processes) and the leader's peak RSS over a 10,000-task job

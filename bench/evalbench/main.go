@@ -26,6 +26,12 @@
 //     annotations is left out: by contract it holds at most 10,000 cases.
 //     The peak RSS of each is the figure: it must not grow with the set.
 //     A build that cannot report past one document shows FAILED.
+//  6. adk eval compare of a 100,000-case jsonl result with itself, its
+//     case ids 64 bytes long (compare-100k-json, compare-100k-markdown):
+//     the json comparison is over one 16 MiB document, the markdown under
+//     it. The peak RSS and CPU are the figures; a build that cannot write
+//     a comparison past one document shows FAILED. Its input is made
+//     once by -adk (a zero-latency scripted run, not measured).
 //
 // CPU time, peak RSS and page faults (minor faults: each first touch of a
 // fresh page, ~10-15 µs in a VM) are the adk child's own (rusage). Inputs are
@@ -70,10 +76,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"hash"
 	"io"
 	"log"
 	"net/http"
@@ -250,6 +259,27 @@ func main() {
 			tolerateFailure = false
 		}
 	}
+	if *big && onlyRE.MatchString("compare-100k") {
+		// 6. adk eval compare of two 100,000-case jsonl results (the
+		// same file on both sides), whose case ids are long enough that
+		// the json comparison passes one 16 MiB document (markdown stays
+		// under it, so its A/B compares the same work). Its input is made
+		// once, by -adk, with a zero-latency scripted agent.
+		must(os.WriteFile(filepath.Join(dir, "scripted-ok.json"), []byte(scriptedOKAgent), 0o644))
+		must(os.WriteFile(filepath.Join(dir, "set100k-long.json"), evalSetIDs(100_000, compareIDPad, "hi", "ok"), 0o644))
+		gen := exec.Command(*adk, "eval", "run", "--config", "scripted-ok.json", "--eval-set", "set100k-long.json",
+			"--capture-events", "false", "--format", "jsonl", "--output", "compare100k.jsonl")
+		gen.Dir = dir
+		if out, err := gen.CombinedOutput(); err != nil {
+			log.Fatalf("the compare rows' input: %v: %s", err, firstLine(string(out)))
+		}
+		tolerateFailure = true
+		for _, format := range []string{"json", "markdown"} {
+			measure("adk eval compare, 100k-case jsonl × 2, "+format, "compare-100k-"+format, 100_000, 1, 0, nil,
+				"eval", "compare", "compare100k.jsonl", "compare100k.jsonl", "--format", format)
+		}
+		tolerateFailure = false
+	}
 	printTable(os.Stdout, rows)
 	// The machine may be shared: say how busy it was, since wall times
 	// (and the share of the bound) move with it.
@@ -265,6 +295,7 @@ type row struct {
 	maxRSS        int64 // bytes
 	faults        int64 // minor page faults of the adk child (rusage)
 	reportBytes   int
+	digest        string // of the report (stdout)
 	note          string
 	// startup is from the process start to the fake's first request, tail
 	// from its last answer to the process exit (rendering included); zero
@@ -376,7 +407,7 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 		log.Fatalf("adk %s: %v: %s", strings.Join(args, " "), err, errb.String())
 	}
 	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	r := row{samples: samples, conc: conc, delay: delay, wall: wall, reportBytes: out.n, note: note,
+	r := row{samples: samples, conc: conc, delay: delay, wall: wall, reportBytes: out.n, digest: out.digest(), note: note,
 		cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if ru != nil {
 		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
@@ -409,7 +440,7 @@ func printTable(w io.Writer, rows []row) {
 			bound = fmt.Sprintf("%.0f", b)
 			ofBound = fmt.Sprintf("%.1f%%", 100*rate/b)
 		}
-		report := fmt.Sprintf("%d bytes", r.reportBytes)
+		report := fmt.Sprintf("%d bytes, sha256 %s", r.reportBytes, r.digest)
 		if r.note != "ok" {
 			report = r.note
 		}
@@ -474,6 +505,31 @@ func evalSet(cases int, input, expected string, tool bool) []byte {
 	return []byte(b.String())
 }
 
+// compareIDPad pads the compare rows' case ids to 64 bytes
+// ("case-NNNNNN-" and 52 more): the json comparison of 100,000 of them
+// is ~19 MB, over one 16 MiB document; its markdown ~10 MB, under it.
+const compareIDPad = 52
+
+// evalSetIDs writes cases × one turn whose ids are "case-NNNNNN-" and pad
+// bytes.
+func evalSetIDs(cases, pad int, input, expected string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"id":"bench","version":"1","cases":[`)
+	padding := strings.Repeat("x", pad)
+	for i := range cases {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":"case-%06d-%s","input":%q,"expected":%q}`, i, padding, input, expected)
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+// scriptedOKAgent answers "ok" to anything, at once.
+const scriptedOKAgent = `{"schema_version":1,"name":"bench","instruction":"Answer briefly.",
+ "model":{"provider":"scripted","latency_ms":0,"default":{"steps":[{"text":"ok"}]}}}`
+
 const scriptedAgent = `{"schema_version":1,"name":"travel","instruction":"Answer in one sentence.",
  "model":{"provider":"scripted","latency_ms":0,"usage":{"input_tokens":120,"output_tokens":24},
   "rules":[{"match":{"contains":"weather in Pune"},"steps":[
@@ -487,10 +543,29 @@ func openAIAgent(addr string) string {
  "model":{"provider":"openai","model":"fake","base_url":"http://` + addr + `/v1","max_attempts":1,"timeout_ms":30000}}`
 }
 
-// countWriter counts and discards the report.
-type countWriter struct{ n int }
+// countWriter counts the report and digests it (the table shows the
+// digest's start, so an A/B shows both builds wrote the same bytes).
+type countWriter struct {
+	n int
+	h hash.Hash
+}
 
-func (c *countWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
+func (c *countWriter) Write(p []byte) (int, error) {
+	if c.h == nil {
+		c.h = sha256.New()
+	}
+	c.h.Write(p)
+	c.n += len(p)
+	return len(p), nil
+}
+
+// digest is the first 12 hex digits of the report's SHA-256.
+func (c *countWriter) digest() string {
+	if c.h == nil {
+		c.h = sha256.New()
+	}
+	return hex.EncodeToString(c.h.Sum(nil))[:12]
+}
 
 func must(err error) {
 	if err != nil {
