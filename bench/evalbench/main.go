@@ -270,8 +270,10 @@ func main() {
 		gen := exec.Command(*adk, "eval", "run", "--config", "scripted-ok.json", "--eval-set", "set100k-long.json",
 			"--capture-events", "false", "--format", "jsonl", "--output", "compare100k.jsonl")
 		gen.Dir = dir
-		if out, err := gen.CombinedOutput(); err != nil {
-			log.Fatalf("the compare rows' input: %v: %s", err, firstLine(string(out)))
+		var genErr bytes.Buffer
+		gen.Stdout, gen.Stderr = io.Discard, &genErr // stdout is the stream again
+		if err := gen.Run(); err != nil {
+			log.Fatalf("the compare rows' input: %v: %s", err, firstLine(genErr.String()))
 		}
 		tolerateFailure = true
 		for _, format := range []string{"json", "markdown"} {
