@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/observability"
 )
 
 // zeroAdapter answers every turn at once with a fixed response and one tool
@@ -72,6 +73,40 @@ func BenchmarkEngine10kSamples(b *testing.B) {
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10_000), "ns/sample")
 	b.ReportMetric(float64(b.N*10_000)/time.Since(start).Seconds(), "samples/s")
 }
+
+// BenchmarkEngineTraced10kSamples is BenchmarkEngine10kSamples with every
+// sample traced as a worker traces it (a tracer writing records for a
+// record sink, which drops them here): the engine's share of a traced
+// sample, beside the tracer's own.
+func BenchmarkEngineTraced10kSamples(b *testing.B) {
+	set := benchSet(b)
+	metrics := []evalengine.Metric{
+		mustCriterion(b, "response", evalengine.CriterionExactResponse, 1, nil),
+		mustCriterion(b, "trajectory", evalengine.CriterionToolTrajectory, 1, nil),
+	}
+	tr, err := observability.New(observability.Config{Records: discardRecords{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := evalengine.DefaultOptions()
+	o.Samples = 100
+	o.Concurrency = 64
+	ctx := observability.ContextWithEval(context.Background(), observability.EvalIDs{JobID: "job-0123456789abcdef", WorkerID: "w1"})
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := evalengine.Run(ctx, set, evalengine.RunConfig{Adapter: zeroAdapter{}, Metrics: metrics, Options: o, Observer: tr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !r.Passed || r.CaseCount != 100 {
+			b.Fatalf("unexpected verdict: %v", r.PassRate)
+		}
+	}
+}
+
+type discardRecords struct{}
+
+func (discardRecords) EnqueueSignalJSON(string, []byte) error { return nil }
 
 // BenchmarkRenderHTML1kFailingSamples renders the HTML report of a 1,000-sample
 // result whose samples all fail (the worst case: every sample is drawn

@@ -64,10 +64,12 @@ func (r Record) Release() {
 // ~100 records and no copy. A record's capacity ends with it, so no later
 // append can reach into it. The chunks being appended to sit in a few
 // slots (a writer swaps one out, appends one record and swaps it back, so
-// concurrent writers rarely meet). A chunk counts its references: one for
-// the writers while it is in a slot or being appended to, one per record
-// not yet released. It is retired (the writers' reference dropped) when
-// it is too full, or when its slot was refilled meanwhile. When the count
+// concurrent writers rarely meet); a writer takes the first chunk from a
+// random slot on, and starts a new chunk only when every slot is empty.
+// A chunk counts its references: one for the writers while it is in a
+// slot or being appended to, one per record not yet released. It is
+// retired (the writers' reference dropped) when it is too full, or when
+// every slot was refilled meanwhile. When the count
 // reaches zero (retired, and a RecycledRecordSink released all its
 // records) the chunk goes to freeChunks and is written again from its
 // start. Records of any other sink are never released, so their chunks
@@ -119,8 +121,22 @@ type recordBuf struct {
 }
 
 func takeRecordBuf() recordBuf {
+	// Start at a random slot and take the first chunk there is: a writer
+	// that found its slot empty (another writer has that chunk out) and
+	// started a fresh chunk would retire one of the two at once, holding a
+	// single record (concurrent runners did so often enough to allocate
+	// about three chunks' worth of memory for every chunk they filled).
 	slot := rand.Uint32N(recordSlots)
-	c := recordChunks[slot].Swap(nil)
+	var c *recordChunk
+	for i := range uint32(recordSlots) {
+		s := (slot + i) % recordSlots
+		if recordChunks[s].Load() != nil {
+			if c = recordChunks[s].Swap(nil); c != nil {
+				slot = s
+				break
+			}
+		}
+	}
 	if c != nil && cap(c.b)-len(c.b) < recordChunkMin {
 		c.unref() // retired: the writers' reference
 		c = nil
@@ -135,12 +151,17 @@ func takeRecordBuf() recordBuf {
 	return recordBuf{c: c, a: c.b, slot: slot}
 }
 
-// putBack returns the chunk to its slot, or retires it when another
-// writer filled the slot meanwhile.
+// putBack returns the chunk to its slot, or to another empty one when a
+// writer filled that slot meanwhile; it retires the chunk only when every
+// slot is full.
 func (r recordBuf) putBack() {
-	if !recordChunks[r.slot].CompareAndSwap(nil, r.c) {
-		r.c.unref()
+	for i := range uint32(recordSlots) {
+		s := (r.slot + i) % recordSlots
+		if recordChunks[s].Load() == nil && recordChunks[s].CompareAndSwap(nil, r.c) {
+			return
+		}
 	}
+	r.c.unref()
 }
 
 // done returns the record b (r.a with one record appended) and gives the

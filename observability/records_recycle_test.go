@@ -109,3 +109,48 @@ func TestRecord_ReleasedTwicePanics(t *testing.T) {
 	}()
 	rec.Release()
 }
+
+// TestRecordChunks_WritersTakeAnyChunkAndKeepBoth: a writer takes the
+// chunk in whichever slot has one, and a writer that found every slot
+// empty (the others' chunks out) puts its new chunk back beside theirs
+// rather than retiring either. Taking only from one random slot made
+// concurrent writers start a fresh chunk for one record and retire it
+// (64 traced samples at once allocated ~3x the memory their records
+// filled).
+func TestRecordChunks_WritersTakeAnyChunkAndKeepBoth(t *testing.T) {
+	var saved [recordSlots]*recordChunk
+	for i := range recordChunks {
+		saved[i] = recordChunks[i].Swap(nil)
+	}
+	defer func() {
+		for i := range recordChunks {
+			recordChunks[i].Store(saved[i])
+		}
+	}()
+	only := &recordChunk{b: make([]byte, 0, recordChunkBytes)}
+	only.refs.Store(1)
+	recordChunks[recordSlots-1].Store(only)
+	for range 4 * recordSlots {
+		r := takeRecordBuf()
+		if r.c != only {
+			t.Fatal("a writer started a chunk while one was in a slot")
+		}
+		r.putBack()
+	}
+	held := takeRecordBuf() // every slot empty now
+	fresh := takeRecordBuf()
+	if fresh.c == held.c {
+		t.Fatal("two writers hold one chunk")
+	}
+	fresh.putBack()
+	held.putBack()
+	var in int
+	for i := range recordChunks {
+		if c := recordChunks[i].Load(); c == held.c || c == fresh.c {
+			in++
+		}
+	}
+	if in != 2 || held.c.refs.Load() != 1 || fresh.c.refs.Load() != 1 {
+		t.Fatalf("%d of the two chunks in slots (refs %d, %d), want both kept", in, held.c.refs.Load(), fresh.c.refs.Load())
+	}
+}
