@@ -11,20 +11,21 @@ import (
 // sample's trace) and what each turn needs to join it. A nil *sampleTrace
 // is an untraced sample; its methods do nothing.
 type sampleTrace struct {
-	obs     observability.Observer
-	evals   observability.EvaluationObserver // nil when obs records none
+	evals   observability.EvaluationObserver // nil when the observer records none
 	corr    observability.Correlation
 	traceID string
 	endFn   func(observability.Outcome)
+	// ids are the span's case and sample ids (one allocation with the
+	// sampleTrace; the span may keep a pointer to them).
+	ids observability.EvalIDs
 }
 
 // startSampleTrace starts the sample's span. Job and worker ids come from
 // ctx (observability.ContextWithEval, set by a worker); case and sample
 // are the engine's.
 func (e *engine) startSampleTrace(ctx context.Context, caseID, sampleID string) (context.Context, *sampleTrace) {
-	ids := &observability.EvalIDs{CaseID: caseID, SampleID: sampleID}
-	ctx, end := e.observer.Start(ctx, observability.Observation{Kind: observability.KindEval, Eval: ids})
-	t := &sampleTrace{obs: e.observer, endFn: end}
+	t := &sampleTrace{ids: observability.EvalIDs{CaseID: caseID, SampleID: sampleID}}
+	ctx, t.endFn = e.observer.Start(ctx, observability.Observation{Kind: observability.KindEval, Eval: &t.ids})
 	t.evals, _ = e.observer.(observability.EvaluationObserver)
 	t.corr, _ = observability.FromContext(ctx)
 	if !t.corr.TraceID.IsZero() {
