@@ -23,7 +23,21 @@ type inflightIndex struct {
 	mu    sync.Mutex
 	valid bool
 	tasks map[api.TaskRef]inflightTask
+	// decided and decidedOld hold the tasks whose outcome this node
+	// applied lately (two generations of at most maxDecidedRefs: the
+	// older is dropped whole when the newer fills), so a heartbeat answer
+	// can tell a worker which of its finished tasks it need not report
+	// again (api.HeartbeatReply.RecentChecked). Kept whether or not the
+	// index is valid, and never invalidated: a task once decided in Raft
+	// stays decided (ids are never reused). Forgetting one only makes its
+	// worker report it longer.
+	decided, decidedOld map[api.TaskRef]struct{}
 }
+
+// maxDecidedRefs bounds a generation of inflightIndex.decided: at
+// 10,000 outcomes a second it still remembers each for over 3 s, past
+// the next heartbeat answer (1 s); ~1-2 MiB a generation.
+const maxDecidedRefs = 1 << 15
 
 type inflightTask struct {
 	worker     string
@@ -60,18 +74,51 @@ func (x *inflightIndex) assigned(as []evalstore.Assignment, accepted []bool, now
 	}
 }
 
-// finished drops accepted outcomes.
+// finished drops accepted outcomes and remembers them as decided.
 func (x *inflightIndex) finished(outs []evalstore.Outcome, accepted []bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.valid {
-		return
-	}
+	job := "" // the job id of the run of outcomes: one string kept per job, not one per task
 	for i, o := range outs {
-		if i < len(accepted) && accepted[i] {
-			delete(x.tasks, api.TaskRef{JobID: o.JobID, Index: o.Index})
+		if i >= len(accepted) || !accepted[i] {
+			continue
+		}
+		if o.JobID != job {
+			job = o.JobID
+		}
+		ref := api.TaskRef{JobID: job, Index: o.Index}
+		x.decideLocked(ref)
+		if x.valid {
+			delete(x.tasks, ref)
 		}
 	}
+}
+
+func (x *inflightIndex) decideLocked(ref api.TaskRef) {
+	if x.decided == nil || len(x.decided) >= maxDecidedRefs {
+		x.decidedOld, x.decided = x.decided, make(map[api.TaskRef]struct{}, min(2*len(x.decided)+64, maxDecidedRefs))
+	}
+	x.decided[ref] = struct{}{}
+}
+
+// undecided returns the refs this node has not seen decided lately:
+// still in flight, not yet assigned here (a node behind the log), or
+// decided too long ago to be remembered. The others' outcomes are
+// applied here, so committed: no leader can fail them as lost.
+func (x *inflightIndex) undecided(refs []api.TaskRef) []api.TaskRef {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []api.TaskRef
+	for _, r := range refs {
+		if _, ok := x.decided[r]; ok {
+			continue
+		}
+		if _, ok := x.decidedOld[r]; ok {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // ensureLocked rebuilds the index from the store when it is invalid.

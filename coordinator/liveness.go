@@ -114,6 +114,13 @@ func (n *Node) onHeartbeat(m *nats.Msg) {
 		}
 	}
 	rep.Owners = n.ownersSeen(hb.Running, now)
+	if len(hb.Recent) > 0 {
+		// The worker stops listing the decided ones: a heartbeat then
+		// carries the results still in flight, not every task finished
+		// in the last 30 s (up to MaxRecentRefs, decoded by every node).
+		rep.RecentChecked = true
+		rep.RecentPending = n.fsm.inflight.undecided(hb.Recent)
+	}
 	if b, err := wire.Encode(api.KindHBReply, &rep); err == nil {
 		_ = m.Respond(b)
 	}

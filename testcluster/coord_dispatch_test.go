@@ -156,3 +156,99 @@ func TestClusterEval_QueuedTasksWaitHandedUnreportedAreLost(t *testing.T) {
 		}
 	})
 }
+
+// A worker lists a finished task in its heartbeats while the task's
+// result is in flight (published, not yet applied), so the leader never
+// fails it as lost however long the result takes; once the leader has
+// applied it, the answer says so and the worker stops listing it (before,
+// every heartbeat listed every task finished in the last 30 s, up to
+// api.MaxRecentRefs, and every coordinator decoded them).
+func TestClusterEval_HeartbeatsListOnlyResultsInFlight(t *testing.T) {
+	const grace = 400 * time.Millisecond
+	timing := coordinator.Timing{
+		RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond,
+		Tick: 20 * time.Millisecond, LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond,
+		WorkerTTL: time.Second, DispatchGrace: grace, TaskAckWait: 2 * time.Second,
+		ResultAckWait: 2 * time.Second,
+	}
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Coordinators: 3, Workers: []string{"w0"}, Capacity: 4, Timing: timing})
+	cl := c.Client()
+	nc := c.ConnectCoord()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hbs, err := nc.SubscribeSync(bus.HeartbeatSubjectPrefix + "w0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hbs.Unsubscribe() }()
+	next := func() api.Heartbeat {
+		t.Helper()
+		m, err := hbs.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("no heartbeat from w0: %v", err)
+		}
+		var hb api.Heartbeat
+		if err := wire.Decode(m.Data, api.SmallLimits, api.KindHeartbeat, &hb); err != nil {
+			t.Fatal(err)
+		}
+		return hb
+	}
+
+	// Results stay in flight: the leader's results consumer is paused
+	// (the leader makes it when it starts leading).
+	ctx := context.Background()
+	testutil.WaitFor(t, 10*time.Second, "results consumer made", func() bool {
+		_, err := js.PauseConsumer(ctx, bus.ResultsStream, bus.ResultsConsumer, time.Now().Add(time.Minute))
+		return err == nil
+	})
+	const tasks = 8 // all dispatched at once: 4 slots + 8 prefetched
+	id := submit(t, cl, testcluster.EvalSet("in-flight", tasks), evalengine.DefaultOptions(), "")
+	w := c.Worker(0)
+	testutil.WaitFor(t, 10*time.Second, "every task run and its result published", func() bool {
+		return w.Executed() == tasks && w.Running() == 0
+	})
+	// Heartbeats queued before that still list running tasks.
+	first := next()
+	for n := 0; len(first.Running) != 0 || len(first.Recent) != tasks; first = next() {
+		if n++; n > 100 {
+			t.Fatalf("no heartbeat lists the %d finished tasks: %d running, %d recent", tasks, len(first.Running), len(first.Recent))
+		}
+	}
+	// Three dispatch graces of heartbeats: the leader would have failed an
+	// unreported task by now; each heartbeat lists all.
+	from := time.Now()
+	for hb := first; hb.Seq < first.Seq+12 || time.Since(from) < 3*grace; hb = next() {
+		if len(hb.Running) != 0 || len(hb.Recent) != tasks {
+			t.Fatalf("heartbeat %d: %d running, %d recent; want 0 and %d (results in flight)", hb.Seq, len(hb.Running), len(hb.Recent), tasks)
+		}
+	}
+	if j, err := cl.Status(ctx, scope, id); err != nil || j.Progress.Done != 0 || j.Progress.Errors != 0 {
+		t.Fatalf("job while its results are in flight: %+v, %v; want nothing done or failed", j, err)
+	}
+
+	if _, err := js.ResumeConsumer(ctx, bus.ResultsStream, bus.ResultsConsumer); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+	res, err := cl.Result(ctx, scope, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := sampleErrors(t, res); len(errs) != 0 {
+		t.Fatalf("sample errors %v, want none (no task lost while its result was in flight)", errs)
+	}
+	// Applied: within a few answers the heartbeats list none of them
+	// (those queued meanwhile are skipped).
+	for n, _, _ := hbs.Pending(); n > 0; n, _, _ = hbs.Pending() {
+		next()
+	}
+	hb := next()
+	for start := hb.Seq; len(hb.Recent) != 0; hb = next() {
+		if hb.Seq > start+10 {
+			t.Fatalf("heartbeat %d still lists %d finished tasks a second after their results were applied", hb.Seq, len(hb.Recent))
+		}
+	}
+	checkAtMostOnce(t, c.Agent)
+}

@@ -51,7 +51,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	FenceAfter        time.Duration
 	// RecentWindow keeps finished task ids in heartbeats while their
-	// results may still be in flight (default 30 s).
+	// results may still be in flight (default 30 s), or until the leader
+	// answers them decided (api.HeartbeatReply.RecentChecked).
 	RecentWindow time.Duration
 	// ResultWindow is how long a job's first result waits for others to
 	// share its message (default 10 ms); a batch holding every task the
@@ -489,6 +490,7 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 			// Kills first, then the answer counts: a held task waiting
 			// for one (waitStartable) sees its kill before it may start.
 			w.kill(rep.Kill)
+			w.settleRecent(hb.Recent, &rep)
 			w.noteOwners(rep.Owners, now)
 			w.workerTTL.Store(int64(time.Duration(rep.WorkerTTLMS) * time.Millisecond))
 			w.applyGrants(rep.Grants, now, time.Duration(rep.WorkerTTLMS)*time.Millisecond)
@@ -503,6 +505,28 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 		}
 	}
 	w.fenceIfSilent()
+}
+
+// settleRecent stops reporting the tasks of sent (the heartbeat's
+// Recent) that the leader answered as decided: their outcomes are
+// applied in Raft, so no leader can take them for lost. An answer that
+// did not check them (a leader of an earlier build) settles nothing:
+// they stay reported for RecentWindow.
+func (w *Worker) settleRecent(sent []api.TaskRef, rep *api.HeartbeatReply) {
+	if !rep.RecentChecked || len(sent) == 0 {
+		return
+	}
+	pending := make(map[api.TaskRef]bool, len(rep.RecentPending))
+	for _, r := range rep.RecentPending {
+		pending[r] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range sent {
+		if !pending[r] {
+			delete(w.recent, r)
+		}
+	}
 }
 
 // noteOwners records an answer's owner sightings (sent: when the

@@ -494,7 +494,9 @@ const MaxBatchResults = 128
 // Heartbeat is a worker's liveness report (request on adk.hb.<worker>).
 // Running lists the tasks it runs (the leader answers which to kill);
 // Recent those it finished lately (at most MaxRecentRefs, newest first),
-// so the leader can tell a lost dispatch from a result still in flight.
+// so the leader can tell a lost dispatch from a result still in flight;
+// a task the leader answered as decided (HeartbeatReply.RecentChecked)
+// is left out of later heartbeats.
 type Heartbeat struct {
 	Worker   string    `msgpack:"worker"`
 	Capacity int       `msgpack:"capacity"` // tasks it accepts at once (runs plus prefetch)
@@ -606,6 +608,15 @@ type HeartbeatReply struct {
 	// renewal heard, or the submit). Durations, not times: the worker adds
 	// them to its own clock.
 	Owners []OwnerSeen `msgpack:"owners,omitempty"`
+	// RecentChecked says the leader looked up every task of the
+	// heartbeat's Recent: those not in RecentPending have their outcome
+	// applied (decided in Raft, so no leader can take them for lost), and
+	// the worker need not report them again; RecentPending are those it
+	// has not seen decided (a result still in flight), which the worker
+	// keeps reporting. False (a leader of an earlier build): the worker
+	// keeps reporting every one for its recent window, as before.
+	RecentChecked bool      `msgpack:"recent_checked,omitempty"`
+	RecentPending []TaskRef `msgpack:"recent_pending,omitempty"`
 }
 
 // OwnerSeen is when the leader last knew a job's owner alive: AgoMS
