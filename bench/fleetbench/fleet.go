@@ -68,6 +68,7 @@ type fleet struct {
 
 	hbMu    sync.Mutex
 	held    map[string]int // tasks each worker holds, from its last heartbeat
+	hbStats hbStats        // every heartbeat heard, summed (under hbMu)
 	coords  []*proc
 	workers []*proc
 }
@@ -419,7 +420,21 @@ func (f *fleet) recordHeartbeat(m *nats.Msg) {
 	}
 	f.hbMu.Lock()
 	f.held[hb.Worker] = len(hb.Running)
+	f.hbStats.count++
+	f.hbStats.bytes += int64(len(m.Data))
+	f.hbStats.recent += int64(len(hb.Recent))
 	f.hbMu.Unlock()
+}
+
+// hbStats sums the heartbeats the driver heard: how many, their bytes,
+// and the finished tasks they listed (api.Heartbeat.Recent), which every
+// coordinator decodes too.
+type hbStats struct{ count, bytes, recent int64 }
+
+func (f *fleet) heartbeatStats() hbStats {
+	f.hbMu.Lock()
+	defer f.hbMu.Unlock()
+	return f.hbStats
 }
 
 // heldTasks is the sum of the tasks the workers held at their last

@@ -70,6 +70,8 @@ type jobRun struct {
 	streamLines int64
 	streamRead  time.Duration
 	moved       string // the leader at the end, if leadership moved during the job
+	// heartbeats are the workers' heartbeats heard during the job.
+	heartbeats hbStats
 }
 
 // procCPU is the CPU a process spent during a job.
@@ -114,6 +116,7 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	}
 	signalsBefore := f.signalSeq(ctx)
 	before := f.cpuSnapshot()
+	hbBefore := f.heartbeatStats()
 	if err := f.resetFakeTimes(ctx); err != nil {
 		return r, err
 	}
@@ -184,6 +187,8 @@ func (f *fleet) runJob(ctx context.Context, name string, cases, samples int) (jo
 	}
 	r.wall = seen.Sub(start)
 	after := f.cpuSnapshot()
+	hbAfter := f.heartbeatStats()
+	r.heartbeats = hbStats{count: hbAfter.count - hbBefore.count, bytes: hbAfter.bytes - hbBefore.bytes, recent: hbAfter.recent - hbBefore.recent}
 	fakeAfter, err := f.fakeStats(ctx)
 	if err != nil {
 		return r, err

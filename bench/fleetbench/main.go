@@ -287,6 +287,9 @@ func printTables(w io.Writer, cfg benchConfig, rows []jobRun) {
 			r.completion, r.streamLines, r.streamRead.Seconds(), signalNote(r))
 		fmt.Fprintf(w, "  per call: %s in the fake beyond the delay, %s from an answer to the next request on its connection (%d such); %s\n",
 			ms(r.late), ms(r.turnaround), r.gaps, roundSplit(r))
+		if h := r.heartbeats; h.count > 0 {
+			fmt.Fprintf(w, "  heartbeats: %d, %.0f B and %.0f finished tasks listed on average\n", h.count, float64(h.bytes)/float64(h.count), float64(h.recent)/float64(h.count))
+		}
 		if r.moved != "" {
 			fmt.Fprintf(w, "  (leadership moved from %s to %s during the job: the peak RSS, heap and CPU split are %s's as far as they go)\n", r.leader, r.moved, r.leader)
 		}
