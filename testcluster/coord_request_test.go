@@ -68,6 +68,12 @@ func takenByADyingCoordinator(t *testing.T, c *testcluster.EvalCluster, op strin
 				t.Fatal(err)
 			}
 		}
+		// The server must have the UNSUBs before dying sends the call on:
+		// a queue subscription it still routes to would take the resend
+		// too, and nobody answers it.
+		if err := dead.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		dying(msg)
 		dead.Close() // dies before it answers
 		err := <-done
