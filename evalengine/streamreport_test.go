@@ -145,18 +145,7 @@ func TestRenderStream_RefusesAndRejects(t *testing.T) {
 // how many cases failed.
 func bigStream(t *testing.T, n, pad int) (string, int) {
 	t.Helper()
-	golden, err := os.ReadFile(filepath.Join("testdata", "golden", "result.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := evalengine.ReadStream(bytes.NewReader(golden))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := evalengine.StreamToResult(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := goldenStreamResult(t)
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	file, err := os.Create(path)
 	if err != nil {

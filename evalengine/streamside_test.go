@@ -19,18 +19,7 @@ import (
 // them.
 func sideStream(t testing.TB, n, s int, allPass bool) []byte {
 	t.Helper()
-	golden, err := os.ReadFile(filepath.Join("testdata", "golden", "result.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := evalengine.ReadStream(bytes.NewReader(golden))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := evalengine.StreamToResult(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := goldenStreamResult(t)
 	var buf bytes.Buffer
 	set := &evalengine.Set{ID: r.EvalSetID, Version: r.EvalSetVersion, Cases: make([]evalengine.Case, n)}
 	hdr := evalengine.NewStreamHeader(set, s, nil)
@@ -263,4 +252,23 @@ func TestRenderStream_HTMLComparisonPaged(t *testing.T) {
 	// Not even the page without a row fits: typed.
 	_, err = render(3000)
 	wantCode(t, err, evalengine.CodeExportByteLimitExceeded)
+}
+
+// goldenStreamResult is the golden jsonl stream (testdata/golden/result.jsonl)
+// read back as a result: the two cases the generated streams are made from.
+func goldenStreamResult(t testing.TB) *evalengine.Result {
+	t.Helper()
+	golden, err := os.ReadFile(filepath.Join("testdata", "golden", "result.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := evalengine.ReadStream(bytes.NewReader(golden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := evalengine.StreamToResult(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
