@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 // at most one connection per slot, and every answer in its output.
 func TestFloorClient_CallsTheFakeOncePerSample(t *testing.T) {
 	fake := testutil.Binary(t, "../openaifake")
-	addr, stop := startFake(fake, time.Millisecond)
+	addr, _, stop := startFake(fake, time.Millisecond)
 	defer stop()
 	dir := t.TempDir()
 	config, set := filepath.Join(dir, "openai.json"), filepath.Join(dir, "set.json")

@@ -52,6 +52,10 @@
 // wall = start-up + ideal + calls+ + tail. "turn" is the client's mean
 // turnaround: from an answer to the next call on the same connection
 // (the fake's gap_ns / gap_n), which calls+ grows with in every wave.
+// "fake/call" is the fake's own CPU over the run (the sum of its threads'
+// /proc schedstat run times) per sample: the fake stands for a provider
+// on other machines, so its CPU on the bench's cores is a measurement
+// artifact every openai row pays.
 //
 // The bound is conc / delay samples per second (1,280/s at c256 and 200
 // ms), so a row's wall at 100% is samples / 1,280 s. Whole waves make the
@@ -194,8 +198,8 @@ func main() {
 	}
 
 	if !*skipOpenAI {
-		addr, stop := startFake(*fake, *delay)
-		fakeAddr = addr
+		addr, pid, stop := startFake(*fake, *delay)
+		fakeAddr, fakePID = addr, pid
 		must(os.WriteFile(filepath.Join(dir, "openai.json"), []byte(openAIAgent(addr)), 0o644))
 		must(os.WriteFile(filepath.Join(dir, "set10.json"), evalSet(10, "hello", "ok", false), 0o644))
 		must(os.WriteFile(filepath.Join(dir, "set50.json"), evalSet(50, "hello", "ok", false), 0o644))
@@ -233,10 +237,10 @@ func main() {
 			}
 		}
 		stop()
-		fakeAddr = ""
+		fakeAddr, fakePID = "", 0
 		if *big && onlyRE.MatchString("openai-100k-jsonl") {
 			// 5. 100,000 cases, streamed.
-			addr, stop := startFake(*fake, 0)
+			addr, _, stop := startFake(*fake, 0)
 			must(os.WriteFile(filepath.Join(dir, "openai0.json"), []byte(openAIAgent(addr)), 0o644))
 			must(os.WriteFile(filepath.Join(dir, "set100k.json"), evalSet(100_000, "hello", "ok", false), 0o644))
 			measure("openai fake, 0 ms, 100k cases, jsonl", "openai-100k-jsonl", 100_000, 64, 0, nil, "eval", "run", "--config", "openai0.json", "--eval-set", "set100k.json",
@@ -306,12 +310,18 @@ type row struct {
 	// turn the mean time from an answer to the next request on its
 	// connection.
 	startup, tail, ramp, over, turn time.Duration
+	// fakeCPU is the fake's CPU time during the run (0: no fake up).
+	fakeCPU time.Duration
 }
 
 // fakeAddr is the address of the fake with a delay while it is up: runADK
 // resets and reads its /stats to split each run into start-up, calls and
 // tail.
 var fakeAddr string
+
+// fakePID is the fake's process id while fakeAddr is set: runADK reads
+// its CPU time around each run.
+var fakePID int
 
 // fakeStats reads the fake's first request, nth request (zero when fewer
 // came) and last answer times, and the clients' mean turnaround (zero
@@ -389,9 +399,11 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	resetFakeStats(conc)
+	fakeCPU0, fakeCPUErr := procCPU(fakePID)
 	start := time.Now()
 	err := cmd.Run()
 	end := time.Now()
+	fakeCPU1, fakeCPUErr1 := procCPU(fakePID)
 	wall := end.Sub(start)
 	var ee *exec.ExitError
 	note := "ok"
@@ -415,6 +427,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 		r.faults = ru.Minflt
 	}
+	if fakePID != 0 && fakeCPUErr == nil && fakeCPUErr1 == nil {
+		r.fakeCPU = fakeCPU1 - fakeCPU0
+	}
 	if first, nth, last, turn, ok := fakeStats(); ok {
 		r.startup, r.tail, r.turn = first.Sub(start), end.Sub(last), turn
 		if !nth.IsZero() {
@@ -431,9 +446,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %10s | %10s | %7s | %s\n",
-		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "turn", "tail", "CPU/sample", "peak RSS", "faults", "report")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(9), dashes(10), dashes(12), dashes(12), dashes(9), dashes(8))
+	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %10s | %9s | %10s | %7s | %s\n",
+		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "turn", "tail", "CPU/sample", "fake/call", "peak RSS", "faults", "report")
+	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dashes(44), dashes(9), dashes(6), dashes(10), dashes(12), dashes(11), dashes(12), dashes(10), dashes(10), dashes(10), dashes(10), dashes(9), dashes(10), dashes(12), dashes(11), dashes(12), dashes(9), dashes(8))
 	for _, r := range rows {
 		rate := float64(r.samples) / r.wall.Seconds()
 		bound, ofBound := "-", "-"
@@ -459,16 +474,21 @@ func printTable(w io.Writer, rows []row) {
 				turn = fmt.Sprintf("%.1fms", float64(r.turn.Microseconds())/1000)
 			}
 		}
-		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %8.1fµs | %6.1f MiB | %7d | %s\n",
+		fake := "-"
+		if r.fakeCPU > 0 {
+			fake = fmt.Sprintf("%.1fµs", float64(r.fakeCPU.Nanoseconds())/1000/float64(r.samples))
+		}
+		fmt.Fprintf(w, "| %-42s | %7d | %4d | %7.3fs | %10.0f | %9.1f | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %8.1fµs | %9s | %6.1f MiB | %7d | %s\n",
 			r.name, r.samples, r.conc, r.wall.Seconds(), rate, float64(r.wall.Microseconds())/float64(r.samples),
-			bound, ofBound, startup, ramp, over, turn, tail, float64(r.cpu.Microseconds())/float64(r.samples), float64(r.maxRSS)/(1<<20), r.faults, report)
+			bound, ofBound, startup, ramp, over, turn, tail, float64(r.cpu.Microseconds())/float64(r.samples), fake, float64(r.maxRSS)/(1<<20), r.faults, report)
 	}
 }
 
 func dashes(n int) string { return strings.Repeat("-", n) }
 
-// startFake starts openaifake and returns its address and a stop func.
-func startFake(bin string, delay time.Duration) (string, func()) {
+// startFake starts openaifake and returns its address, its process id
+// and a stop func.
+func startFake(bin string, delay time.Duration) (string, int, func()) {
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-delay", delay.String())
 	// A failed row ends evalbench with log.Fatal, which runs no stop func:
 	// the kernel stops the fake with us.
@@ -482,7 +502,7 @@ func startFake(bin string, delay time.Duration) (string, func()) {
 		_ = cmd.Process.Kill()
 		log.Fatalf("openaifake: %v", err)
 	}
-	return strings.TrimSpace(line), func() {
+	return strings.TrimSpace(line), cmd.Process.Pid, func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}
