@@ -18,12 +18,16 @@
 //
 // Per-round split (since the last reset): "late_ns"/"late_n" sum, over
 // answered calls, the time a call spent here beyond -delay (from its
-// handler starting to its answer written: a late timer on a loaded
+// request's head read to its answer written: a late wake-up on a loaded
 // machine, reading the body, writing the answer); "gap_ns"/"gap_n" sum,
 // over requests arriving on a connection that carried an answer before,
 // the time from that answer written to this request's arrival: the
 // caller's turnaround (reading the answer, finishing the sample, starting
-// the next one), when its callers keep their connections.
+// the next one), when its callers keep their connections. Since the
+// answer carries its Content-Length (2026-12-06), a caller has the whole
+// answer from one read; before, the answer was chunked and its last chunk
+// came in a second write after the one that ended "answered", so
+// turnarounds measured against older builds of the fake include that wait.
 //
 // With -rpm R it is a rate-limited provider: a token bucket of R requests
 // per minute holding -burst-seconds of them (a provider's published limit
