@@ -70,6 +70,13 @@
 // (floor.go), in the same rounds, so that the table shows the share of
 // the bound this machine allows any client next to adk's.
 //
+// With -baseline-openaifake OLD every openai-N-cC row (its floor row too)
+// runs against two fakes in each round, OLD (rows tagged fakeA) and
+// -openaifake (fakeB), with the same adk binaries: an A/B of the fake
+// itself, whose CPU on these cores every row pays (the fake/call column):
+//
+//	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake -baseline-openaifake /tmp/openaifake-old -runs 3 -big=false -only 'openai-(1000|5000)-c256$'
+//
 // With -profile DIR every run also writes a CPU and a heap profile of the
 // adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
 // named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
@@ -117,6 +124,7 @@ func main() {
 	big := flag.Bool("big", true, "run the 100,000-case jsonl benchmark")
 	baseline := flag.String("baseline", "", "a second adk binary (e.g. today's main): every row runs with it (A) and then with -adk (B), for an A/B in one run")
 	runs := flag.Int("runs", 1, "how many times each row runs (A and B alternate within each round)")
+	baselineFake := flag.String("baseline-openaifake", "", "a second openaifake binary (e.g. an older build): every openai-N-cC row then runs against it (fake A) and against -openaifake (fake B) in each round, with the same adk binaries and floor: an A/B of the fake")
 	floor := flag.Bool("floor", true, "with each openai-N-cC row, run a bare net/http client of the fake (F, floor.go) in the same rounds: what this machine allows the row")
 	only := flag.String("only", "", "run only the rows whose label matches this regexp (labels: scripted-json, openai-1000-c256, openai-100k-jsonl, ...)")
 	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
@@ -126,7 +134,7 @@ func main() {
 	if profileDir != "" {
 		must(os.MkdirAll(profileDir, 0o755))
 	}
-	for _, p := range []*string{adk, fake, baseline, &profileDir} {
+	for _, p := range []*string{adk, fake, baseline, baselineFake, &profileDir} {
 		if *p == "" {
 			continue
 		}
@@ -155,31 +163,47 @@ func main() {
 	// withFloor makes the next measure also run the floor client (F) in
 	// each round.
 	withFloor := false
+	// withFakes makes the next measure run each round against every fake
+	// of the list (-baseline-openaifake), switching its --config.
+	var withFakes []fakeProc
 	// measure runs one row with every binary, -runs times, alternating.
 	measure := func(name, label string, samples, conc int, delay time.Duration, env []string, args ...string) {
-		floorToo := withFloor
-		withFloor = false
+		floorToo, fakes := withFloor, withFakes
+		withFloor, withFakes = false, nil
 		if !onlyRE.MatchString(label) {
 			return
 		}
+		if len(fakes) == 0 {
+			fakes = []fakeProc{{}} // whatever fake is up, if any
+		}
+		defer func(addr string, pid int) { fakeAddr, fakePID = addr, pid }(fakeAddr, fakePID)
 		for range *runs {
-			if floorToo {
-				childEnv = []string{floorEnv + "=1"}
-				r := runADK(self, dir, label+"-floor", samples, conc, delay, args...)
-				childEnv = nil
-				r.name = fmt.Sprintf("F net/http floor, %v", delay)
-				rows = append(rows, r)
-			}
-			for _, b := range bins {
-				childEnv = env
-				tag := strings.TrimSpace(b.tag)
-				if tag != "" {
-					tag = "-" + tag
+			for _, fk := range fakes {
+				args, label, name, floorName := args, label, name, fmt.Sprintf("F net/http floor, %v", delay)
+				if fk.addr != "" {
+					fakeAddr, fakePID = fk.addr, fk.pid
+					args = withConfig(args, fk.config)
+					label += "-" + fk.tag
+					name, floorName = fk.tag+" "+name, fk.tag+" "+floorName
 				}
-				r := runADK(b.path, dir, label+tag, samples, conc, delay, args...)
-				childEnv = nil
-				r.name = b.tag + name
-				rows = append(rows, r)
+				if floorToo {
+					childEnv = []string{floorEnv + "=1"}
+					r := runADK(self, dir, label+"-floor", samples, conc, delay, args...)
+					childEnv = nil
+					r.name = floorName
+					rows = append(rows, r)
+				}
+				for _, b := range bins {
+					childEnv = env
+					tag := strings.TrimSpace(b.tag)
+					if tag != "" {
+						tag = "-" + tag
+					}
+					r := runADK(b.path, dir, label+tag, samples, conc, delay, args...)
+					childEnv = nil
+					r.name = b.tag + name
+					rows = append(rows, r)
+				}
 			}
 		}
 	}
@@ -201,6 +225,15 @@ func main() {
 		addr, pid, stop := startFake(*fake, *delay)
 		fakeAddr, fakePID = addr, pid
 		must(os.WriteFile(filepath.Join(dir, "openai.json"), []byte(openAIAgent(addr)), 0o644))
+		// With -baseline-openaifake the openai-N-cC rows alternate
+		// between it (fake A) and -openaifake (fake B).
+		var fakes []fakeProc
+		if *baselineFake != "" {
+			addrA, pidA, stopA := startFake(*baselineFake, *delay)
+			defer stopA()
+			must(os.WriteFile(filepath.Join(dir, "openai-fakeA.json"), []byte(openAIAgent(addrA)), 0o644))
+			fakes = []fakeProc{{"fakeA", addrA, "openai-fakeA.json", pidA}, {"fakeB", addr, "openai.json", pid}}
+		}
 		must(os.WriteFile(filepath.Join(dir, "set10.json"), evalSet(10, "hello", "ok", false), 0o644))
 		must(os.WriteFile(filepath.Join(dir, "set50.json"), evalSet(50, "hello", "ok", false), 0o644))
 		for _, n := range []int{1000, 5000} {
@@ -212,9 +245,10 @@ func main() {
 				args := []string{"eval", "run", "--config", "openai.json", "--eval-set", set,
 					"--samples", "100", "--concurrency", strconv.Itoa(conc), "--timeout", "600000", "--format", "json"}
 				label := fmt.Sprintf("openai-%d-c%d", n, conc)
-				withFloor = *floor
+				withFloor, withFakes = *floor, fakes
 				measure(fmt.Sprintf("openai fake, %v", *delay), label, n, conc, *delay, nil, args...)
 				if n == 5000 && conc == 256 {
+					withFakes = fakes
 					measure(fmt.Sprintf("openai fake, %v, ADK_TRACING=off", *delay), label+"-untraced", n, conc, *delay, []string{"ADK_TRACING=off"}, args...)
 				}
 			}
@@ -312,6 +346,24 @@ type row struct {
 	startup, tail, ramp, over, turn time.Duration
 	// fakeCPU is the fake's CPU time during the run (0: no fake up).
 	fakeCPU time.Duration
+}
+
+// fakeProc is one running fake of an A/B of fakes: its tag in row names,
+// address, agent config (naming its address) and process id.
+type fakeProc struct {
+	tag, addr, config string
+	pid               int
+}
+
+// withConfig returns a copy of args whose --config value is config.
+func withConfig(args []string, config string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "--config" {
+			out[i+1] = config
+		}
+	}
+	return out
 }
 
 // fakeAddr is the address of the fake with a delay while it is up: runADK

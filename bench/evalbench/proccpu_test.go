@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,5 +35,19 @@ func TestProcCPU_CountsThisProcessesWork(t *testing.T) {
 	}
 	if d, err := procCPU(0); d != 0 || err != nil {
 		t.Errorf("pid 0: %v, %v", d, err)
+	}
+}
+
+// TestWithConfig_SwitchesOnlyTheConfig: a row's arguments against another
+// fake differ only in --config, and the row's own slice is not touched.
+func TestWithConfig_SwitchesOnlyTheConfig(t *testing.T) {
+	args := []string{"eval", "run", "--config", "openai.json", "--eval-set", "set10.json"}
+	got := withConfig(args, "openai-fakeA.json")
+	want := []string{"eval", "run", "--config", "openai-fakeA.json", "--eval-set", "set10.json"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if args[3] != "openai.json" {
+		t.Errorf("the row's arguments changed: %q", args)
 	}
 }
