@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -28,6 +29,7 @@ import (
 	"github.com/fadcedab/adk/evalengine/httpadapter"
 	"github.com/fadcedab/adk/evalengine/respcache"
 	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/settings"
 	"github.com/fadcedab/adk/store/evalrecord"
 )
 
@@ -54,6 +56,11 @@ type evalRunFlags struct {
 	cluster         clusterFlags
 	traceDrain      time.Duration
 	traceTo         string
+	// settings is --settings: its log section says how --trace-to's
+	// lost-signal warnings are logged (traceLog, traceWarnEvery).
+	settings       string
+	traceLog       *slog.Logger
+	traceWarnEvery time.Duration
 
 	// Local runs only: the resume journal and the response cache.
 	resume, cache, cacheMode string
@@ -144,6 +151,7 @@ Default timeouts are sized for hosted models: --case-timeout 5m per sample,
 	fl.Var(&posIntValue{dst: &o.SampleConcurrency, name: "sample-concurrency", valid: "1..256"}, "sample-concurrency", "samples of one case in flight, 1..256 (default --concurrency)")
 	fl.Var(&posIntValue{dst: &o.MaxReportBytes, name: "max-report-bytes", valid: "1..16777216"}, "max-report-bytes", "one document's bound in bytes (default and maximum 16 MiB); a result over it streams and its report is rendered from the stream")
 	fl.StringVar(&f.traceTo, "trace-to", "", "also publish this run's traces into the cluster at this NATS URL, under --scope (read them with adk trace query)")
+	fl.StringVar(&f.settings, "settings", "", "settings file (adk config defaults): its log section (level, format, signal_warn_interval) logs --trace-to's lost-signal warnings")
 	fl.DurationVar(&f.traceDrain, "trace-drain", defaultTraceDrain, "at exit, wait at most this long for traces to reach ADK_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* (1ms..5m)")
 	fl.StringVar(&f.resume, "resume", "", resumeUsage)
 	fl.StringVar(&f.cache, "cache", "", "cache model responses in this directory (default $"+envCacheDir+"; AGENT.json agents only)")
@@ -439,7 +447,7 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 	if l.cache, err = openEvalCache(f.cache, f.cacheMode, f.agentURL); err != nil {
 		return err
 	}
-	to := traceTarget{url: f.traceTo, principal: f.cluster.scope}
+	to := traceTarget{url: f.traceTo, principal: f.cluster.scope, log: f.traceLog, warnEvery: f.traceWarnEvery}
 	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain, to); err != nil {
 		return err
 	}
@@ -640,7 +648,32 @@ func (f *evalRunFlags) validate(cmd *cobra.Command) (evalengine.Options, evaleng
 	if f.baseline == "" && (cmd.Flags().Changed("max-pass-rate-drop") || f.tolerances != "") {
 		return evalengine.Options{}, cmpOpts, &cliError{Code: codeBaselineRequired, Detail: "--max-pass-rate-drop and --metric-tolerances compare against --baseline RESULT.json"}
 	}
+	if err := f.resolveSettings(cmd.ErrOrStderr()); err != nil {
+		return evalengine.Options{}, cmpOpts, err
+	}
 	return opts, cmpOpts, nil
+}
+
+// resolveSettings reads --settings (the defaults without it), validated
+// as every command's settings file is: its log section logs --trace-to's
+// lost-signal warnings on stderr, as adk worker logs its own.
+func (f *evalRunFlags) resolveSettings(stderr io.Writer) error {
+	s := settings.Defaults()
+	if f.settings != "" {
+		var err error
+		if s, err = settings.Load(f.settings); err == nil {
+			err = s.Validate()
+		}
+		if err != nil {
+			var se *settings.Error
+			if errors.As(err, &se) && se.Key == "--config" { // the file itself: this command's flag
+				se.Key = "--settings"
+			}
+			return settingsError(err)
+		}
+	}
+	f.traceLog, f.traceWarnEvery = s.Log.Logger(stderr), s.Log.SignalWarnInterval.D()
+	return nil
 }
 
 // loadBaseline reads --metric-tolerances into cmpOpts and --baseline, if

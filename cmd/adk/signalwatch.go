@@ -10,8 +10,8 @@ import (
 
 // Signal delivery warnings. A process that publishes signals into
 // ADK_SIGNALS (`adk worker`, `adk serve`'s embedded worker and OTLP
-// receiver) drops and counts what cannot be delivered, and says so at
-// exit and in its metrics. While it runs, signalWatch reads the
+// receiver, `adk eval run --trace-to`) drops and counts what cannot be
+// delivered, and says so at exit and in its metrics. While it runs, signalWatch reads the
 // publishers' counters every signalWarnCheck and logs a warning at once
 // on the first loss, then at most one line per interval (the settings
 // file's log.signal_warn_interval) with the count since the last line and

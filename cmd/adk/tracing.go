@@ -46,11 +46,18 @@ type localTracing struct {
 	nc          *nats.Conn
 	pub         *bus.Publisher
 	unreachable atomic.Uint64
+	watch       *signalWatch // warns while --trace-to loses signals
 }
 
 // traceTarget is --trace-to: a cluster's NATS URL and the principal the
-// signals are published under (--scope).
-type traceTarget struct{ url, principal string }
+// signals are published under (--scope); while its signals are lost, a
+// warning goes to log at most once per warnEvery (the settings file's
+// log.signal_warn_interval), as `adk worker` does.
+type traceTarget struct {
+	url, principal string
+	log            *slog.Logger
+	warnEvery      time.Duration
+}
 
 // Enqueue is the tracer's sink: the local bus (OTLP) and the cluster.
 func (lt *localTracing) Enqueue(s observability.Signal) error {
@@ -147,7 +154,24 @@ func startLocalTracing(getenv func(string) string, service string, drain time.Du
 		lt.close()
 		return nil, err
 	}
+	if lt.toCluster && to.log != nil {
+		lt.watch = newSignalWatch(to.log, to.warnEvery, "adk eval run --trace-to", lt.clusterStats,
+			func() bool { return lt.nc != nil && lt.nc.IsConnected() })
+		lt.watch.start(signalWarnCheck)
+	}
 	return lt, nil
+}
+
+// clusterStats are --trace-to's publisher counters for the watch: signals
+// lost to a cluster unreachable at start count as not acknowledged (the
+// watch's hint then says NATS is disconnected).
+func (lt *localTracing) clusterStats() map[string]bus.PublisherStats {
+	var st bus.PublisherStats
+	if lt.pub != nil {
+		st = lt.pub.Stats()
+	}
+	st.ExportFailed += lt.unreachable.Load()
+	return map[string]bus.PublisherStats{"trace-to": st}
 }
 
 // observer is the tracer as an Observer, nil (untraced) when tracing is
@@ -163,6 +187,7 @@ func (lt *localTracing) observer() observability.Observer {
 // line to stderr when any signal was dropped. It never changes the run's
 // verdict or exit code.
 func (lt *localTracing) finish(stderr io.Writer) {
+	lt.watch.stop() // the exit line below counts what is lost from here
 	ctx, cancel := context.WithTimeout(context.Background(), lt.drain)
 	if lt.bus != nil {
 		_ = lt.bus.Drain(ctx)
@@ -193,6 +218,7 @@ func (lt *localTracing) finish(stderr io.Writer) {
 }
 
 func (lt *localTracing) close() {
+	lt.watch.stop()
 	if lt.bus != nil {
 		lt.bus.Close()
 	}

@@ -102,6 +102,12 @@ func TestReadme_TracingEveryRun(t *testing.T) {
 					sampleID = c.Samples[0].SampleID
 				}
 			}
+		case args[0] == "eval" && strings.Contains(line, "--trace-to"):
+			// The settings file's log section is taken; a cluster that
+			// takes every signal is never warned about.
+			if strings.Contains(r.stderr, "signals not") {
+				t.Fatalf("--trace-to to a working cluster: %s", r.stderr)
+			}
 		case args[0] == "eval" && args[1] == "jobs":
 			var page struct {
 				Items []struct {
