@@ -57,4 +57,13 @@
 //     submission is in flight and, once it made a job, until the page
 //     leaves. A 422 idempotency_key_reused says no job was made and offers
 //     a new submission, which draws a new key.
+//   - Cancelling: each press of Cancel job draws a key and sends it on
+//     every attempt of that cancel, with the same retries as a submission
+//     (then a Retry button), so a retry whose earlier attempt did cancel
+//     the job answers 202 as that attempt did, not 409. The button is
+//     disabled while the cancel is in flight and, once the server took
+//     it, until the job ends. The page says where the cancel stands:
+//     requested, then "The job was cancelled." (or the other end the job
+//     reached first) as the live status reports it; a 409 says the job
+//     had already ended and nothing was cancelled.
 package ui

@@ -309,16 +309,18 @@
     cells.duration.textContent = j.started_at ? dur((j.finished_at || Date.now()) - j.started_at) : '–';
   }
 
-  // ---- submitting a job ---------------------------------------------------
-  // A submission carries an Idempotency-Key (devapi/DESIGN.md): one key per
-  // submission, sent again on every retry of it (automatic after a network
-  // error, a timeout or a 5xx; the Retry button; Submit pressed again on
-  // the unchanged form), so a retry whose first attempt did reach the
-  // server answers that job instead of starting a second. Changed content
-  // is another submission and draws another key. Only the last
-  // submission not known to have made a job is kept, in this tab's memory.
-  const SUBMIT_RETRY_DELAYS_MS = [1000, 2000];
-  const SUBMIT_TIMEOUT_MS = 60000;
+  // ---- writes: submitting and cancelling a job ---------------------------
+  // A write carries an Idempotency-Key (devapi/DESIGN.md): one key per
+  // submission or per press of Cancel job, sent again on every retry of it
+  // (automatic after a network error, a timeout, a 408 or a 5xx; the Retry
+  // button; Submit pressed again on the unchanged form), so a retry whose
+  // first attempt did reach the server answers as that attempt did instead
+  // of starting a second job, or of a 409 for a job it already cancelled.
+  // Changed content is another submission and draws another key. Only the
+  // last submission not known to have made a job is kept, in this tab's
+  // memory.
+  const WRITE_RETRY_DELAYS_MS = [1000, 2000];
+  const WRITE_TIMEOUT_MS = 60000;
   let pendingSubmit = null; // { json, key }
   // idempotencyKey: 32 hex digits from the browser's CSPRNG (the Go
   // client's request id form; evalrecord.ValidRequestID takes 16..64
@@ -326,19 +328,19 @@
   function idempotencyKey() {
     return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
   }
-  // submitOnce sends one attempt of submission p; a timeout is thrown as
-  // a TimeoutError, the view's end as an AbortError.
-  async function submitOnce(p, signal) {
+  // writeOnce sends one attempt of a write with its key; a timeout is
+  // thrown as a TimeoutError, the view's end as an AbortError.
+  async function writeOnce(path, opts, key, signal) {
     const ac = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; ac.abort(); }, SUBMIT_TIMEOUT_MS);
+    const timer = setTimeout(() => { timedOut = true; ac.abort(); }, WRITE_TIMEOUT_MS);
     const stop = () => ac.abort();
     signal.addEventListener('abort', stop, { once: true });
     try {
-      return await api(API + '/evaluation/jobs', { method: 'POST', json: p.json, headers: { 'Idempotency-Key': p.key }, signal: ac.signal });
+      return await api(path, Object.assign({}, opts, { headers: { 'Idempotency-Key': key }, signal: ac.signal }));
     } catch (e) {
       if (timedOut && !signal.aborted) {
-        const t = new Error('no answer within ' + SUBMIT_TIMEOUT_MS / 1000 + ' s');
+        const t = new Error('no answer within ' + WRITE_TIMEOUT_MS / 1000 + ' s');
         t.name = 'TimeoutError';
         throw t;
       }
@@ -348,11 +350,17 @@
       signal.removeEventListener('abort', stop);
     }
   }
-  // submitUnsure: the attempt may or may not have made the job (the
-  // network failed, no answer in time, a 5xx), so it is retried with its key.
-  function submitUnsure(e) {
+  // writeUnsure: the attempt may or may not have taken effect (the
+  // network failed, no answer in time, a 408 or a 5xx), so it is retried
+  // with its key.
+  function writeUnsure(e) {
     if (e instanceof ApiError) return e.status >= 500 || e.status === 408;
     return !!e && e.name !== 'AbortError';
+  }
+  // writeFailure is the box saying why a write's last attempt failed.
+  function writeFailure(x) {
+    return x instanceof ApiError ? errorBox(x)
+      : h('div', { class: 'error', role: 'alert' }, h('strong', null, x.name === 'TimeoutError' ? 'timeout' : 'network error'), ': ', x.message || String(x));
   }
 
   async function pageJobs(sig) {
@@ -363,7 +371,7 @@
     const submitBtn = h('button', { type: 'submit' }, 'Submit job');
     let submitting = false;
     // send runs submission p to a definite answer: at most
-    // 1 + SUBMIT_RETRY_DELAYS_MS.length attempts, the form refusing to
+    // 1 + WRITE_RETRY_DELAYS_MS.length attempts, the form refusing to
     // submit throughout and, once a job is made, until the page leaves
     // (the old page stays on screen while the job's page loads).
     const send = async (p) => {
@@ -377,7 +385,7 @@
           fill(submitErr, h('p', { class: 'muted', role: 'status' }, attempt ? 'Submitting again with the same Idempotency-Key (attempt ' + (attempt + 1) + ')…' : 'Submitting…'));
           let job;
           try {
-            job = await submitOnce(p, sig.signal);
+            job = await writeOnce(API + '/evaluation/jobs', { method: 'POST', json: p.json }, p.key, sig.signal);
           } catch (x) {
             if (sig.signal.aborted) return;
             if (x instanceof ApiError && x.code === 'idempotency_key_reused') {
@@ -394,14 +402,13 @@
                 x.message ? h('p', { class: 'muted' }, 'Server: ' + x.message) : null));
               return;
             }
-            const unsure = submitUnsure(x);
-            if (unsure && attempt < SUBMIT_RETRY_DELAYS_MS.length) {
-              await pause(SUBMIT_RETRY_DELAYS_MS[attempt], sig.signal);
+            const unsure = writeUnsure(x);
+            if (unsure && attempt < WRITE_RETRY_DELAYS_MS.length) {
+              await pause(WRITE_RETRY_DELAYS_MS[attempt], sig.signal);
               if (sig.signal.aborted) return;
               continue;
             }
-            const box = x instanceof ApiError ? errorBox(x)
-              : h('div', { class: 'error', role: 'alert' }, h('strong', null, x.name === 'TimeoutError' ? 'timeout' : 'network error'), ': ', x.message || String(x));
+            const box = writeFailure(x);
             if (unsure || (x instanceof ApiError && x.status === 429)) {
               box.append(h('p', null, unsure
                 ? 'The job may or may not have been created. Retrying sends the same Idempotency-Key: it answers the job if the server made one, and makes it otherwise.'
@@ -519,11 +526,69 @@
     const body = h('div');
     const trouble = h('div', { role: 'status' });
     const htmlBtn = h('button', { type: 'button', on: { click: () => downloadReport(id, trouble) } }, 'Download HTML report');
-    const cancel = h('button', { type: 'button', on: { click: async () => {
-      try { await api(API + '/evaluation/jobs/' + encodeURIComponent(id), { method: 'DELETE' }); say('Cancellation requested.'); } catch (e) { fill(trouble, errorBox(e) || ''); }
-    } } }, 'Cancel job');
+    // Cancelling: each press of the button is one cancel with its own key,
+    // sent again by the automatic retries and by Retry (see writeOnce).
+    // The button is disabled while it is in flight and, once the server
+    // took it, until the job ends (then the report button replaces it).
+    const cancelStatus = h('div', { id: 'cancel-status' });
+    let cancelling = false, cancelAsked = false, phase = '';
+    // cancelOutcome says where a cancel the server took stands: asked,
+    // or the job's end as the live status reports it.
+    const cancelOutcome = () => {
+      if (!cancelAsked) return;
+      fill(cancelStatus, h('p', { role: 'status' }, !TERMINAL.has(phase) ? 'Cancellation requested: the job is stopping.'
+        : phase === 'cancelled' ? 'The job was cancelled.' : 'The job ended as ' + phase + ' before the cancellation reached it.'));
+    };
+    const sendCancel = async (key) => {
+      if (cancelling || sig.signal.aborted) return;
+      cancelling = true;
+      cancel.disabled = true;
+      let done = false;
+      try {
+        for (let attempt = 0; ; attempt++) {
+          fill(cancelStatus, h('p', { class: 'muted', role: 'status' }, attempt ? 'Cancelling again with the same Idempotency-Key (attempt ' + (attempt + 1) + ')…' : 'Cancelling…'));
+          try {
+            await writeOnce(API + '/evaluation/jobs/' + encodeURIComponent(id), { method: 'DELETE' }, key, sig.signal);
+          } catch (x) {
+            if (sig.signal.aborted) return;
+            const unsure = writeUnsure(x);
+            if (unsure && attempt < WRITE_RETRY_DELAYS_MS.length) {
+              await pause(WRITE_RETRY_DELAYS_MS[attempt], sig.signal);
+              if (sig.signal.aborted) return;
+              continue;
+            }
+            if (x instanceof ApiError && x.code === 'evaluation_state_conflict') {
+              // The job ended before the cancel reached it.
+              done = true;
+              fill(cancelStatus, h('p', { class: 'notice', role: 'status' }, 'Not cancelled: the job had already ended' +
+                (x.details && x.details.phase ? ' (' + x.details.phase + ')' : '') + '.'));
+              return;
+            }
+            const box = writeFailure(x);
+            if (unsure) {
+              box.append(h('p', null, 'The job may or may not have been cancelled. Retrying sends the same Idempotency-Key: it answers as the first attempt did if that one reached the server.'),
+                h('button', { type: 'button', id: 'cancel-retry', on: { click: () => sendCancel(key) } }, 'Retry cancelling'));
+            }
+            fill(cancelStatus, box);
+            return;
+          }
+          done = true;
+          cancelAsked = true;
+          cancelOutcome();
+          return;
+        }
+      } finally {
+        if (!done) {
+          cancelling = false;
+          cancel.disabled = false;
+        }
+      }
+    };
+    const cancel = h('button', { type: 'button', id: 'cancel-job', on: { click: () => sendCancel(idempotencyKey()) } }, 'Cancel job');
     let shown = false;
     const render = async (j) => {
+      phase = j.phase;
+      cancelOutcome();
       const cells = { phase: h('span'), progress: h('span'), duration: h('span') };
       jobRow(j, cells);
       fill(head, kv([
@@ -549,7 +614,7 @@
       watchJob(id, sig.signal, (x) => { render(x); }, (e) => fill(trouble, h('div', { class: 'notice' },
         'Live updates interrupted (' + (e.code || '') + '): ' + (e.message || '') + ' — reconnecting.')));
     }
-    return [h('h1', null, 'Job ', h('code', null, id)), head, trouble, body];
+    return [h('h1', null, 'Job ', h('code', null, id)), head, cancelStatus, trouble, body];
   }
 
   async function downloadReport(id, where) {
