@@ -523,6 +523,7 @@
 
   async function pageJob(sig, id) {
     const head = h('div');
+    const actions = h('div');
     const body = h('div');
     const trouble = h('div', { role: 'status' });
     const htmlBtn = h('button', { type: 'button', on: { click: () => downloadReport(id, trouble) } }, 'Download HTML report');
@@ -597,8 +598,11 @@
         j.reason ? ['Reason', h('code', null, j.reason)] : null]),
       h('p', null, h('a', { href: withQuery('#/traces', { job_id: id }) }, 'Traces of this job'), ' · ',
         h('a', { href: withQuery('#/compare', { current: id }) }, 'Compare with another result'), ' · ',
-        j.eval_set_id ? h('a', { href: withQuery('#/trend', { set: j.eval_set_id }) }, 'Trend of this eval set') : null),
-      TERMINAL.has(j.phase) ? htmlBtn : cancel);
+        j.eval_set_id ? h('a', { href: withQuery('#/trend', { set: j.eval_set_id }) }, 'Trend of this eval set') : null));
+      // The button stays in the page while the job runs (a status event
+      // must not take it, and its focus, away from the user).
+      const action = TERMINAL.has(j.phase) ? htmlBtn : cancel;
+      if (actions.firstChild !== action) fill(actions, action);
       if (j.phase === 'completed' && !shown) {
         shown = true;
         try {
@@ -614,7 +618,7 @@
       watchJob(id, sig.signal, (x) => { render(x); }, (e) => fill(trouble, h('div', { class: 'notice' },
         'Live updates interrupted (' + (e.code || '') + '): ' + (e.message || '') + ' — reconnecting.')));
     }
-    return [h('h1', null, 'Job ', h('code', null, id)), head, cancelStatus, trouble, body];
+    return [h('h1', null, 'Job ', h('code', null, id)), head, actions, cancelStatus, trouble, body];
   }
 
   async function downloadReport(id, where) {
