@@ -134,6 +134,20 @@ func StreamSide(f *StreamFile) (*CompareSide, error) { return evalcore.StreamSid
 // alone (one bit a sample besides), and r need not be seekable.
 func ReadStreamSide(r io.Reader) (*CompareSide, error) { return evalcore.ReadStreamSide(r) }
 
+// StatsSeries is what `adk eval stats` reads of one result: its case
+// counts and outcomes and every ok score of each metric in document order,
+// the same for a result document and its JSON Lines stream.
+type StatsSeries = evalcore.StatsSeries
+
+// MaxStreamStatsScores bounds the ok scores ReadStreamSeries holds.
+const MaxStreamStatsScores = evalcore.MaxStreamStatsScores
+
+// ReadStreamSeries is the statistics series of a JSON Lines result read
+// once from r, with ReadStreamSide's checks; it holds the ok scores (8
+// bytes each once in order, 10 while reading), 8 bytes a sample and one
+// bit a case, never a sample.
+func ReadStreamSeries(r io.Reader) (*StatsSeries, error) { return evalcore.ReadStreamSeries(r) }
+
 // CompareSides is Compare of two sides: the same comparison as Compare of
 // the same results.
 func CompareSides(baseline, current *CompareSide, opts CompareOptions) (*Comparison, error) {

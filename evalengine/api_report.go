@@ -161,6 +161,17 @@ func StatsReport(results []*Result, opts StatsOptions) ([]byte, *StatsDocument, 
 	return report.StatsReport(results, opts)
 }
 
+// StatsBuilder is StatsReport one result at a time (AddResult for a
+// document, Add for a stream's ReadStreamSeries), holding of the earlier
+// results only their intervals and what the gate pools of them.
+type StatsBuilder = report.StatsBuilder
+
+// NewStatsBuilder checks opts and the number of results that will be
+// added, as StatsReport does.
+func NewStatsBuilder(inputs int, opts StatsOptions) (*StatsBuilder, error) {
+	return report.NewStatsBuilder(inputs, opts)
+}
+
 // CodeReportNotStreamable refuses json from RenderStream: a stream is its
 // own JSON form.
 const CodeReportNotStreamable = report.CodeReportNotStreamable

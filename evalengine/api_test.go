@@ -24,7 +24,7 @@ var internalOnly = map[string][]string{
 		"CheckSet", "DecodeSet", "SetFromObject",
 		// Result and criteria internals, for the renderers and the judge.
 		"CanonicalResult", "CheckComparison", "CheckResult", "ExcerptString", "ExpectedResponse", "MetaFirstMismatch",
-		"MetaOrEmpty", "NotEvaluatedCases", "StreamResult", "UsageOf", "ValidateMetrics", "ZFor",
+		"MetaOrEmpty", "NotEvaluatedCases", "SeriesOfResult", "StreamResult", "UsageOf", "ValidateMetrics", "ZFor",
 		// The root's tests (export_test.go).
 		"ResultSize", "SpliceSamples", "TrajectoryKey", "TrajectoriesEqual",
 	},

@@ -66,6 +66,8 @@
 //	WriteCompareSidesReport(w, sides, comparison, ...)  `adk eval compare`
 //	RenderComparisonPage(comparison, ...)  a comparison's html, paged (17.)
 //	StatsReport(results, StatsOptions)        `adk eval stats`
+//	NewStatsBuilder(n, StatsOptions)          the same a result at a time:
+//	  .AddResult(result) | .Add(ReadStreamSeries(jsonl reader))  (18.)
 //
 // # Scheduling
 //
@@ -232,6 +234,29 @@
 //     comparison) always writes a comparison this way, so under the
 //     bound its output is the same bytes as before, and past it stderr
 //     says how far.
+//  18. Statistics of results of any size. `adk eval stats` reads of a
+//     result its case counts, each case's pass outcome and every ok score
+//     of each metric in document order (case, sample, the sample's
+//     criteria, then its turns' metrics): a StatsSeries. The statistics
+//     need the scores themselves, not running sums: the mean and then
+//     Σ(x − mean)² are summed in that order (the contract's two-pass
+//     formulas), and a series is cut to its first (an interval) or last
+//     (the gate) MaxStatisticsSamples in that order, so the same bytes
+//     for a stream whose samples come in finish order need the values
+//     put back in order. ReadStreamSeries reads a stream once with
+//     ReadStreamSide's checks (plus: a sample's metric ids are the
+//     summary's, unknown_metric) and keeps 10 bytes an ok score (the
+//     value and its metric) and 8 bytes a sample (where its scores are)
+//     while reading, then 8 bytes an ok score in order, and one bit a
+//     case; never a sample, at most MaxStreamStatsScores scores
+//     (too_many_scores). A 100,000-case stream of one sample and three
+//     single-turn metrics is about 5 MB at the peak. StatsBuilder takes
+//     the results one at a time and keeps of the earlier ones their
+//     intervals and the most recent MaxStatisticsSamples outcomes and
+//     scores a metric that the gate pools, so the CLI holds one result
+//     at a time. A stream's statistics are therefore the same bytes as
+//     its document's, which TestStatsReport_StreamEqualsDocument and
+//     FuzzReadStreamSeries hold.
 //
 // # Metrics beyond the criteria (§5.8, §5.12)
 //

@@ -50,23 +50,35 @@ func loadSide(name, path, wrap string) (*evalengine.CompareSide, error) {
 // streamSideOf reads a JSON Lines result file as a comparison side: one
 // pass that checks it and keeps the side, never a sample's position.
 func streamSideOf(name, path, wrap string) (*evalengine.CompareSide, error) {
-	f, err := os.Open(path)
+	f, err := openRegularStream(name, path)
 	if err != nil {
-		return nil, unreadable(name, path, err)
+		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, unreadable(name, path, err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, &cliError{Code: codeFileUnreadable, Reason: name, Detail: path + ": a jsonl result must be a regular file"}
-	}
 	s, err := evalengine.ReadStreamSide(f)
 	if err != nil {
 		return nil, sideError(wrap, path, err)
 	}
 	return s, nil
+}
+
+// openRegularStream opens a JSON Lines result file, which must be a
+// regular file (it is read to its end).
+func openRegularStream(name, path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unreadable(name, path, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, unreadable(name, path, err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, &cliError{Code: codeFileUnreadable, Reason: name, Detail: path + ": a jsonl result must be a regular file"}
+	}
+	return f, nil
 }
 
 // sideError is a bad comparison input: {wrap, engine code: reason} naming

@@ -116,7 +116,12 @@ func newEvalStatsCmd() *cobra.Command {
 interval of its pass rate and the confidence interval of each metric's mean
 score. With two or more results, the last one is gated against all earlier
 ones pooled, on case outcomes and on every metric: exit 2 when it regressed,
-0 when it did not, 1 on any error.`,
+0 when it did not, 1 on any error.
+
+A RESULT may be a JSON Lines result (--format jsonl, or the FILE.jsonl a
+run over one document keeps) of any size: it is read once, keeping its
+scores (8 bytes an ok score), never a sample, and its statistics are those
+of the same result as one document.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{fmt.Errorf("%s needs at least one RESULT.json", cmd.CommandPath())}
@@ -162,20 +167,35 @@ func runEvalStats(cmd *cobra.Command, f *evalStatsFlags, paths []string) error {
 	if len(paths) > evalengine.MaxStatsReportInputs {
 		return &cliError{Code: evalengine.CodeInvalidEvaluationStatistic, Reason: "result_count", Detail: strconv.Itoa(len(paths))}
 	}
-	results := make([]*evalengine.Result, len(paths))
-	for i, p := range paths {
+	b, err := evalengine.NewStatsBuilder(len(paths), o)
+	if err != nil {
+		return statsError(err)
+	}
+	// One result at a time: a document, or a JSON Lines result of any
+	// size read once into its statistics series (scores, never samples).
+	for _, p := range paths {
+		if isStreamFile(p) {
+			s, err := streamSeriesOf(p)
+			if err != nil {
+				return err
+			}
+			err = b.Add(s)
+			if err != nil {
+				return statsError(err)
+			}
+			continue
+		}
 		r, err := loadResult("result", p, codeInvalidResult)
 		if err != nil {
 			return err
 		}
-		results[i] = r
-	}
-	out, doc, err := evalengine.StatsReport(results, o)
-	if err != nil {
-		if evalengine.ErrorCode(err) == evalengine.CodeInvalidConfidenceLevel {
-			return &cliError{Code: codeInvalidConfidenceLevel, Detail: "0.90, 0.95 or 0.99", Err: err}
+		if err := b.AddResult(r); err != nil {
+			return statsError(err)
 		}
-		return engineError(codeStatisticsFailed, err)
+	}
+	out, doc, err := b.Finish()
+	if err != nil {
+		return statsError(err)
 	}
 	if err := emitReport(reportWriter(cmd, f.output), f.output, out); err != nil {
 		return err
@@ -184,6 +204,29 @@ func runEvalStats(cmd *cobra.Command, f *evalStatsFlags, paths []string) error {
 		return &exitCodeError{Code: exitFailed}
 	}
 	return nil
+}
+
+// statsError is a failed `adk eval stats`.
+func statsError(err error) error {
+	if evalengine.ErrorCode(err) == evalengine.CodeInvalidConfidenceLevel {
+		return &cliError{Code: codeInvalidConfidenceLevel, Detail: "0.90, 0.95 or 0.99", Err: err}
+	}
+	return engineError(codeStatisticsFailed, err)
+}
+
+// streamSeriesOf reads a JSON Lines result file's statistics series: one
+// pass that checks it as a comparison side does (streamSideOf).
+func streamSeriesOf(path string) (*evalengine.StatsSeries, error) {
+	f, err := openRegularStream("result", path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := evalengine.ReadStreamSeries(f)
+	if err != nil {
+		return nil, sideError(codeInvalidResult, path, err)
+	}
+	return s, nil
 }
 
 // loadResult reads a saved result document (at most 16 MiB, checked

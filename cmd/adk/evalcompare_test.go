@@ -125,6 +125,31 @@ func TestEvalStats(t *testing.T) {
 			t.Fatalf("a tolerated drop: exit %d stdout %q", r.code, r.stdout)
 		}
 	})
+	t.Run("a jsonl result has the statistics of its document", func(t *testing.T) {
+		// The same result written both ways: a jsonl run, and its
+		// document rebuilt by adk eval report.
+		r := runADK(t, dir, nil, "eval", "run", "--config", "bad.json", "--eval-set", "set.json", "--format", "jsonl", "--output", "bad.jsonl")
+		if r.code == exitError {
+			t.Fatalf("run: %q", r.stderr)
+		}
+		if r = runADK(t, dir, nil, "eval", "report", "bad.jsonl", "--format", "json", "--output", "bad-doc.json"); r.code != exitOK {
+			t.Fatalf("report: %q", r.stderr)
+		}
+		for _, format := range []string{"text", "markdown", "json"} {
+			doc := runADK(t, dir, nil, "eval", "stats", "good-result.json", "bad-doc.json", "--format", format, "--require-significance", "false")
+			jsonl := runADK(t, dir, nil, "eval", "stats", "good-result.json", "bad.jsonl", "--format", format, "--require-significance", "false")
+			if doc.code != exitFailed || jsonl.code != doc.code || jsonl.stderr != "" || jsonl.stdout != doc.stdout {
+				t.Fatalf("%s: document exit %d %q, jsonl exit %d %q (stderr %q)", format, doc.code, doc.stdout, jsonl.code, jsonl.stdout, jsonl.stderr)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "bad.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, "cut.jsonl", string(data[:len(data)/2]))
+		r = runADK(t, dir, nil, "eval", "stats", "cut.jsonl")
+		oneErrorLine(t, r, "invalid_eval_result: invalid_eval_stream")
+	})
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -196,13 +196,13 @@ func StreamSide(f *StreamFile) (*CompareSide, error) {
 func ReadStreamSide(r io.Reader) (*CompareSide, error) {
 	var bits sampleBits
 	s := &CompareSide{}
-	sc, err := scanStream(r, &bits, func(c *caseLine) error {
+	sc, err := scanStream(r, &bits, scanHooks{onCase: func(c *caseLine) error {
 		if s.cases == nil {
 			s.cases = make([]sideCase, 0, len(bits.npass))
 		}
 		s.add(c.Case)
 		return nil
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}

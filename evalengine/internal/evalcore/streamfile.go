@@ -52,7 +52,7 @@ type sampleRef struct {
 // "line N" as detail.
 func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 	var idx sampleIndex
-	sc, err := scanStream(io.NewSectionReader(r, 0, size), &idx, nil)
+	sc, err := scanStream(io.NewSectionReader(r, 0, size), &idx, scanHooks{})
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +84,22 @@ type streamScan struct {
 	caseStart, caseEnd int64
 }
 
+// scanHooks are what a caller of scanStream sees besides its tally; nil
+// hooks are not called.
+type scanHooks struct {
+	// onHeader is called once with the checked header.
+	onHeader func(h *StreamHeader)
+	// onSample is called with every checked sample line that is not a
+	// duplicate; the sample is only valid during the call.
+	onSample func(ci int, s *SampleResult) error
+	// onCase is called with every checked case line.
+	onCase func(c *caseLine) error
+}
+
 // scanStream reads a stream once from start to end with the checks
-// StreamFile documents, recording its samples in t and handing every
-// checked case line to onCase (nil: none).
-func scanStream(r io.Reader, t sampleTally, onCase func(c *caseLine) error) (*streamScan, error) {
+// StreamFile documents, recording its samples in t and handing the
+// checked lines to hooks.
+func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error) {
 	br := bufio.NewReaderSize(r, streamBufferBytes)
 	sc := &streamScan{}
 	bad := func(line int, reason string) error {
@@ -144,6 +156,9 @@ func scanStream(r io.Reader, t sampleTally, onCase func(c *caseLine) error) (*st
 			header = true
 			chk.Header = sc.header
 			t.start(h)
+			if hooks.onHeader != nil {
+				hooks.onHeader(h)
+			}
 			continue
 		}
 		if caseLines > 0 && head.Type == streamTypeSample {
@@ -162,6 +177,11 @@ func scanStream(r io.Reader, t sampleTally, onCase func(c *caseLine) error) (*st
 			}
 			if err := t.add(s.CaseIndex, s.Sample.SampleIndex, lineOff, len(line), s.Sample.Passed); err != nil {
 				return nil, bad(n, err.Error())
+			}
+			if hooks.onSample != nil {
+				if err := hooks.onSample(s.CaseIndex, s.Sample); err != nil {
+					return nil, err
+				}
 			}
 		case streamTypeCase:
 			c, err := decodeCaseLine(line, lim)
@@ -186,8 +206,8 @@ func scanStream(r io.Reader, t sampleTally, onCase func(c *caseLine) error) (*st
 			if c.Case.Passed {
 				passedCases++
 			}
-			if onCase != nil {
-				if err := onCase(c); err != nil {
+			if hooks.onCase != nil {
+				if err := hooks.onCase(c); err != nil {
 					return nil, err
 				}
 			}

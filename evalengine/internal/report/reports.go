@@ -160,51 +160,132 @@ type MetricGate struct {
 // rendering and the document; the gate passed when doc.Passed (exit 0),
 // else a regression (exit 2).
 func StatsReport(results []*evalcore.Result, opts StatsOptions) ([]byte, *StatsDocument, error) {
+	b, err := NewStatsBuilder(len(results), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range results {
+		if err := b.AddResult(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return b.Finish()
+}
+
+// StatsBuilder is StatsReport one result at a time, so that a caller
+// holds one result (or one stream's series) at a time: of the earlier
+// results it keeps their intervals and, for the gate, the last
+// MaxStatisticsSamples case outcomes and scores of each metric pooled,
+// which is all the gate reads of them.
+type StatsBuilder struct {
+	opts     StatsOptions
+	maxBytes int
+	inputs   int
+	doc      *StatsDocument
+	firstID  string
+	// last is the latest result's series: the gate's current side, or,
+	// once another comes, part of the pooled history.
+	last         *evalcore.StatsSeries
+	baseOutcomes []float64
+	baseScores   map[string][]float64
+}
+
+// NewStatsBuilder checks opts and the number of results that will be
+// added (1..MaxStatsReportInputs) as StatsReport does.
+func NewStatsBuilder(inputs int, opts StatsOptions) (*StatsBuilder, error) {
 	if opts.Format == "" {
 		opts.Format = FormatText
 	}
 	if opts.Format != FormatText && opts.Format != FormatMarkdown && opts.Format != FormatJSON {
-		return nil, nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, opts.Format)
+		return nil, evalcore.NewErr(evalcore.CodeInvalidReportFormat, opts.Format)
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes == 0 {
 		maxBytes = MaxExportBytes
 	}
 	if maxBytes < 0 || maxBytes > MaxExportBytes {
-		return nil, nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
+		return nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
 	}
 	level, _, err := evalcore.ZFor(opts.Gate.ConfidenceLevel)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	opts.Gate.ConfidenceLevel = level
-	if len(results) == 0 || len(results) > MaxStatsReportInputs {
-		return nil, nil, evalcore.ReasonErr(evalcore.CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(results)))
+	if inputs <= 0 || inputs > MaxStatsReportInputs {
+		return nil, evalcore.ReasonErr(evalcore.CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(inputs))
 	}
-	checked := make([]*evalcore.Result, len(results))
-	for i, r := range results {
-		c, err := evalcore.CheckResult(r)
-		if err == nil && c.ResultSchemaVersion != evalcore.ResultSchemaVersion {
-			err = evalcore.NewErr(evalcore.CodeUnsupportedResultVersion, "1")
-		}
-		if err != nil {
-			return nil, nil, &evalcore.Error{Code: evalcore.CodeInvalidEvalResult, Reason: evalcore.ErrorCode(err), Detail: strconv.Itoa(i + 1), Err: err}
-		}
-		if i > 0 && c.EvalSetID != checked[0].EvalSetID {
-			return nil, nil, evalcore.NewErr(evalcore.CodeEvalSetMismatch, strconv.Itoa(i+1))
-		}
-		checked[i] = c
+	return &StatsBuilder{
+		opts: opts, maxBytes: maxBytes, inputs: inputs,
+		doc:        &StatsDocument{ReportType: StatsReportType, ConfidenceLevel: level, Results: []ResultStats{}, Passed: true},
+		baseScores: map[string][]float64{},
+	}, nil
+}
+
+// AddResult re-validates r (a schema-2 result) and adds it.
+func (b *StatsBuilder) AddResult(r *evalcore.Result) error {
+	c, err := evalcore.CheckResult(r)
+	if err == nil && c.ResultSchemaVersion != evalcore.ResultSchemaVersion {
+		err = evalcore.NewErr(evalcore.CodeUnsupportedResultVersion, "1")
 	}
-	doc := &StatsDocument{ReportType: StatsReportType, ConfidenceLevel: level, Results: []ResultStats{}, Passed: true}
-	for _, r := range checked {
-		rs, err := resultStats(r, level)
-		if err != nil {
-			return nil, nil, err
-		}
-		doc.Results = append(doc.Results, rs)
+	if err != nil {
+		return &evalcore.Error{Code: evalcore.CodeInvalidEvalResult, Reason: evalcore.ErrorCode(err), Detail: strconv.Itoa(len(b.doc.Results) + 1), Err: err}
 	}
-	if len(checked) > 1 {
-		g, err := statsGate(checked[:len(checked)-1], checked[len(checked)-1], opts.Gate)
+	return b.Add(evalcore.SeriesOfResult(c))
+}
+
+// Add adds the next result's series (SeriesOfResult of a checked result,
+// or ReadStreamSeries of a stream).
+func (b *StatsBuilder) Add(s *evalcore.StatsSeries) error {
+	i := len(b.doc.Results)
+	if i == b.inputs {
+		return evalcore.ReasonErr(evalcore.CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(i+1))
+	}
+	if i == 0 {
+		b.firstID = s.EvalSetID
+	} else if s.EvalSetID != b.firstID {
+		return evalcore.NewErr(evalcore.CodeEvalSetMismatch, strconv.Itoa(i+1))
+	}
+	rs, err := resultStats(s, b.opts.Gate.ConfidenceLevel)
+	if err != nil {
+		return err
+	}
+	b.doc.Results = append(b.doc.Results, rs)
+	if b.last != nil {
+		b.pool(b.last)
+	}
+	b.last = s
+	return nil
+}
+
+// pool adds an earlier result to the gate's baseline, keeping of each
+// series only the most recent MaxStatisticsSamples, all the gate reads.
+func (b *StatsBuilder) pool(s *evalcore.StatsSeries) {
+	b.baseOutcomes = keepRecent(s.Outcomes(b.baseOutcomes, s.Cases()-evalcore.MaxStatisticsSamples))
+	for id, xs := range s.Scores {
+		if len(xs) > evalcore.MaxStatisticsSamples {
+			xs = xs[len(xs)-evalcore.MaxStatisticsSamples:]
+		}
+		b.baseScores[id] = keepRecent(append(b.baseScores[id], xs...))
+	}
+}
+
+// keepRecent is the last MaxStatisticsSamples of xs, in place.
+func keepRecent(xs []float64) []float64 {
+	if n := len(xs) - evalcore.MaxStatisticsSamples; n > 0 {
+		xs = xs[:copy(xs, xs[n:])]
+	}
+	return xs
+}
+
+// Finish gates the last result against the earlier ones pooled and
+// renders the report.
+func (b *StatsBuilder) Finish() ([]byte, *StatsDocument, error) {
+	doc := b.doc
+	if len(doc.Results) != b.inputs {
+		return nil, nil, evalcore.ReasonErr(evalcore.CodeInvalidEvaluationStatistic, "result_count", strconv.Itoa(len(doc.Results)))
+	}
+	if len(doc.Results) > 1 {
+		g, err := b.gate()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -212,7 +293,8 @@ func StatsReport(results []*evalcore.Result, opts StatsOptions) ([]byte, *StatsD
 		doc.Passed = len(g.Regressions) == 0
 	}
 	var out []byte
-	switch opts.Format {
+	var err error
+	switch b.opts.Format {
 	case FormatJSON:
 		out, err = canonicalJSON(doc)
 	case FormatMarkdown:
@@ -223,54 +305,16 @@ func StatsReport(results []*evalcore.Result, opts StatsOptions) ([]byte, *StatsD
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(out) > maxBytes {
+	if len(out) > b.maxBytes {
 		return nil, nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 	}
 	return out, doc, nil
 }
 
-// metricScores collects every ok score of a metric across samples and
-// turns, by metric id, in descriptor order.
-func metricScores(r *evalcore.Result) map[string][]float64 {
-	out := make(map[string][]float64, len(r.Metrics))
-	for _, m := range r.Metrics {
-		out[m.MetricID] = nil
-	}
-	add := func(m *evalcore.MetricResult) {
-		if m.Status == evalcore.StatusOK {
-			out[m.MetricID] = append(out[m.MetricID], m.Score)
-		}
-	}
-	for ci := range r.Cases {
-		for si := range r.Cases[ci].Samples {
-			s := &r.Cases[ci].Samples[si]
-			for mi := range s.Criteria {
-				add(&s.Criteria[mi])
-			}
-			for ti := range s.Turns {
-				for mi := range s.Turns[ti].Metrics {
-					add(&s.Turns[ti].Metrics[mi])
-				}
-			}
-		}
-	}
-	return out
-}
-
-func caseOutcomes(r *evalcore.Result) []float64 {
-	out := make([]float64, len(r.Cases))
-	for i, c := range r.Cases {
-		if c.Passed {
-			out[i] = 1
-		}
-	}
-	return out
-}
-
-func resultStats(r *evalcore.Result, level float64) (ResultStats, error) {
-	rs := ResultStats{EvalSetID: r.EvalSetID, EvalSetVersion: r.EvalSetVersion, Metrics: []MetricStats{}}
-	if r.CaseCount > 0 {
-		iv, err := evalcore.WilsonInterval(r.PassedCaseCount, r.CaseCount, level)
+func resultStats(s *evalcore.StatsSeries, level float64) (ResultStats, error) {
+	rs := ResultStats{EvalSetID: s.EvalSetID, EvalSetVersion: s.EvalSetVersion, Metrics: []MetricStats{}}
+	if s.CaseCount > 0 {
+		iv, err := evalcore.WilsonInterval(s.PassedCaseCount, s.CaseCount, level)
 		if err != nil {
 			return rs, err
 		}
@@ -278,10 +322,9 @@ func resultStats(r *evalcore.Result, level float64) (ResultStats, error) {
 	} else {
 		rs.PassRateInterval = evalcore.PassRateInterval{ConfidenceLevel: level, Upper: 1}
 	}
-	scores := metricScores(r)
-	for _, m := range r.Metrics {
-		ms := MetricStats{MetricID: m.MetricID}
-		if xs := scores[m.MetricID]; len(xs) > 0 {
+	for _, id := range s.MetricIDs {
+		ms := MetricStats{MetricID: id}
+		if xs := s.Scores[id]; len(xs) > 0 {
 			if len(xs) > evalcore.MaxStatisticsSamples {
 				xs = xs[:evalcore.MaxStatisticsSamples]
 			}
@@ -296,24 +339,20 @@ func resultStats(r *evalcore.Result, level float64) (ResultStats, error) {
 	return rs, nil
 }
 
-func statsGate(history []*evalcore.Result, current *evalcore.Result, opts evalcore.GateOptions) (*StatsGate, error) {
-	g := &StatsGate{BaselineResults: len(history), Metrics: []MetricGate{}, Options: opts, Regressions: []string{}}
-	var baseOutcomes []float64
-	baseScores := map[string][]float64{}
-	for _, r := range history {
-		baseOutcomes = append(baseOutcomes, caseOutcomes(r)...)
-		for id, xs := range metricScores(r) {
-			baseScores[id] = append(baseScores[id], xs...)
-		}
-	}
+// gate is the longitudinal gate of the last result against the pooled
+// earlier ones, on the most recent MaxStatisticsSamples of each series.
+func (b *StatsBuilder) gate() (*StatsGate, error) {
+	opts := b.opts.Gate
+	current := b.last
+	g := &StatsGate{BaselineResults: len(b.doc.Results) - 1, Metrics: []MetricGate{}, Options: opts, Regressions: []string{}}
 	capped := func(xs []float64) []float64 {
 		if len(xs) > evalcore.MaxStatisticsSamples {
 			return xs[len(xs)-evalcore.MaxStatisticsSamples:] // the most recent
 		}
 		return xs
 	}
-	if cur := caseOutcomes(current); len(baseOutcomes) > 0 && len(cur) > 0 {
-		pr, err := evalcore.LongitudinalGate(capped(baseOutcomes), capped(cur), opts)
+	if cur := current.Outcomes(nil, current.Cases()-evalcore.MaxStatisticsSamples); len(b.baseOutcomes) > 0 && len(cur) > 0 {
+		pr, err := evalcore.LongitudinalGate(b.baseOutcomes, cur, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -322,17 +361,16 @@ func statsGate(history []*evalcore.Result, current *evalcore.Result, opts evalco
 			g.Regressions = append(g.Regressions, "pass_rate")
 		}
 	}
-	curScores := metricScores(current)
-	for _, m := range current.Metrics {
-		mg := MetricGate{MetricID: m.MetricID}
-		if b, c := baseScores[m.MetricID], curScores[m.MetricID]; len(b) > 0 && len(c) > 0 {
-			gr, err := evalcore.LongitudinalGate(capped(b), capped(c), opts)
+	for _, id := range current.MetricIDs {
+		mg := MetricGate{MetricID: id}
+		if bs, cs := b.baseScores[id], current.Scores[id]; len(bs) > 0 && len(cs) > 0 {
+			gr, err := evalcore.LongitudinalGate(bs, capped(cs), opts)
 			if err != nil {
 				return nil, err
 			}
 			mg.Gate = gr
 			if gr.Regression {
-				g.Regressions = append(g.Regressions, "metric:"+m.MetricID)
+				g.Regressions = append(g.Regressions, "metric:"+id)
 			}
 		}
 		g.Metrics = append(g.Metrics, mg)
