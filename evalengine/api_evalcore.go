@@ -161,6 +161,16 @@ func DecodeComparison(data []byte) (*Comparison, error) {
 	return evalcore.DecodeComparison(data)
 }
 
+// MaxComparisonReadBytes bounds the comparison document ReadComparison
+// reads.
+const MaxComparisonReadBytes = evalcore.MaxComparisonReadBytes
+
+// ReadComparison reads a comparison document of any size (past the 16 MiB
+// DecodeComparison reads) a row at a time, each row bounded and checked
+// as DecodeComparison checks it; errors name the field
+// ($.case_diffs[12].regression).
+func ReadComparison(r io.Reader) (*Comparison, error) { return evalcore.ReadComparison(r) }
+
 // Metric kinds, scopes and metric statuses (CONTRACTS §5.3, §5.5).
 const (
 	KindMetric         = evalcore.KindMetric

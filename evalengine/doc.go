@@ -65,6 +65,8 @@
 //	                                     whole past the bound (17.)
 //	WriteCompareSidesReport(w, sides, comparison, ...)  `adk eval compare`
 //	RenderComparisonPage(comparison, ...)  a comparison's html, paged (17.)
+//	ReadComparison(reader) -> *Comparison  a comparison of any size, a row
+//	                                     at a time (17.)
 //	StatsReport(results, StatsOptions)        `adk eval stats`
 //	NewStatsBuilder(n, StatsOptions)          the same a result at a time:
 //	  .AddResult(result) | .Add(ReadStreamSeries(jsonl reader))  (18.)
@@ -222,10 +224,21 @@
 //     for a result: a result has the jsonl stream as its own form of any
 //     size, a comparison has none, and its rows are small (~130 bytes
 //     and the id), so the document is a few times the bound at most and
-//     any JSON reader (jq, a CI script reading "passed") takes it; the
-//     cost is that a comparison past 16 MiB is not read back by
-//     DecodeComparison or `adk eval report` (their input bound), which
-//     `adk eval compare` makes unnecessary. markdown is a table, written
+//     any JSON reader (jq, a CI script reading "passed") takes it.
+//     DecodeComparison reads one document of at most 16 MiB (and builds
+//     its generic tree); ReadComparison reads one of any size (at most
+//     MaxComparisonReadBytes) a row at a time: it scans the top-level
+//     object key by key, cuts each row out (at most 8 MiB), decodes and
+//     checks it alone exactly as DecodeComparison checks the rows
+//     (jsonlimit's limits and strict decoding, its re-encoding's key set,
+//     order, verdict and reason against the row before), then the other
+//     fields together and the verdict; the two accept the same documents
+//     (FuzzReadComparison), and its errors name the row
+//     ($.case_diffs[12].regression). It holds the rows (about 80 bytes
+//     and the id a row) and one row's bytes. `adk eval report` of a
+//     comparison file over 16 MiB reads it this way and renders json and
+//     markdown a row at a time, html as a page, like one that fits.
+//     markdown is a table, written
 //     whole. html stays a page: RenderComparisonPage is RenderHTML of a
 //     comparison alone that, over the bound, shows the regressions, then
 //     the other rows, as many as fit, under the note with the counts, as

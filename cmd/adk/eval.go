@@ -97,7 +97,8 @@ bounded memory: markdown, junit, sarif and annotations case by case; html
 as one page of at most --max-report-bytes (16 MiB), all of it when it
 fits, else the failed cases first under a note saying how many it shows.
 json of a jsonl result over one document is the jsonl itself (stderr
-says so).
+says so). A baseline comparison (adk eval compare --format json) of any
+size is read back a row at a time, each row checked strictly.
 
 With --nats (or $ADK_CLUSTER set and no such file) the argument is a job id
 and the cluster's stored result is rendered: markdown, junit and sarif of
@@ -136,6 +137,14 @@ $ADK_DEV_TOKEN): the same bytes.`,
 				v = r
 			} else if isStreamFile(args[0]) {
 				return reportStream(cmd, args[0], format, output, suite, maxBytes)
+			} else if overOneDocument(args[0]) {
+				// Only a comparison is one JSON document past the
+				// bound (doc.go, 17.): read a row at a time.
+				c, err := readComparisonFile(args[0])
+				if err != nil {
+					return err
+				}
+				v = c
 			} else {
 				data, err := readCapped("result", args[0], maxSetFileBytes)
 				if err != nil {
@@ -208,6 +217,28 @@ func fileExists(p string) bool {
 
 // decodeReportInput reads a result or, when the document says it is one, a
 // baseline comparison.
+// overOneDocument reports whether path is a regular file larger than a
+// saved document (16 MiB).
+func overOneDocument(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular() && info.Size() > maxSetFileBytes
+}
+
+// readComparisonFile reads a comparison document past one document's
+// bound, a row at a time.
+func readComparisonFile(path string) (*evalengine.Comparison, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unreadable("result", path, err)
+	}
+	defer f.Close()
+	c, err := evalengine.ReadComparison(f)
+	if err != nil {
+		return nil, sideError(codeInvalidEvalReportInput, path, err)
+	}
+	return c, nil
+}
+
 func decodeReportInput(data []byte) (any, error) {
 	if bytes.Contains(data, []byte(`"report_type"`)) {
 		if c, err := evalengine.DecodeComparison(data); err == nil {

@@ -182,6 +182,27 @@ func TestEvalCompare_PastOneDocument(t *testing.T) {
 			!strings.HasSuffix(r.stdout, `,"pass_rate_drop":0,"passed":false,"report_schema_version":1,"report_type":"baseline_comparison"}`+"\n") {
 			t.Fatalf("not the canonical document: %q … %q", r.stdout[:120], r.stdout[len(r.stdout)-120:])
 		}
+		// adk eval report reads it back a row at a time and renders it
+		// as a comparison that fits: json is the same bytes, markdown
+		// the comparison's table (compare adds the interval section).
+		writeFile(t, dir, "long-cmp.json", r.stdout)
+		again := runADK(t, dir, nil, "eval", "report", "long-cmp.json", "--format", "json")
+		if again.code == exitError || again.stdout != r.stdout || !strings.Contains(again.stderr, overNote(evalengine.MaxExportBytes)) {
+			t.Fatalf("report json: exit %d, %d bytes (want %d), stderr %q", again.code, len(again.stdout), len(r.stdout), again.stderr)
+		}
+		md := runADK(t, dir, nil, "eval", "report", "long-cmp.json", "--format", "markdown")
+		cmpMD := runADK(t, dir, nil, "eval", "compare", "long.jsonl", "long-cur.jsonl", "--format", "markdown")
+		if md.code == exitError || len(md.stdout) <= evalengine.MaxExportBytes || !strings.HasPrefix(cmpMD.stdout, md.stdout) || !strings.HasPrefix(cmpMD.stdout[len(md.stdout):], "\n## Pass-rate intervals") {
+			t.Fatalf("report markdown: exit %d, %d bytes, stderr %q; compare's %d bytes", md.code, len(md.stdout), md.stderr, len(cmpMD.stdout))
+		}
+		page := runADK(t, dir, nil, "eval", "report", "long-cmp.json", "--format", "html")
+		if page.code == exitError || len(page.stdout) > evalengine.MaxExportBytes || !strings.Contains(page.stdout, "</html>") {
+			t.Fatalf("report html: exit %d, %d bytes, stderr %q", page.code, len(page.stdout), page.stderr)
+		}
+		// A forged row is refused with its place in the document.
+		forged := strings.Replace(r.stdout, `"regression":false`, `"regression":"no"`, 1)
+		writeFile(t, dir, "forged-cmp.json", forged)
+		oneErrorLine(t, runADK(t, dir, nil, "eval", "report", "forged-cmp.json"), "invalid_eval_report_input: invalid_eval_comparison: invalid_type")
 	})
 }
 

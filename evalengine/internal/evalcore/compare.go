@@ -402,55 +402,29 @@ func DecodeComparison(data []byte) (*Comparison, error) {
 
 func (c *Comparison) verify(doc any) error {
 	bad := func(reason string) error { return ReasonErr(CodeInvalidComparison, reason, "") }
-	if c.ReportSchemaVersion != ComparisonSchemaVersion || c.ReportType != ComparisonReportType {
-		return bad("report_type")
-	}
-	if c.EvalSetID == "" || !isFraction(c.BaselinePassRate) || !isFraction(c.CurrentPassRate) || !isFraction(c.MaxPassRateDrop) {
-		return bad("header")
-	}
-	near := func(a, b float64) bool { return math.Abs(a-b) <= floatTolerance }
-	if !near(c.PassRateDrop, math.Max(0, c.BaselinePassRate-c.CurrentPassRate)) {
-		return bad("pass_rate_drop")
+	if reason := c.headerReason(); reason != "" {
+		return bad(reason)
 	}
 	regression := c.PassRateDrop > c.MaxPassRateDrop
-	for i, d := range c.MetricDiffs {
-		if i > 0 && c.MetricDiffs[i-1].MetricID >= d.MetricID {
-			return bad("metric_order")
+	for i := range c.MetricDiffs {
+		var prev *MetricDiff
+		if i > 0 {
+			prev = &c.MetricDiffs[i-1]
 		}
-		ok := isFraction(d.Tolerance) && isFraction(d.BaselineScore) && isFraction(d.CurrentScore)
-		switch d.Reason {
-		case ReasonMissingCurrentMetric:
-			ok = ok && d.Regression && d.CurrentScore == 0 && near(d.ScoreDrop, d.BaselineScore)
-		case ReasonScoreDrop, ReasonNone:
-			drop := math.Max(0, d.BaselineScore-d.CurrentScore)
-			ok = ok && near(d.ScoreDrop, drop) && d.Regression == (drop > d.Tolerance) && d.Regression == (d.Reason == ReasonScoreDrop)
-		default:
-			ok = false
+		if reason := metricDiffReason(prev, &c.MetricDiffs[i]); reason != "" {
+			return bad(reason)
 		}
-		if !ok {
-			return bad("metric_diff")
-		}
-		regression = regression || d.Regression
+		regression = regression || c.MetricDiffs[i].Regression
 	}
-	for i, d := range c.CaseDiffs {
-		if i > 0 && c.CaseDiffs[i-1].CaseID >= d.CaseID {
-			return bad("case_order")
+	for i := range c.CaseDiffs {
+		var prev *CaseDiff
+		if i > 0 {
+			prev = &c.CaseDiffs[i-1]
 		}
-		ok := d.CaseID != ""
-		switch d.Reason {
-		case ReasonMissingCurrentCase:
-			ok = ok && d.Regression && d.TrajectoryChanged && d.CurrentStatus == CaseStatusMissing
-		case ReasonCaseNoLongerPasses:
-			ok = ok && d.Regression && d.CurrentStatus != CaseStatusMissing
-		case ReasonNone:
-			ok = ok && !d.Regression && d.CurrentStatus != CaseStatusMissing
-		default:
-			ok = false
+		if reason := caseDiffReason(prev, &c.CaseDiffs[i]); reason != "" {
+			return bad(reason)
 		}
-		if !ok {
-			return bad("case_diff")
-		}
-		regression = regression || d.Regression
+		regression = regression || c.CaseDiffs[i].Regression
 	}
 	if c.Passed == regression {
 		return bad("passed")
@@ -463,6 +437,67 @@ func (c *Comparison) verify(doc any) error {
 		return bad("inconsistent")
 	}
 	return nil
+}
+
+// headerReason checks a comparison's fields outside its rows: the reason
+// it is invalid, or "".
+func (c *Comparison) headerReason() string {
+	if c.ReportSchemaVersion != ComparisonSchemaVersion || c.ReportType != ComparisonReportType {
+		return "report_type"
+	}
+	if c.EvalSetID == "" || !isFraction(c.BaselinePassRate) || !isFraction(c.CurrentPassRate) || !isFraction(c.MaxPassRateDrop) {
+		return "header"
+	}
+	if math.Abs(c.PassRateDrop-math.Max(0, c.BaselinePassRate-c.CurrentPassRate)) > floatTolerance {
+		return "pass_rate_drop"
+	}
+	return ""
+}
+
+// metricDiffReason checks a metric row after prev (nil for the first):
+// the reason it is invalid, or "".
+func metricDiffReason(prev, d *MetricDiff) string {
+	if prev != nil && prev.MetricID >= d.MetricID {
+		return "metric_order"
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= floatTolerance }
+	ok := isFraction(d.Tolerance) && isFraction(d.BaselineScore) && isFraction(d.CurrentScore)
+	switch d.Reason {
+	case ReasonMissingCurrentMetric:
+		ok = ok && d.Regression && d.CurrentScore == 0 && near(d.ScoreDrop, d.BaselineScore)
+	case ReasonScoreDrop, ReasonNone:
+		drop := math.Max(0, d.BaselineScore-d.CurrentScore)
+		ok = ok && near(d.ScoreDrop, drop) && d.Regression == (drop > d.Tolerance) && d.Regression == (d.Reason == ReasonScoreDrop)
+	default:
+		ok = false
+	}
+	if !ok {
+		return "metric_diff"
+	}
+	return ""
+}
+
+// caseDiffReason checks a case row after prev (nil for the first): the
+// reason it is invalid, or "".
+func caseDiffReason(prev, d *CaseDiff) string {
+	if prev != nil && prev.CaseID >= d.CaseID {
+		return "case_order"
+	}
+	ok := d.CaseID != ""
+	switch d.Reason {
+	case ReasonMissingCurrentCase:
+		ok = ok && d.Regression && d.TrajectoryChanged && d.CurrentStatus == CaseStatusMissing
+	case ReasonCaseNoLongerPasses:
+		ok = ok && d.Regression && d.CurrentStatus != CaseStatusMissing
+	case ReasonNone:
+		ok = ok && !d.Regression && d.CurrentStatus != CaseStatusMissing
+	default:
+		ok = false
+	}
+	if !ok {
+		return "case_diff"
+	}
+	return ""
 }
 
 // MarshalJSON keeps nil diff lists as [] so the document has one shape.
