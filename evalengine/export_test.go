@@ -15,4 +15,6 @@ var (
 
 	TrajectoryKey     = evalcore.TrajectoryKey
 	TrajectoriesEqual = evalcore.TrajectoriesEqual
+
+	ScanTypesMirror = evalcore.ScanTypesMirror
 )

@@ -354,6 +354,12 @@ func FuzzOpenStreamFile(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte(`{"type":"header","format":"adk-eval-stream","version":1,"eval_set_id":"s","eval_set_version":"1","case_count":0,"sample_count":1,"digests":{}}` + "\n"))
 	f.Add([]byte("{}\n{}\n"))
+	// Values the checks read by JSON type only (streamscan.go), given
+	// the wrong one, and a case line with samples.
+	f.Add(bytes.Replace(good, []byte(`"metadata":{}`), []byte(`"metadata":"x"`), 1))
+	f.Add(bytes.Replace(good, []byte(`"turn_id":`), []byte(`"events":{},"turn_id":`), 1))
+	f.Add(bytes.Replace(good, []byte(`"turn_id":`), []byte(`"events":[{"a":null}],"turn_id":`), -1))
+	f.Add(bytes.Replace(good, []byte(`"samples":null`), []byte(`"samples":[]`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sf, err := evalengine.OpenStreamFile(bytes.NewReader(data), int64(len(data)))
 		// The comparison side's reader (no index) accepts exactly the

@@ -163,7 +163,8 @@ func ResultSide(r *Result) (*CompareSide, error) {
 	}
 	s := &CompareSide{cases: make([]sideCase, 0, len(checked.Cases))}
 	for i := range checked.Cases {
-		s.add(&checked.Cases[i])
+		c := &checked.Cases[i]
+		s.add(c.CaseID, c.Status, c.Passed, c.Trajectory)
 	}
 	sum := *checked
 	sum.Cases, sum.sampleJSON, sum.checked = nil, nil, nil
@@ -177,7 +178,7 @@ func ResultSide(r *Result) (*CompareSide, error) {
 func StreamSide(f *StreamFile) (*CompareSide, error) {
 	s := &CompareSide{summary: f.Summary, cases: make([]sideCase, 0, f.Header.CaseCount)}
 	err := f.Cases(func(*CaseResult) bool { return false }, func(_ int, c *CaseResult) error {
-		s.add(c)
+		s.add(c.CaseID, c.Status, c.Passed, c.Trajectory)
 		return nil
 	})
 	if err != nil {
@@ -196,11 +197,11 @@ func StreamSide(f *StreamFile) (*CompareSide, error) {
 func ReadStreamSide(r io.Reader) (*CompareSide, error) {
 	var bits sampleBits
 	s := &CompareSide{}
-	sc, err := scanStream(r, &bits, scanHooks{onCase: func(c *caseLine) error {
+	sc, err := scanStream(r, &bits, scanHooks{onCase: func(c *scanCaseLine) error {
 		if s.cases == nil {
 			s.cases = make([]sideCase, 0, len(bits.npass))
 		}
-		s.add(c.Case)
+		s.add(c.Case.CaseID, c.Case.Status, c.Case.Passed, c.Case.Trajectory)
 		return nil
 	}})
 	if err != nil {
@@ -211,16 +212,15 @@ func ReadStreamSide(r io.Reader) (*CompareSide, error) {
 	return s, nil
 }
 
-func (s *CompareSide) add(c *CaseResult) {
-	k, ok := trajectoryKey(c.Trajectory)
-	status := c.Status
+func (s *CompareSide) add(id, status string, passed bool, trajectory []TrajectoryItem) {
+	k, ok := trajectoryKey(trajectory)
 	// The few statuses there are share one string each.
 	for _, known := range [...]string{SampleStatusPassed, SampleStatusFailed, SampleStatusError, CaseStatusPartial} {
 		if status == known {
 			status = known
 		}
 	}
-	s.cases = append(s.cases, sideCase{id: strings.Clone(c.CaseID), status: status, passed: c.Passed, traj: k, trajOK: ok})
+	s.cases = append(s.cases, sideCase{id: strings.Clone(id), status: status, passed: passed, traj: k, trajOK: ok})
 }
 
 func (s *CompareSide) sort() {

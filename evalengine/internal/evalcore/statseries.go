@@ -117,7 +117,7 @@ func ReadStreamSeries(r io.Reader) (*StatsSeries, error) {
 			s.cases = h.CaseCount
 		},
 		onSample: a.add,
-		onCase: func(c *caseLine) error {
+		onCase: func(c *scanCaseLine) error {
 			s.setOutcome(c.CaseIndex, c.Case.Passed)
 			return nil
 		},
@@ -168,10 +168,10 @@ func (a *scoreArena) start(h *StreamHeader) {
 
 // add records a checked sample's ok scores (scanStream has put its case
 // and sample index in range and rejects a duplicate after this call).
-func (a *scoreArena) add(ci int, smp *SampleResult) error {
+func (a *scoreArena) add(ci int, smp *scanSample) error {
 	var err error
 	off := len(a.vals)
-	eachMetricResult(smp, func(m *MetricResult) {
+	smp.eachMetric(func(m *scanMetric) {
 		if err != nil {
 			return
 		}

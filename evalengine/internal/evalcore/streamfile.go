@@ -91,9 +91,9 @@ type scanHooks struct {
 	onHeader func(h *StreamHeader)
 	// onSample is called with every checked sample line that is not a
 	// duplicate; the sample is only valid during the call.
-	onSample func(ci int, s *SampleResult) error
+	onSample func(ci int, s *scanSample) error
 	// onCase is called with every checked case line.
-	onCase func(c *caseLine) error
+	onCase func(c *scanCaseLine) error
 }
 
 // scanStream reads a stream once from start to end with the checks
@@ -112,9 +112,8 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 		caseLines   int
 		passedCases int
 		header      bool
-		s           streamSample
-		sample      SampleResult
-		chk         Stream
+		s           scanSampleLine
+		sample      scanSample
 	)
 	for n := 1; ; n++ {
 		line, err := readLine(br)
@@ -154,7 +153,6 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 				return nil, bad(n, "invalid_header")
 			}
 			header = true
-			chk.Header = sc.header
 			t.start(h)
 			if hooks.onHeader != nil {
 				hooks.onHeader(h)
@@ -166,13 +164,14 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 		}
 		switch head.Type {
 		case streamTypeSample:
-			// One sample decoded at a time, into the same value.
-			sample = SampleResult{}
-			s = streamSample{Sample: &sample}
+			// One sample decoded at a time, into the same value, as
+			// the checks read it (streamscan.go).
+			sample = scanSample{}
+			s = scanSampleLine{Sample: &sample}
 			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Sample == nil {
 				return nil, bad(n, "invalid_sample")
 			}
-			if err := chk.checkSample(s.CaseIndex, s.Sample); err != nil {
+			if err := s.Sample.check(&sc.header, s.CaseIndex); err != nil {
 				return nil, bad(n, err.Error())
 			}
 			if err := t.add(s.CaseIndex, s.Sample.SampleIndex, lineOff, len(line), s.Sample.Passed); err != nil {
@@ -184,7 +183,7 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 				}
 			}
 		case streamTypeCase:
-			c, err := decodeCaseLine(line, lim)
+			c, err := decodeScanCaseLine(line, lim)
 			if err != nil {
 				return nil, bad(n, "invalid_case")
 			}
@@ -349,6 +348,19 @@ type caseLine struct {
 	Type      string      `json:"type"`
 	CaseIndex int         `json:"case_index"`
 	Case      *CaseResult `json:"case"`
+}
+
+// decodeScanCaseLine is decodeCaseLine as the stream checks read a case
+// line (streamscan.go).
+func decodeScanCaseLine(line []byte, lim jsonlimit.Limits) (*scanCaseLine, error) {
+	var c scanCaseLine
+	if err := jsonlimit.Unmarshal(line, lim, &c); err != nil {
+		return nil, err
+	}
+	if c.Case == nil || c.Case.Samples.set {
+		return nil, errors.New("invalid case line")
+	}
+	return &c, nil
 }
 
 func decodeCaseLine(line []byte, lim jsonlimit.Limits) (*caseLine, error) {

@@ -1,6 +1,12 @@
 package evalcore
 
-import "github.com/fadcedab/adk/internal/canonjson"
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/fadcedab/adk/internal/canonjson"
+)
 
 // ResultSize is the run's size check, for the root package's tests (its
 // export_test.go), which own the result fixtures. Nothing else calls it.
@@ -32,4 +38,56 @@ func TrajectoriesEqual(a, b []TrajectoryItem) bool {
 	ga, err1 := ToGeneric(a)
 	gb, err2 := ToGeneric(b)
 	return err1 == nil && err2 == nil && jsonEqual(ga, gb)
+}
+
+// ScanTypesMirror checks that the stream checks' types (streamscan.go)
+// are the result types field for field: the same names and JSON tags in
+// the same order, every field either of the same type, or the scan
+// type's stand-in for it (jsonValue for any, jsonObject for a map,
+// jsonArray for a list of any or a case line's samples, jsonString for a
+// *string), or a list of the mirrored element type. It returns what
+// differs, "" when nothing does; the root package's tests call it.
+func ScanTypesMirror() string {
+	pairs := map[reflect.Type]reflect.Type{
+		reflect.TypeFor[scanSample]():         reflect.TypeFor[SampleResult](),
+		reflect.TypeFor[scanTurn]():           reflect.TypeFor[TurnResult](),
+		reflect.TypeFor[scanTrajectoryItem](): reflect.TypeFor[TrajectoryItem](),
+		reflect.TypeFor[scanMetric]():         reflect.TypeFor[MetricResult](),
+		reflect.TypeFor[scanCase]():           reflect.TypeFor[CaseResult](),
+		reflect.TypeFor[scanSampleLine]():     reflect.TypeFor[streamSample](),
+		reflect.TypeFor[scanCaseLine]():       reflect.TypeFor[caseLine](),
+	}
+	standIn := map[reflect.Type][]reflect.Type{
+		reflect.TypeFor[jsonValue]():  {reflect.TypeFor[any]()},
+		reflect.TypeFor[jsonObject](): {reflect.TypeFor[map[string]any]()},
+		reflect.TypeFor[jsonArray]():  {reflect.TypeFor[[]any](), reflect.TypeFor[[]SampleResult]()},
+		reflect.TypeFor[jsonString](): {reflect.TypeFor[*string]()},
+	}
+	mirrors := func(scan, real reflect.Type) bool {
+		if scan == real || slices.Contains(standIn[scan], real) {
+			return true
+		}
+		switch {
+		case scan.Kind() == reflect.Slice && real.Kind() == reflect.Slice:
+			return pairs[scan.Elem()] == real.Elem()
+		case scan.Kind() == reflect.Pointer && real.Kind() == reflect.Pointer:
+			return pairs[scan.Elem()] == real.Elem()
+		}
+		return false
+	}
+	var diffs []string
+	for scan, real := range pairs {
+		if scan.NumField() != real.NumField() {
+			diffs = append(diffs, scan.Name()+": field count")
+			continue
+		}
+		for i := range scan.NumField() {
+			a, b := scan.Field(i), real.Field(i)
+			if a.Name != b.Name || a.Tag != b.Tag || !mirrors(a.Type, b.Type) {
+				diffs = append(diffs, scan.Name()+"."+a.Name+" vs "+real.Name()+"."+b.Name)
+			}
+		}
+	}
+	slices.Sort(diffs)
+	return strings.Join(diffs, "; ")
 }
