@@ -16,5 +16,6 @@ var (
 	TrajectoryKey     = evalcore.TrajectoryKey
 	TrajectoriesEqual = evalcore.TrajectoriesEqual
 
-	ScanTypesMirror = evalcore.ScanTypesMirror
+	ScanTypesMirror   = evalcore.ScanTypesMirror
+	ScanDecodersAgree = evalcore.ScanDecodersAgree
 )

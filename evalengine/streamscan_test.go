@@ -65,3 +65,70 @@ func TestStreamChecks_RefuseWhatTheResultDecoderRefuses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanLineDecoder holds the stream checks' line decoder to
+// encoding/json (strict, into the same types) on any input: the same
+// verdict, and the same values when both accept. The seeds are the golden
+// stream's lines and edits of what encoding/json treats specially: keys
+// matched by case folding (ASCII and the Kelvin sign and long s), a key
+// repeated under another case (decoded again into what the first left),
+// null for every kind of field, numbers that are not integers or out of
+// range, and values of the wrong JSON type.
+func FuzzScanLineDecoder(f *testing.F) {
+	good, err := os.ReadFile(filepath.Join("testdata", "golden", "result.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(good)), "\n")
+	for _, l := range lines {
+		f.Add([]byte(l))
+	}
+	sample, kase := "", ""
+	for _, l := range lines {
+		switch {
+		case sample == "" && strings.HasPrefix(l, `{"type":"sample"`):
+			sample = l
+		case kase == "" && strings.HasPrefix(l, `{"type":"case"`):
+			kase = l
+		}
+	}
+	for _, edit := range [][2]string{
+		{`"status":`, `"STATUS":"x","Status":`},
+		{`"case_id":`, `"\u212aind":1,"case_id":`},
+		{`"status":`, `"\u017ftatus":`},
+		{`"turns":[`, `"Turns":[{"turn_id":"a"},{"passed":true},{}],"TURNS":[{}],"turns":[`},
+		{`"criteria":[`, `"criteria":[null,`},
+		{`"passed":`, `"passed":null,"Passed":`},
+		{`"sample_index":0`, `"sample_index":0.0`},
+		{`"sample_index":0`, `"sample_index":1e0`},
+		{`"sample_index":0`, `"sample_index":-0`},
+		{`"sample_index":0`, `"sample_index":99999999999999999999`},
+		{`"score":1`, `"score":1e999`},
+		{`"score":1`, `"score":1e-999`},
+		{`"score":1`, `"score":null`},
+		{`"metadata":{}`, `"metadata":[]`},
+		{`"trajectory":[]`, `"trajectory":[{"turn_id":"t","kind":"tool","tool":"x","call_id":null,"args":{"a":[1,2.5,"\u00e9"]},"result":null}]`},
+		{`"trajectory":[]`, `"trajectory":[{"call_id":1}]`},
+		{`"trajectory":[]`, `"trajectory":{}`},
+		{`"sample":{`, `"sample":null,"Sample":{`},
+		{`"case":{`, `"case":5,"x":{`},
+		{`"sample_statistics":{`, `"sample_statistics":{"count":2},"Sample_Statistics":{`},
+		{`"samples":null`, `"samples":[]`},
+		{`"type":`, `"type":null,"Type":`},
+		{`"case_id":"`, `"case_id":"\ud83d\ude00\n`},
+	} {
+		for _, l := range []string{sample, kase} {
+			if l != "" && strings.Contains(l, edit[0]) {
+				f.Add([]byte(strings.Replace(l, edit[0], edit[1], 1)))
+			}
+		}
+	}
+	f.Add([]byte(`null`))
+	f.Add([]byte(`[1]`))
+	f.Add([]byte(`{"type":"sample","sample":{"turns":[{"metrics":[{"metric_id":"m","score":0.5,"status":"ok"}]}]}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if d := evalengine.ScanDecodersAgree(line); d != "" {
+			t.Fatal(d)
+		}
+	})
+}

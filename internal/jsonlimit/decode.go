@@ -166,9 +166,12 @@ func unmarshalError(err error) error {
 // segment is one step of the path to the value being parsed: an object key
 // or an array index.
 type segment struct {
-	key   string
-	index int
-	isKey bool
+	key string
+	// rawKey is the key when only checking: the document's bytes (or a
+	// decoded copy of an escaped key), made a string only for an error.
+	rawKey []byte
+	index  int
+	isKey  bool
 }
 
 type decoder struct {
@@ -226,7 +229,11 @@ func (d *decoder) pathString() string {
 			b.WriteByte(']')
 			continue
 		}
-		k := truncateKey(s.key)
+		k := s.key
+		if s.rawKey != nil {
+			k = string(s.rawKey)
+		}
+		k = truncateKey(k)
 		if isIdentifier(k) {
 			b.WriteByte('.')
 			b.WriteString(k)
@@ -402,7 +409,7 @@ func (d *decoder) object() (any, error) {
 	// on the stack, and in a map only past eight keys: a deferred list of
 	// 100,000 small objects then allocates no map per object.
 	var seen map[string]struct{}
-	var few [8]string
+	var few [8][]byte
 	seenFew := few[:0]
 	if d.build {
 		obj = map[string]any{}
@@ -428,7 +435,16 @@ func (d *decoder) object() (any, error) {
 		if d.nodes > d.lim.MaxNodes {
 			return nil, d.limitErr(CodeNodes, d.lim.MaxNodes)
 		}
-		key, err := d.str(true)
+		// Building, the key is a string of the object; checking, it
+		// stays bytes (no allocation a key), compared as they are.
+		var key string
+		var rawKey []byte
+		var err error
+		if d.build {
+			key, err = d.str(true)
+		} else {
+			rawKey, err = d.keyBytes()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -437,20 +453,23 @@ func (d *decoder) object() (any, error) {
 		case d.build:
 			_, dup = obj[key]
 		case seen != nil:
-			_, dup = seen[key]
-			seen[key] = struct{}{}
+			_, dup = seen[string(rawKey)]
+			seen[string(rawKey)] = struct{}{}
 		case len(seenFew) < len(few):
-			dup = slices.Contains(seenFew, key)
-			seenFew = append(seenFew, key)
+			dup = slices.ContainsFunc(seenFew, func(k []byte) bool { return bytes.Equal(k, rawKey) })
+			seenFew = append(seenFew, rawKey)
 		default:
 			seen = make(map[string]struct{}, 2*len(few))
 			for _, k := range seenFew {
-				seen[k] = struct{}{}
+				seen[string(k)] = struct{}{}
 			}
-			_, dup = seen[key]
-			seen[key] = struct{}{}
+			_, dup = seen[string(rawKey)]
+			seen[string(rawKey)] = struct{}{}
 		}
 		if dup {
+			if !d.build {
+				key = string(rawKey)
+			}
 			return nil, &Error{Code: CodeDuplicateKey, Path: d.pathString(), Key: truncateKey(key)}
 		}
 		d.skipSpace()
@@ -462,7 +481,7 @@ func (d *decoder) object() (any, error) {
 		}
 		d.pos++
 		d.skipSpace()
-		d.path = append(d.path, segment{key: key, isKey: true})
+		d.path = append(d.path, segment{key: key, rawKey: rawKey, isKey: true})
 		var v any
 		if d.build && d.depth == 1 && slices.Contains(d.deferKeys, key) {
 			v, err = d.deferred()
@@ -579,6 +598,22 @@ func (d *decoder) str(build bool) (string, error) {
 		return "", nil
 	}
 	return string(buf), nil
+}
+
+// keyBytes checks the key at d.pos as str does and returns its decoded
+// bytes: the document's own when it has no escape, else a copy (the
+// scratch buffer is reused by the next string).
+func (d *decoder) keyBytes() ([]byte, error) {
+	start := d.pos + 1
+	if _, err := d.str(false); err != nil {
+		return nil, err
+	}
+	raw := d.data[start : d.pos-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw, nil
+	}
+	buf, _, _ := Unescape(make([]byte, 0, len(raw)), raw, len(raw))
+	return buf, nil
 }
 
 func (d *decoder) countString(n int) error {

@@ -168,7 +168,7 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 			// the checks read it (streamscan.go).
 			sample = scanSample{}
 			s = scanSampleLine{Sample: &sample}
-			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Sample == nil {
+			if err := decodeScanLine(line, lim, &s); err != nil || s.Sample == nil {
 				return nil, bad(n, "invalid_sample")
 			}
 			if err := s.Sample.check(&sc.header, s.CaseIndex); err != nil {
@@ -354,7 +354,7 @@ type caseLine struct {
 // line (streamscan.go).
 func decodeScanCaseLine(line []byte, lim jsonlimit.Limits) (*scanCaseLine, error) {
 	var c scanCaseLine
-	if err := jsonlimit.Unmarshal(line, lim, &c); err != nil {
+	if err := decodeScanLine(line, lim, &c); err != nil {
 		return nil, err
 	}
 	if c.Case == nil || c.Case.Samples.set {

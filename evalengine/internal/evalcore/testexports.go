@@ -1,11 +1,13 @@
 package evalcore
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/internal/jsonlimit"
 )
 
 // ResultSize is the run's size check, for the root package's tests (its
@@ -90,4 +92,28 @@ func ScanTypesMirror() string {
 	}
 	slices.Sort(diffs)
 	return strings.Join(diffs, "; ")
+}
+
+// ScanDecodersAgree decodes line (when jsonlimit.Check accepts it under
+// the stream's limits) as a sample line and as a case line, with
+// encoding/json into the scan types (jsonlimit.Unmarshal) and with the
+// scan decoder (decodeScanLine), and returns how they differ: verdict or
+// value; "" when they agree. The root package's fuzz target calls it.
+func ScanDecodersAgree(line []byte) string {
+	lim := jsonlimit.OwnDocumentLimits()
+	lim.MaxBytes = MaxStreamLineBytes
+	if jsonlimit.Check(line, lim) != nil {
+		return ""
+	}
+	for _, pair := range [][2]any{{new(scanSampleLine), new(scanSampleLine)}, {new(scanCaseLine), new(scanCaseLine)}} {
+		want := jsonlimit.Unmarshal(line, lim, pair[0])
+		got := decodeScanLine(line, lim, pair[1])
+		if (want == nil) != (got == nil) {
+			return fmt.Sprintf("%T: encoding/json %v, scan decoder %v", pair[0], want, got)
+		}
+		if want == nil && !reflect.DeepEqual(pair[0], pair[1]) {
+			return fmt.Sprintf("%T: encoding/json %+v, scan decoder %+v", pair[0], pair[0], pair[1])
+		}
+	}
+	return ""
 }
