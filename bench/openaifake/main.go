@@ -18,16 +18,16 @@
 //
 // Per-round split (since the last reset): "late_ns"/"late_n" sum, over
 // answered calls, the time a call spent here beyond -delay (from its
-// request's head read to its answer written: a late wake-up on a loaded
-// machine, reading the body, writing the answer); "gap_ns"/"gap_n" sum,
-// over requests arriving on a connection that carried an answer before,
-// the time from that answer written to this request's arrival: the
-// caller's turnaround (reading the answer, finishing the sample, starting
-// the next one), when its callers keep their connections. Since the
-// answer carries its Content-Length (2026-12-06), a caller has the whole
-// answer from one read; before, the answer was chunked and its last chunk
-// came in a second write after the one that ended "answered", so
-// turnarounds measured against older builds of the fake include that wait.
+// request read to its answer handed to the server for its one write: a
+// late wake-up on a loaded machine); "gap_ns"/"gap_n" sum, over requests
+// arriving on a connection that carried an answer before, the time from
+// that answer to this request's arrival: the caller's turnaround (reading
+// the answer, finishing the sample, starting the next one), when its
+// callers keep their connections. Since the answer carries its
+// Content-Length (2026-12-06), a caller has the whole answer from one
+// read; before, the answer was chunked and its last chunk came in a second
+// write after the one that ended "answered", so turnarounds measured
+// against older builds of the fake include that wait.
 //
 // With -rpm R it is a rate-limited provider: a token bucket of R requests
 // per minute holding -burst-seconds of them (a provider's published limit
@@ -37,10 +37,14 @@
 //
 // The fake stands for a provider on other machines, yet on the bench it
 // shares the callers' cores: its own CPU per call is a measurement
-// artifact, so it is kept as small as a real HTTP/1.1 server allows
-// (server.go): one goroutine per connection, no timer or goroutine per
-// call, each answer written whole with its Content-Length in one write.
-// A caller that hangs up during the delay is noticed when its answer is
+// artifact, so it is kept small. It runs on fasthttp (server.go; a
+// hand-written HTTP/1.1 server until 2026-12-06 session 13): one goroutine
+// per connection that sleeps -delay itself (no timer or goroutine per
+// call), each answer written whole with its Content-Length in one write.
+// Requests are bounded (an 8 KiB head, a 32 MiB body; 431 and 413 beyond)
+// but not timed: a connection lives until its caller closes it or the
+// fake stops, which answers the calls in flight first (up to 5 s). A
+// caller that hangs up during the delay is noticed when its answer is
 // written. With -cpuprofile FILE it writes a CPU profile of itself until
 // it stops.
 //

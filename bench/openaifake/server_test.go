@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -209,18 +211,18 @@ func TestServer_SpeaksHTTP11(t *testing.T) {
 		{"expect 100-continue", post("Content-Length: 2\r\nExpect: 100-continue\r\n", "{}"), []int{100, 200}, false},
 		{"connection close", post("Content-Length: 2\r\nConnection: keep-alive, close\r\n", "{}"), []int{200}, true},
 		{"HTTP/1.0", "POST /chat/completions HTTP/1.0\r\nContent-Length: 0\r\n\r\n", []int{200}, true},
-		{"GET on completions", "GET /v1/chat/completions HTTP/1.1\r\n\r\n", []int{405}, false},
-		{"unknown path", "POST /v1/embeddings HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", []int{404}, false},
+		{"GET on completions", "GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n", []int{405}, false},
+		{"unknown path", "POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", []int{404}, false},
 		{"malformed request line", "POST\r\n\r\n", []int{400}, true},
-		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", []int{505}, true},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", []int{400}, true},
 		{"malformed header", post("Content-Length : 2\r\n", "{}"), []int{400}, true},
 		{"conflicting lengths", post("Content-Length: 2\r\nContent-Length: 3\r\n", "{}"), []int{400}, true},
 		{"length and chunked", post("Content-Length: 2\r\nTransfer-Encoding: chunked\r\n", "{}"), []int{400}, true},
-		{"gzip transfer coding", post("Transfer-Encoding: gzip\r\n", ""), []int{501}, true},
-		{"body too large", post("Content-Length: 99999999999\r\n", ""), []int{413}, true},
-		{"header line too long", post("X-Long: "+strings.Repeat("a", maxLine)+"\r\n", ""), []int{431}, true},
-		{"too many header lines", post(strings.Repeat("X-A: 1\r\n", maxHeaderLines+1), ""), []int{431}, true},
-		{"bad reset count", "POST /stats/reset?nth=-1 HTTP/1.1\r\n\r\n", []int{400}, false},
+		{"gzip transfer coding", post("Transfer-Encoding: gzip\r\n", ""), []int{400}, true},
+		{"body too large", post("Content-Length: "+strconv.Itoa(maxBody+1)+"\r\n", ""), []int{413}, true},
+		{"header line too long", post("X-Long: "+strings.Repeat("a", maxHead)+"\r\n", ""), []int{431}, true},
+		{"headers over the read buffer", post(strings.Repeat("X-A: 1\r\n", maxHead/8+1), ""), []int{431}, true},
+		{"bad reset count", "POST /stats/reset?nth=-1 HTTP/1.1\r\nHost: x\r\n\r\n", []int{400}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := net.Dial("tcp", addr)
@@ -258,13 +260,15 @@ func TestServer_SpeaksHTTP11(t *testing.T) {
 				}
 			}
 			if tc.closes {
-				if n, err := r.Read(make([]byte, 1)); err != io.EOF {
-					t.Errorf("after the last answer: %d bytes, %v; want EOF", n, err)
+				// fasthttp closes a refused head's connection without
+				// reading the rest: a reset is as good as EOF here.
+				if n, err := r.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+					t.Errorf("after the last answer: %d bytes, %v; want EOF or a reset", n, err)
 				}
 				return
 			}
 			// The connection still serves.
-			if _, err := io.WriteString(c, "GET /stats HTTP/1.1\r\n\r\n"); err != nil {
+			if _, err := io.WriteString(c, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
 			resp, err := http.ReadResponse(r, nil)

@@ -20,6 +20,9 @@ func LeakOptions() []goleak.Option {
 		// Badger's process-wide ristretto/z memory-stats goroutine, started once
 		// on first Open and never stopped.
 		goleak.IgnoreAnyFunction("github.com/dgraph-io/ristretto/v2/z.(*AllocatorPool).freeupAllocators"),
+		// fasthttp's process-wide Date refresher, started by the first server
+		// and never stopped.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 	}
 }
 
