@@ -18,11 +18,12 @@
 //
 // Per-round split (since the last reset): "late_ns"/"late_n" sum, over
 // answered calls, the time a call spent here beyond -delay (from its
-// request read to its answer handed to the server for its one write: a
+// request read to its answer handed to fasthttp for its one write: a
 // late wake-up on a loaded machine); "gap_ns"/"gap_n" sum, over requests
 // arriving on a connection that carried an answer before, the time from
 // that answer to this request's arrival: the caller's turnaround (reading
-// the answer, finishing the sample, starting the next one), when its
+// the answer, finishing the sample, starting the next one, plus the fake's
+// write of the answer and read of the request, a few µs), when its
 // callers keep their connections. Since the answer carries its
 // Content-Length (2026-12-06), a caller has the whole answer from one
 // read; before, the answer was chunked and its last chunk came in a second
