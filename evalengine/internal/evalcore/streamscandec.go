@@ -414,7 +414,7 @@ func (d *lineDecoder) anyField(dst *any) error {
 
 var (
 	sampleLineNames = []string{"type", "case_index", "sample"}
-	caseLineNames   = sampleLineNames[:2:2]
+	caseLineNames   = []string{"type", "case_index", "case"}
 	sampleNames     = []string{"case_id", "sample_id", "sample_index", "status", "passed", "duration_ms", "turns", "trajectory", "criteria", "metadata", "error", "trace_id"}
 	turnNames       = []string{"turn_id", "input", "expected", "actual", "passed", "metrics", "events", "trajectory", "metadata", "adapter_metadata", "run_id", "trace_id"}
 	stepNames       = []string{"turn_id", "kind", "tool", "call_id", "args", "result"}
@@ -423,7 +423,7 @@ var (
 	statsNames      = []string{"count", "mean", "minimum", "maximum", "standard_deviation"}
 
 	sampleLineFolded = foldedNames(sampleLineNames...)
-	caseLineFolded   = foldedNames("type", "case_index", "case")
+	caseLineFolded   = foldedNames(caseLineNames...)
 	sampleFolded     = foldedNames(sampleNames...)
 	turnFolded       = foldedNames(turnNames...)
 	stepFolded       = foldedNames(stepNames...)
@@ -477,8 +477,7 @@ func decodeScanLine(line []byte, lim jsonlimit.Limits, v any) error {
 // encoding/json would.
 func decodeScanCaseLineInto(line []byte, c *scanCaseLine) error {
 	d := &lineDecoder{data: line}
-	names := []string{"type", "case_index", "case"}
-	if err := d.object(names, caseLineFolded, func(i int) error {
+	if err := d.object(caseLineNames, caseLineFolded, func(i int) error {
 		switch i {
 		case 0:
 			return d.stringField(&c.Type)
