@@ -75,9 +75,10 @@ type Worker struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // loops and task goroutines
+	wg     sync.WaitGroup // loops, runners, holders and overflow holds
 	slots  chan struct{}  // accepted tasks: Capacity+Prefetch
 	runq   chan *runReq   // held tasks to the Capacity runners (the run slots)
+	holdq  chan holdJob   // accepted messages and tasks to idle holders
 
 	agents map[string]trustedAgent
 	// agentNames are the agents' names, sorted, announced in heartbeats.
@@ -234,6 +235,11 @@ func Start(cfg Config) (*Worker, error) {
 	for range cfg.Capacity {
 		w.wg.Add(1)
 		go func() { defer w.wg.Done(); w.runner() }()
+	}
+	w.holdq = make(chan holdJob)
+	for range cfg.Capacity + cfg.Prefetch {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.holder() }()
 	}
 	w.wg.Add(1)
 	go func() { defer w.wg.Done(); w.heartbeatLoop() }()
@@ -619,9 +625,9 @@ func (w *Worker) fetchLoop() {
 			continue
 		}
 		// Wait for one task, then take whatever more is already there for
-		// the slots that are free now. Every message goes to its task
-		// goroutine as it arrives and is acked there first, so none waits
-		// in a buffer long enough to outlive AckWait (nats.go#1929).
+		// the slots that are free now. Every message goes to a holder as
+		// it arrives and is acked there first, so none waits in a buffer
+		// long enough to outlive AckWait (nats.go#1929).
 		if w.fetch(cons, 1, false) == 0 {
 			continue
 		}
@@ -673,10 +679,10 @@ func (w *Worker) releaseSlots(n int) {
 
 // accept registers the message's tasks as running (so the next heartbeat
 // reports them: the leader counts a task its worker was handed and does
-// not report as lost) and starts its goroutine, owned by the worker, which
-// acks the message first (at most once: an unacked message is never run)
-// and then runs each task as a run slot frees; the message's slot is
-// released when its last task ends.
+// not report as lost) and hands the message to a holder (handOff), which
+// acks it first (at most once: an unacked message is never run) and then
+// holds each task until a run slot frees and its result is published;
+// the message's slot is released when its last task ends.
 //
 // A task addressed to another incarnation of this worker id, or one this
 // process has accepted before, is dropped unrun: JetStream flushes its
@@ -690,13 +696,7 @@ func (w *Worker) accept(m jetstream.Msg) {
 		<-w.slots
 		return
 	}
-	type held struct {
-		task api.Task
-		ref  api.TaskRef
-		ctx  context.Context
-		h    *heldTask
-	}
-	hs := make([]held, 0, len(tasks))
+	msg := &heldMsg{m: m, hs: make([]held, 0, len(tasks))}
 	w.mu.Lock()
 	for _, t := range tasks {
 		ref := api.TaskRef{JobID: t.JobID, Index: t.Index}
@@ -706,35 +706,22 @@ func (w *Worker) accept(m jetstream.Msg) {
 		}
 		ctx, cancel := context.WithDeadline(w.ctx, time.UnixMilli(t.DeadlineAt))
 		h := &heldTask{cancel: cancel}
-		hs = append(hs, held{task: t, ref: ref, ctx: ctx, h: h})
+		msg.hs = append(msg.hs, held{task: t, ref: ref, ctx: ctx, h: h})
 		w.running[ref] = h
 		w.heldJobs[t.JobID]++
 	}
 	w.mu.Unlock()
-	if len(hs) == 0 {
+	if len(msg.hs) == 0 {
 		_ = m.Ack()
 		<-w.slots
 		return
 	}
-	end := func(h held, acked bool) {
-		h.h.cancel()
-		w.mu.Lock()
-		delete(w.running, h.ref)
-		if w.heldJobs[h.ref.JobID]--; w.heldJobs[h.ref.JobID] <= 0 {
-			delete(w.heldJobs, h.ref.JobID)
-		}
-		if acked && !h.h.fenced.Load() {
-			// Not acked: never run and no result coming; unreported, the
-			// leader fails it as lost. Fenced: reported failed already.
-			w.recent[h.ref] = time.Now()
-		}
-		w.mu.Unlock()
-	}
+	msg.left.Store(int32(len(msg.hs)))
 	// A job's first tasks here need its spec (a request to the
 	// coordinators): ask for it now, alongside the ack, not after it. It
 	// is only read; nothing starts before the ack and the start gates.
-	for i, h := range hs {
-		if i > 0 && h.task.JobID == hs[i-1].task.JobID {
+	for i, h := range msg.hs {
+		if i > 0 && h.task.JobID == msg.hs[i-1].task.JobID {
 			continue
 		}
 		w.mu.Lock()
@@ -745,51 +732,136 @@ func (w *Worker) accept(m jetstream.Msg) {
 			go func() { defer w.wg.Done(); _, _ = w.spec(w.ctx, h.task.JobID) }()
 		}
 	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		defer func() { <-w.slots }()
-		if w.ack(m) != nil {
-			for _, h := range hs {
-				end(h, false)
+	w.handOff(holdJob{msg: msg, i: ackFirst})
+}
+
+// heldMsg is an accepted task message: its tasks, held from accept until
+// each ends, and how many have not ended yet (the last releases the
+// message's slot).
+type heldMsg struct {
+	m    jetstream.Msg
+	hs   []held
+	left atomic.Int32
+}
+
+// held is one task of a heldMsg.
+type held struct {
+	task api.Task
+	ref  api.TaskRef
+	ctx  context.Context
+	h    *heldTask
+}
+
+// holdJob is a holder's work: ack the message (i is ackFirst) or hold its
+// task i.
+type holdJob struct {
+	msg *heldMsg
+	i   int
+}
+
+// ackFirst names a holdJob that acks its message, hands the message's
+// other tasks to holders and holds the first itself.
+const ackFirst = -1
+
+// holder holds accepted tasks until the worker stops. The holders
+// (Capacity+Prefetch of them, as many as the tasks the leader hands this
+// worker at once) are long-lived for the reason the runners are: a
+// fresh goroutine per task grew its stack through the ack and the result
+// publish every task (runtime.newstack was ~2.5% of a worker's CPU).
+func (w *Worker) holder() {
+	r := &runReq{done: make(chan struct{}, 1)}
+	for {
+		select {
+		case j := <-w.holdq:
+			w.hold(j, r)
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// handOff gives j to an idle holder, or to a goroutine of its own when
+// every holder is busy (more tasks held than the holders: a leader that
+// over-dispatches, or a failover's overlap), so it never waits.
+func (w *Worker) handOff(j holdJob) {
+	select {
+	case w.holdq <- j:
+	default:
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.hold(j, &runReq{done: make(chan struct{}, 1)})
+		}()
+	}
+}
+
+// hold does a holdJob; r is the holder's run request, reused task after
+// task.
+func (w *Worker) hold(j holdJob, r *runReq) {
+	msg := j.msg
+	if j.i == ackFirst {
+		if w.ack(msg.m) != nil {
+			for _, h := range msg.hs {
+				w.endHeld(msg, h, false)
 			}
 			return
 		}
-		var each sync.WaitGroup
-		for _, h := range hs {
-			each.Go(func() {
-				// A runner taking the request is the task's run slot: a
-				// runner that finishes a sample takes the next waiting
-				// task itself, with no other goroutine to schedule
-				// between a model answer and the next sample's start.
-				r := &runReq{ctx: h.ctx, task: h.task, done: make(chan struct{})}
-				select {
-				case w.runq <- r:
-					// The run slot is the sample's; the result's group
-					// commit (resultWindow) and publish do not hold it.
-					<-r.done
-					if r.ok {
-						if err := w.results.publish(r.res); err != nil {
-							w.log.Warn("publish result", "task", h.task.ID(), "err", err)
-						}
-					}
-				case <-h.ctx.Done():
-					// Killed or past its deadline while waiting for a run
-					// slot: never started, and the leader owns the outcome.
-				}
-				if h.h.fenced.Load() {
-					// Killed by our own fence: the leader learns it now
-					// (failed, worker_lost), not at the task's deadline.
-					r := api.Result{JobID: h.task.JobID, Index: h.task.Index, Worker: w.cfg.ID, Tag: evalengine.TagWorkerLost}
-					if err := w.results.publish(r); err != nil {
-						w.log.Warn("report fenced task", "task", h.task.ID(), "err", err)
-					}
-				}
-				end(h, true)
-			})
+		for i := 1; i < len(msg.hs); i++ {
+			w.handOff(holdJob{msg: msg, i: i})
 		}
-		each.Wait()
-	}()
+		j.i = 0
+	}
+	h := msg.hs[j.i]
+	// A runner taking the request is the task's run slot: a runner that
+	// finishes a sample takes the next waiting task itself, with no other
+	// goroutine to schedule between a model answer and the next sample's
+	// start.
+	*r = runReq{ctx: h.ctx, task: h.task, done: r.done}
+	select {
+	case w.runq <- r:
+		// The run slot is the sample's; the result's group commit
+		// (resultWindow) and publish do not hold it.
+		<-r.done
+		if r.ok {
+			if err := w.results.publish(r.res); err != nil {
+				w.log.Warn("publish result", "task", h.task.ID(), "err", err)
+			}
+		}
+	case <-h.ctx.Done():
+		// Killed or past its deadline while waiting for a run slot: never
+		// started, and the leader owns the outcome.
+	}
+	*r = runReq{done: r.done} // keep no task or result between tasks
+	if h.h.fenced.Load() {
+		// Killed by our own fence: the leader learns it now (failed,
+		// worker_lost), not at the task's deadline.
+		res := api.Result{JobID: h.task.JobID, Index: h.task.Index, Worker: w.cfg.ID, Tag: evalengine.TagWorkerLost}
+		if err := w.results.publish(res); err != nil {
+			w.log.Warn("report fenced task", "task", h.task.ID(), "err", err)
+		}
+	}
+	w.endHeld(msg, h, true)
+}
+
+// endHeld ends a held task: it leaves the running set and, acked and not
+// fenced, is listed as finished (a result may be in flight); the
+// message's last task to end releases its slot.
+func (w *Worker) endHeld(msg *heldMsg, h held, acked bool) {
+	h.h.cancel()
+	w.mu.Lock()
+	delete(w.running, h.ref)
+	if w.heldJobs[h.ref.JobID]--; w.heldJobs[h.ref.JobID] <= 0 {
+		delete(w.heldJobs, h.ref.JobID)
+	}
+	if acked && !h.h.fenced.Load() {
+		// Not acked: never run and no result coming; unreported, the
+		// leader fails it as lost. Fenced: reported failed already.
+		w.recent[h.ref] = time.Now()
+	}
+	w.mu.Unlock()
+	if msg.left.Add(-1) == 0 {
+		<-w.slots
+	}
 }
 
 // ack double-acks a task message, retrying across a reconnect: the
@@ -814,7 +886,7 @@ type runReq struct {
 	task api.Task
 	res  api.Result
 	ok   bool
-	done chan struct{}
+	done chan struct{} // one send when the runner is done with it
 }
 
 // runner runs samples until the worker stops. The Capacity runners are
@@ -835,7 +907,7 @@ func (w *Worker) runner() {
 			if w.waitStartable(r.ctx, r.task) {
 				r.res, r.ok = w.run(r.ctx, r.task)
 			}
-			close(r.done)
+			r.done <- struct{}{}
 		case <-w.ctx.Done():
 			return
 		}
