@@ -48,17 +48,21 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 		if resp != nil {
 			used = int(resp.Usage.InputTokens + resp.Usage.OutputTokens)
 		}
-		release(used)
 		var me *model.Error
 		if errors.As(err, &me) && me.Class == model.ClassRateLimited {
 			if ctx.Err() != nil {
 				// The caller's deadline ended the retries, not the
 				// provider: the same error as a wait cut short.
+				release(used)
 				return nil, p.ended(ctx.Err())
 			}
+			// Paused before the slot is freed: a caller waiting for
+			// the slot must find the pause, not slip in between.
 			p.l.Throttled(me.RetryAfter)
+			release(used)
 			continue
 		}
+		release(used)
 		return resp, err
 	}
 }
