@@ -1,6 +1,7 @@
 // Package internal groups the small pieces every other package shares: the
 // bounded JSON reader (jsonlimit), secret pruning (secrets), canonical JSON
-// and digests (canonjson), and test helpers (testutil).
+// and digests (canonjson), free loopback addresses for processes named
+// before they listen (loopback), and test helpers (testutil).
 //
 // Nothing under internal may import another adk package outside internal.
 package internal

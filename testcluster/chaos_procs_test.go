@@ -51,6 +51,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/loopback"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/fadcedab/adk/store/tracestore"
@@ -341,14 +342,14 @@ func (f *procFleet) all() []*chaosProc {
 	return append(ps, f.nats)
 }
 
+// freePort returns one loopback address that was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := loopback.FreeAddrs(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs[0]
 }
 
 // chaosBinaries builds adk and nats-server once per test process.
@@ -458,9 +459,11 @@ func startProcFleet(t *testing.T, dir string, provider *chaosProvider, extraEnv 
 		return p
 	}
 	var peers []string
-	addrs := make([]string, 3)
+	addrs, err := loopback.FreeAddrs(3) // one pick: never one port twice
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range addrs {
-		addrs[i] = freePort(t)
 		peers = append(peers, fmt.Sprintf("c%d=%s", i+1, addrs[i]))
 	}
 	for i := range 3 {

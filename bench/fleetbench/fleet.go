@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/internal/loopback"
 	"github.com/fadcedab/adk/settings"
 )
 
@@ -228,20 +228,19 @@ func startFleet(ctx context.Context, cfg fleetConfig) (f *fleet, err error) {
 		workers[i] = workerID(i)
 	}
 	ids := make([]string, cfg.coordinators)
-	addrs := make([]string, cfg.coordinators)
+	// Raft and metrics addresses in one pick: never one port twice.
+	free, err := loopback.FreeAddrs(2 * cfg.coordinators)
+	if err != nil {
+		return f, err
+	}
+	addrs, metricsAddrs := free[:cfg.coordinators], free[cfg.coordinators:]
 	var peers []string
 	for i := range ids {
 		ids[i] = fmt.Sprintf("c%d", i+1)
-		if addrs[i], err = freeAddr(); err != nil {
-			return f, err
-		}
 		peers = append(peers, ids[i]+"="+addrs[i])
 	}
 	for i, id := range ids {
-		metrics, err := freeAddr()
-		if err != nil {
-			return f, err
-		}
+		metrics := metricsAddrs[i]
 		args := []string{"coordinator", "--id", id, "--data-dir", filepath.Join(cfg.dir, id), "--raft-addr", addrs[i],
 			"--nats", f.srv.ClientURL(), "--bootstrap", "--workers", strings.Join(workers, ","),
 			"--metrics-addr", metrics,
@@ -285,17 +284,6 @@ func (cfg fleetConfig) declaredRPM() int {
 }
 
 func workerID(i int) string { return fmt.Sprintf("w%d", i+1) }
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago (Raft peers must be named before they listen).
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
 
 // startFake starts openaifake and reads its address from its first line.
 func (f *fleet) startFake() error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/fadcedab/adk/bus/bustest"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/internal/loopback"
 	"github.com/fadcedab/adk/internal/testutil"
 )
 
@@ -109,24 +109,15 @@ func startTestNATS(t *testing.T) string {
 	return bustest.Start(t, bus.ServerConfig{Port: -1}).ClientURL()
 }
 
-// freeAddrs returns n loopback addresses that were free a moment ago
-// (--peers needs the Raft addresses before the processes start).
+// freeAddrs returns n distinct loopback addresses that were free a moment
+// ago (--peers needs the Raft addresses before the processes start).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var ls []net.Listener
-	var out []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+	addrs, err := loopback.FreeAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
+	return addrs
 }
 
 // fleetState is what the cluster reports: the leader and the voters.
