@@ -435,22 +435,35 @@ var (
 // decodeScanSampleLine decodes a checked sample line into s as
 // encoding/json would (see lineDecoder).
 func decodeScanSampleLine(line []byte, s *scanSampleLine) error {
+	return decodeLineObject(line, sampleLineNames, sampleLineFolded, &s.Type, &s.CaseIndex, &s.Sample, (*lineDecoder).sample)
+}
+
+// decodeScanCaseLineInto decodes a checked case line into c as
+// encoding/json would.
+func decodeScanCaseLineInto(line []byte, c *scanCaseLine) error {
+	return decodeLineObject(line, caseLineNames, caseLineFolded, &c.Type, &c.CaseIndex, &c.Case, (*lineDecoder).caseResult)
+}
+
+// decodeLineObject decodes a stream line's object: its type, its case
+// index and its one body field (names[2]), null or decoded by body into
+// the value it points at (allocated when nil, as encoding/json does).
+func decodeLineObject[T any](line []byte, names, folded []string, typ *string, caseIndex *int, dst **T, body func(*lineDecoder, *T) error) error {
 	d := &lineDecoder{data: line}
-	if err := d.object(sampleLineNames, sampleLineFolded, func(i int) error {
+	if err := d.object(names, folded, func(i int) error {
 		switch i {
 		case 0:
-			return d.stringField(&s.Type)
+			return d.stringField(typ)
 		case 1:
-			return d.intFieldInt(&s.CaseIndex)
+			return d.intFieldInt(caseIndex)
 		}
 		if d.isNull() {
-			s.Sample = nil
+			*dst = nil
 			return nil
 		}
-		if s.Sample == nil {
-			s.Sample = new(scanSample)
+		if *dst == nil {
+			*dst = new(T)
 		}
-		return d.sample(s.Sample)
+		return body(d, *dst)
 	}); err != nil {
 		return err
 	}
@@ -471,31 +484,6 @@ func decodeScanLine(line []byte, lim jsonlimit.Limits, v any) error {
 		return decodeScanCaseLineInto(line, v)
 	}
 	return errScanLine
-}
-
-// decodeScanCaseLineInto decodes a checked case line into c as
-// encoding/json would.
-func decodeScanCaseLineInto(line []byte, c *scanCaseLine) error {
-	d := &lineDecoder{data: line}
-	if err := d.object(caseLineNames, caseLineFolded, func(i int) error {
-		switch i {
-		case 0:
-			return d.stringField(&c.Type)
-		case 1:
-			return d.intFieldInt(&c.CaseIndex)
-		}
-		if d.isNull() {
-			c.Case = nil
-			return nil
-		}
-		if c.Case == nil {
-			c.Case = new(scanCase)
-		}
-		return d.caseResult(c.Case)
-	}); err != nil {
-		return err
-	}
-	return d.end()
 }
 
 // end refuses anything but white space after the line's object.
