@@ -333,7 +333,7 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 	}
 	t.Logf("job done: %v", time.Since(began))
 	if r.code != exitOK {
-		t.Fatalf("exit %d stderr %q\n%.2000s", r.code, r.stderr, r.stdout)
+		t.Fatalf("exit %d stderr %q; samples not passed: %s", r.code, r.stderr, notPassed(r.stdout))
 	}
 	at := calls()
 	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
@@ -363,4 +363,23 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 			}
 		}
 	}
+}
+
+// notPassed lists a result document's samples that did not pass, each
+// with its status and error: what a failed fleet test needs to say (the
+// whole document is too long to read in a log).
+func notPassed(stdout string) string {
+	res, err := evalengine.DecodeResult([]byte(stdout))
+	if err != nil {
+		return fmt.Sprintf("(no result: %v) %.300s", err, stdout)
+	}
+	var b strings.Builder
+	for _, c := range res.Cases {
+		for _, s := range c.Samples {
+			if !s.Passed {
+				fmt.Fprintf(&b, "[%s %s %q] ", s.CaseID, s.Status, s.Error)
+			}
+		}
+	}
+	return b.String()
 }
