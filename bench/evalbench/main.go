@@ -68,7 +68,13 @@
 // With -floor (the default) each openai-N-cC row also runs a floor row
 // (F): evalbench re-executed as a bare net/http client of the fake
 // (floor.go), in the same rounds, so that the table shows the share of
-// the bound this machine allows any client next to adk's.
+// the bound this machine allows any client next to adk's. -floor-clients
+// names the floor rows' clients: net/http (adk's HTTP stack, the
+// default), fasthttp (a client that reads and writes on the caller's
+// goroutine, without net/http's two goroutines per connection), or both,
+// each its own F row in every round:
+//
+//	go run ./bench/evalbench -adk bin/adk -baseline /tmp/adk-main -floor-clients net/http,fasthttp -runs 3 -big=false -only 'openai-(1000|5000)-c256$'
 //
 // With -baseline-openaifake OLD every openai-N-cC row (its floor row too)
 // runs against two fakes in each round, OLD (rows tagged fakeA) and
@@ -101,6 +107,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,7 +117,7 @@ import (
 func main() {
 	if os.Getenv(floorEnv) != "" {
 		// Re-executed as a floor row's client (floor.go).
-		if err := floorClient(os.Args[1:], os.Stdout); err != nil {
+		if err := floorClient(os.Getenv(floorEnv), os.Args[1:], os.Stdout); err != nil {
 			fmt.Fprintf(os.Stderr, "evalbench floor client: %v\n", err)
 			os.Exit(1)
 		}
@@ -125,7 +132,8 @@ func main() {
 	baseline := flag.String("baseline", "", "a second adk binary (e.g. today's main): every row runs with it (A) and then with -adk (B), for an A/B in one run")
 	runs := flag.Int("runs", 1, "how many times each row runs (A and B alternate within each round)")
 	baselineFake := flag.String("baseline-openaifake", "", "a second openaifake binary (e.g. an older build): every openai-N-cC row then runs against it (fake A) and against -openaifake (fake B) in each round, with the same adk binaries and floor: an A/B of the fake")
-	floor := flag.Bool("floor", true, "with each openai-N-cC row, run a bare net/http client of the fake (F, floor.go) in the same rounds: what this machine allows the row")
+	floor := flag.Bool("floor", true, "with each openai-N-cC row, run a bare client of the fake (F, floor.go) in the same rounds: what this machine allows the row")
+	floorList := flag.String("floor-clients", floorNetHTTP, "the floor rows' clients, comma-separated: "+strings.Join(floorClients, ", ")+" (each its own F row in every round)")
 	only := flag.String("only", "", "run only the rows whose label matches this regexp (labels: scripted-json, openai-1000-c256, openai-100k-jsonl, ...)")
 	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
 	flag.Parse()
@@ -144,6 +152,16 @@ func main() {
 	}
 	onlyRE, err := regexp.Compile(*only)
 	must(err)
+	var floors []string
+	for _, c := range strings.Split(*floorList, ",") {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		if !slices.Contains(floorClients, c) {
+			log.Fatalf("-floor-clients: %q is not one of %s", c, strings.Join(floorClients, ", "))
+		}
+		floors = append(floors, c)
+	}
 
 	loadBefore := loadAverage()
 	dir, err := os.MkdirTemp("", "adk-evalbench-")
@@ -168,7 +186,10 @@ func main() {
 	var withFakes []fakeProc
 	// measure runs one row with every binary, -runs times, alternating.
 	measure := func(name, label string, samples, conc int, delay time.Duration, env []string, args ...string) {
-		floorToo, fakes := withFloor, withFakes
+		floorRows, fakes := floors, withFakes
+		if !withFloor {
+			floorRows = nil
+		}
 		withFloor, withFakes = false, nil
 		if !onlyRE.MatchString(label) {
 			return
@@ -179,18 +200,22 @@ func main() {
 		defer func(addr string, pid int) { fakeAddr, fakePID = addr, pid }(fakeAddr, fakePID)
 		for range *runs {
 			for _, fk := range fakes {
-				args, label, name, floorName := args, label, name, fmt.Sprintf("F net/http floor, %v", delay)
+				args, label, name, fakeTag := args, label, name, ""
 				if fk.addr != "" {
 					fakeAddr, fakePID = fk.addr, fk.pid
 					args = withConfig(args, fk.config)
 					label += "-" + fk.tag
-					name, floorName = fk.tag+" "+name, fk.tag+" "+floorName
+					name, fakeTag = fk.tag+" "+name, fk.tag+" "
 				}
-				if floorToo {
-					childEnv = []string{floorEnv + "=1"}
-					r := runADK(self, dir, label+"-floor", samples, conc, delay, args...)
+				for _, client := range floorRows {
+					childEnv = []string{floorEnv + "=" + client}
+					floorLabel := label + "-floor"
+					if client != floorNetHTTP {
+						floorLabel += "-" + client
+					}
+					r := runADK(self, dir, floorLabel, samples, conc, delay, args...)
 					childEnv = nil
-					r.name = floorName
+					r.name = fmt.Sprintf("%sF %s floor, %v", fakeTag, client, delay)
 					rows = append(rows, r)
 				}
 				for _, b := range bins {
