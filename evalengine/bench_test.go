@@ -1,6 +1,7 @@
 package evalengine_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -152,3 +153,19 @@ func (failingSession) Turn(context.Context, evalengine.TurnInput) (evalengine.Tu
 }
 
 func (failingSession) Close() error { return nil }
+
+// BenchmarkReadStreamSide reads a 2,000-case × 1-sample stream as a
+// comparison side (`adk eval compare`'s reader of a jsonl result): the
+// stream checks' cost of a sample line and a case line, reported a case.
+func BenchmarkReadStreamSide(b *testing.B) {
+	const n = 2000
+	data := sideStream(b, n, 1, false)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := evalengine.ReadStreamSide(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/case")
+}
