@@ -184,7 +184,9 @@ type decoder struct {
 	nodes    int
 	strTotal int
 	path     []segment
-	scratch  []byte // reused buffer for strings with escapes
+	scratch  []byte   // reused buffer for strings with escapes
+	seen     [][]byte // keys of the objects being checked, innermost last
+	seenBuf  [16][]byte
 
 	deferKeys []string // top-level keys whose values are checked, not built
 	arrayLen  int      // elements of the array array() last finished
@@ -198,7 +200,9 @@ func newDecoder(data []byte, lim Limits, build bool) (*decoder, error) {
 	if len(data) > lim.MaxBytes {
 		return nil, &Error{Code: CodeTooLarge, Limit: lim.MaxBytes, Path: "$"}
 	}
-	return &decoder{data: data, lim: lim, build: build}, nil
+	d := &decoder{data: data, lim: lim, build: build}
+	d.seen = d.seenBuf[:0]
+	return d, nil
 }
 
 func (d *decoder) document() (any, error) {
@@ -285,12 +289,8 @@ func (d *decoder) skipSpace() {
 
 // value parses the value at d.pos, which is not whitespace.
 func (d *decoder) value() (any, error) {
-	if d.pos >= len(d.data) {
-		return nil, d.eof()
-	}
-	d.nodes++
-	if d.nodes > d.lim.MaxNodes {
-		return nil, d.limitErr(CodeNodes, d.lim.MaxNodes)
+	if err := d.valueStart(); err != nil {
+		return nil, err
 	}
 	switch c := d.data[d.pos]; c {
 	case '{':
@@ -315,6 +315,19 @@ func (d *decoder) value() (any, error) {
 		}
 		return nil, d.syntax("unexpected character")
 	}
+}
+
+// valueStart counts the value at d.pos (not white space) as a node, or
+// fails at the end of the input.
+func (d *decoder) valueStart() error {
+	if d.pos >= len(d.data) {
+		return d.eof()
+	}
+	d.nodes++
+	if d.nodes > d.lim.MaxNodes {
+		return d.limitErr(CodeNodes, d.lim.MaxNodes)
+	}
+	return nil
 }
 
 func (d *decoder) literal(lit string) error {
@@ -356,12 +369,10 @@ func (d *decoder) array() (any, error) {
 		d.arrayLen = 0
 		return listValue(list, d.build), nil
 	}
-	n := 0
-	for {
-		if n == d.lim.MaxList {
-			return nil, d.limitErr(CodeList, d.lim.MaxList)
+	for n := 0; ; {
+		if err := d.elementStart(n); err != nil {
+			return nil, err
 		}
-		d.path = append(d.path, segment{index: n})
 		d.skipSpace()
 		v, err := d.value()
 		if err != nil {
@@ -372,22 +383,44 @@ func (d *decoder) array() (any, error) {
 			list = append(list, v)
 		}
 		n++
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.eof()
+		more, err := d.arrayNext()
+		if err != nil {
+			return nil, err
 		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			d.depth--
+		if !more {
 			d.arrayLen = n
 			return listValue(list, d.build), nil
-		default:
-			return nil, d.syntax("expected ',' or ']' in array")
 		}
 	}
+}
+
+// elementStart checks that an array of n elements so far may have
+// another and puts its index on the path.
+func (d *decoder) elementStart(n int) error {
+	if n == d.lim.MaxList {
+		return d.limitErr(CodeList, d.lim.MaxList)
+	}
+	d.path = append(d.path, segment{index: n})
+	return nil
+}
+
+// arrayNext moves past what follows an array element: a comma (true) or
+// the closing bracket (false).
+func (d *decoder) arrayNext() (bool, error) {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.eof()
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		return true, nil
+	case ']':
+		d.pos++
+		d.depth--
+		return false, nil
+	}
+	return false, d.syntax("expected ',' or ']' in array")
 }
 
 // listValue returns list as an any, or nil when values are not being built
@@ -399,88 +432,55 @@ func listValue(list []any, build bool) any {
 	return list
 }
 
+// maxFewKeys is how many keys of one object checking compares one by one
+// for a repeat before it puts them in a map: result objects have up to 16
+// keys, and a list of 100,000 of them then allocates no map per object.
+const maxFewKeys = 32
+
 func (d *decoder) object() (any, error) {
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
 	d.pos++ // '{'
 	var obj map[string]any
-	// Checking without building, duplicate keys are found in a small list
-	// on the stack, and in a map only past eight keys: a deferred list of
-	// 100,000 small objects then allocates no map per object.
-	var seen map[string]struct{}
-	var few [8][]byte
-	seenFew := few[:0]
 	if d.build {
 		obj = map[string]any{}
 	}
+	// Checking without building, the keys are bytes (no allocation a
+	// key) and repeats are found among d.seen[seenStart:], in a map only
+	// past maxFewKeys keys.
+	seenStart := len(d.seen)
+	var seen map[string]struct{}
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
 		d.depth--
 		return mapValue(obj, d.build), nil
 	}
-	n := 0
-	for {
-		if d.pos >= len(d.data) {
-			return nil, d.eof()
-		}
-		if d.data[d.pos] != '"' {
-			return nil, d.syntax("expected a string key in object")
-		}
-		if n == d.lim.MaxObjectKeys {
-			return nil, d.limitErr(CodeObject, d.lim.MaxObjectKeys)
-		}
-		d.nodes++
-		if d.nodes > d.lim.MaxNodes {
-			return nil, d.limitErr(CodeNodes, d.lim.MaxNodes)
+	for n := 0; ; {
+		if err := d.keyStart(n); err != nil {
+			return nil, err
 		}
 		// Building, the key is a string of the object; checking, it
-		// stays bytes (no allocation a key), compared as they are.
+		// stays bytes, compared as they are.
 		var key string
 		var rawKey []byte
 		var err error
 		if d.build {
-			key, err = d.str(true)
+			if key, err = d.str(true); err != nil {
+				return nil, err
+			}
+			if _, dup := obj[key]; dup {
+				return nil, d.duplicateKey(key)
+			}
 		} else {
-			rawKey, err = d.keyBytes()
+			if rawKey, err = d.checkedKey(seenStart, &seen); err != nil {
+				return nil, err
+			}
 		}
-		if err != nil {
+		if err := d.colon(); err != nil {
 			return nil, err
 		}
-		dup := false
-		switch {
-		case d.build:
-			_, dup = obj[key]
-		case seen != nil:
-			_, dup = seen[string(rawKey)]
-			seen[string(rawKey)] = struct{}{}
-		case len(seenFew) < len(few):
-			dup = slices.ContainsFunc(seenFew, func(k []byte) bool { return bytes.Equal(k, rawKey) })
-			seenFew = append(seenFew, rawKey)
-		default:
-			seen = make(map[string]struct{}, 2*len(few))
-			for _, k := range seenFew {
-				seen[string(k)] = struct{}{}
-			}
-			_, dup = seen[string(rawKey)]
-			seen[string(rawKey)] = struct{}{}
-		}
-		if dup {
-			if !d.build {
-				key = string(rawKey)
-			}
-			return nil, &Error{Code: CodeDuplicateKey, Path: d.pathString(), Key: truncateKey(key)}
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.eof()
-		}
-		if d.data[d.pos] != ':' {
-			return nil, d.syntax("expected ':' after object key")
-		}
-		d.pos++
-		d.skipSpace()
 		d.path = append(d.path, segment{key: key, rawKey: rawKey, isKey: true})
 		var v any
 		if d.build && d.depth == 1 && slices.Contains(d.deferKeys, key) {
@@ -496,22 +496,107 @@ func (d *decoder) object() (any, error) {
 			obj[key] = v
 		}
 		n++
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.eof()
+		more, err := d.objectNext()
+		if err != nil {
+			return nil, err
 		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			d.depth--
+		if !more {
+			d.seen = d.seen[:seenStart]
 			return mapValue(obj, d.build), nil
-		default:
-			return nil, d.syntax("expected ',' or '}' in object")
 		}
 	}
+}
+
+// keyStart checks that an object of n keys so far may have another, whose
+// key is at d.pos, and counts the key as a node.
+func (d *decoder) keyStart(n int) error {
+	if d.pos >= len(d.data) {
+		return d.eof()
+	}
+	if d.data[d.pos] != '"' {
+		return d.syntax("expected a string key in object")
+	}
+	if n == d.lim.MaxObjectKeys {
+		return d.limitErr(CodeObject, d.lim.MaxObjectKeys)
+	}
+	d.nodes++
+	if d.nodes > d.lim.MaxNodes {
+		return d.limitErr(CodeNodes, d.lim.MaxNodes)
+	}
+	return nil
+}
+
+// checkedKey checks the key at d.pos, not built, and that it is not one
+// of its object's keys so far: d.seen[seenStart:], or seen once that is
+// made. It returns the key's decoded bytes (see keyBytes).
+func (d *decoder) checkedKey(seenStart int, seen *map[string]struct{}) ([]byte, error) {
+	key, err := d.keyBytes()
+	if err != nil {
+		return nil, err
+	}
+	if *seen != nil {
+		if _, dup := (*seen)[string(key)]; dup {
+			return nil, d.duplicateKey(string(key))
+		}
+		(*seen)[string(key)] = struct{}{}
+		return key, nil
+	}
+	few := d.seen[seenStart:]
+	for _, k := range few {
+		if string(k) == string(key) {
+			return nil, d.duplicateKey(string(key))
+		}
+	}
+	if len(few) < maxFewKeys {
+		d.seen = append(d.seen, key)
+		return key, nil
+	}
+	*seen = make(map[string]struct{}, 2*maxFewKeys)
+	for _, k := range few {
+		(*seen)[string(k)] = struct{}{}
+	}
+	(*seen)[string(key)] = struct{}{}
+	d.seen = d.seen[:seenStart]
+	return key, nil
+}
+
+func (d *decoder) duplicateKey(key string) error {
+	return &Error{Code: CodeDuplicateKey, Path: d.pathString(), Key: truncateKey(key)}
+}
+
+// colon moves past the colon after an object key and the white space
+// after it.
+func (d *decoder) colon() error {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return d.eof()
+	}
+	if d.data[d.pos] != ':' {
+		return d.syntax("expected ':' after object key")
+	}
+	d.pos++
+	d.skipSpace()
+	return nil
+}
+
+// objectNext moves past what follows an object's value: a comma and the
+// white space after it (true) or the closing brace (false).
+func (d *decoder) objectNext() (bool, error) {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.eof()
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		d.skipSpace()
+		return true, nil
+	case '}':
+		d.pos++
+		d.depth--
+		return false, nil
+	}
+	return false, d.syntax("expected ',' or '}' in object")
 }
 
 // deferred checks the value at d.pos without building it.
@@ -542,13 +627,24 @@ func mapValue(obj map[string]any, build bool) any {
 // string and total string limits on its decoded length before allocating
 // it. With build false it validates only and returns "".
 func (d *decoder) str(build bool) (string, error) {
+	b, err := d.strBytes()
+	if err != nil || !build {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// strBytes is str returning the decoded bytes: the document's own when
+// the string has no escape, else d.scratch's, which the next string with
+// escapes reuses.
+func (d *decoder) strBytes() ([]byte, error) {
 	start := d.pos + 1
 	i := start
 	escaped, nonASCII := false, false
 	for {
 		if i >= len(d.data) {
 			d.pos = i
-			return "", d.eof()
+			return nil, d.eof()
 		}
 		c := d.data[i]
 		if c == '"' {
@@ -557,7 +653,7 @@ func (d *decoder) str(build bool) (string, error) {
 		switch {
 		case c < 0x20:
 			d.pos = i
-			return "", d.syntax("control character in string")
+			return nil, d.syntax("control character in string")
 		case c == '\\':
 			escaped = true
 			i++ // the escaped byte cannot end the string
@@ -568,36 +664,22 @@ func (d *decoder) str(build bool) (string, error) {
 	}
 	raw := d.data[start:i]
 	end := i + 1
-	if !escaped {
-		if err := d.countString(len(raw)); err != nil {
-			return "", err
+	if escaped {
+		buf, err := d.unescape(raw, start)
+		if err != nil {
+			return nil, err
 		}
-		if nonASCII && !utf8.Valid(raw) {
-			d.pos = start
-			return "", &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: start, Reason: "invalid UTF-8 in string"}
-		}
-		d.pos = end
-		if !build {
-			return "", nil
-		}
-		return string(raw), nil
+		raw = buf
 	}
-	buf, err := d.unescape(raw, start)
-	if err != nil {
-		return "", err
+	if err := d.countString(len(raw)); err != nil {
+		return nil, err
 	}
-	if err := d.countString(len(buf)); err != nil {
-		return "", err
-	}
-	if nonASCII && !utf8.Valid(buf) {
+	if nonASCII && !utf8.Valid(raw) {
 		d.pos = start
-		return "", &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: start, Reason: "invalid UTF-8 in string"}
+		return nil, &Error{Code: CodeInvalidUTF8, Path: d.pathString(), Offset: start, Reason: "invalid UTF-8 in string"}
 	}
 	d.pos = end
-	if !build {
-		return "", nil
-	}
-	return string(buf), nil
+	return raw, nil
 }
 
 // keyBytes checks the key at d.pos as str does and returns its decoded
@@ -605,15 +687,15 @@ func (d *decoder) str(build bool) (string, error) {
 // scratch buffer is reused by the next string).
 func (d *decoder) keyBytes() ([]byte, error) {
 	start := d.pos + 1
-	if _, err := d.str(false); err != nil {
+	b, err := d.strBytes()
+	if err != nil {
 		return nil, err
 	}
-	raw := d.data[start : d.pos-1]
-	if bytes.IndexByte(raw, '\\') < 0 {
+	// An escape always decodes shorter than it is written.
+	if raw := d.data[start : d.pos-1]; len(b) == len(raw) {
 		return raw, nil
 	}
-	buf, _, _ := Unescape(make([]byte, 0, len(raw)), raw, len(raw))
-	return buf, nil
+	return bytes.Clone(b), nil
 }
 
 func (d *decoder) countString(n int) error {

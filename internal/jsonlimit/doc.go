@@ -9,6 +9,11 @@
 // limit is ever allocated. The defaults are the contract's (DefaultLimits);
 // callers may lower any limit but never raise one.
 //
+// Scanner is the same check driven a value at a time by a caller that
+// decodes its own types as it goes, so that a document is scanned once
+// rather than checked and then decoded; it enforces exactly what Check
+// does, in the same order, with the same errors.
+//
 // Beyond the limits the reader is strict where encoding/json is lenient:
 // duplicate object keys, invalid UTF-8, unpaired UTF-16 surrogate escapes and
 // trailing data are all rejected, so that a document has exactly one meaning

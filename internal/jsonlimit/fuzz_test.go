@@ -3,6 +3,7 @@ package jsonlimit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -163,5 +164,164 @@ func TestFuzzMeasure(t *testing.T) {
 	want := measure{depth: 4, nodes: 6, str: 2, strTotal: 3, list: 2, keys: 1}
 	if m != want {
 		t.Fatalf("measure = %+v, want %+v", m, want)
+	}
+}
+
+// scanWalk reads the next value with s as a decoder would: containers key
+// by key and element by element, strings and numbers as such, the rest
+// with Skip; how (mode, one bit a depth) decides whether a container
+// below the top is walked, built with Value, or skipped (nil).
+func scanWalk(s *Scanner, mode uint16, depth int) (any, error) {
+	how := mode >> (2 * min(depth, 7)) & 3
+	c := s.NextByte()
+	switch {
+	case depth > 0 && how == 1 && (c == '{' || c == '['):
+		return s.Value()
+	case depth > 0 && how == 2 && (c == '{' || c == '['):
+		return nil, s.Skip()
+	case c == '{':
+		if err := s.Object(); err != nil {
+			return nil, err
+		}
+		m := map[string]any{}
+		for {
+			k, more, err := s.Key()
+			if err != nil || !more {
+				return m, err
+			}
+			key := string(k)
+			v, err := scanWalk(s, mode, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[key] = v
+		}
+	case c == '[':
+		if err := s.Array(); err != nil {
+			return nil, err
+		}
+		l := []any{}
+		for {
+			more, err := s.Elem()
+			if err != nil || !more {
+				return l, err
+			}
+			v, err := scanWalk(s, mode, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+	case c == '"':
+		b, err := s.StringValue()
+		return string(b), err
+	case c == '-' || '0' <= c && c <= '9':
+		b, err := s.NumberValue()
+		return json.Number(b), err
+	}
+	v, err := s.Value()
+	return v, err
+}
+
+// skipped sets to nil what scanWalk skips in v under mode.
+func skipped(v any, mode uint16, depth int) any {
+	how := mode >> (2 * min(depth, 7)) & 3
+	switch x := v.(type) {
+	case map[string]any:
+		switch {
+		case depth > 0 && how == 1:
+			return v
+		case depth > 0 && how == 2:
+			return nil
+		}
+		for k, e := range x {
+			x[k] = skipped(e, mode, depth+1)
+		}
+	case []any:
+		switch {
+		case depth > 0 && how == 1:
+			return v
+		case depth > 0 && how == 2:
+			return nil
+		}
+		for i, e := range x {
+			x[i] = skipped(e, mode, depth+1)
+		}
+	}
+	return v
+}
+
+// FuzzScanner: a document walked with a Scanner, whichever values are
+// walked, built or skipped, gives Check's error exactly, or Decode's
+// value (what was skipped aside); a reused Scanner gives the same again.
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,2,{"b":null}],"c":"d"}`, `[]`, `{}`, `"\ud83d\ude00"`, `-0.5e-3`, `[[[[[[]]]]]]`, `[[[[[[[]]]]]]]`,
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"a":{"b":{"c":1,"c":2}}}`, `[{"a":1},{"a":1}]`, `{"a":[]} x`, `{"a":`, `[1,]`, `{"a":1,}`,
+		`{"k0":0,"k1":0,"k2":0,"k3":0,"k4":0,"k5":0,"k6":0,"k7":0,"k8":0}`, `{"a":"0123456789012345678901234"}`, `[0,0,0,0,0,0,0,0,0,0,0,0,0]`,
+		`{"\u00e9\n":{"b":[1,{"c":tru}]}}`, `{"":{"":1,"":2}}`, "\"\xff\"", `{"a":nul}`, `[01]`, `{"a" 1}`,
+	} {
+		for _, mode := range []uint16{0, 0x5555, 0xaaaa, 0x1234} {
+			f.Add([]byte(s), mode)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint16) {
+		werr := Check(data, fuzzLimits)
+		want, _ := Decode(data, fuzzLimits)
+		var s Scanner
+		for range 2 {
+			var got any
+			err := s.Reset(data, fuzzLimits)
+			if err == nil {
+				got, err = scanWalk(&s, mode, 0)
+			}
+			if err == nil {
+				err = s.End()
+			}
+			if !reflect.DeepEqual(err, werr) {
+				t.Fatalf("Scanner: %v, Check: %v", err, werr)
+			}
+			if err == nil && !reflect.DeepEqual(got, skipped(want, mode, 0)) {
+				t.Fatalf("Scanner read %#v, Decode %#v", got, want)
+			}
+		}
+	})
+}
+
+// TestScanner_ManyKeys: past the keys it compares one by one, the
+// Scanner finds a repeat in its map, in nested objects too, and forgets
+// an object's keys when it ends.
+func TestScanner_ManyKeys(t *testing.T) {
+	obj := func(n int, extra string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":{"k%d":%d},`, i, i, i)
+		}
+		b.WriteString(extra + "}")
+		return b.String()
+	}
+	for _, tc := range []struct {
+		doc  string
+		code string
+	}{
+		{obj(maxFewKeys-1, `"k0":1`), CodeDuplicateKey},
+		{obj(maxFewKeys, `"k0":1`), CodeDuplicateKey},
+		{obj(3*maxFewKeys, `"k70":1`), CodeDuplicateKey},
+		{obj(3*maxFewKeys, `"x":1`), ""},
+		{"[" + obj(2*maxFewKeys, `"x":1`) + "," + obj(2*maxFewKeys, `"x":1`) + "]", ""},
+		{`[{"a":1,"b":2},{"a":1,"b":2,"a":3}]`, CodeDuplicateKey},
+	} {
+		var s Scanner
+		err := s.Reset([]byte(tc.doc), Limits{})
+		if err == nil {
+			_, err = scanWalk(&s, 0, 0)
+		}
+		if err == nil {
+			err = s.End()
+		}
+		if ErrorCode(err) != tc.code || !reflect.DeepEqual(err, Check([]byte(tc.doc), Limits{})) {
+			t.Errorf("%.40s...: %v, want %q and Check's %v", tc.doc, err, tc.code, Check([]byte(tc.doc), Limits{}))
+		}
 	}
 }
