@@ -114,6 +114,7 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 		header      bool
 		s           scanSampleLine
 		sample      scanSample
+		dec         lineDecoder // one for every line: its buffers are kept
 	)
 	for n := 1; ; n++ {
 		line, err := readLine(br)
@@ -168,7 +169,7 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 			// the checks read it (streamscan.go).
 			sample = scanSample{}
 			s = scanSampleLine{Sample: &sample}
-			if err := decodeScanLine(line, lim, &s); err != nil || s.Sample == nil {
+			if err := dec.decode(line, lim, &s); err != nil || s.Sample == nil {
 				return nil, bad(n, "invalid_sample")
 			}
 			if err := s.Sample.check(&sc.header, s.CaseIndex); err != nil {
@@ -183,7 +184,7 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 				}
 			}
 		case streamTypeCase:
-			c, err := decodeScanCaseLine(line, lim)
+			c, err := decodeScanCaseLine(&dec, line, lim)
 			if err != nil {
 				return nil, bad(n, "invalid_case")
 			}
@@ -352,9 +353,9 @@ type caseLine struct {
 
 // decodeScanCaseLine is decodeCaseLine as the stream checks read a case
 // line (streamscan.go).
-func decodeScanCaseLine(line []byte, lim jsonlimit.Limits) (*scanCaseLine, error) {
+func decodeScanCaseLine(dec *lineDecoder, line []byte, lim jsonlimit.Limits) (*scanCaseLine, error) {
 	var c scanCaseLine
-	if err := decodeScanLine(line, lim, &c); err != nil {
+	if err := dec.decode(line, lim, &c); err != nil {
 		return nil, err
 	}
 	if c.Case == nil || c.Case.Samples.set {

@@ -9,176 +9,67 @@ import (
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
 
-// lineDecoder decodes a stream line that jsonlimit.Check has accepted
-// (valid JSON within the limits, no repeated key, valid UTF-8) into the
-// scan types, doing what encoding/json with DisallowUnknownFields and
-// UseNumber does for them, in one pass and without reflection: a key
-// matches a field by its exact name, else by encoding/json's case folding;
-// an unknown key, a value of the wrong JSON type, an integer that is not
-// one, or a number out of float64's range refuses the line; null leaves a
-// scalar or struct as it is and makes a list, a pointer or an interface
-// nil; a repeated (folded) key decodes again into what the first one
-// left, as encoding/json does. FuzzScanLineDecoder holds it to
-// encoding/json's verdicts and values on any input.
+// lineDecoder checks a stream line against the stream's limits and
+// decodes it into the scan types in one pass: a jsonlimit.Scanner does
+// what jsonlimit.Check does as the decoder reads the line, and the
+// decoder does what encoding/json with DisallowUnknownFields and
+// UseNumber does for those types, without reflection: a key matches a
+// field by its exact name, else by encoding/json's case folding; an
+// unknown key, a value of the wrong JSON type, an integer that is not
+// one, or a number out of float64's range refuses the line; null leaves
+// a scalar or struct as it is and makes a list, a pointer or an
+// interface nil; a repeated (folded) key decodes again into what the
+// first one left, as encoding/json does. What the types do not read
+// (metadata, turn inputs and outputs, events, step args) is checked and
+// not built. FuzzScanLineDecoder holds it to jsonlimit.Check's errors
+// and encoding/json's verdicts and values on any input. A lineDecoder is
+// reused line after line (its buffers are kept).
 type lineDecoder struct {
-	data    []byte
-	pos     int
-	scratch []byte
-	fold    []byte
+	s    jsonlimit.Scanner
+	fold []byte
 }
 
 // errScanLine is a line the scan decoder refuses (encoding/json would
 // return an error for it).
 var errScanLine = errors.New("line refused")
 
-func (d *lineDecoder) ws() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek is the first byte of the next value (after white space).
-func (d *lineDecoder) peek() byte {
-	d.ws()
-	if d.pos >= len(d.data) {
-		return 0
-	}
-	return d.data[d.pos]
-}
-
-// rawString returns the body of the string at d.pos and whether it has
-// escapes, and moves past it.
-func (d *lineDecoder) rawString() ([]byte, bool) {
-	start := d.pos + 1
-	escaped := false
-	for i := start; i < len(d.data); i++ {
-		switch d.data[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			d.pos = i + 1
-			return d.data[start:i], escaped
-		}
-	}
-	d.pos = len(d.data)
-	return d.data[start:], escaped
-}
-
-// str is the string at d.pos, unescaped.
+// str is the string value next, unescaped.
 func (d *lineDecoder) str() (string, error) {
-	raw, escaped := d.rawString()
-	if !escaped {
-		return string(raw), nil
-	}
-	buf, fault, _ := jsonlimit.Unescape(d.scratch[:0], raw, len(raw))
-	d.scratch = buf[:0]
-	if fault != jsonlimit.UnescapeOK {
-		return "", errScanLine
-	}
-	return string(buf), nil
-}
-
-// skip moves past the value at d.pos.
-func (d *lineDecoder) skip() {
-	switch d.peek() {
-	case '"':
-		d.rawString()
-	case '{', '[':
-		depth := 0
-		for d.pos < len(d.data) {
-			switch d.data[d.pos] {
-			case '"':
-				d.rawString()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					d.pos++
-					return
-				}
-			}
-			d.pos++
-		}
-	default:
-		for d.pos < len(d.data) {
-			switch d.data[d.pos] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return
-			}
-			d.pos++
-		}
-	}
-}
-
-// literal is the number or literal at d.pos.
-func (d *lineDecoder) literal() []byte {
-	start := d.pos
-	d.skip()
-	return d.data[start:d.pos]
-}
-
-// isNull moves past a null and reports it.
-func (d *lineDecoder) isNull() bool {
-	if d.peek() == 'n' {
-		d.pos += len("null")
-		return true
-	}
-	return false
+	b, err := d.s.StringValue()
+	return string(b), err
 }
 
 // object calls field with the index in names of every key of the object
-// at d.pos (its value at d.pos), by exact name, else folded (foldedNames
-// are names folded); a key matching no name refuses the line. null is
-// no object (a no-op, as for a struct).
+// next (its value next), by exact name, else folded (foldedNames are
+// names folded); a key matching no name refuses the line. null is no
+// object (a no-op, as for a struct).
 func (d *lineDecoder) object(names, foldedNames []string, field func(i int) error) error {
-	switch d.peek() {
+	switch d.s.NextByte() {
 	case 'n':
-		d.pos += len("null")
-		return nil
+		return d.s.Skip()
 	case '{':
 	default:
 		return errScanLine
 	}
-	d.pos++
-	if d.peek() == '}' {
-		d.pos++
-		return nil
+	if err := d.s.Object(); err != nil {
+		return err
 	}
-	for {
-		d.ws()
-		key, escaped := d.rawString()
-		if escaped {
-			buf, fault, _ := jsonlimit.Unescape(d.scratch[:0], key, len(key))
-			if fault != jsonlimit.UnescapeOK {
-				return errScanLine
-			}
-			key, d.scratch = buf, buf[:0]
-		}
-		i := fieldIndex(key, names, foldedNames, &d.fold)
-		if i < 0 {
-			return errScanLine
-		}
-		d.ws()
-		d.pos++ // ':'
-		if err := field(i); err != nil {
+	// The writer puts the keys in the fields' order: the field after the
+	// last one is tried first.
+	for next := 0; ; {
+		key, more, err := d.s.Key()
+		if err != nil || !more {
 			return err
 		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return nil
-		default:
-			return errScanLine
+		i := next
+		if i >= len(names) || string(key) != names[i] {
+			if i = fieldIndex(key, names, foldedNames, &d.fold); i < 0 {
+				return errScanLine
+			}
+		}
+		next = i + 1
+		if err := field(i); err != nil {
+			return err
 		}
 	}
 }
@@ -234,42 +125,37 @@ func foldedNames(names ...string) []string {
 	return out
 }
 
-// list decodes the array at d.pos element by element into a slice of
+// list decodes the array next element by element into a slice of
 // length n (elem decodes element i, grow makes it exist), as
 // encoding/json does into a slice: existing elements are decoded into,
 // the slice ends at the array's length, [] is an empty slice and null a
 // nil one (set(-1)).
 func (d *lineDecoder) list(truncate func(n int), elem func(i int) error) error {
-	switch d.peek() {
+	switch d.s.NextByte() {
 	case 'n':
-		d.pos += len("null")
+		if err := d.s.Skip(); err != nil {
+			return err
+		}
 		truncate(-1)
 		return nil
 	case '[':
 	default:
 		return errScanLine
 	}
-	d.pos++
-	n := 0
-	if d.peek() == ']' {
-		d.pos++
-		truncate(0)
-		return nil
+	if err := d.s.Array(); err != nil {
+		return err
 	}
-	for {
-		if err := elem(n); err != nil {
+	for n := 0; ; n++ {
+		more, err := d.s.Elem()
+		if err != nil {
 			return err
 		}
-		n++
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
+		if !more {
 			truncate(n)
 			return nil
-		default:
-			return errScanLine
+		}
+		if err := elem(n); err != nil {
+			return err
 		}
 	}
 }
@@ -301,10 +187,9 @@ func sliceOf[T any](d *lineDecoder, s *[]T, dec func(*T) error) error {
 }
 
 func (d *lineDecoder) stringField(dst *string) error {
-	switch d.peek() {
+	switch d.s.NextByte() {
 	case 'n':
-		d.pos += len("null")
-		return nil
+		return d.s.Skip()
 	case '"':
 		s, err := d.str()
 		*dst = s
@@ -314,36 +199,35 @@ func (d *lineDecoder) stringField(dst *string) error {
 }
 
 func (d *lineDecoder) boolField(dst *bool) error {
-	switch d.peek() {
+	switch d.s.NextByte() {
 	case 'n':
-		d.pos += len("null")
+		return d.s.Skip()
 	case 't':
-		d.pos += len("true")
 		*dst = true
 	case 'f':
-		d.pos += len("false")
 		*dst = false
 	default:
 		return errScanLine
 	}
-	return nil
+	return d.s.Skip()
 }
 
-func (d *lineDecoder) number() ([]byte, bool) {
-	c := d.peek()
-	if c != '-' && (c < '0' || c > '9') {
-		return nil, false
+// number is the number next, or false for null (skipped).
+func (d *lineDecoder) number() ([]byte, bool, error) {
+	switch c := d.s.NextByte(); {
+	case c == 'n':
+		return nil, false, d.s.Skip()
+	case c != '-' && (c < '0' || c > '9'):
+		return nil, false, errScanLine
 	}
-	return d.literal(), true
+	lit, err := d.s.NumberValue()
+	return lit, err == nil, err
 }
 
 func (d *lineDecoder) intField(dst *int64) error {
-	if d.isNull() {
-		return nil
-	}
-	lit, ok := d.number()
+	lit, ok, err := d.number()
 	if !ok {
-		return errScanLine
+		return err
 	}
 	n, err := strconv.ParseInt(string(lit), 10, 64)
 	if err != nil {
@@ -366,12 +250,9 @@ func (d *lineDecoder) intFieldInt(dst *int) error {
 }
 
 func (d *lineDecoder) floatField(dst *float64) error {
-	if d.isNull() {
-		return nil
-	}
-	lit, ok := d.number()
+	lit, ok, err := d.number()
 	if !ok {
-		return errScanLine
+		return err
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
@@ -382,34 +263,25 @@ func (d *lineDecoder) floatField(dst *float64) error {
 }
 
 // standIn is a jsonObject, jsonArray or jsonString: the JSON type open
-// or null.
+// or null, checked and not built.
 func (d *lineDecoder) standIn(set *bool, open byte) error {
-	switch d.peek() {
+	switch d.s.NextByte() {
 	case 'n':
-		d.pos += len("null")
 		*set = false
-		return nil
 	case open:
-		d.skip()
 		*set = true
-		return nil
+	default:
+		return errScanLine
 	}
-	return errScanLine
+	return d.s.Skip()
 }
 
 // anyField is an `any` field: the generic value (encoding/json with
-// UseNumber and jsonlimit.Decode build the same ones from a checked
-// line).
+// UseNumber and jsonlimit build the same ones).
 func (d *lineDecoder) anyField(dst *any) error {
-	d.ws()
-	start := d.pos
-	d.skip()
-	v, err := jsonlimit.Decode(d.data[start:d.pos], jsonlimit.OwnDocumentLimits())
-	if err != nil {
-		return errScanLine
-	}
+	v, err := d.s.Value()
 	*dst = v
-	return nil
+	return err
 }
 
 var (
@@ -432,23 +304,38 @@ var (
 	statsFolded      = foldedNames(statsNames...)
 )
 
-// decodeScanSampleLine decodes a checked sample line into s as
-// encoding/json would (see lineDecoder).
-func decodeScanSampleLine(line []byte, s *scanSampleLine) error {
-	return decodeLineObject(line, sampleLineNames, sampleLineFolded, &s.Type, &s.CaseIndex, &s.Sample, (*lineDecoder).sample)
-}
-
-// decodeScanCaseLineInto decodes a checked case line into c as
-// encoding/json would.
-func decodeScanCaseLineInto(line []byte, c *scanCaseLine) error {
-	return decodeLineObject(line, caseLineNames, caseLineFolded, &c.Type, &c.CaseIndex, &c.Case, (*lineDecoder).caseResult)
+// decode checks a sample or case line against lim and decodes it into
+// v (*scanSampleLine or *scanCaseLine): what jsonlimit.Unmarshal does,
+// in one pass and without reflection. Its error is jsonlimit.Check's for
+// a line Check refuses, else errScanLine for one encoding/json refuses.
+func (d *lineDecoder) decode(line []byte, lim jsonlimit.Limits, v any) error {
+	var err error
+	switch v := v.(type) {
+	case *scanSampleLine:
+		err = decodeLineObject(d, line, lim, sampleLineNames, sampleLineFolded, &v.Type, &v.CaseIndex, &v.Sample, (*lineDecoder).sample)
+	case *scanCaseLine:
+		err = decodeLineObject(d, line, lim, caseLineNames, caseLineFolded, &v.Type, &v.CaseIndex, &v.Case, (*lineDecoder).caseResult)
+	default:
+		return errScanLine
+	}
+	if err == errScanLine {
+		// The types refused the line where they stopped reading it; a
+		// limit or syntax error after that point is the line's error,
+		// as it was when Check ran first. Only refused lines pay for it.
+		if cerr := jsonlimit.Check(line, lim); cerr != nil {
+			return cerr
+		}
+	}
+	return err
 }
 
 // decodeLineObject decodes a stream line's object: its type, its case
 // index and its one body field (names[2]), null or decoded by body into
 // the value it points at (allocated when nil, as encoding/json does).
-func decodeLineObject[T any](line []byte, names, folded []string, typ *string, caseIndex *int, dst **T, body func(*lineDecoder, *T) error) error {
-	d := &lineDecoder{data: line}
+func decodeLineObject[T any](d *lineDecoder, line []byte, lim jsonlimit.Limits, names, folded []string, typ *string, caseIndex *int, dst **T, body func(*lineDecoder, *T) error) error {
+	if err := d.s.Reset(line, lim); err != nil {
+		return err
+	}
 	if err := d.object(names, folded, func(i int) error {
 		switch i {
 		case 0:
@@ -456,9 +343,9 @@ func decodeLineObject[T any](line []byte, names, folded []string, typ *string, c
 		case 1:
 			return d.intFieldInt(caseIndex)
 		}
-		if d.isNull() {
+		if d.s.NextByte() == 'n' {
 			*dst = nil
-			return nil
+			return d.s.Skip()
 		}
 		if *dst == nil {
 			*dst = new(T)
@@ -467,32 +354,7 @@ func decodeLineObject[T any](line []byte, names, folded []string, typ *string, c
 	}); err != nil {
 		return err
 	}
-	return d.end()
-}
-
-// decodeScanLine checks a sample or case line against lim and decodes it
-// into v (*scanSampleLine or *scanCaseLine): what jsonlimit.Unmarshal
-// does, in two passes instead of three and without reflection.
-func decodeScanLine(line []byte, lim jsonlimit.Limits, v any) error {
-	if err := jsonlimit.Check(line, lim); err != nil {
-		return err
-	}
-	switch v := v.(type) {
-	case *scanSampleLine:
-		return decodeScanSampleLine(line, v)
-	case *scanCaseLine:
-		return decodeScanCaseLineInto(line, v)
-	}
-	return errScanLine
-}
-
-// end refuses anything but white space after the line's object.
-func (d *lineDecoder) end() error {
-	d.ws()
-	if d.pos != len(d.data) {
-		return errScanLine
-	}
-	return nil
+	return d.s.End()
 }
 
 func (d *lineDecoder) sample(s *scanSample) error {
@@ -532,8 +394,7 @@ func (d *lineDecoder) turn(t *scanTurn) error {
 		case 0:
 			return d.stringField(&t.TurnID)
 		case 1, 2, 3:
-			d.skip()
-			return nil
+			return d.s.Skip()
 		case 4:
 			return d.boolField(&t.Passed)
 		case 5:
@@ -566,8 +427,7 @@ func (d *lineDecoder) step(s *scanTrajectoryItem) error {
 		case 3:
 			return d.standIn(&s.CallID.set, '"')
 		default:
-			d.skip()
-			return nil
+			return d.s.Skip()
 		}
 	})
 }
@@ -660,11 +520,12 @@ func (d *lineDecoder) fullStep(s *TrajectoryItem) error {
 		case 2:
 			return d.stringField(&s.Tool)
 		case 3:
-			if d.isNull() {
+			switch d.s.NextByte() {
+			case 'n':
 				s.CallID = nil
-				return nil
-			}
-			if d.peek() != '"' {
+				return d.s.Skip()
+			case '"':
+			default:
 				return errScanLine
 			}
 			v, err := d.str()

@@ -94,26 +94,40 @@ func ScanTypesMirror() string {
 	return strings.Join(diffs, "; ")
 }
 
-// ScanDecodersAgree decodes line (when jsonlimit.Check accepts it under
-// the stream's limits) as a sample line and as a case line, with
-// encoding/json into the scan types (jsonlimit.Unmarshal) and with the
-// scan decoder (decodeScanLine), and returns how they differ: verdict or
-// value; "" when they agree. The root package's fuzz target calls it.
+// ScanDecodersAgree decodes line as a sample line and as a case line,
+// under the stream's limits and under tighter ones that a fuzzer reaches
+// (scanFuzzLimits), with jsonlimit.Check and then encoding/json into the
+// scan types (jsonlimit.Unmarshal) and with the one-pass scan decoder
+// (lineDecoder, one reused for every decode), and returns how they
+// differ: Check's error, the verdict or the value; "" when they agree.
+// The root package's fuzz target calls it.
 func ScanDecodersAgree(line []byte) string {
-	lim := jsonlimit.OwnDocumentLimits()
-	lim.MaxBytes = MaxStreamLineBytes
-	if jsonlimit.Check(line, lim) != nil {
-		return ""
-	}
-	for _, pair := range [][2]any{{new(scanSampleLine), new(scanSampleLine)}, {new(scanCaseLine), new(scanCaseLine)}} {
-		want := jsonlimit.Unmarshal(line, lim, pair[0])
-		got := decodeScanLine(line, lim, pair[1])
-		if (want == nil) != (got == nil) {
-			return fmt.Sprintf("%T: encoding/json %v, scan decoder %v", pair[0], want, got)
-		}
-		if want == nil && !reflect.DeepEqual(pair[0], pair[1]) {
-			return fmt.Sprintf("%T: encoding/json %+v, scan decoder %+v", pair[0], pair[0], pair[1])
+	stream := jsonlimit.OwnDocumentLimits()
+	stream.MaxBytes = MaxStreamLineBytes
+	var dec lineDecoder
+	for _, lim := range []jsonlimit.Limits{stream, scanFuzzLimits} {
+		cerr := jsonlimit.Check(line, lim)
+		for _, pair := range [][2]any{{new(scanSampleLine), new(scanSampleLine)}, {new(scanCaseLine), new(scanCaseLine)}} {
+			got := dec.decode(line, lim, pair[1])
+			if cerr != nil {
+				if !reflect.DeepEqual(got, cerr) {
+					return fmt.Sprintf("%T under %+v: jsonlimit.Check %v, scan decoder %v", pair[0], lim, cerr, got)
+				}
+				continue
+			}
+			want := jsonlimit.Unmarshal(line, lim, pair[0])
+			if (want == nil) != (got == nil) || got != nil && got != errScanLine {
+				return fmt.Sprintf("%T under %+v: encoding/json %v, scan decoder %v", pair[0], lim, want, got)
+			}
+			if want == nil && !reflect.DeepEqual(pair[0], pair[1]) {
+				return fmt.Sprintf("%T: encoding/json %+v, scan decoder %+v", pair[0], pair[0], pair[1])
+			}
 		}
 	}
 	return ""
 }
+
+// scanFuzzLimits are the stream's limits tightened to sizes a golden
+// sample or case line comes close to, so that mutations of it cross each
+// one.
+var scanFuzzLimits = jsonlimit.Limits{MaxDepth: 6, MaxNodes: 160, MaxString: 48, MaxStringTotal: 1200, MaxList: 4, MaxObjectKeys: 16, MaxBytes: 4096}
