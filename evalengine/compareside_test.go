@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fadcedab/adk/evalengine"
@@ -176,5 +177,63 @@ func TestCompareSides_TrajectoryDigest(t *testing.T) {
 	}
 	if math.Signbit(math.Copysign(0, -1) + 0) {
 		t.Fatal("-0 + 0 is not +0")
+	}
+}
+
+// TestCompareSides_TrajectoryDigestWithoutEncoding: the digest of a
+// trajectory whose args and results are generic values (as the stream
+// checks decode them) is built without encoding them, and is the digest
+// of the same trajectory encoded (args given as raw JSON): for numbers,
+// escapes, unicode, nesting, and for what encoding changes (invalid
+// UTF-8, a nil map, Go numbers, an empty json.Number).
+func TestCompareSides_TrajectoryDigestWithoutEncoding(t *testing.T) {
+	generic := func(s string) any {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	id := "c1"
+	step := func(turn string, callID *string, args, result any) []evalengine.TrajectoryItem {
+		return []evalengine.TrajectoryItem{{TurnID: turn, Kind: "tool_call", Tool: "lookup", CallID: callID, Args: args, Result: result}}
+	}
+	for _, s := range []string{
+		`{"q":"x"}`, `{"a":1,"b":[1,2.5e3,-0,{"c":null}]}`, `{}`, `[]`, `null`, `true`, `"<a&b>\u2028\u00e9\ud83d\ude00"`,
+		`{"\u00e9":{"":[[],{}]}}`, `12345678901234567890`, `1e400`, `{"a":1,"a ":2}`,
+	} {
+		raw := any(json.RawMessage(s))
+		if s == "null" {
+			raw = nil // decoded null is a nil interface: left out (omitempty) either way
+		}
+		for _, callID := range []*string{nil, &id} {
+			plain, encoded := step("turn-1", callID, generic(s), generic(s)), step("turn-1", callID, raw, raw)
+			kp, okp := evalengine.TrajectoryKey(plain)
+			ke, oke := evalengine.TrajectoryKey(encoded)
+			if kp != ke || okp != oke {
+				t.Errorf("%s: digest %x (%v) without encoding, %x (%v) encoded", s, kp[:4], okp, ke[:4], oke)
+			}
+		}
+	}
+	bad, fffd := "\xff", "\ufffd"
+	for _, tc := range []struct {
+		name   string
+		a, b   []evalengine.TrajectoryItem
+		wantOK bool
+	}{
+		{"invalid UTF-8 in a turn id", step("t"+bad, nil, nil, nil), step("t"+fffd, nil, nil, nil), true},
+		{"invalid UTF-8 in a call id", step("t", &bad, nil, nil), step("t", &fffd, nil, nil), true},
+		{"invalid UTF-8 in args", step("t", nil, map[string]any{"k" + bad: bad}, nil), step("t", nil, json.RawMessage(`{"k\ufffd":"\ufffd"}`), nil), true},
+		{"a nil map", step("t", nil, map[string]any{"m": map[string]any(nil), "l": []any(nil)}, nil), step("t", nil, json.RawMessage(`{"m":null,"l":null}`), nil), true},
+		{"Go numbers", step("t", nil, map[string]any{"i": 1, "f": 2.5}, nil), step("t", nil, json.RawMessage(`{"i":1,"f":2.5}`), nil), true},
+		{"an empty json.Number", step("t", nil, json.Number(""), nil), step("t", nil, json.RawMessage(`0`), nil), true},
+	} {
+		ka, oka := evalengine.TrajectoryKey(tc.a)
+		kb, okb := evalengine.TrajectoryKey(tc.b)
+		if ka != kb || oka != okb || oka != tc.wantOK {
+			t.Errorf("%s: digests %x (%v) and %x (%v), want equal and ok %v", tc.name, ka[:4], oka, kb[:4], okb, tc.wantOK)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
@@ -317,9 +318,12 @@ func CompareSides(b, c *CompareSide, opts CompareOptions) (*Comparison, error) {
 // with its kind. ok is false when the trajectory is not JSON or holds a
 // number jsonEqual cannot compare (equal to nothing, itself included).
 func trajectoryKey(t []TrajectoryItem) (key [sha256.Size]byte, ok bool) {
-	g, err := ToGeneric(t)
-	if err != nil {
-		return key, false
+	g, plain := plainTrajectory(t)
+	if !plain {
+		var err error
+		if g, err = ToGeneric(t); err != nil {
+			return key, false
+		}
 	}
 	h := sha256.New()
 	if !hashGeneric(h, g) {
@@ -327,6 +331,76 @@ func trajectoryKey(t []TrajectoryItem) (key [sha256.Size]byte, ok bool) {
 	}
 	h.Sum(key[:0])
 	return key, true
+}
+
+// plainTrajectory is ToGeneric(t) built without encoding t, when t's
+// strings are valid UTF-8 and its args and results are generic values
+// already (as the stream checks and strict decoding build them:
+// map[string]any, []any, string, json.Number, bool, nil), so that the
+// JSON round trip would give them back unchanged. Anything else (a Go
+// value an adapter returned, invalid UTF-8 that encoding would replace, a
+// nil map that would become null) is false: ToGeneric's.
+func plainTrajectory(t []TrajectoryItem) (any, bool) {
+	if t == nil {
+		return nil, false
+	}
+	out := make([]any, len(t))
+	for i := range t {
+		s := &t[i]
+		if !utf8.ValidString(s.TurnID) || !utf8.ValidString(s.Kind) || !utf8.ValidString(s.Tool) ||
+			s.CallID != nil && !utf8.ValidString(*s.CallID) || !plainGeneric(s.Args) || !plainGeneric(s.Result) {
+			return nil, false
+		}
+		m := make(map[string]any, 6)
+		m["turn_id"], m["kind"], m["tool"], m["call_id"] = s.TurnID, s.Kind, s.Tool, nil
+		if s.CallID != nil {
+			m["call_id"] = *s.CallID
+		}
+		// omitempty: a nil interface is left out.
+		if s.Args != nil {
+			m["args"] = s.Args
+		}
+		if s.Result != nil {
+			m["result"] = s.Result
+		}
+		out[i] = m
+	}
+	return out, true
+}
+
+// plainGeneric reports whether v is a generic JSON value that encoding
+// and decoding (with UseNumber) give back unchanged.
+func plainGeneric(v any) bool {
+	switch x := v.(type) {
+	case nil, bool:
+		return true
+	case string:
+		return utf8.ValidString(x)
+	case json.Number:
+		end, ok := jsonlimit.ScanNumber([]byte(x), 0)
+		return ok && end == len(x)
+	case map[string]any:
+		if x == nil {
+			return false
+		}
+		for k, e := range x {
+			if !utf8.ValidString(k) || !plainGeneric(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return false
+		}
+		for _, e := range x {
+			if !plainGeneric(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func hashGeneric(h hash.Hash, v any) bool {
