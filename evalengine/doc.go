@@ -296,8 +296,9 @@
 //     stream's limits and tight ones), FuzzScanner holds the Scanner to
 //     Check, and TestStreamChecks_RefuseWhatTheResultDecoderRefuses to
 //     ReadStream's. A 100,000-case compare went from ~95 to ~40 µs CPU a
-//     case with the decoder after Check, and to ~21 µs in one pass
-//     (bench/RESULTS.md). Rendering (StreamFile.Cases) and ReadStream
+//     case with the decoder after Check, to ~21 µs in one pass, and to
+//     ~18 µs with a case line's trajectory digested from its generic
+//     values without a JSON round trip (bench/RESULTS.md). Rendering (StreamFile.Cases) and ReadStream
 //     still decode the full types.
 //
 // # Metrics beyond the criteria (§5.8, §5.12)
