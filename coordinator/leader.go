@@ -291,6 +291,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 		seen, ok := n.live.worker(w)
 		if now.Sub(gainedAt) > t.WorkerTTL && (!ok || now.Sub(seen.at) > t.WorkerTTL) {
 			lostWorkers = append(lostWorkers, w)
+			n.log.Info("worker silent: its tasks failed as worker_lost", "worker", w, "tasks", len(tasks), "heard", ok)
 			for _, tk := range tasks {
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
 					State: evalrecord.TaskFailed, Tag: evalengine.TagWorkerLost})
@@ -299,6 +300,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 		}
 		live[w] = true
 		var suspects, timedOut []api.TaskRef
+		replaced := 0
 		for _, tk := range tasks {
 			ref := api.TaskRef{JobID: tk.JobID, Index: tk.Index}
 			switch {
@@ -309,6 +311,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 				// instead of after the dispatch grace.
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
 					State: evalrecord.TaskFailed, Tag: evalengine.TagWorkerLost})
+				replaced++
 			case now.UnixMilli() > tk.DeadlineAt:
 				outs = append(outs, evalstore.Outcome{JobID: tk.JobID, Index: tk.Index, Worker: w,
 					State: evalrecord.TaskFailed, Tag: evalengine.TagTimeout})
@@ -335,6 +338,9 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			}
 			suspects = keep
 		}
+		if replaced > 0 {
+			n.log.Info("worker restarted: its predecessor's tasks failed as worker_lost", "worker", w, "tasks", replaced)
+		}
 		if len(suspects)+len(timedOut) == 0 {
 			continue
 		}
@@ -345,6 +351,7 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 		if !sok {
 			continue
 		}
+		var unreported []api.TaskRef
 		for _, ref := range suspects {
 			if _, q := scan.queued[ref]; q {
 				delete(d.handedAt, ref)
@@ -358,7 +365,13 @@ func (n *Node) failLostTasks(ctx context.Context, v *leaderView, now, gainedAt t
 			if seen.at.Sub(h) > t.DispatchGrace {
 				outs = append(outs, evalstore.Outcome{JobID: ref.JobID, Index: ref.Index, Worker: w,
 					State: evalrecord.TaskFailed, Tag: evalengine.TagWorkerLost})
+				unreported = append(unreported, ref)
 			}
+		}
+		if len(unreported) > 0 {
+			// Assigned in Raft, never queued nor reported: typically a
+			// leader killed between the assign and its publish.
+			n.log.Info("tasks out of the queue and unreported: failed as worker_lost", "worker", w, "tasks", len(unreported), "first", unreported[0].JobID+"/"+strconv.Itoa(unreported[0].Index))
 		}
 		// Failed tasks still queued (timed out while waiting) are deleted
 		// with their message when nothing else in it may run.
