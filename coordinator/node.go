@@ -477,6 +477,12 @@ func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
 // IsLeader reports whether this node is the Raft leader.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// Serving reports whether this node leads and has taken over: the lease
+// decided and renewed, the task streams and consumers ensured. Only then
+// does it answer heartbeats and dispatch; a Raft leader still setting up
+// (IsLeader) does neither.
+func (n *Node) Serving() bool { return n.leading.Load() }
+
 // Leader returns the current leader's id ("" when unknown).
 func (n *Node) Leader() string {
 	_, id := n.raft.LeaderWithID()

@@ -118,7 +118,8 @@ type WorkerNode struct {
 
 // StartEval starts the NATS cluster (with per-worker users), the
 // coordinators (node 0 bootstraps, the others join) and the workers, and
-// waits for a leader. Everything stops in t.Cleanup.
+// waits until a leader serves (WaitServing). Everything stops in
+// t.Cleanup.
 func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 	t.Helper()
 	if o.NATSNodes == 0 {
@@ -186,7 +187,35 @@ func StartEval(t testing.TB, o EvalOptions) *EvalCluster {
 		c.wks = append(c.wks, &WorkerNode{ID: w})
 		c.StartWorker(len(c.wks) - 1)
 	}
+	c.WaitServing(servingBudget)
 	return c
+}
+
+// servingBudget bounds how long a new cluster may take to serve
+// (WaitServing). The first leader serves only once it has created the
+// task streams and one consumer per worker, all R3 on three NATS nodes:
+// under -race on a loaded 2-core machine clusters took up to ~9 s to come
+// up (load 12-14, 2026-12-06), and a leader change during the set-up
+// starts it over on the next leader. 30 s is three times the slowest seen.
+const servingBudget = 30 * time.Second
+
+// WaitServing waits up to d until a coordinator serves: it leads and has
+// taken over (coordinator.Node.Serving), so it answers heartbeats and
+// renews the lease. A job submitted before that can meet a leader change
+// during the first leader's set-up, and the next leader then finds the
+// lease older than the fence and fails the job
+// evaluation_service_restarted (a full restart, by design): what a test
+// then sees is the cluster forming, not what it tests.
+func (c *EvalCluster) WaitServing(d time.Duration) {
+	c.t.Helper()
+	testutil.WaitFor(c.t, d, "a coordinator serving", func() bool {
+		for i := range c.coords {
+			if n := c.Coordinator(i); n != nil && n.Serving() {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // ConnectCoord returns a connection with the unrestricted coordinator
