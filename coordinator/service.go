@@ -723,13 +723,41 @@ func (s *service) putBaseline(req *api.Request) *api.Reply {
 	if err != nil {
 		return fail(err)
 	}
-	return &api.Reply{Baseline: res.Baseline, Index: res.Index}
+	b := res.Baseline
+	if b != nil && len(b.Result) > s.replyLimit() {
+		// Stored; the copy is too large to answer (get_baseline says so,
+		// and the job's result reads in pages).
+		row := *b
+		row.Result = nil
+		b = &row
+	}
+	return &api.Reply{Baseline: b, Index: res.Index}
+}
+
+// replyLimit is how many result bytes a reply may carry besides its
+// other fields: the connection's max_payload less resultPageHeadroom
+// (a baseline copies a result of up to 16 MiB; a reply over max_payload
+// would never be sent, and the caller would wait out its timeout).
+func (s *service) replyLimit() int {
+	if mp := int(s.n.nc.MaxPayload()); mp > 0 {
+		return max(mp-resultPageHeadroom, minResultPageBytes)
+	}
+	return resultPageBytes
 }
 
 func (s *service) getBaseline(req *api.Request) *api.Reply {
 	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
 		b, err := tx.GetBaseline(req.Scope, req.Name)
-		return &api.Reply{Baseline: b}, err
+		switch {
+		case err != nil:
+			return nil, err
+		case req.WithoutResult:
+			b.Result = nil
+		case len(b.Result) > s.replyLimit():
+			return nil, api.Errorf(api.CodeRequestLimit, "baseline %q holds a result of %d bytes, over a reply's %d bytes: read the result of job %s (in pages)",
+				b.Name, len(b.Result), s.replyLimit(), b.JobID)
+		}
+		return &api.Reply{Baseline: b}, nil
 	})
 }
 

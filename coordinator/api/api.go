@@ -192,6 +192,11 @@ type Request struct {
 	SetVersion string `msgpack:"set_version,omitempty"`
 	// Baselines.
 	Name string `msgpack:"name,omitempty"`
+	// WithoutResult (get_baseline) answers the baseline's row without its
+	// result document, which can be larger than a reply (NATS
+	// max_payload): its job's result reads in pages. A node of an earlier
+	// build ignores it and answers the whole row.
+	WithoutResult bool `msgpack:"without_result,omitempty"`
 	// Prune.
 	Prune *evalrecord.PruneOptions `msgpack:"prune,omitempty"`
 	// result: the page starts at byte Offset of the result document and

@@ -445,6 +445,18 @@ func (c *Client) GetBaseline(ctx context.Context, scope, name string) (*evalreco
 	return rep.Baseline, nil
 }
 
+// BaselineRow returns a named baseline without its result document
+// (Result is nil): the job it names, its digest and time. A baseline's
+// result can be larger than one reply; ResultStream of its job reads the
+// same result in pages.
+func (c *Client) BaselineRow(ctx context.Context, scope, name string) (*evalrecord.Baseline, error) {
+	rep, err := c.Call(ctx, api.OpGetBaseline, &api.Request{Scope: scope, Name: name, WithoutResult: true})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Baseline, nil
+}
+
 // ListBaselines pages a scope's baselines by name (rows without their
 // results; GetBaseline reads one with its result).
 func (c *Client) ListBaselines(ctx context.Context, scope string, limit int, cursor string) (*evalrecord.Page[evalrecord.Baseline], error) {
