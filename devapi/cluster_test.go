@@ -507,8 +507,8 @@ func TestClusterDevAPI_ReportParityLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	a = do(t, e.base, "POST", "/dev/v1/evaluation/compare", tokAlice, []byte(`{"baseline_job_id":"`+j.JobID+`","current_job_id":"`+j.JobID+`"}`))
-	if a.status != 200 || !bytes.Equal(a.body, wantCmp) {
-		t.Errorf("compare by job id: %d %.300s", a.status, a.body)
+	if a.status != 200 || !bytes.Equal(a.body, wantCmp) || a.header.Get("content-length") != fmt.Sprint(len(wantCmp)) {
+		t.Errorf("compare by job id: %d, content-length %q, %.300s", a.status, a.header.Get("content-length"), a.body)
 	}
 	for body, code := range map[string]int{
 		`{"baseline_job_id":"` + j.JobID + `","baseline_name":"b","current_job_id":"` + j.JobID + `"}`: 400,

@@ -171,7 +171,7 @@ func (s *Server) compare(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
-	cmp, err := evalengine.Compare(base, cur, opts)
+	cmp, err := evalengine.CompareSides(base, cur, opts)
 	if err != nil {
 		if evalengine.ErrorCode(err) == evalengine.CodeEvalSetMismatch {
 			return errorf(http.StatusConflict, CodeSetMismatch, "baseline and current evaluate different sets").
@@ -180,5 +180,26 @@ func (s *Server) compare(w http.ResponseWriter, c *call) *Error {
 		return errorf(http.StatusBadRequest, CodeInvalidReport, err.Error()).
 			with(map[string]string{"reason": "invalid_comparison_options"})
 	}
-	return s.renderOutput(w, cmp, evalengine.FormatJSON, evalengine.ExportOptions{MaxBytes: max})
+	if limit != nil {
+		// The caller's bound: the document whole or the typed refusal.
+		return s.renderOutput(w, cmp, evalengine.FormatJSON, evalengine.ExportOptions{MaxBytes: max})
+	}
+	return s.writeComparison(w, cmp)
+}
+
+// writeComparison sends a comparison's JSON document of any size
+// (DESIGN.md "Comparisons of any size"): up to MaxResponseBytes it is
+// one body with its content-length, as every answer; past it the same
+// document streams (chunked), a case row at a time, instead of the
+// output_limit_exceeded it was.
+func (s *Server) writeComparison(w http.ResponseWriter, cmp *evalengine.Comparison) *Error {
+	sw := &spillWriter{w: w, contentType: ContentType(evalengine.FormatJSON), limit: MaxResponseBytes}
+	if _, err := evalengine.WriteComparison(sw, cmp, evalengine.FormatJSON, evalengine.ExportOptions{}); err != nil {
+		if sw.streaming {
+			// w failed (the client went away); the status is sent.
+			return nil
+		}
+		return reportErr("render_failed", err)
+	}
+	return sw.finish(s)
 }

@@ -386,6 +386,44 @@ func (s *Server) writeRaw(w http.ResponseWriter, status int, contentType string,
 	return nil
 }
 
+// spillWriter holds an answer of unknown size up to limit bytes, then
+// sends it as writeRaw does (one body with its content-length, status
+// 200); an answer past limit is sent as it is written instead, with
+// status 200 and no content-length (chunked), so its size is bounded by
+// its writer, not by memory.
+type spillWriter struct {
+	w           http.ResponseWriter
+	contentType string
+	limit       int
+	buf         []byte
+	streaming   bool
+}
+
+func (s *spillWriter) Write(p []byte) (int, error) {
+	if !s.streaming {
+		if len(s.buf)+len(p) <= s.limit {
+			s.buf = append(s.buf, p...)
+			return len(p), nil
+		}
+		s.streaming = true
+		s.w.Header().Set("content-type", s.contentType)
+		s.w.WriteHeader(http.StatusOK)
+		if _, err := s.w.Write(s.buf); err != nil {
+			return 0, err
+		}
+		s.buf = nil
+	}
+	return s.w.Write(p)
+}
+
+// finish sends a held answer (nothing to do for one already streaming).
+func (s *spillWriter) finish(srv *Server) *Error {
+	if s.streaming {
+		return nil
+	}
+	return srv.writeRaw(s.w, http.StatusOK, s.contentType, s.buf, s.limit)
+}
+
 // statusWriter records the status for metrics and passes Flush through
 // (event streams).
 type statusWriter struct {

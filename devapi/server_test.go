@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -304,6 +305,63 @@ func TestServer_RequestLog(t *testing.T) {
 		}
 		if tc.level == slog.LevelDebug && !strings.Contains(lines[0], `"route":"/dev/v1/evaluation/jobs/{job_id}"`) {
 			t.Errorf("the route template is missing: %s", lines[0])
+		}
+	}
+}
+
+// TestOpenAPI_ReportBodiesMatchTheirTypes: the documented render, compare
+// and stats bodies name exactly the fields the server decodes (its Go
+// types, which refuse unknown fields), options included.
+func TestOpenAPI_ReportBodiesMatchTheirTypes(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	jsonFields := func(v any) []string {
+		var out []string
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			out = append(out, name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, c := range []struct {
+		schema     string
+		body, opts any
+	}{
+		{"RenderBody", devapi.RenderBody{}, devapi.RenderOptions{}},
+		{"CompareBody", devapi.CompareBody{}, devapi.CompareOpts{}},
+		{"StatsBody", devapi.StatsBody{}, devapi.StatsParams{}},
+	} {
+		s, ok := doc.Components.Schemas[c.schema]
+		if !ok {
+			t.Errorf("schema %s is not documented", c.schema)
+			continue
+		}
+		var props, opts []string
+		for k := range s.Properties {
+			props = append(props, k)
+		}
+		for k := range s.Properties["options"].Properties {
+			opts = append(opts, k)
+		}
+		sort.Strings(props)
+		sort.Strings(opts)
+		if want := jsonFields(c.body); !slices.Equal(props, want) {
+			t.Errorf("%s documents %v, the server decodes %v", c.schema, props, want)
+		}
+		if want := jsonFields(c.opts); !slices.Equal(opts, want) {
+			t.Errorf("%s.options documents %v, the server decodes %v", c.schema, opts, want)
 		}
 	}
 }

@@ -1,13 +1,17 @@
 package devapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
 )
 
@@ -22,11 +26,12 @@ const (
 	MaxStatsResultBytes = 64 << 20
 )
 
-// compareSide resolves one side of a comparison: the inline document or
-// exactly one reference (a job id or a baseline name) to a stored result
-// of the call's scope.
+// compareSide resolves one side of a comparison to what the comparison
+// reads of it (evalengine.CompareSide): the inline document, or exactly
+// one reference (a job id or a baseline name) to a stored result of the
+// call's scope, read by storedSide.
 func (s *Server) compareSide(c *call, field string, inline json.RawMessage,
-	refs map[string]string, decode func(string, json.RawMessage) (*evalengine.Result, *Error)) (*evalengine.Result, *Error) {
+	refs map[string]string, decode func(string, json.RawMessage) (*evalengine.Result, *Error)) (*evalengine.CompareSide, *Error) {
 	var named []string
 	for k, v := range refs {
 		if v != "" {
@@ -44,37 +49,99 @@ func (s *Server) compareSide(c *call, field string, inline json.RawMessage,
 			with(map[string]any{"reason": field + "_must_be_eval_result", "field": field, "valid": valid})
 	}
 	if len(inline) > 0 {
-		return decode(field, inline)
+		r, e := decode(field, inline)
+		if e != nil {
+			return nil, e
+		}
+		return resultSide(field, r)
 	}
 	key := named[0]
 	cl, scope, e := s.evalCall(c)
 	if e != nil {
 		return nil, e
 	}
-	var doc []byte
-	var err error
+	jobID := refs[key]
 	if key == "baseline_name" {
 		name := refs[key]
 		if len(name) > MaxPathParamBytes {
 			return nil, errorf(http.StatusBadRequest, CodeInvalidReport, key+" must be 1.."+strconv.Itoa(MaxPathParamBytes)+" bytes").
 				with(map[string]string{"reason": "invalid_baseline_name", "field": key})
 		}
-		b, gerr := cl.GetBaseline(c.r.Context(), scope, name)
-		if gerr == nil {
-			doc = b.Result
+		// The row names the job whose result the baseline copied; a
+		// baseline protects its job from pruning, so the job's result is
+		// the baseline's (the same digest), and it reads in pages where
+		// the baseline's copy would have to fit one reply.
+		b, err := cl.BaselineRow(c.r.Context(), scope, name)
+		if err != nil {
+			return nil, serviceError(err)
 		}
-		err = gerr
-	} else {
-		if !jobIDPattern.MatchString(refs[key]) {
-			return nil, errorf(http.StatusBadRequest, CodeInvalidReport, key+" must be \"eval-\" and 32 lowercase hex digits").
-				with(map[string]string{"reason": "invalid_job_id", "field": key})
-		}
-		doc, err = cl.Result(c.r.Context(), scope, refs[key])
+		jobID = b.JobID
+	} else if !jobIDPattern.MatchString(jobID) {
+		return nil, errorf(http.StatusBadRequest, CodeInvalidReport, key+" must be \"eval-\" and 32 lowercase hex digits").
+			with(map[string]string{"reason": "invalid_job_id", "field": key})
 	}
+	return storedSide(c.r.Context(), cl, scope, key, jobID, decode)
+}
+
+// errSideRead stops a result stream whose reader has finished or failed.
+var errSideRead = errors.New("compare side read ended")
+
+// storedSide reads a stored result's side of a comparison. A job's result
+// is read as its JSON Lines stream (client.ResultStream, a page at a
+// time through a pipe) by evalengine.ReadStreamSide, so the side holds
+// about 90 bytes a case, and the page in flight, whatever the result's
+// size (past the 16 MiB a result document may have too). A job completed
+// before results were kept as records has no stream: its document (at
+// most 16 MiB) is read instead, decoded, and reduced to its side.
+func storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string,
+	decode func(string, json.RawMessage) (*evalengine.Result, *Error)) (*evalengine.CompareSide, *Error) {
+	pr, pw := io.Pipe()
+	type streamed struct {
+		lines int64
+		err   error
+	}
+	done := make(chan streamed, 1)
+	go func() {
+		n, err := cl.ResultStream(ctx, scope, jobID, pw, 0)
+		pw.CloseWithError(err) // nil: the reader sees EOF
+		done <- streamed{n, err}
+	}()
+	side, rerr := evalengine.ReadStreamSide(pr)
+	pr.CloseWithError(errSideRead)
+	st := <-done
+	switch {
+	case st.err != nil && st.lines == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
+		doc, err := cl.Result(ctx, scope, jobID)
+		if err != nil {
+			return nil, serviceError(err)
+		}
+		r, e := decode(key, doc)
+		if e != nil {
+			return nil, e
+		}
+		return resultSide(key, r)
+	case st.err != nil && !errors.Is(st.err, errSideRead):
+		return nil, serviceError(st.err)
+	case rerr != nil:
+		return nil, invalidSide(key, rerr)
+	}
+	return side, nil
+}
+
+// resultSide is a decoded result's side of a comparison.
+func resultSide(field string, r *evalengine.Result) (*evalengine.CompareSide, *Error) {
+	side, err := evalengine.ResultSide(r)
 	if err != nil {
-		return nil, serviceError(err)
+		return nil, invalidSide(field, err)
 	}
-	return decode(key, doc)
+	return side, nil
+}
+
+// invalidSide is the answer to a side that is not a valid result: the
+// message names the field given and what is wrong.
+func invalidSide(field string, err error) *Error {
+	return errorf(http.StatusBadRequest, CodeInvalidReport, field+": "+err.Error()).
+		with(map[string]string{"reason": field + "_must_be_eval_result", "field": field})
 }
 
 func sortedKeys(m map[string]string) []string {
