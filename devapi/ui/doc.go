@@ -25,7 +25,10 @@
 //     baseline_name, current_job_id): the server reads the stored results,
 //     so results of any size compare. The two Wilson intervals come from
 //     /dev/v1/evaluation/stats over the two jobs (a named baseline's job
-//     is read from the baseline row).
+//     is read from the baseline row). The case table shows 100 rows at a
+//     time, regressions first, with Previous/Next: a comparison of a
+//     100,000-case set is one document (devapi/DESIGN.md), but the page
+//     never builds a row per case.
 //   - Trend: the last 30 completed runs of the set, through
 //     /dev/v1/evaluation/stats, which is `adk eval stats` itself (no
 //     mirror of its arithmetic in the page): the pass rate with its

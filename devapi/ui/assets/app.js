@@ -772,8 +772,26 @@
     }
     return out;
   }
+  // A comparison has a row per baseline case (100,000 for a large set):
+  // the case table shows CASE_ROWS_PAGE rows at a time, regressions
+  // first, with Previous/Next, so the page never builds every row.
+  const CASE_ROWS_PAGE = 100;
   function comparisonView(c, baseIv, curIv) {
-    const cases = (c.case_diffs || []).slice().sort((a, b) => (a.regression === b.regression ? 0 : a.regression ? -1 : 1));
+    const all = c.case_diffs || [];
+    const regressed = all.filter((d) => d.regression);
+    const cases = regressed.concat(all.filter((d) => !d.regression));
+    const rowsBox = h('div', { id: 'case-rows' });
+    const showRows = (from) => {
+      const to = Math.min(cases.length, from + CASE_ROWS_PAGE);
+      const nav = cases.length > CASE_ROWS_PAGE ? h('p', { class: 'pager' },
+        h('button', { type: 'button', id: 'rows-prev', disabled: from === 0, on: { click: () => showRows(Math.max(0, from - CASE_ROWS_PAGE)) } }, 'Previous'),
+        ' Rows ' + (cases.length ? from + 1 : 0) + '–' + to + ' of ' + cases.length + ' (' + regressed.length + ' regressions) ',
+        h('button', { type: 'button', id: 'rows-next', disabled: to >= cases.length, on: { click: () => showRows(to) } }, 'Next')) : null;
+      fill(rowsBox, nav, table('Case changes, newly failing first', ['Case', 'Baseline', 'Current', 'Trajectory changed', 'Status'],
+        cases.slice(from, to).map((d) => h('tr', null, h('td', null, d.case_id), h('td', null, statusBadge(d.baseline_status)), h('td', null, statusBadge(d.current_status)),
+          h('td', null, d.trajectory_changed ? 'yes' : 'no'), h('td', null, d.regression ? [statusBadge('REGRESSION'), ' ', d.reason] : 'ok')))));
+    };
+    showRows(0);
     return h('section', { 'aria-label': 'Comparison' },
       h('h2', null, 'Comparison ', statusBadge(c.passed ? 'PASS' : 'FAIL')),
       kv([['Eval set', c.eval_set_id + ' (baseline ' + c.baseline_version + ', current ' + c.current_version + ')'],
@@ -783,9 +801,7 @@
         (c.metric_diffs || []).map((m) => h('tr', null, h('td', null, m.metric_id), h('td', { class: 'num' }, f4(m.baseline_score)),
           h('td', { class: 'num' }, f4(m.current_score)), h('td', { class: 'num' }, f4(m.current_score - m.baseline_score)),
           h('td', { class: 'num' }, f4(m.tolerance)), h('td', null, m.regression ? [statusBadge('REGRESSION'), ' ', m.reason] : 'ok')))),
-      table('Case changes, newly failing first', ['Case', 'Baseline', 'Current', 'Trajectory changed', 'Status'],
-        cases.map((d) => h('tr', null, h('td', null, d.case_id), h('td', null, statusBadge(d.baseline_status)), h('td', null, statusBadge(d.current_status)),
-          h('td', null, d.trajectory_changed ? 'yes' : 'no'), h('td', null, d.regression ? [statusBadge('REGRESSION'), ' ', d.reason] : 'ok')))));
+      rowsBox);
   }
 
   async function pageTrend(sig, q) {
