@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -97,5 +99,41 @@ func TestProcStat_ReadsThisProcess(t *testing.T) {
 	}
 	if _, err := cpuTime(1 << 30); err == nil {
 		t.Fatal("a pid that does not exist has a CPU time")
+	}
+}
+
+// TestFakeStats_ErrorSaysWhy: a /stats call that times out names how
+// long it took, the fake's state and the load, so a lost row tells a slow
+// fake from a dead one.
+func TestFakeStats_ErrorSaysWhy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() { // accepts and never answers
+		if c, err := ln.Accept(); err == nil {
+			held <- c
+		}
+	}()
+	defer func() {
+		select {
+		case c := <-held:
+			c.Close()
+		default:
+		}
+	}()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	f := &fleet{fakeURL: ln.Addr().String(), http: &http.Client{Transport: tr, Timeout: 100 * time.Millisecond}}
+	_, err = f.fakeStats(context.Background())
+	if err == nil {
+		t.Fatal("no error from a fake that never answers")
+	}
+	for _, want := range []string{"openaifake stats after ", "(fake not started, load ", "Client.Timeout"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }

@@ -313,15 +313,30 @@ func (f *fleet) fakeStats(ctx context.Context) (fakeStats, error) {
 	if err != nil {
 		return st, err
 	}
+	began := time.Now()
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return st, fmt.Errorf("openaifake stats: %w", err)
+		return st, f.fakeError("openaifake stats", began, err)
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("openaifake stats: %w", err)
+		return st, f.fakeError("openaifake stats", began, err)
 	}
 	return st, nil
+}
+
+// fakeError is a failed call to openaifake's /stats with what tells a
+// slow fake from a dead one: how long the call took, whether the fake
+// process still runs, and the machine's load (a row lost once to a stats
+// timeout at load ~15 in session 13, and the error said no more).
+func (f *fleet) fakeError(what string, began time.Time, err error) error {
+	state := "running"
+	if f.fake == nil {
+		state = "not started"
+	} else if f.fake.exited() {
+		state = fmt.Sprintf("exited (%v, log %s)", f.fake.err, f.fake.log)
+	}
+	return fmt.Errorf("%s after %v (fake %s, load %s): %w", what, time.Since(began).Round(time.Millisecond), state, loadAverage(), err)
 }
 
 // resetFakeTimes clears openaifake's first and last call times, so the
@@ -331,9 +346,10 @@ func (f *fleet) resetFakeTimes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("openaifake stats reset: %w", err)
+		return f.fakeError("openaifake stats reset", began, err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
