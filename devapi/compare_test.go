@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -50,8 +51,8 @@ func bigCompareSet(version string, n, pad int, fails func(int) bool) []byte {
 
 // storedResult reads a completed job's result as its stream and builds
 // the document in memory (the test may; the gateway must not); it also
-// returns the stream's size.
-func storedResult(t *testing.T, e *env, scope, jobID string) (*evalengine.Result, int) {
+// returns the stream.
+func storedResult(t *testing.T, e *env, scope, jobID string) (*evalengine.Result, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	if _, err := e.cl.ResultStream(context.Background(), scope, jobID, &buf, 0); err != nil {
@@ -65,7 +66,7 @@ func storedResult(t *testing.T, e *env, scope, jobID string) (*evalengine.Result
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, buf.Len()
+	return r, buf.Bytes()
 }
 
 // liveHeapPeak returns how far the live heap rose above its level
@@ -141,7 +142,8 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 	}
 	e.c.WaitJob(e.cl, "team-a", a, 120*time.Second, "completed")
 	e.c.WaitJob(e.cl, "team-a", b, 60*time.Second, "completed")
-	ra, streamA := storedResult(t, e, "team-a", a)
+	ra, jsonlA := storedResult(t, e, "team-a", a)
+	streamA := len(jsonlA)
 	rb, _ := storedResult(t, e, "team-a", b)
 	if ra.ErrorCaseCount+rb.ErrorCaseCount != 0 {
 		t.Fatalf("%d and %d cases in error", ra.ErrorCaseCount, rb.ErrorCaseCount)
@@ -234,6 +236,7 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 	if got.status != 400 || got.errCode() != devapi.CodeInvalidReport || !strings.Contains(string(got.body), `"reason":"output_limit_exceeded"`) {
 		t.Errorf("max_output_bytes: %d %s", got.status, got.body)
 	}
+	checkStoredReportsOfAnySize(t, e, a, b, jsonlA, ra, rb)
 	checkUIPagesComparison(t, e, a, b, n, wantRegressions)
 
 }
@@ -361,5 +364,89 @@ func voidAction[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		_, err := a(ctx, tg)
 		return chromedp.Void{}, err
+	}
+}
+
+// checkStoredReportsOfAnySize: the job routes that read a stored result
+// as one document (report, result, stats) with job a, whose samples are
+// over the document's 16 MiB (they were all 400 eval_report_too_large).
+// markdown (case by case) and html (one page of at most 16 MiB) are
+// evalengine.RenderStream of a's stream, byte for byte, chunked past
+// 1 MiB, the spool file removed (junit, sarif and annotations take the
+// same path: evalengine's tests hold RenderStream to Render for them;
+// each format here reads a's 24 MB again, seconds under -race);
+// format=jsonl is the stream itself; json and /result are a typed 413
+// naming format=jsonl (the UI's job page reads these two, so it shows
+// that error instead of loading the stream); max_bytes still refuses,
+// typed; stats of b then a is evalengine.StatsReport of the decoded
+// results.
+func checkStoredReportsOfAnySize(t *testing.T, e *env, a, b string, jsonlA []byte, ra, rb *evalengine.Result) {
+	t.Helper()
+	spool := t.TempDir()
+	t.Setenv("TMPDIR", spool)
+	path := "/dev/v1/evaluation/jobs/" + a
+	for _, route := range []string{"/result", "/report?format=json"} {
+		got := do(t, e.base, "GET", path+route, tokAlice, nil)
+		if got.status != 413 || got.errCode() != devapi.CodeResponseTooLarge || !strings.Contains(string(got.body), "format=jsonl") ||
+			!strings.Contains(string(got.body), `"reason":"`+evalengine.CodeReportTooLarge+`"`) {
+			t.Errorf("GET %s of a: %d %.300s", route, got.status, got.body)
+		}
+	}
+	got := do(t, e.base, "GET", path+"/report?format=jsonl", tokAlice, nil)
+	if got.status != 200 || got.header.Get("content-length") != "" || got.header.Get("content-type") != devapi.ContentTypeJSONL ||
+		!bytes.Equal(got.body, jsonlA) {
+		t.Errorf("report jsonl of a: %d %q %q, %d bytes, want its stream's %d", got.status, got.header.Get("content-length"),
+			got.header.Get("content-type"), len(got.body), len(jsonlA))
+	}
+	// The caller's bound refuses, typed, at the first page past it.
+	got = do(t, e.base, "GET", path+"/report?format=jsonl&max_bytes=4096", tokAlice, nil)
+	if got.status != 413 || got.errCode() != devapi.CodeResponseTooLarge || !strings.Contains(string(got.body), `"max_bytes":4096`) {
+		t.Errorf("report jsonl max_bytes=4096: %d %.300s", got.status, got.body)
+	}
+	sf, err := evalengine.OpenStreamFile(bytes.NewReader(jsonlA), int64(len(jsonlA)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{evalengine.FormatMarkdown, evalengine.FormatHTML} {
+		var want bytes.Buffer
+		if err := evalengine.RenderStream(&want, sf, f, evalengine.ExportOptions{MaxBytes: devapi.MaxReportBytes}); err != nil {
+			t.Fatal(f, err)
+		}
+		// The heap is this process's, the test's read of the answer
+		// included; html's page (16 MiB by design, held by RenderStream)
+		// would say nothing of the stream, so only markdown's is sampled
+		// (sampling collects again and again: slow under -race).
+		var got answer
+		var grew uint64
+		start := time.Now()
+		if f == evalengine.FormatMarkdown {
+			grew = liveHeapPeak(func() { got = do(t, e.base, "GET", path+"/report?format="+f, tokAlice, nil) })
+		} else {
+			got = do(t, e.base, "GET", path+"/report?format="+f, tokAlice, nil)
+		}
+		if got.status != 200 || !bytes.Equal(got.body, want.Bytes()) || got.header.Get("content-length") != "" ||
+			got.header.Get("content-type") != devapi.ContentType(f) {
+			t.Errorf("report %s of a: %d, content-length %q, %d bytes, want RenderStream's %d: %.200s", f, got.status,
+				got.header.Get("content-length"), len(got.body), want.Len(), got.body)
+		}
+		t.Logf("report %s of a: %d bytes in %v; the live heap rose %.1f MiB", f, len(got.body), time.Since(start).Round(time.Millisecond), float64(grew)/(1<<20))
+		if grew > 2*uint64(len(jsonlA)) {
+			t.Errorf("report %s: the live heap rose %d bytes for a result of %d bytes", f, grew, len(jsonlA))
+		}
+	}
+	if left, err := os.ReadDir(spool); err != nil || len(left) != 0 {
+		t.Errorf("spool files left: %v %v", left, err)
+	}
+	if got := do(t, e.base, "GET", path+"/report?format=jsonl", tokBob, nil); got.status != 404 {
+		t.Errorf("bob: report of a: %d %.200s", got.status, got.body)
+	}
+	wantStats, _, err := evalengine.StatsReport([]*evalengine.Result{rb, ra},
+		evalengine.StatsOptions{Gate: evalengine.DefaultGateOptions(), Format: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = do(t, e.base, "POST", "/dev/v1/evaluation/stats", tokAlice, []byte(`{"job_ids":["`+b+`","`+a+`"]}`))
+	if got.status != 200 || !bytes.Equal(got.body, wantStats) {
+		t.Errorf("stats b, a: %d, %d bytes, want %d: %.300s", got.status, len(got.body), len(wantStats), got.body)
 	}
 }

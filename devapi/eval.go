@@ -363,6 +363,11 @@ func (s *Server) result(w http.ResponseWriter, c *call) *Error {
 		return e
 	}
 	doc, err := cl.Result(c.r.Context(), scope, id)
+	if tooLargeForDocument(err) {
+		return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge,
+			"the result's samples are over one 16 MiB document: GET /dev/v1/evaluation/jobs/"+id+"/report?format=jsonl sends its JSON Lines form, format=markdown, junit, sarif, annotations or html its report").
+			with(map[string]any{"reason": evalengine.CodeReportTooLarge, "route": PathJobReport + "?format=jsonl"})
+	}
 	if err != nil {
 		return serviceError(err)
 	}
@@ -385,6 +390,8 @@ func ContentType(format string) string {
 		// The self-contained report (issue 15); the UI downloads it, it
 		// carries its own CSP and no script.
 		return "text/html; charset=utf-8"
+	case evalengine.FormatJSONL:
+		return ContentTypeJSONL
 	}
 	return "application/json; charset=utf-8"
 }
@@ -433,7 +440,18 @@ func (s *Server) report(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
-	out, err := JobReport(c.r.Context(), cl, scope, id, format, evalengine.ExportOptions{SuiteName: suite, MaxBytes: int(limit)})
+	opts := evalengine.ExportOptions{SuiteName: suite, MaxBytes: int(limit)}
+	doc, err := cl.Result(c.r.Context(), scope, id)
+	if tooLargeForDocument(err) {
+		// Its samples are over one document: from its stream
+		// (DESIGN.md "Stored results of any size").
+		_, bounded := c.query["max_bytes"]
+		return s.streamedReport(c.r.Context(), w, cl, scope, id, format, opts, bounded)
+	}
+	if err != nil {
+		return serviceError(err)
+	}
+	out, err := RenderStoredResult(doc, format, opts)
 	if err != nil {
 		var ee *evalengine.Error
 		if errors.As(err, &ee) {

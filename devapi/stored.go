@@ -87,14 +87,46 @@ func (s *Server) compareSide(c *call, field string, inline json.RawMessage,
 var errSideRead = errors.New("compare side read ended")
 
 // storedSide reads a stored result's side of a comparison. A job's result
-// is read as its JSON Lines stream (client.ResultStream, a page at a
-// time through a pipe) by evalengine.ReadStreamSide, so the side holds
-// about 90 bytes a case, and the page in flight, whatever the result's
-// size (past the 16 MiB a result document may have too). A job completed
-// before results were kept as records has no stream: its document (at
-// most 16 MiB) is read instead, decoded, and reduced to its side.
+// is read as its JSON Lines stream (readStoredStream) by
+// evalengine.ReadStreamSide, so the side holds about 90 bytes a case, and
+// the page in flight, whatever the result's size (past the 16 MiB a
+// result document may have too). A job completed before results were
+// kept as records has no stream: its document (at most 16 MiB) is read
+// instead, decoded, and reduced to its side.
 func storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string,
 	decode func(string, json.RawMessage) (*evalengine.Result, *Error)) (*evalengine.CompareSide, *Error) {
+	var side *evalengine.CompareSide
+	noStream, e, rerr := readStoredStream(ctx, cl, scope, jobID, func(r io.Reader) (err error) {
+		side, err = evalengine.ReadStreamSide(r)
+		return err
+	})
+	switch {
+	case e != nil:
+		return nil, e
+	case noStream:
+		doc, err := cl.Result(ctx, scope, jobID)
+		if err != nil {
+			return nil, serviceError(err)
+		}
+		r, e := decode(key, doc)
+		if e != nil {
+			return nil, e
+		}
+		return resultSide(key, r)
+	case rerr != nil:
+		return nil, invalidSide(key, rerr)
+	}
+	return side, nil
+}
+
+// readStoredStream gives read a job's JSON Lines stream
+// (client.ResultStream, a page at a time through a pipe, from an owned
+// goroutine; the pipe is closed both ways). noStream: the job was
+// completed before results were kept as records and has none (read its
+// document with client.Result). A stream's error (e) wins over read's,
+// which is returned as readErr.
+func readStoredStream(ctx context.Context, cl *client.Client, scope, jobID string,
+	read func(io.Reader) error) (noStream bool, e *Error, readErr error) {
 	pr, pw := io.Pipe()
 	type streamed struct {
 		lines int64
@@ -106,26 +138,16 @@ func storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string
 		pw.CloseWithError(err) // nil: the reader sees EOF
 		done <- streamed{n, err}
 	}()
-	side, rerr := evalengine.ReadStreamSide(pr)
+	rerr := read(pr)
 	pr.CloseWithError(errSideRead)
 	st := <-done
 	switch {
 	case st.err != nil && st.lines == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
-		doc, err := cl.Result(ctx, scope, jobID)
-		if err != nil {
-			return nil, serviceError(err)
-		}
-		r, e := decode(key, doc)
-		if e != nil {
-			return nil, e
-		}
-		return resultSide(key, r)
+		return true, nil, nil
 	case st.err != nil && !errors.Is(st.err, errSideRead):
-		return nil, serviceError(st.err)
-	case rerr != nil:
-		return nil, invalidSide(key, rerr)
+		return false, serviceError(st.err), nil
 	}
-	return side, nil
+	return false, nil, rerr
 }
 
 // resultSide is a decoded result's side of a comparison.
@@ -211,36 +233,66 @@ func (s *Server) stats(w http.ResponseWriter, c *call) *Error {
 	if e != nil {
 		return e
 	}
-	results := make([]*evalengine.Result, 0, len(b.JobIDs))
-	total := 0
-	for i, id := range b.JobIDs {
-		doc, err := cl.Result(c.r.Context(), scope, id)
-		if err != nil {
-			return serviceError(err)
-		}
-		if total += len(doc); total > MaxStatsResultBytes {
-			return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge,
-				"the results named hold more than "+strconv.Itoa(MaxStatsResultBytes)+" bytes; name fewer jobs").
-				with(map[string]any{"max_bytes": MaxStatsResultBytes, "field": "job_ids"})
-		}
-		r, err := evalengine.DecodeResult(doc)
-		if err != nil {
-			return bad("job_ids["+strconv.Itoa(i)+"]", err.Error(), evalengine.ErrorCode(err))
-		}
-		results = append(results, r)
-	}
-	out, _, err := evalengine.StatsReport(results, opts)
+	sb, err := evalengine.NewStatsBuilder(len(b.JobIDs), opts)
 	if err != nil {
-		var ee *evalengine.Error
-		switch {
-		case errors.As(err, &ee) && ee.Code == evalengine.CodeEvalSetMismatch:
-			return errorf(http.StatusConflict, CodeSetMismatch, "the jobs evaluate different eval sets").
-				with(map[string]string{"reason": evalengine.CodeEvalSetMismatch})
-		case errors.As(err, &ee) && ee.Code == evalengine.CodeExportByteLimitExceeded:
-			return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge, "the statistics are larger than 1 MiB; name fewer jobs").
-				with(map[string]any{"max_bytes": MaxResponseBytes})
-		}
 		return bad("options", err.Error(), evalengine.ErrorCode(err))
 	}
+	// Each job's series is read from its stream (evalengine.ReadStreamSeries:
+	// bytes a sample and a score, never a sample), so a result of any size
+	// counts; a job without a stream is read as its document, and those
+	// documents together are bounded by MaxStatsResultBytes.
+	total := 0
+	for i, id := range b.JobIDs {
+		field := "job_ids[" + strconv.Itoa(i) + "]"
+		var series *evalengine.StatsSeries
+		noStream, e, rerr := readStoredStream(c.r.Context(), cl, scope, id, func(r io.Reader) (err error) {
+			series, err = evalengine.ReadStreamSeries(r)
+			return err
+		})
+		if e != nil {
+			return e
+		}
+		if rerr != nil {
+			return bad(field, rerr.Error(), evalengine.ErrorCode(rerr))
+		}
+		if noStream {
+			doc, err := cl.Result(c.r.Context(), scope, id)
+			if err != nil {
+				return serviceError(err)
+			}
+			if total += len(doc); total > MaxStatsResultBytes {
+				return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge,
+					"the results named hold more than "+strconv.Itoa(MaxStatsResultBytes)+" bytes; name fewer jobs").
+					with(map[string]any{"max_bytes": MaxStatsResultBytes, "field": "job_ids"})
+			}
+			r, err := evalengine.DecodeResult(doc)
+			if err != nil {
+				return bad(field, err.Error(), evalengine.ErrorCode(err))
+			}
+			if err := sb.AddResult(r); err != nil {
+				return statsError(err, bad)
+			}
+		} else if err := sb.Add(series); err != nil {
+			return statsError(err, bad)
+		}
+	}
+	out, _, err := sb.Finish()
+	if err != nil {
+		return statsError(err, bad)
+	}
 	return s.writeRaw(w, http.StatusOK, "application/json; charset=utf-8", out, MaxResponseBytes)
+}
+
+// statsError is the answer to a statistics report that failed.
+func statsError(err error, bad func(field, msg, reason string) *Error) *Error {
+	var ee *evalengine.Error
+	switch {
+	case errors.As(err, &ee) && ee.Code == evalengine.CodeEvalSetMismatch:
+		return errorf(http.StatusConflict, CodeSetMismatch, "the jobs evaluate different eval sets").
+			with(map[string]string{"reason": evalengine.CodeEvalSetMismatch})
+	case errors.As(err, &ee) && ee.Code == evalengine.CodeExportByteLimitExceeded:
+		return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge, "the statistics are larger than 1 MiB; name fewer jobs").
+			with(map[string]any{"max_bytes": MaxResponseBytes})
+	}
+	return bad("options", err.Error(), evalengine.ErrorCode(err))
 }

@@ -1,0 +1,125 @@
+package devapi
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
+	"github.com/fadcedab/adk/evalengine"
+)
+
+// ContentTypeJSONL is the content type of a result's JSON Lines stream
+// (GET .../report?format=jsonl).
+const ContentTypeJSONL = "application/jsonl; charset=utf-8"
+
+// tooLargeForDocument says whether err is the coordinator refusing to
+// build a job's result document: its samples are over 16 MiB, and only
+// its JSON Lines stream holds it (DESIGN.md "Stored results of any size").
+func tooLargeForDocument(err error) bool {
+	return err != nil && api.AsError(err).Code == evalengine.CodeReportTooLarge
+}
+
+// errOverMaxBytes stops a report written into a caller's max_bytes.
+var errOverMaxBytes = errors.New("report over max_bytes")
+
+// cappedWriter holds at most limit bytes; more is errOverMaxBytes.
+type cappedWriter struct {
+	buf   []byte
+	limit int
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	if len(c.buf)+len(p) > c.limit {
+		return 0, errOverMaxBytes
+	}
+	c.buf = append(c.buf, p...)
+	return len(p), nil
+}
+
+// streamedReport sends the report of a job whose result is over one
+// document, from its JSON Lines stream: jsonl is the stream itself;
+// markdown, junit, sarif, annotations and html are evalengine.RenderStream
+// of it, spooled to a temporary file (RenderStream reads a StreamFile, a
+// ReaderAt) that is removed before the answer ends; json is refused,
+// naming jsonl. Without max_bytes (bounded false) the answer is held up
+// to MaxResponseBytes and sent with its content-length, and past it
+// streams (chunked); with it, the answer is held up to limit and over it
+// is 413 response_too_large, as for a result document.
+func (s *Server) streamedReport(ctx context.Context, w http.ResponseWriter, cl *client.Client, scope, id, format string,
+	opts evalengine.ExportOptions, bounded bool) *Error {
+	if format == evalengine.FormatJSON {
+		return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge,
+			"the result's samples are over one 16 MiB JSON document: format=jsonl sends its JSON Lines form; format=markdown, junit, sarif, annotations or html render it").
+			with(map[string]any{"reason": evalengine.CodeReportTooLarge, "parameter": "format", "valid": []string{evalengine.FormatJSONL}})
+	}
+	var sink io.Writer
+	var capped *cappedWriter
+	spill := &spillWriter{w: w, contentType: ContentType(format), limit: MaxResponseBytes}
+	if bounded {
+		capped = &cappedWriter{limit: opts.MaxBytes}
+		sink = capped
+	} else {
+		sink = spill
+	}
+	render := func() error {
+		if format == evalengine.FormatJSONL {
+			_, err := cl.ResultStream(ctx, scope, id, sink, 0)
+			return err
+		}
+		f, err := os.CreateTemp("", "adk-devapi-report-*.jsonl")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if _, err := cl.ResultStream(ctx, scope, id, bw, 0); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		size, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return err
+		}
+		sf, err := evalengine.OpenStreamFile(f, size)
+		if err != nil {
+			return err
+		}
+		return evalengine.RenderStream(sink, sf, format, opts)
+	}
+	err := render()
+	if err != nil && !bounded && spill.streaming {
+		// The status and part of the body are sent: end the answer
+		// without its last chunk, so the client sees it cut short.
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil {
+		var ee *evalengine.Error
+		var ae *api.Error
+		switch {
+		case errors.Is(err, errOverMaxBytes):
+			return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge, "the report is larger than "+strconv.Itoa(opts.MaxBytes)+" bytes").
+				with(map[string]any{"max_bytes": opts.MaxBytes, "reason": evalengine.CodeExportByteLimitExceeded})
+		case errors.As(err, &ae):
+			return serviceError(err)
+		case errors.As(err, &ee):
+			return errorf(http.StatusBadRequest, CodeInvalidReport, err.Error()).with(map[string]string{"reason": ee.Code})
+		}
+		// The temporary file failed (the disk is full): the gateway's
+		// trouble, not the request's.
+		return errorf(http.StatusServiceUnavailable, CodeServiceUnavailable, "the result could not be spooled for its report").
+			with(map[string]string{"reason": "report_spool_failed"})
+	}
+	if bounded {
+		return s.writeRaw(w, http.StatusOK, ContentType(format), capped.buf, opts.MaxBytes)
+	}
+	return spill.finish(s)
+}
