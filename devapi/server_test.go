@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/devapi"
+	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/tracenode"
 )
@@ -362,6 +363,47 @@ func TestOpenAPI_ReportBodiesMatchTheirTypes(t *testing.T) {
 		}
 		if want := jsonFields(c.opts); !slices.Equal(opts, want) {
 			t.Errorf("%s.options documents %v, the server decodes %v", c.schema, opts, want)
+		}
+	}
+}
+
+// TestOpenAPI_JobReportFormats: the job report route documents every
+// format the server renders (evalengine.Formats) and the content type
+// each is sent with (ContentType), jsonl's JSON Lines stream included.
+func TestOpenAPI_JobReportFormats(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	var get struct {
+		Parameters []struct {
+			Name   string `json:"name"`
+			Schema struct {
+				Enum []string `json:"enum"`
+			} `json:"schema"`
+		} `json:"parameters"`
+		Responses map[string]struct {
+			Content map[string]json.RawMessage `json:"content"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(doc.Paths[devapi.PathJobReport]["get"], &get); err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	for _, p := range get.Parameters {
+		if p.Name == "format" {
+			enum = p.Schema.Enum
+		}
+	}
+	if !slices.Equal(enum, evalengine.Formats()) {
+		t.Errorf("format enum %v, the server renders %v", enum, evalengine.Formats())
+	}
+	for _, f := range evalengine.Formats() {
+		ct, _, _ := strings.Cut(devapi.ContentType(f), ";")
+		if _, ok := get.Responses["200"].Content[ct]; !ok {
+			t.Errorf("format %s: content type %s is not documented", f, ct)
 		}
 	}
 }
