@@ -377,8 +377,8 @@ func voidAction[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 // each format here reads a's 24 MB again, seconds under -race);
 // format=jsonl is the stream itself; json and /result are a typed 413
 // naming format=jsonl (the UI's job page reads these two, so it shows
-// that error instead of loading the stream); max_bytes still refuses,
-// typed; stats of b then a is evalengine.StatsReport of the decoded
+// that error instead of loading the stream); max_bytes and an operator's
+// lower ceiling still refuse, typed; stats of b then a is evalengine.StatsReport of the decoded
 // results.
 func checkStoredReportsOfAnySize(t *testing.T, e *env, a, b string, jsonlA []byte, ra, rb *evalengine.Result) {
 	t.Helper()
@@ -402,6 +402,12 @@ func checkStoredReportsOfAnySize(t *testing.T, e *env, a, b string, jsonlA []byt
 	got = do(t, e.base, "GET", path+"/report?format=jsonl&max_bytes=4096", tokAlice, nil)
 	if got.status != 413 || got.errCode() != devapi.CodeResponseTooLarge || !strings.Contains(string(got.body), `"max_bytes":4096`) {
 		t.Errorf("report jsonl max_bytes=4096: %d %.300s", got.status, got.body)
+	}
+	// So does an operator's lower report ceiling, without max_bytes.
+	_, low := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, MaxReportBytes: 1 << 20})
+	got = do(t, low, "GET", path+"/report?format=jsonl", tokAlice, nil)
+	if got.status != 413 || got.errCode() != devapi.CodeResponseTooLarge || !strings.Contains(string(got.body), `"max_bytes":1048576`) {
+		t.Errorf("report jsonl under a 1 MiB ceiling: %d %.300s", got.status, got.body)
 	}
 	sf, err := evalengine.OpenStreamFile(bytes.NewReader(jsonlA), int64(len(jsonlA)))
 	if err != nil {

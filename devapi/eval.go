@@ -445,7 +445,10 @@ func (s *Server) report(w http.ResponseWriter, c *call) *Error {
 	if tooLargeForDocument(err) {
 		// Its samples are over one document: from its stream
 		// (DESIGN.md "Stored results of any size").
+		// Unbounded only at the default ceiling: an operator's lower
+		// MaxReportBytes bounds these reports too.
 		_, bounded := c.query["max_bytes"]
+		bounded = bounded || s.o.MaxReportBytes < MaxReportBytes
 		return s.streamedReport(c.r.Context(), w, cl, scope, id, format, opts, bounded)
 	}
 	if err != nil {

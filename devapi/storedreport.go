@@ -47,10 +47,12 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 // markdown, junit, sarif, annotations and html are evalengine.RenderStream
 // of it, spooled to a temporary file (RenderStream reads a StreamFile, a
 // ReaderAt) that is removed before the answer ends; json is refused,
-// naming jsonl. Without max_bytes (bounded false) the answer is held up
+// naming jsonl. Without max_bytes, at the default report ceiling (bounded
+// false), the answer is held up
 // to MaxResponseBytes and sent with its content-length, and past it
-// streams (chunked); with it, the answer is held up to limit and over it
-// is 413 response_too_large, as for a result document.
+// streams (chunked); with it, or under an operator's lower
+// MaxReportBytes, the answer is held up to that bound and over it is 413
+// response_limit_exceeded, as for a result document.
 func (s *Server) streamedReport(ctx context.Context, w http.ResponseWriter, cl *client.Client, scope, id, format string,
 	opts evalengine.ExportOptions, bounded bool) *Error {
 	if format == evalengine.FormatJSON {
