@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -237,7 +238,7 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 		t.Errorf("max_output_bytes: %d %s", got.status, got.body)
 	}
 	checkStoredReportsOfAnySize(t, e, a, b, jsonlA, ra, rb)
-	checkUIPagesComparison(t, e, a, b, n, wantRegressions)
+	checkUIPagesComparison(t, e, a, b, n, wantRegressions, streamA)
 
 }
 
@@ -291,7 +292,9 @@ func TestClusterDevAPI_CompareDocumentJobs(t *testing.T) {
 // checkUIPagesComparison opens the web UI's compare page for baseline a
 // and current b in Chromium (skipped without one): the case table shows
 // 100 rows at a time, regressions first, and Next shows the next 100.
-func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions int) {
+// Then job a's page, whose result (a stream of streamA bytes) is past one
+// document: it offers downloads, and the JSON Lines one arrives whole.
+func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions, streamA int) {
 	t.Helper()
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -351,6 +354,23 @@ func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions
 	}
 	if n, err := chromedp.Run(ctx, count); err != nil || n != 100 {
 		t.Errorf("%d rows shown after Next (%v), want 100", n, err)
+	}
+
+	// Job a's page: its result is past one document, so the page offers
+	// the downloads the report route streams instead of an error, and
+	// the JSON Lines one brings the whole stream through the browser.
+	statusText := chromedp.Evaluate[string](`(document.querySelector('#big-result-status') || {}).textContent || ''`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/#/jobs/"+a),
+		chromedp.WaitVisible(chromedp.CSS("#download-jsonl")),
+		chromedp.Click(chromedp.CSS("#download-jsonl")),
+		voidAction(chromedp.Poll[bool](`(document.querySelector('#big-result-status') || {}).textContent.startsWith('Downloaded')`))); err != nil {
+		text, _ := chromedp.Run(ctx, statusText)
+		t.Fatalf("job page of a result past 16 MiB: %v (status %q)", err, text)
+	}
+	file := regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(a, "_") // as app.js names it
+	wantStatus := fmt.Sprintf("Downloaded adk-result-%s.jsonl (%.1f MiB).", file, float64(streamA)/(1<<20))
+	if text, err := chromedp.Run(ctx, statusText); err != nil || text != wantStatus {
+		t.Errorf("download status %q (%v), want %q", text, err, wantStatus)
 	}
 	mu.Lock()
 	defer mu.Unlock()

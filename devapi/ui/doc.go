@@ -29,6 +29,12 @@
 //     time, regressions first, with Previous/Next: a comparison of a
 //     100,000-case set is one document (devapi/DESIGN.md), but the page
 //     never builds a row per case.
+//   - A job whose result is past one document (over 16 MiB of samples,
+//     the 413 eval_report_too_large of /result and the json report) is
+//     not shown case by case: its page says so and offers downloads of
+//     the report route's JSON Lines stream, markdown and html, fetched
+//     with the bearer token and saved from a blob, and says what it saved.
+//     Comparing it with another result pages its cases (above).
 //   - Trend: the last 30 completed runs of the set, through
 //     /dev/v1/evaluation/stats, which is `adk eval stats` itself (no
 //     mirror of its arithmetic in the page): the pass rate with its

@@ -608,7 +608,7 @@
         try {
           const r = await jobResult(id, sig.signal);
           fill(body, h('h2', null, 'Result'), resultSummary(r), h('h2', null, 'Cases'), caseTable(id, r));
-        } catch (e) { fill(body, errorBox(e) || ''); }
+        } catch (e) { fill(body, tooLargeToShow(e) ? bigResult(id) : errorBox(e) || ''); }
       }
     };
     let j;
@@ -621,18 +621,50 @@
     return [h('h1', null, 'Job ', h('code', null, id)), head, actions, cancelStatus, trouble, body];
   }
 
-  async function downloadReport(id, where) {
+  // The report formats a download offers: the file's extension and type.
+  const DOWNLOADS = {
+    html: { ext: 'html', type: 'text/html', label: 'HTML report' },
+    markdown: { ext: 'md', type: 'text/markdown', label: 'Markdown report' },
+    jsonl: { ext: 'jsonl', type: 'application/jsonl', label: 'Result as JSON Lines' },
+  };
+
+  // downloadReport saves a job's report in one of DOWNLOADS' formats (the
+  // bearer token rules out a plain link) and says in where what it saved.
+  async function downloadReport(id, where, format) {
+    const f = DOWNLOADS[format || 'html'];
+    if (format) fill(where, h('p', { class: 'muted' }, 'Preparing the ' + f.label + '…'));
     try {
-      const res = await call(API + '/evaluation/jobs/' + encodeURIComponent(id) + '/report?format=html');
-      const blob = new Blob([await res.arrayBuffer()], { type: 'text/html' });
+      const res = await call(API + '/evaluation/jobs/' + encodeURIComponent(id) + '/report?format=' + (format || 'html'));
+      const blob = new Blob([await res.arrayBuffer()], { type: f.type });
       const a = document.createElement('a');
       a.href = URL.createObjectURL(blob); // a blob: URL of the server's own escaped report
-      a.download = 'adk-report-' + id.replace(/[^A-Za-z0-9_.-]/g, '_') + '.html';
+      a.download = (format === 'jsonl' ? 'adk-result-' : 'adk-report-') + id.replace(/[^A-Za-z0-9_.-]/g, '_') + '.' + f.ext;
       document.body.append(a);
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+      if (format) fill(where, h('p', { class: 'notice', role: 'status' }, 'Downloaded ' + a.download + ' (' + (blob.size / 1048576).toFixed(1) + ' MiB).'));
     } catch (e) { fill(where, errorBox(e) || ''); }
+  }
+
+  // tooLargeToShow: the job's result is past what one document holds
+  // (16 MiB of samples); its report route streams it instead.
+  function tooLargeToShow(e) {
+    return e instanceof ApiError && e.status === 413 && !!e.details && e.details.reason === 'eval_report_too_large';
+  }
+
+  // bigResult stands for a result too large to show in the page: what
+  // happened, and the downloads the report route streams.
+  function bigResult(id) {
+    const status = h('div', { id: 'big-result-status' });
+    const button = (format) => h('button', { type: 'button', id: 'download-' + format,
+      on: { click: () => downloadReport(id, status, format) } }, 'Download ' + DOWNLOADS[format].label);
+    return h('div', { id: 'big-result' },
+      h('h2', null, 'Result'),
+      h('p', null, 'This result is too large to show here: its samples pass the 16 MiB one result document holds. ',
+        'Download it, or compare it with another result (the comparison pages its cases).'),
+      h('p', null, button('jsonl'), ' ', button('markdown'), ' ', button('html')),
+      status);
   }
 
   function mismatchOf(sample) {
