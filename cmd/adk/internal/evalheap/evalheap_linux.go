@@ -3,8 +3,6 @@ package evalheap
 import (
 	"os"
 	"runtime"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -34,6 +32,15 @@ const evalHeapHuge = 128 << 20
 // memory outside the block is.
 const hugePage = 2 << 20
 
+// maxCollapse bounds the heap below the block that is collapsed into
+// huge pages: the heap of the packages initialised before this one is
+// well under one huge page (a larger span means something else is off).
+const maxCollapse = 8 * hugePage
+
+// madvCollapse is MADV_COLLAPSE (Linux 6.1): back a range with huge pages
+// now, copying the pages it has, whatever the THP mode says.
+const madvCollapse = 25
+
 var (
 	readyOnce sync.Once
 	// early is closed when the preparation init began has freed its
@@ -43,13 +50,23 @@ var (
 
 // init begins the preparation for `adk eval run` (a cluster run's client
 // gets it too: an advised range costs it only address space). Its GC
-// cycle runs in a goroutine while the packages after this one initialise
-// (about 40% of the binary's init time); Ready waits for it.
+// cycles run in a goroutine while the packages after this one initialise
+// (about 90% of the binary's init time: the package imports nothing the
+// linker initialises late, doc.go); Ready waits for them.
 func init() {
-	if !evalRunArgs(os.Args[1:]) || thpDisabled(os.Getenv("GODEBUG")) {
+	if !evalRunArgs(os.Args[1:]) {
 		return
 	}
-	adviseWithoutGC()
+	if os.Getenv(envHeapProfile) == "" {
+		// A run writes a heap profile only when ADK_EVAL_MEMPROFILE asks
+		// for one (and then sets its own rate): sampling costs every
+		// other run stack walks and first touches of their tables.
+		runtime.MemProfileRate = 0
+	}
+	if thpDisabled(os.Getenv("GODEBUG")) {
+		return
+	}
+	adviseHugeBlock()
 	early = make(chan struct{})
 	go func() {
 		defer close(early)
@@ -83,20 +100,13 @@ func prepare() {
 	if thpDisabled(os.Getenv("GODEBUG")) {
 		return // the operator asked the runtime for no huge pages
 	}
-	adviseWithoutGC()
+	adviseHugeBlock()
 	// The block is garbage now; a cycle while the heap is still small
 	// (start-up) frees its span for reuse at once, instead of at the
-	// first GC of the run, after the run had grown past it.
+	// first GC of the run, after the run had grown past it. Allocating
+	// the block started a cycle that may still see it live: runtime.GC
+	// waits for that one and runs the one that frees it.
 	runtime.GC()
-}
-
-// adviseWithoutGC allocates and advises the block with the GC off:
-// allocating it would start a GC cycle (the heap is far past its goal)
-// that may still see it live, so the caller's cycle is the only one.
-func adviseWithoutGC() {
-	gcPercent := debug.SetGCPercent(-1)
-	adviseHugeBlock()
-	debug.SetGCPercent(gcPercent)
 }
 
 // evalRunArgs reports whether a process's arguments (without the program
@@ -110,7 +120,7 @@ func evalRunArgs(args []string) bool {
 		if a == "--" {
 			break
 		}
-		if strings.HasPrefix(a, "-") {
+		if len(a) > 0 && a[0] == '-' {
 			continue
 		}
 		if words = append(words, a); len(words) == 2 {
@@ -120,7 +130,14 @@ func evalRunArgs(args []string) bool {
 	return len(words) == 2 && words[0] == "eval" && words[1] == "run"
 }
 
-// adviseHugeBlock allocates the block and advises its whole huge pages.
+// adviseHugeBlock allocates the block and advises its whole huge pages,
+// then collapses the heap below them into huge pages. The heap grows
+// upwards, and its first spans (the runtime's, the earlier packages')
+// share their huge page with free pages that the heap fills before it
+// reaches the advised range: one fault each, a few hundred at start-up,
+// against one collapse that copies the pages in use. Errors are ignored
+// (a kernel before 6.1 has no collapse): without it the start is only
+// slower.
 func adviseHugeBlock() {
 	b := make([]byte, evalHeapHuge)
 	base := uintptr(unsafe.Pointer(&b[0]))
@@ -128,6 +145,11 @@ func adviseHugeBlock() {
 	hi := (base + evalHeapHuge) &^ (hugePage - 1)
 	if lo < hi {
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_HUGEPAGE)
+		// os.Args is among the runtime's first heap objects.
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(os.Args))) &^ (hugePage - 1)
+		if start < lo && lo-start <= maxCollapse {
+			_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, start, lo-start, madvCollapse)
+		}
 	}
 	runtime.KeepAlive(b)
 }
@@ -138,10 +160,30 @@ func adviseHugeBlock() {
 // last setting of a key wins).
 func thpDisabled(godebug string) bool {
 	off := false
-	for _, kv := range strings.Split(godebug, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == "disablethp" {
-			off = v == "1"
+	for godebug != "" {
+		kv := godebug
+		if i := indexByte(godebug, ','); i >= 0 {
+			kv, godebug = godebug[:i], godebug[i+1:]
+		} else {
+			godebug = ""
+		}
+		if i := indexByte(kv, '='); i >= 0 && kv[:i] == "disablethp" {
+			off = kv[i+1:] == "1"
 		}
 	}
 	return off
 }
+
+// indexByte is strings.IndexByte, which the package does not import
+// (doc.go).
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// envHeapProfile is cmd/adk's ADK_EVAL_MEMPROFILE (evalprofile.go).
+const envHeapProfile = "ADK_EVAL_MEMPROFILE"

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"go.uber.org/goleak"
 )
@@ -26,6 +27,36 @@ func TestPrepare_AdvisesHugePages(t *testing.T) {
 	prepare()
 	if got := biggestHugeVMA(t); got < evalHeapHuge-2*hugePage {
 		t.Fatalf("largest MADV_HUGEPAGE mapping %d bytes, want at least %d", got, evalHeapHuge-2*hugePage)
+	}
+}
+
+// TestPrepare_CollapsesHeapBelowBlock checks that the heap below the
+// advised block, where the process's first objects are, is backed by a
+// huge page afterwards: its free pages then cost no fault each.
+func TestPrepare_CollapsesHeapBelowBlock(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skip("kernel without transparent huge pages")
+	}
+	prepare()
+	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(os.Args))))
+	if kb := anonHugeKB(t, addr); kb < hugePage>>10 {
+		t.Fatalf("the mapping of the first heap objects (%#x) has %d kB of huge pages, want at least %d", addr, kb, hugePage>>10)
+	}
+}
+
+// TestImports_KeepInitEarly holds the package to the imports that let the
+// linker run its init early (doc.go): one more, such as strings, moves it
+// behind most of the binary's package inits.
+func TestImports_KeepInitEarly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := map[string]bool{"os": true, "runtime": true, "sync": true, "syscall": true, "unsafe": true}
+	for _, imp := range strings.Fields(string(out)) {
+		if !allowed[imp] {
+			t.Errorf("evalheap imports %s; its init runs early only with os, runtime, sync, syscall and unsafe", imp)
+		}
 	}
 }
 
@@ -123,4 +154,39 @@ func biggestHugeVMA(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return best
+}
+
+// anonHugeKB is the AnonHugePages of this process's mapping that holds
+// addr, from /proc/self/smaps.
+func anonHugeKB(t *testing.T, addr uint64) uint64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rng, _, ok := strings.Cut(line, " "); ok && strings.Contains(rng, "-") && !strings.HasSuffix(rng, ":") {
+			lo, hi, _ := strings.Cut(rng, "-")
+			l, err1 := strconv.ParseUint(lo, 16, 64)
+			h, err2 := strconv.ParseUint(hi, 16, 64)
+			in = err1 == nil && err2 == nil && l <= addr && addr < h
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "AnonHugePages:"); ok && in {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("smaps line %q", line)
+			}
+			return kb
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return 0
 }
