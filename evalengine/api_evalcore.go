@@ -766,6 +766,17 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 	return evalcore.OpenStreamFile(r, size)
 }
 
+// StreamCases reads a stored stream's cases without its samples: its
+// header and summary lines, then its case lines (the lines before the
+// summary), O(cases) whatever the samples hold.
+type StreamCases = evalcore.StreamCases
+
+// OpenStreamCases checks a stream's header and summary lines; Read then
+// reads its case lines. See StreamCases.
+func OpenStreamCases(header, summary []byte) (*StreamCases, error) {
+	return evalcore.OpenStreamCases(header, summary)
+}
+
 // CaseAggregator aggregates a run case by case, in case order, keeping
 // each case compactly.
 type CaseAggregator = evalcore.CaseAggregator

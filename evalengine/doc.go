@@ -60,6 +60,8 @@
 //	CompareReport(baseline, current, ...)     `adk eval compare`
 //	ResultSide(result) | StreamSide(stream) -> *CompareSide
 //	ReadStreamSide(jsonl reader) -> *CompareSide   one pass, no sample index
+//	OpenStreamCases(header, summary).Read(case lines)  a stored result's
+//	                                     cases, no sample line read
 //	CompareSides(baseline, current, ...)      Compare of any size (16.)
 //	WriteComparison(w, comparison, json|markdown, ...)  a row at a time,
 //	                                     whole past the bound (17.)

@@ -143,16 +143,10 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 			if head.Type != streamTypeHeader {
 				return nil, bad(n, "missing_header")
 			}
-			if err := jsonlimit.Unmarshal(line, lim, &sc.header); err != nil {
-				return nil, bad(n, "invalid_header")
+			if reason := decodeHeaderLine(line, lim, &sc.header); reason != "" {
+				return nil, bad(n, reason)
 			}
 			h := &sc.header
-			if h.Format != StreamFormat || h.Version != StreamVersion {
-				return nil, bad(n, "unsupported_stream_version")
-			}
-			if h.EvalSetID == "" || h.EvalSetVersion == "" || h.CaseCount < 0 || h.CaseCount > MaxCases || h.SampleCount < 1 || h.SampleCount > MaxSamplesPerCase {
-				return nil, bad(n, "invalid_header")
-			}
 			header = true
 			t.start(h)
 			if hooks.onHeader != nil {
@@ -212,16 +206,13 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 				}
 			}
 		case streamTypeSummary:
-			var s streamSummary
-			if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Result == nil || s.Result.Cases != nil {
+			sum, ok := decodeSummaryLine(line, lim)
+			switch {
+			case !ok:
 				return nil, bad(n, "invalid_summary")
-			}
-			if caseLines != sc.header.CaseCount {
+			case caseLines != sc.header.CaseCount:
 				return nil, bad(n, "missing_cases")
-			}
-			h, sum := &sc.header, s.Result
-			if sum.EvalSetID != h.EvalSetID || sum.EvalSetVersion != h.EvalSetVersion || sum.SampleCount != h.SampleCount ||
-				sum.CaseCount != h.CaseCount || sum.PassedCaseCount != passedCases || sum.ResultSchemaVersion != ResultSchemaVersion {
+			case !sum.summarizes(&sc.header, passedCases):
 				return nil, bad(n, "summary_mismatch")
 			}
 			sc.caseEnd = lineOff
@@ -242,6 +233,41 @@ func scanStream(r io.Reader, t sampleTally, hooks scanHooks) (*streamScan, error
 		}
 	}
 	return sc, nil
+}
+
+// decodeHeaderLine decodes and checks a stream's header line into h; a
+// refusal is its reason.
+func decodeHeaderLine(line []byte, lim jsonlimit.Limits, h *StreamHeader) string {
+	if err := jsonlimit.Unmarshal(line, lim, h); err != nil {
+		return "invalid_header"
+	}
+	if h.Type != streamTypeHeader {
+		return "missing_header"
+	}
+	if h.Format != StreamFormat || h.Version != StreamVersion {
+		return "unsupported_stream_version"
+	}
+	if h.EvalSetID == "" || h.EvalSetVersion == "" || h.CaseCount < 0 || h.CaseCount > MaxCases || h.SampleCount < 1 || h.SampleCount > MaxSamplesPerCase {
+		return "invalid_header"
+	}
+	return ""
+}
+
+// decodeSummaryLine decodes a stream's summary line (false: it is not
+// one, reason invalid_summary).
+func decodeSummaryLine(line []byte, lim jsonlimit.Limits) (*Result, bool) {
+	var s streamSummary
+	if err := jsonlimit.Unmarshal(line, lim, &s); err != nil || s.Type != streamTypeSummary || s.Result == nil || s.Result.Cases != nil {
+		return nil, false
+	}
+	return s.Result, true
+}
+
+// summarizes says whether a stream's summary agrees with its header h and
+// the number of its case lines that passed (else summary_mismatch).
+func (sum *Result) summarizes(h *StreamHeader, passedCases int) bool {
+	return sum.EvalSetID == h.EvalSetID && sum.EvalSetVersion == h.EvalSetVersion && sum.SampleCount == h.SampleCount &&
+		sum.CaseCount == h.CaseCount && sum.PassedCaseCount == passedCases && sum.ResultSchemaVersion == ResultSchemaVersion
 }
 
 // sampleIndex is OpenStreamFile's tally: every sample line's position,
