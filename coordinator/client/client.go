@@ -310,34 +310,66 @@ func (c *Client) Result(ctx context.Context, scope, jobID string) ([]byte, error
 // A job completed before results were kept as records answers
 // evaluation_request_invalid: read it with Result.
 func (c *Client) ResultStream(ctx context.Context, scope, jobID string, w io.Writer, pageBytes int) (int64, error) {
-	var lines int64
-	var digest string
-	for next := int64(0); ; {
+	next, _, _, err := c.resultLines(ctx, scope, jobID, 0, 0, w, pageBytes)
+	return next, err
+}
+
+// ResultLines writes lines [from, to) of a completed job's result stream
+// (ResultStream's lines; to 0: to its end) to w, with ResultStream's
+// checks, and returns the stream's line count and digest. A page that
+// passes to is cut there, so a small pageBytes reads one line a page:
+// the header is line 0, the summary the last line, and the case lines
+// the ones before it, so a reader of the cases skips every sample line.
+func (c *Client) ResultLines(ctx context.Context, scope, jobID string, from, to int64, w io.Writer, pageBytes int) (lines int64, digest string, err error) {
+	if from < 0 || to < 0 || (to > 0 && to <= from) {
+		return 0, "", api.Errorf(api.CodeInvalidRequest, "result lines [%d, %d)", from, to)
+	}
+	_, lines, digest, err = c.resultLines(ctx, scope, jobID, from, to, w, pageBytes)
+	return lines, digest, err
+}
+
+// resultLines is ResultStream and ResultLines: it returns the line it
+// reached (the lines written, from from).
+func (c *Client) resultLines(ctx context.Context, scope, jobID string, from, to int64, w io.Writer, pageBytes int) (next, lines int64, digest string, err error) {
+	for next = from; ; {
 		rep, err := c.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID, Offset: next, MaxBytes: pageBytes, Format: api.ResultJSONL})
 		if err != nil {
-			return next, err
+			return next, lines, digest, err
 		}
-		if next == 0 {
+		first := next == from
+		if first {
 			lines, digest = rep.ResultSize, rep.ResultDigest
+			if to == 0 || to > lines {
+				to = lines
+			}
 		}
 		n := int64(bytes.Count(rep.Result, []byte{'\n'}))
 		switch {
-		case rep.ResultFormat != api.ResultJSONL && next == 0:
+		case rep.ResultFormat != api.ResultJSONL && first:
 			// A coordinator of an earlier build ignores Format.
-			return next, api.Errorf(api.CodeInvalidRequest, "job %s: this coordinator does not serve results as streams", jobID)
+			return next, lines, digest, api.Errorf(api.CodeInvalidRequest, "job %s: this coordinator does not serve results as streams", jobID)
 		case rep.ResultFormat != api.ResultJSONL:
-			return next, api.Errorf(api.CodeResultDigestMismatch, "a page of job %s is not a stream", jobID)
+			return next, lines, digest, api.Errorf(api.CodeResultDigestMismatch, "a page of job %s is not a stream", jobID)
 		case rep.ResultSize != lines || rep.ResultDigest != digest:
-			return next, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
+			return next, lines, digest, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
 		case n == 0 || rep.NextOffset != next+n || rep.NextOffset > lines || rep.Result[len(rep.Result)-1] != '\n':
-			return next, api.Errorf(api.CodeResultDigestMismatch, "page at line %d ends at %d with %d lines", next, rep.NextOffset, n)
+			return next, lines, digest, api.Errorf(api.CodeResultDigestMismatch, "page at line %d ends at %d with %d lines", next, rep.NextOffset, n)
 		}
-		if _, err := w.Write(rep.Result); err != nil {
-			return next, err
+		page := rep.Result
+		if rep.NextOffset > to {
+			// Keep the lines before to.
+			cut := 0
+			for range to - next {
+				cut += bytes.IndexByte(page[cut:], '\n') + 1
+			}
+			page, rep.NextOffset = page[:cut], to
+		}
+		if _, err := w.Write(page); err != nil {
+			return next, lines, digest, err
 		}
 		next = rep.NextOffset
-		if next == lines {
-			return lines, nil
+		if next == to {
+			return next, lines, digest, nil
 		}
 	}
 }
