@@ -238,7 +238,11 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 		t.Errorf("max_output_bytes: %d %s", got.status, got.body)
 	}
 	checkStoredReportsOfAnySize(t, e, a, b, jsonlA, ra, rb)
-	checkUIPagesComparison(t, e, a, b, n, wantRegressions, streamA)
+	// a's case rows (ids of 4 KB: a page of 1,000 rows ends at the byte
+	// bound, after about 230) and b's, from their streams.
+	checkCasesPages(t, e, a, ra, devapi.MaxCasesPage)
+	checkCasesPages(t, e, b, rb, devapi.DefaultCasesPage)
+	checkUIPagesComparison(t, e, a, b, n, wantRegressions, streamA, ra)
 
 }
 
@@ -275,6 +279,8 @@ func TestClusterDevAPI_CompareDocumentJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Their case rows page from the documents.
+	checkCasesPages(t, e, ids[0], docs[0], 7)
 	if a := do(t, e.base, "PUT", "/dev/v1/evaluation/baselines/main", tokAlice, []byte(`{"job_id":"`+ids[0]+`"}`)); a.status != 200 {
 		t.Fatalf("put baseline: %d %s", a.status, a.body)
 	}
@@ -294,7 +300,7 @@ func TestClusterDevAPI_CompareDocumentJobs(t *testing.T) {
 // 100 rows at a time, regressions first, and Next shows the next 100.
 // Then job a's page, whose result (a stream of streamA bytes) is past one
 // document: it offers downloads, and the JSON Lines one arrives whole.
-func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions, streamA int) {
+func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions, streamA int, ra *evalengine.Result) {
 	t.Helper()
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -356,12 +362,49 @@ func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions
 		t.Errorf("%d rows shown after Next (%v), want 100", n, err)
 	}
 
-	// Job a's page: its result is past one document, so the page offers
-	// the downloads the report route streams instead of an error, and
+	// Job a's page: its result is past one document, so the page shows
+	// its summary and its case rows from the cases route, 100 at a time,
+	// failures first, and offers the downloads the report route streams;
 	// the JSON Lines one brings the whole stream through the browser.
-	statusText := chromedp.Evaluate[string](`(document.querySelector('#big-result-status') || {}).textContent || ''`)
+	failed := ra.CaseCount - ra.PassedCaseCount
+	want := wantCaseRows(ra, devapi.CasesFailuresFirst)
+	firstCase := chromedp.Evaluate[string](`document.querySelector('#case-rows tbody tr td').textContent`)
+	passRate := chromedp.Evaluate[string](`[...document.querySelectorAll('dl.kv dt')].filter((x) => x.textContent === 'Pass rate').map((x) => x.nextElementSibling.textContent).join('')`)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/#/jobs/"+a),
-		chromedp.WaitVisible(chromedp.CSS("#download-jsonl")),
+		chromedp.WaitVisible(chromedp.CSS("#rows-next"))); err != nil {
+		t.Fatalf("job page of a result past 16 MiB: %v", err)
+	}
+	pager = fmt.Sprintf("Rows 1–100 of %d (%d not passed)", ra.CaseCount, failed)
+	if text, err := chromedp.Run(ctx, pagerText); err != nil || !strings.Contains(text, pager) {
+		t.Errorf("job a's pager %q (%v), want %q", text, err, pager)
+	}
+	wantRate := fmt.Sprintf("%.4f (%d/%d cases;", ra.PassRate, ra.PassedCaseCount, ra.CaseCount)
+	if text, err := chromedp.Run(ctx, passRate); err != nil || !strings.HasPrefix(text, wantRate) {
+		t.Errorf("job a's pass rate %q (%v), want %q…", text, err, wantRate)
+	}
+	if n, err := chromedp.Run(ctx, count); err != nil || n != 100 {
+		t.Errorf("job a: %d rows shown (%v), want 100", n, err)
+	}
+	if id, err := chromedp.Run(ctx, firstCase); err != nil || id != want[0].CaseID {
+		t.Errorf("job a's first row %.40q (%v), want %.40q", id, err, want[0].CaseID)
+	}
+	for _, page := range []int{1, 2} {
+		next := fmt.Sprintf("Rows %d–%d of %d", page*100+1, min(page*100+100, ra.CaseCount), ra.CaseCount)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#rows-next")),
+			voidAction(chromedp.Poll[bool](fmt.Sprintf(`(document.querySelector('#case-rows .pager') || {}).textContent.includes(%q)`, next)))); err != nil {
+			text, _ := chromedp.Run(ctx, pagerText)
+			t.Fatalf("job a, next page: %v (pager %q)", err, text)
+		}
+		if id, err := chromedp.Run(ctx, firstCase); err != nil || id != want[page*100].CaseID {
+			t.Errorf("job a, rows from %d: first %.40q (%v), want %.40q", page*100+1, id, err, want[page*100].CaseID)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#rows-prev")),
+		voidAction(chromedp.Poll[bool](`(document.querySelector('#case-rows .pager') || {}).textContent.includes("Rows 101–200")`))); err != nil {
+		t.Fatalf("job a, previous page: %v", err)
+	}
+	statusText := chromedp.Evaluate[string](`(document.querySelector('#big-result-status') || {}).textContent || ''`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#download-jsonl")),
 		chromedp.Click(chromedp.CSS("#download-jsonl")),
 		voidAction(chromedp.Poll[bool](`(document.querySelector('#big-result-status') || {}).textContent.startsWith('Downloaded')`))); err != nil {
 		text, _ := chromedp.Run(ctx, statusText)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -405,5 +406,45 @@ func TestOpenAPI_JobReportFormats(t *testing.T) {
 		if _, ok := get.Responses["200"].Content[ct]; !ok {
 			t.Errorf("format %s: content type %s is not documented", f, ct)
 		}
+	}
+}
+
+// TestOpenAPI_CasesPageMatchesItsType: the cases route's answer as
+// documented has the fields of devapi.CasesPage, and its rows those of
+// devapi.CaseRow.
+func TestOpenAPI_CasesPageMatchesItsType(t *testing.T) {
+	type schema struct {
+		Properties map[string]struct {
+			Items struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"items"`
+		} `json:"properties"`
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	fields := func(v any) []string {
+		var out []string
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			out = append(out, name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	page := doc.Components.Schemas["CasesPage"]
+	props := slices.Sorted(maps.Keys(page.Properties))
+	rows := slices.Sorted(maps.Keys(page.Properties["cases"].Items.Properties))
+	if want := fields(devapi.CasesPage{}); !slices.Equal(props, want) {
+		t.Errorf("CasesPage documents %v, the type has %v", props, want)
+	}
+	if want := fields(devapi.CaseRow{}); !slices.Equal(rows, want) {
+		t.Errorf("a case row documents %v, the type has %v", rows, want)
 	}
 }

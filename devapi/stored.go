@@ -127,27 +127,53 @@ func storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string
 // which is returned as readErr.
 func readStoredStream(ctx context.Context, cl *client.Client, scope, jobID string,
 	read func(io.Reader) error) (noStream bool, e *Error, readErr error) {
+	return readStoredLines(ctx, cl, scope, jobID, 0, 0, "", read)
+}
+
+// readStoredLines is readStoredStream of lines [from, to) of the stream
+// (client.ResultLines; to 0: to its end), whose digest must be digest
+// when one is given (a reader that read other lines before).
+func readStoredLines(ctx context.Context, cl *client.Client, scope, jobID string, from, to int64, digest string,
+	read func(io.Reader) error) (noStream bool, e *Error, readErr error) {
 	pr, pw := io.Pipe()
 	type streamed struct {
-		lines int64
-		err   error
+		lines  int64
+		digest string
+		err    error
 	}
 	done := make(chan streamed, 1)
 	go func() {
-		n, err := cl.ResultStream(ctx, scope, jobID, pw, 0)
+		var cw countingWriter
+		cw.w = pw
+		_, d, err := cl.ResultLines(ctx, scope, jobID, from, to, &cw, 0)
+		if err == nil && digest != "" && d != digest {
+			err = api.Errorf(api.CodeResultDigestMismatch, "job %s: result changed between reads", jobID)
+		}
 		pw.CloseWithError(err) // nil: the reader sees EOF
-		done <- streamed{n, err}
+		done <- streamed{cw.n, d, err}
 	}()
 	rerr := read(pr)
 	pr.CloseWithError(errSideRead)
 	st := <-done
 	switch {
-	case st.err != nil && st.lines == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
+	case st.err != nil && st.lines == 0 && from == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
 		return true, nil, nil
 	case st.err != nil && !errors.Is(st.err, errSideRead):
 		return false, serviceError(st.err), nil
 	}
 	return false, nil, rerr
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // resultSide is a decoded result's side of a comparison.

@@ -31,10 +31,13 @@
 //     never builds a row per case.
 //   - A job whose result is past one document (over 16 MiB of samples,
 //     the 413 eval_report_too_large of /result and the json report) is
-//     not shown case by case: its page says so and offers downloads of
-//     the report route's JSON Lines stream, markdown and html, fetched
-//     with the bearer token and saved from a blob, and says what it saved.
-//     Comparing it with another result pages its cases (above).
+//     shown from the cases route: its summary (pass rate, interval,
+//     counts, metrics) and its case rows 100 at a time, failures first,
+//     with Previous/Next (the route reads the stream's case lines, never
+//     its samples). A row does not link to a case page, which reads the
+//     result document. The page offers downloads of the report route's
+//     JSON Lines stream, markdown and html, fetched with the bearer token
+//     and saved from a blob, and says what it saved.
 //   - Trend: the last 30 completed runs of the set, through
 //     /dev/v1/evaluation/stats, which is `adk eval stats` itself (no
 //     mirror of its arithmetic in the page): the pass rate with its

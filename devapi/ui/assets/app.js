@@ -608,7 +608,10 @@
         try {
           const r = await jobResult(id, sig.signal);
           fill(body, h('h2', null, 'Result'), resultSummary(r), h('h2', null, 'Cases'), caseTable(id, r));
-        } catch (e) { fill(body, tooLargeToShow(e) ? bigResult(id) : errorBox(e) || ''); }
+        } catch (e) {
+          if (!tooLargeToShow(e)) { fill(body, errorBox(e) || ''); return; }
+          fill(body, await bigResultView(id, sig.signal));
+        }
       }
     };
     let j;
@@ -653,18 +656,61 @@
     return e instanceof ApiError && e.status === 413 && !!e.details && e.details.reason === 'eval_report_too_large';
   }
 
-  // bigResult stands for a result too large to show in the page: what
+  // bigResult stands for a result too large to load into the page: what
   // happened, and the downloads the report route streams.
   function bigResult(id) {
     const status = h('div', { id: 'big-result-status' });
     const button = (format) => h('button', { type: 'button', id: 'download-' + format,
       on: { click: () => downloadReport(id, status, format) } }, 'Download ' + DOWNLOADS[format].label);
     return h('div', { id: 'big-result' },
-      h('h2', null, 'Result'),
-      h('p', null, 'This result is too large to show here: its samples pass the 16 MiB one result document holds. ',
-        'Download it, or compare it with another result (the comparison pages its cases).'),
+      h('p', null, 'This result’s samples pass the 16 MiB one result document holds, so the page shows its summary and its cases ',
+        CASE_ROWS_PAGE + ' at a time, read from its stream. Its samples are in the downloads.'),
       h('p', null, button('jsonl'), ' ', button('markdown'), ' ', button('html')),
       status);
+  }
+
+  // casesPage reads a page of a job's case rows with its summary: the
+  // cases route reads a stored result of any size without its samples.
+  async function casesPage(id, offset, signal) {
+    return api(API + '/evaluation/jobs/' + encodeURIComponent(id) + '/cases?limit=' + CASE_ROWS_PAGE + '&offset=' + offset, { signal });
+  }
+
+  // bigResultView shows a result past one document: its summary, its case
+  // rows a page at a time (failures first, Previous/Next, as the compare
+  // page), and its downloads. A row does not link to its case: a case's
+  // page reads the result document, which this result has not.
+  async function bigResultView(id, signal) {
+    let first;
+    try { first = await casesPage(id, 0, signal); } catch (e) { return [h('h2', null, 'Result'), bigResult(id), errorBox(e) || '']; }
+    const ids = (first.summary.metrics || []).map((m) => m.metric_id);
+    const rowsBox = h('div', { id: 'case-rows' });
+    const starts = []; // offsets of the pages before the one shown
+    const show = async (page) => {
+      const to = page.offset + page.cases.length;
+      const nav = page.case_count > page.cases.length ? h('p', { class: 'pager' },
+        h('button', { type: 'button', id: 'rows-prev', disabled: !starts.length, on: { click: () => go(starts.pop(), false) } }, 'Previous'),
+        ' Rows ' + (page.cases.length ? page.offset + 1 : 0) + '–' + to + ' of ' + page.case_count + ' (' + page.failed_case_count + ' not passed) ',
+        h('button', { type: 'button', id: 'rows-next', disabled: page.next_offset === null, on: { click: () => { starts.push(page.offset); go(page.next_offset, true); } } }, 'Next')) : null;
+      fill(rowsBox, nav, table('Cases, not passed first', ['Case', 'Status', 'Samples passed'].concat(ids), page.cases.map((c) => {
+        const by = new Map((c.criteria || []).map((m) => [m.metric_id, m]));
+        return h('tr', null, h('td', null, c.case_id), h('td', null, statusBadge(c.status)),
+          h('td', { class: 'num' }, c.passed_sample_count + '/' + c.sample_count),
+          ids.map((mid) => {
+            const m = by.get(mid);
+            return h('td', { class: 'num' }, m ? [f4(m.score) + ' / ' + f4(m.threshold), m.passed ? '' : ' ✗'] : '–');
+          }));
+      })));
+    };
+    const go = async (offset, forward) => {
+      try {
+        await show(await casesPage(id, offset, signal));
+      } catch (e) {
+        if (forward) starts.pop();
+        rowsBox.prepend(errorBox(e) || '');
+      }
+    };
+    await show(first);
+    return [h('h2', null, 'Result'), bigResult(id), resultSummary(first.summary), h('h2', null, 'Cases'), rowsBox];
   }
 
   function mismatchOf(sample) {
