@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"html/template"
 	"sort"
 	"strconv"
@@ -66,14 +67,41 @@ func RenderHTML(res *evalcore.Result, cmp *evalcore.Comparison, opts ExportOptio
 			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
 		}
 	}
-	var b bytes.Buffer
+	// The page stops where it passes maxBytes: a report over the bound
+	// (the developer API then renders it from the stream, paged) costs
+	// the bound, not the whole page.
+	b := boundedBuffer{max: maxBytes}
 	if err := htmlReport().Execute(&b, buildHTMLView(res, cmp)); err != nil {
+		if errors.Is(err, errOverBound) {
+			return nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, "over "+strconv.Itoa(maxBytes))
+		}
 		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "render_failed", err.Error())
 	}
-	if b.Len() > maxBytes {
-		return nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(b.Len()))
+	return b.buf.Bytes(), nil
+}
+
+// errOverBound stops a page written past its bound.
+var errOverBound = errors.New("page over its byte bound")
+
+// boundedBuffer is a writer into a buffer that refuses to grow past max
+// bytes.
+type boundedBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		return 0, errOverBound
 	}
-	return b.Bytes(), nil
+	return b.buf.Write(p)
+}
+
+func (b *boundedBuffer) WriteString(s string) (int, error) {
+	if b.buf.Len()+len(s) > b.max {
+		return 0, errOverBound
+	}
+	return b.buf.WriteString(s)
 }
 
 type htmlView struct {
