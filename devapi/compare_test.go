@@ -503,6 +503,30 @@ func checkStoredReportsOfAnySize(t *testing.T, e *env, a, b string, jsonlA []byt
 			t.Errorf("report %s: the live heap rose %d bytes for a result of %d bytes", f, grew, len(jsonlA))
 		}
 	}
+	// The spool bound: a report whose stream alone passes it is 503
+	// report_spool_limit; one that would pass it beside the spools of
+	// other reports is 429 report_spool_full with retry-after. Both give
+	// back what they took.
+	small, smallBase := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, ReportSpoolBytes: 16 << 20})
+	got = do(t, smallBase, "GET", path+"/report?format=markdown", tokAlice, nil)
+	if got.status != 503 || got.errCode() != devapi.CodeServiceUnavailable || !strings.Contains(string(got.body), `"reason":"report_spool_limit"`) ||
+		!strings.Contains(string(got.body), fmt.Sprintf(`"max_spool_bytes":%d`, 16<<20)) || got.header.Get("retry-after") != "" {
+		t.Errorf("markdown of a %d-byte stream under a 16 MiB spool: %d %q %.300s", len(jsonlA), got.status, got.header.Get("retry-after"), got.body)
+	}
+	shared, sharedBase := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, ReportSpoolBytes: 64 << 20})
+	release, ok := shared.HoldSpool(48 << 20) // another report's spool
+	if !ok {
+		t.Fatal("hold the spool")
+	}
+	got = do(t, sharedBase, "GET", path+"/report?format=markdown", tokAlice, nil)
+	release()
+	if got.status != 429 || got.errCode() != devapi.CodeCapacityReached || !strings.Contains(string(got.body), `"reason":"report_spool_full"`) ||
+		got.header.Get("retry-after") != "1" {
+		t.Errorf("markdown beside a held spool: %d %q %.300s", got.status, got.header.Get("retry-after"), got.body)
+	}
+	if small.SpoolHeld() != 0 || shared.SpoolHeld() != 0 {
+		t.Errorf("spool held after the reports: %d, %d", small.SpoolHeld(), shared.SpoolHeld())
+	}
 	if left, err := os.ReadDir(spool); err != nil || len(left) != 0 {
 		t.Errorf("spool files left: %v %v", left, err)
 	}

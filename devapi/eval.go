@@ -442,15 +442,15 @@ func (s *Server) report(w http.ResponseWriter, c *call) *Error {
 		return e
 	}
 	opts := evalengine.ExportOptions{SuiteName: suite, MaxBytes: int(limit)}
+	// A report from the stream is unbounded only at the default ceiling:
+	// max_bytes, or an operator's lower MaxReportBytes, bounds it too.
+	_, bounded := c.query["max_bytes"]
+	bounded = bounded || s.o.MaxReportBytes < MaxReportBytes
 	doc, err := cl.Result(c.r.Context(), scope, id)
 	if tooLargeForDocument(err) {
 		// Its samples are over one document: from its stream
 		// (DESIGN.md "Stored results of any size").
-		// Unbounded only at the default ceiling: an operator's lower
-		// MaxReportBytes bounds these reports too.
-		_, bounded := c.query["max_bytes"]
-		bounded = bounded || s.o.MaxReportBytes < MaxReportBytes
-		return s.streamedReport(c.r.Context(), w, cl, scope, id, format, opts, bounded)
+		return s.streamedReport(c.r.Context(), w, cl, scope, id, format, opts, bounded, nil)
 	}
 	if err != nil {
 		return serviceError(err)
@@ -460,8 +460,16 @@ func (s *Server) report(w http.ResponseWriter, c *call) *Error {
 		var ee *evalengine.Error
 		if errors.As(err, &ee) {
 			if ee.Code == evalengine.CodeExportByteLimitExceeded {
-				return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge, "the report is larger than "+strconv.FormatInt(limit, 10)+" bytes").
+				tooBig := errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge, "the report is larger than "+strconv.FormatInt(limit, 10)+" bytes").
 					with(map[string]any{"max_bytes": limit, "reason": ee.Code})
+				if bounded || format == evalengine.FormatJSON {
+					return tooBig
+				}
+				// The result fits one document but its report does not
+				// (an html page of a ~12 MiB result): from its stream, as
+				// a result past one document; a job without a stream
+				// keeps the 413.
+				return s.streamedReport(c.r.Context(), w, cl, scope, id, format, opts, false, tooBig)
 			}
 			return errorf(http.StatusBadRequest, CodeInvalidReport, err.Error()).with(map[string]string{"reason": ee.Code})
 		}

@@ -37,6 +37,14 @@ type Options struct {
 	UI http.Handler
 	// MaxReportBytes lowers the report ceiling (default and maximum 16 MiB).
 	MaxReportBytes int
+	// ReportSpoolBytes bounds the temporary disk that the reports of
+	// results rendered from their streams hold together (each spools its
+	// job's stream for the request's life): a report that would pass it
+	// is 429 evaluation_capacity_reached (details.reason
+	// report_spool_full, retry-after), or 503 report_spool_limit when its
+	// stream alone is larger. 0 is DefaultReportSpoolBytes; at least
+	// MinReportSpoolBytes.
+	ReportSpoolBytes int64
 	// Ready answers /readyz (nil: ready whenever the process is up).
 	Ready func(ctx context.Context) error
 	// Registerer receives the API's metrics (nil: none).
@@ -68,6 +76,7 @@ type Server struct {
 	routes  []*route
 	metrics *apiMetrics
 	watches *watchHub
+	spool   *spoolBudget
 	handler http.Handler
 }
 
@@ -82,6 +91,12 @@ func New(o Options) (*Server, error) {
 	if o.MaxReportBytes < 1 || o.MaxReportBytes > MaxReportBytes {
 		return nil, errorf(0, CodeInvalidRequest, "devapi: MaxReportBytes must be 1.."+strconv.Itoa(MaxReportBytes))
 	}
+	if o.ReportSpoolBytes == 0 {
+		o.ReportSpoolBytes = DefaultReportSpoolBytes
+	}
+	if o.ReportSpoolBytes < MinReportSpoolBytes || o.ReportSpoolBytes > MaxReportSpoolBytes {
+		return nil, errorf(0, CodeInvalidRequest, "devapi: ReportSpoolBytes must be "+strconv.FormatInt(MinReportSpoolBytes, 10)+".."+strconv.FormatInt(MaxReportSpoolBytes, 10))
+	}
 	if o.EventInterval <= 0 {
 		o.EventInterval = 250 * time.Millisecond
 	}
@@ -94,11 +109,11 @@ func New(o Options) (*Server, error) {
 			return nil, errorf(0, CodeInvalidRequest, "devapi: allowed origin "+strconv.Quote(origin)+" is not scheme://host[:port]")
 		}
 	}
-	s := &Server{o: o, log: o.Logger}
+	s := &Server{o: o, log: o.Logger, spool: &spoolBudget{limit: o.ReportSpoolBytes}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newAPIMetrics(o.Registerer)
+	m, err := newAPIMetrics(o.Registerer, s.spool)
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +476,7 @@ type apiMetrics struct {
 	streams  prometheus.Gauge
 }
 
-func newAPIMetrics(reg prometheus.Registerer) (*apiMetrics, error) {
+func newAPIMetrics(reg prometheus.Registerer, spool *spoolBudget) (*apiMetrics, error) {
 	m := &apiMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "adk_devapi_requests_total",
 			Help: "HTTP requests answered by the developer API, by route template, method and status code."}, []string{"route", "method", "code"}),
@@ -471,8 +486,11 @@ func newAPIMetrics(reg prometheus.Registerer) (*apiMetrics, error) {
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "adk_devapi_event_streams",
 			Help: "Job event streams open now."}),
 	}
+	spooled := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "adk_devapi_report_spool_bytes",
+		Help: "Temporary disk the reports rendered from result streams hold now (bounded by the report spool setting)."},
+		func() float64 { return float64(spool.used.Load()) })
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.streams} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.streams, spooled} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
@@ -24,6 +25,66 @@ const ContentTypeJSONL = "application/jsonl; charset=utf-8"
 func tooLargeForDocument(err error) bool {
 	return err != nil && api.AsError(err).Code == evalengine.CodeReportTooLarge
 }
+
+// Bounds of the report spool (Options.ReportSpoolBytes). The default is
+// the eval store's default byte quota of all results together (1 GiB):
+// four reports at once of the largest result one scope holds by default
+// (256 MiB), and never more disk than the cluster keeps of results. The
+// minimum leaves room for the spool's 1 MiB write buffer.
+const (
+	DefaultReportSpoolBytes = 1 << 30
+	MinReportSpoolBytes     = 1 << 20
+	MaxReportSpoolBytes     = 1 << 40
+)
+
+// Errors of a spool write past the budget: the spools of other reports
+// hold the rest (retry later), or this report's alone passes it.
+var (
+	errSpoolFull  = errors.New("report spool full")
+	errSpoolLimit = errors.New("report stream over the spool bound")
+)
+
+// spoolBudget is the bytes the report spools of every request hold
+// together, at most limit.
+type spoolBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes, or nothing and false when that passes the limit.
+func (b *spoolBudget) take(n int64) bool {
+	for {
+		u := b.used.Load()
+		if u+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// spoolWriter writes one report's spool file within the budget; release
+// gives back what it took.
+type spoolWriter struct {
+	w    io.Writer
+	b    *spoolBudget
+	held int64
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	n := int64(len(p))
+	if !s.b.take(n) {
+		if s.held+n > s.b.limit {
+			return 0, errSpoolLimit
+		}
+		return 0, errSpoolFull
+	}
+	s.held += n
+	return s.w.Write(p)
+}
+
+func (s *spoolWriter) release() { s.b.used.Add(-s.held) }
 
 // errOverMaxBytes stops a report written into a caller's max_bytes.
 var errOverMaxBytes = errors.New("report over max_bytes")
@@ -53,8 +114,12 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 // streams (chunked); with it, or under an operator's lower
 // MaxReportBytes, the answer is held up to that bound and over it is 413
 // response_limit_exceeded, as for a result document.
+//
+// noStream, when set, is the answer for a job that has no stream (one
+// completed as a document, whose report is rendered from it and came
+// here only for being over the ceiling).
 func (s *Server) streamedReport(ctx context.Context, w http.ResponseWriter, cl *client.Client, scope, id, format string,
-	opts evalengine.ExportOptions, bounded bool) *Error {
+	opts evalengine.ExportOptions, bounded bool, noStream *Error) *Error {
 	if format == evalengine.FormatJSON {
 		return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge,
 			"the result's samples are over one 16 MiB JSON document: format=jsonl sends its JSON Lines form; format=markdown, junit, sarif, annotations or html render it").
@@ -69,19 +134,22 @@ func (s *Server) streamedReport(ctx context.Context, w http.ResponseWriter, cl *
 	} else {
 		sink = spill
 	}
-	render := func() error {
+	var streamed int64 // lines of the stream read
+	render := func() (err error) {
 		if format == evalengine.FormatJSONL {
-			_, err := cl.ResultStream(ctx, scope, id, sink, 0)
+			streamed, err = cl.ResultStream(ctx, scope, id, sink, 0)
 			return err
 		}
 		f, err := os.CreateTemp("", "adk-devapi-report-*.jsonl")
 		if err != nil {
 			return err
 		}
+		sw := &spoolWriter{w: f, b: s.spool}
+		defer sw.release() // runs last: once the file is removed
 		defer os.Remove(f.Name())
 		defer f.Close()
-		bw := bufio.NewWriterSize(f, 1<<20)
-		if _, err := cl.ResultStream(ctx, scope, id, bw, 0); err != nil {
+		bw := bufio.NewWriterSize(sw, 1<<20)
+		if streamed, err = cl.ResultStream(ctx, scope, id, bw, 0); err != nil {
 			return err
 		}
 		if err := bw.Flush(); err != nil {
@@ -107,6 +175,18 @@ func (s *Server) streamedReport(ctx context.Context, w http.ResponseWriter, cl *
 		var ee *evalengine.Error
 		var ae *api.Error
 		switch {
+		case noStream != nil && streamed == 0 && errors.As(err, &ae) && ae.Code == api.CodeInvalidRequest:
+			return noStream
+		case errors.Is(err, errSpoolFull):
+			e := errorf(http.StatusTooManyRequests, CodeCapacityReached, "the reports being rendered hold the gateway's report spool ("+
+				strconv.FormatInt(s.spool.limit, 10)+" bytes); retry later, or ask format=jsonl, which is not spooled").
+				with(map[string]any{"reason": "report_spool_full", "max_spool_bytes": s.spool.limit})
+			e.Header = map[string]string{"retry-after": "1"}
+			return e
+		case errors.Is(err, errSpoolLimit):
+			return errorf(http.StatusServiceUnavailable, CodeServiceUnavailable, "the result's stream is larger than the gateway's report spool ("+
+				strconv.FormatInt(s.spool.limit, 10)+" bytes, the operator's report_spool_bytes); format=jsonl sends it unspooled").
+				with(map[string]any{"reason": "report_spool_limit", "max_spool_bytes": s.spool.limit})
 		case errors.Is(err, errOverMaxBytes):
 			return errorf(http.StatusRequestEntityTooLarge, CodeResponseTooLarge, "the report is larger than "+strconv.Itoa(opts.MaxBytes)+" bytes").
 				with(map[string]any{"max_bytes": opts.MaxBytes, "reason": evalengine.CodeExportByteLimitExceeded})

@@ -167,6 +167,9 @@ type HTTPAPI struct {
 	MaxReportBytes int      `json:"max_report_bytes"` // 1..16 MiB
 	AllowedOrigins []string `json:"allowed_origins"`  // scheme://host[:port], at most MaxAllowedOrigins
 	NoUI           bool     `json:"no_ui"`
+	// ReportSpoolBytes bounds the temporary disk the reports rendered
+	// from result streams hold together (devapi.Options.ReportSpoolBytes).
+	ReportSpoolBytes int64 `json:"report_spool_bytes"`
 }
 
 // Bounds of the keys (CONTRACTS §4 and §6 where the contract names them).
@@ -225,8 +228,9 @@ func Defaults() File {
 			MaxAge: Duration(bus.DefaultSignalMaxAge), MaxMsgSize: bus.DefaultSignalMaxMsgSize, Replicas: 1,
 			Compression: bus.DefaultSignalCompression},
 		Serve: Serve{Host: "127.0.0.1", Port: 4222, RaftAddr: "127.0.0.1:0", WorkerCapacity: 8,
-			HTTPAPI: HTTPAPI{MaxReportBytes: MaxReportBytes, AllowedOrigins: []string{}}},
-		API: API{HTTPAPI: HTTPAPI{HTTPAddr: "127.0.0.1:8080", MaxReportBytes: MaxReportBytes, AllowedOrigins: []string{}}},
+			HTTPAPI: HTTPAPI{MaxReportBytes: MaxReportBytes, AllowedOrigins: []string{}, ReportSpoolBytes: devapi.DefaultReportSpoolBytes}},
+		API: API{HTTPAPI: HTTPAPI{HTTPAddr: "127.0.0.1:8080", MaxReportBytes: MaxReportBytes, AllowedOrigins: []string{},
+			ReportSpoolBytes: devapi.DefaultReportSpoolBytes}},
 	}
 }
 

@@ -149,6 +149,7 @@ func (v *validator) listen(sec string, l Listen, api *HTTPAPI) {
 		return
 	}
 	v.intRange(sec+".max_report_bytes", int64(api.MaxReportBytes), 1, MaxReportBytes)
+	v.intRange(sec+".report_spool_bytes", api.ReportSpoolBytes, devapi.MinReportSpoolBytes, devapi.MaxReportSpoolBytes)
 	v.check(len(api.AllowedOrigins) <= MaxAllowedOrigins, sec+".allowed_origins", fmt.Sprintf("at most %d origins", MaxAllowedOrigins))
 	for _, o := range api.AllowedOrigins {
 		v.check(validOrigin(o), sec+".allowed_origins", "every entry is scheme://host[:port] with scheme http or https")

@@ -78,6 +78,7 @@ func TestConfigValidateErrors(t *testing.T) {
 		{`{"worker": {"metrics_addr": "0.0.0.0:9090"}}`, "invalid_settings: worker.metrics_addr (a non-loopback address needs worker.tls_cert and worker.tls_key, or worker.insecure_listen)"},
 		{`{"api": {"tls_cert": "c.pem"}}`, "invalid_settings: api.tls_cert (goes with api.tls_key: give both or neither)"},
 		{`{"serve": {"max_report_bytes": 0}}`, "invalid_settings: serve.max_report_bytes (must be 1..16777216)"},
+		{`{"api": {"report_spool_bytes": 4096}}`, "invalid_settings: api.report_spool_bytes (must be 1048576..1099511627776)"},
 	} {
 		var errb bytes.Buffer
 		code := run([]string{"config", "validate", writeFile(t, dir, "s.json", tc.content)}, io.Discard, &errb)
@@ -100,6 +101,7 @@ func TestConfigValidateErrors(t *testing.T) {
 	}{
 		{[]string{"api", "--config", cfg, "--tokens", "t", "--metrics-addr", "10.1.2.3:9090"}, "invalid_settings: api.metrics_addr"},
 		{[]string{"api", "--tokens", "t", "--max-report-bytes", "0"}, "invalid_settings: api.max_report_bytes"},
+		{[]string{"api", "--tokens", "t", "--report-spool-bytes", "0"}, "invalid_settings: api.report_spool_bytes"},
 		{[]string{"api", "--tokens", "t", "--log-level", "loud"}, "invalid_settings: log.level (must be one of debug, info, warn, error)"},
 		{[]string{"coordinator", "--metrics-addr", "10.1.2.3:9090"}, "invalid_settings: coordinator.metrics_addr"},
 		{[]string{"worker", "--tls-key", "k.pem"}, "invalid_settings: worker.tls_cert"},

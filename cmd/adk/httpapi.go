@@ -89,6 +89,7 @@ type apiFlags struct {
 	maxReportBytes int
 	allowedOrigins []string
 	noUI           bool
+	spoolBytes     int64
 }
 
 func (f *apiFlags) register(fl *pflag.FlagSet, defaultAddr, help string) {
@@ -97,6 +98,8 @@ func (f *apiFlags) register(fl *pflag.FlagSet, defaultAddr, help string) {
 	fl.IntVar(&f.maxReportBytes, "max-report-bytes", devapi.MaxReportBytes, "largest report the API sends, 1..16777216 (lowers the 16 MiB ceiling)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origin", nil, "origins besides the API's own from which browsers may write (scheme://host[:port])")
 	fl.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at /")
+	fl.Int64Var(&f.spoolBytes, "report-spool-bytes", devapi.DefaultReportSpoolBytes,
+		"temporary disk the reports rendered from result streams may hold together (1 GiB by default); past it a report is 429, retry later")
 }
 
 // httpAPI is a running developer API.
@@ -119,7 +122,7 @@ func startHTTPAPI(f *apiFlags, tokens *tracenode.Tokens, coord *client.Client, n
 	if f.maxReportBytes < 1 || f.maxReportBytes > devapi.MaxReportBytes {
 		return nil, &cliError{Code: codeInvalidPositiveInt, Reason: "max_report_bytes", Detail: "1..16777216"}
 	}
-	o := devapi.Options{Tokens: tokens, Coord: coord, NATS: nc, MaxReportBytes: f.maxReportBytes, Ready: ready,
+	o := devapi.Options{Tokens: tokens, Coord: coord, NATS: nc, MaxReportBytes: f.maxReportBytes, ReportSpoolBytes: f.spoolBytes, Ready: ready,
 		Registerer: reg, AllowedOrigins: f.allowedOrigins, Agents: agents, Logger: log}
 	if !f.noUI {
 		o.UI = ui.Handler()
@@ -171,7 +174,7 @@ file the store nodes read ("<sha256-hex> <principal> [scopes=a,b]").
 
 --config FILE reads the settings file (adk config defaults prints every
 key): its "api" section holds http_addr, max_report_bytes,
-allowed_origins, no_ui, metrics_addr, tls_cert, tls_key and
+report_spool_bytes, allowed_origins, no_ui, metrics_addr, tls_cert, tls_key and
 insecure_listen, and its "log" section the log level and format
 (--log-level, --log-format): at debug a line per request, at warn the
 5xx answers, to stderr. Flags win over the file.`,
@@ -334,18 +337,20 @@ func (f *opsFlags) link(b *settings.Flags, sec func(*settings.File) *settings.Li
 func (f *opsFlags) load(l settings.Listen) { f.metricsAddr = l.MetricsAddr }
 
 // link ties the API's flags to section.http_addr, .max_report_bytes,
-// .allowed_origins and .no_ui, and its listener flags to lsec.
+// .report_spool_bytes, .allowed_origins and .no_ui, and its listener
+// flags to lsec.
 func (f *apiFlags) link(b *settings.Flags, sec func(*settings.File) *settings.HTTPAPI, lsec func(*settings.File) *settings.Listen) {
 	f.listenFlags.link(b, lsec)
 	b.Link("http-addr", func(file *settings.File) { sec(file).HTTPAddr = f.httpAddr })
 	b.Link("max-report-bytes", func(file *settings.File) { sec(file).MaxReportBytes = f.maxReportBytes })
 	b.Link("allowed-origin", func(file *settings.File) { sec(file).AllowedOrigins = f.allowedOrigins })
 	b.Link("no-ui", func(file *settings.File) { sec(file).NoUI = f.noUI })
+	b.Link("report-spool-bytes", func(file *settings.File) { sec(file).ReportSpoolBytes = f.spoolBytes })
 }
 
 func (f *apiFlags) load(a settings.HTTPAPI, l settings.Listen) {
 	f.listenFlags.load(l)
-	f.httpAddr, f.maxReportBytes, f.allowedOrigins, f.noUI = a.HTTPAddr, a.MaxReportBytes, a.AllowedOrigins, a.NoUI
+	f.httpAddr, f.maxReportBytes, f.allowedOrigins, f.noUI, f.spoolBytes = a.HTTPAddr, a.MaxReportBytes, a.AllowedOrigins, a.NoUI, a.ReportSpoolBytes
 }
 
 // Settings sections of each role's listeners.

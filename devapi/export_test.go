@@ -1,0 +1,13 @@
+package devapi
+
+// HoldSpool takes n bytes of the server's report spool budget, as a
+// report being rendered does, until release (tests of its bound).
+func (s *Server) HoldSpool(n int64) (release func(), ok bool) {
+	if !s.spool.take(n) {
+		return nil, false
+	}
+	return func() { s.spool.used.Add(-n) }, true
+}
+
+// SpoolHeld is the bytes the server's report spools hold now.
+func (s *Server) SpoolHeld() int64 { return s.spool.used.Load() }
