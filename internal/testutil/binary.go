@@ -1,17 +1,22 @@
 package testutil
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
-// builds are the binaries this test process built, by package and flags,
-// in one directory VerifyTestMain removes when the tests end.
+// builds are the binaries this test process uses, by package and flags,
+// linked into one directory VerifyTestMain removes when the tests end.
 var builds struct {
 	mu   sync.Mutex
 	dir  string
@@ -25,11 +30,28 @@ type build struct {
 }
 
 // Binary builds the main package at pkg (a directory, relative to the
-// test's package) with `go build flags...` once per test process and
-// returns the executable's path. The build directory is removed by
-// VerifyTestMain after the package's tests.
+// test's package, or an import path) with `go build flags...` and returns
+// the executable's path, once per test process.
+//
+// The executable is built into the module's bin/testbin/, one file per
+// package and flags, under a lock shared by every test process: `go build
+// -o` of a target that is up to date (its build ID is the one go build
+// would link) leaves it as it is, so a binary is linked once for all the
+// test processes of a run (make test's two phases, and the packages that
+// build the same one) instead of once per process; a race-built adk is
+// ~5 s of CPU to link. Each process uses its own hard link of the file, in
+// a directory VerifyTestMain removes after the package's tests, so a later
+// build of the same target never changes a running test's executable.
 func Binary(t testing.TB, pkg string, flags ...string) string {
 	t.Helper()
+	if strings.HasPrefix(pkg, ".") {
+		// "../cmd/adk" and "../../cmd/adk" are one package and one target.
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg = abs
+	}
 	key := pkg + "\x00" + strings.Join(flags, "\x00")
 	builds.mu.Lock()
 	if builds.dir == "" {
@@ -46,19 +68,91 @@ func Binary(t testing.TB, pkg string, flags ...string) string {
 		builds.done[key] = b
 	}
 	builds.mu.Unlock()
-	b.once.Do(func() {
-		args := append(append([]string{"build", "-o", b.path}, flags...), pkg)
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	})
+	b.once.Do(func() { b.err = buildShared(b.path, key, pkg, flags) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
 }
 
-// removeBuilds deletes the build directory, if any.
+// buildShared brings the module's shared target for key up to date under
+// its lock and links it to path. Without a module root (no go.mod above
+// the working directory) it builds to path directly.
+func buildShared(path, key, pkg string, flags []string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return goBuild(path, pkg, flags)
+	}
+	dir := filepath.Join(root, "bin", "testbin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(key))
+	target := filepath.Join(dir, filepath.Base(filepath.Clean(pkg))+"-"+hex.EncodeToString(sum[:6]))
+	lock, err := os.OpenFile(target+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // and so unlocks
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	if err := goBuild(target, pkg, flags); err != nil {
+		return err
+	}
+	// go build replaces a target it relinks (a new file), so this link
+	// keeps the executable the tests were given.
+	if err := os.Link(target, path); err == nil {
+		return nil
+	}
+	return copyFile(path, target) // another file system
+}
+
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func goBuild(out, pkg string, flags []string) error {
+	args := append(append([]string{"build", "-o", out}, flags...), pkg)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return nil
+}
+
+// moduleRoot is the nearest directory at or above the working directory
+// holding a go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// removeBuilds deletes this process's directory of links, if any.
 func removeBuilds() {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
