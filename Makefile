@@ -49,6 +49,25 @@ RACE_ENV  := GORACE='atexit_sleep_ms=0 $(GORACE)'
 CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$.Dir}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$.Dir}}/{{.}}{{end}}' $(PKGS) | \
   while read -r pkg files; do [ -n "$$files" ] && grep -qs '^func TestCluster' $$files && echo $$pkg; done)
 
+# What CI's phases cost (.ci/run runs them in two lanes; 2 cores; warm =
+# build cache of an earlier run, quiet machine, main 42d8a34, ci15a.log;
+# cold = empty GOCACHE, CPU = user+sys; 2026-12-06 session 15, h21t):
+#   lint        warm ~25 s; cold: go vet alone 357 s of CPU (it compiles
+#               the module and every dependency for their export data;
+#               make build then reuses that), staticcheck its own analysis.
+#   build       warm ~5 s (a link); cold: shares vet's compile.
+#   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
+#               third compile of every package the targets link (coverage
+#               instrumented): 143 s of CPU for the module's own packages,
+#               13 s when up to date (go test -c -o then leaves it alone).
+#   test-chart  warm 3 s; cold: compiling Helm and Kubernetes.
+#   test        unit phase ~205 s, bounded by cmd/adk (~190 s, ~250 s of
+#               CPU: it runs the race-built adk hundreds of times); the
+#               serial cluster phase ~650 s: testcluster ~280 s at ~20%
+#               of the 2 cores busy, devapi ~160 s (CompareOfAnySize) at
+#               ~65%, cmd/adk ~190 s. Each go test run relinks its test
+#               binaries (~3-5 s of CPU each); binaries the tests build
+#               (testutil.Binary) are linked once per run.
 .PHONY: test
 test: ## Run every test with the race detector (cluster tests serially)
 	$(RACE_ENV) $(GO) test -race -count=1 -timeout 15m -skip '^TestCluster' $(PKGS)
@@ -65,7 +84,7 @@ lint: ## gofmt check, go vet, staticcheck
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 .PHONY: fuzz-smoke
-fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s)
+fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s); FUZZ_BIN_DIR keeps the instrumented test binaries, FUZZ_BUILD_ONLY=1 only builds them
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-smoke.sh
 
 .PHONY: bench
