@@ -52,15 +52,16 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 # What CI's phases cost (.ci/run runs them in two lanes; 2 cores; warm =
 # build cache of an earlier run, quiet machine, main 42d8a34, ci15a.log;
 # cold = empty GOCACHE, CPU = user+sys; 2026-12-06 session 15, h21t):
-#   lint        warm ~25 s; cold: go vet alone 357 s of CPU (it compiles
+#   lint        warm 51 s of CPU; cold: go vet 357 s of CPU (it compiles
 #               the module and every dependency for their export data;
-#               make build then reuses that), staticcheck its own analysis.
-#   build       warm ~5 s (a link); cold: shares vet's compile.
+#               make build then reuses that), staticcheck 177 s more (its
+#               own build and analysis).
+#   build       warm 8.5 s of CPU (a link); cold: the same, after vet.
 #   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
 #               third compile of every package the targets link (coverage
 #               instrumented): 143 s of CPU for the module's own packages,
 #               13 s when up to date (go test -c -o then leaves it alone).
-#   test-chart  warm 3 s; cold: compiling Helm and Kubernetes.
+#   test-chart  warm 4 s of CPU; cold: compiling Helm and Kubernetes.
 #   test        unit phase ~205 s, bounded by cmd/adk (~190 s, ~250 s of
 #               CPU: it runs the race-built adk hundreds of times); the
 #               serial cluster phase ~650 s: testcluster ~280 s at ~20%
