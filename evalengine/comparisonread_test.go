@@ -119,6 +119,29 @@ func FuzzReadComparison(f *testing.F) {
 	f.Add([]byte(`{"baseline_pass_rate":1,"baseline_version":"v","case_diffs":[],"current_pass_rate":1,"current_version":"v","eval_set_id":"s","max_pass_rate_drop":0,"metric_diffs":[],"pass_rate_drop":0,"passed":true,"report_schema_version":1,"report_type":"baseline_comparison"}`))
 	f.Add([]byte(`{"case_diffs":[{"a":"\"}]"}]}`))
 	f.Add([]byte(`{"case_diffs":[1,]}`))
+	// What the one-pass row decoder must refuse as the three readings
+	// before it did: a key that matches only by case folding, a null
+	// field, a missing one, a folded repeat, a null or non-object row,
+	// an unknown key after a wrong type, a number out of range.
+	row := []byte(`"case_id":"`)
+	for _, edit := range [][2]string{
+		{`"case_id":"`, `"CASE_ID":"`},
+		{`"regression":false`, `"regression":null`},
+		{`,"trajectory_changed":false`, ``},
+		{`"case_id":"`, `"Case_Id":"x","case_id":"`},
+		{`"metric_id":"`, `"metric_ID":"`},
+		{`"baseline_score":`, `"baseline_score":1e400,"x":`},
+		{`"regression":false`, `"regression":0,"zzz":1`},
+	} {
+		f.Add(bytes.Replace(data, []byte(edit[0]), []byte(edit[1]), 1))
+	}
+	if i := bytes.Index(data, row); i > 0 {
+		start := bytes.LastIndexByte(data[:i], '{')
+		end := start + bytes.IndexByte(data[start:], '}') + 1
+		for _, r := range []string{"null", "[]", `"row"`, "{}"} {
+			f.Add(append(append(append([]byte{}, data[:start]...), r...), data[end:]...))
+		}
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		want, derr := evalengine.DecodeComparison(doc)
 		got, err := evalengine.ReadComparison(bytes.NewReader(doc))

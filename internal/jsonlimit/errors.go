@@ -100,3 +100,16 @@ func truncateKey(k string) string {
 }
 
 func runeStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// UnknownFieldError is the error Unmarshal gives for key, a key the
+// target struct lacks: for a decoder that reads a document through a
+// Scanner in one pass and must refuse what Unmarshal refuses.
+func UnknownFieldError(key []byte) *Error {
+	return &Error{Code: CodeUnknownField, Path: "$", Key: truncateKey(string(key))}
+}
+
+// TypeError is the error Unmarshal gives for a value of the wrong JSON
+// type at path ("$" or "$.field").
+func TypeError(path string) *Error {
+	return &Error{Code: CodeType, Path: path}
+}

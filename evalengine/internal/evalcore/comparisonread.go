@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,10 +37,11 @@ const (
 // ReadComparison reads a comparison document of any size from r with
 // DecodeComparison's checks, a row at a time: the top-level object is
 // scanned key by key; each row of metric_diffs and case_diffs is cut out
-// (at most 8 MiB), decoded strictly under the default JSON limits (unknown
-// fields, wrong types, duplicate keys refused as jsonlimit refuses them),
-// checked against its re-encoding (the exact key set) and against the
-// row before it (order, verdict, reason); the fields outside the rows are
+// (at most 8 MiB) and decoded in one pass through a jsonlimit.Scanner
+// under the default JSON limits (unknown fields, wrong types, duplicate
+// keys refused as jsonlimit refuses them), checked against what its
+// re-encoding would be (every field once, by its exact name, not null)
+// and against the row before it (order, verdict, reason); the fields outside the rows are
 // decoded together the same way, then the verdict is checked against
 // every row's. Errors are invalid_eval_comparison with the jsonlimit code
 // or the verification reason, and the detail names the field
@@ -59,6 +61,7 @@ func ReadComparison(r io.Reader) (*Comparison, error) {
 }
 
 type comparisonReader struct {
+	dec    lineDecoder // decodes every row, its buffers kept
 	br     *bufio.Reader
 	off    int // bytes read
 	buf    []byte
@@ -371,52 +374,188 @@ func (cr *comparisonReader) rowList(key string, b byte) error {
 	}
 }
 
-// row decodes and checks one row (raw, at rowPath) of key's list.
+// The fields of the two row types in their JSON order (MetricDiff's and
+// CaseDiff's tags), and folded as encoding/json matches keys.
+var (
+	metricDiffNames  = []string{"metric_id", "baseline_score", "current_score", "score_drop", "tolerance", "regression", "reason"}
+	caseDiffNames    = []string{"case_id", "baseline_status", "current_status", "trajectory_changed", "regression", "reason"}
+	metricDiffFolded = foldedNames(metricDiffNames...)
+	caseDiffFolded   = foldedNames(caseDiffNames...)
+)
+
+// row decodes and checks one row (raw, at rowPath) of key's list in one
+// pass through a jsonlimit.Scanner (decodeRow). It refuses what the
+// three readings before it refused (jsonlimit.Decode, jsonlimit.Unmarshal
+// and the comparison with the row's re-encoding), with their errors in
+// their order: a limit or syntax error anywhere in the row; the first
+// unknown key or value of the wrong type; the row's order, verdict and
+// reason against the row before it; then a row its re-encoding would not
+// repeat (a field missing, null, or given by a key that matches only by
+// encoding/json's case folding): inconsistent, naming the field.
 func (cr *comparisonReader) row(key string, raw []byte, rowPath string, lim jsonlimit.Limits) error {
-	gen, err := jsonlimit.Decode(raw, lim)
-	if err != nil {
-		return rowPathErr(err, rowPath)
-	}
-	var v any
+	d := &cr.dec
 	var reason string
+	var rf rowFields
+	var err error
 	if key == comparisonMetricRows {
-		var d MetricDiff
-		if err := jsonlimit.Unmarshal(raw, lim, &d); err != nil {
+		var m MetricDiff
+		rf, err = cr.decodeRow(raw, lim, metricDiffNames, metricDiffFolded, func(i int) error {
+			switch i {
+			case 0:
+				return d.stringField(&m.MetricID)
+			case 1:
+				return d.floatField(&m.BaselineScore)
+			case 2:
+				return d.floatField(&m.CurrentScore)
+			case 3:
+				return d.floatField(&m.ScoreDrop)
+			case 4:
+				return d.floatField(&m.Tolerance)
+			case 5:
+				return d.boolField(&m.Regression)
+			default:
+				return d.stringField(&m.Reason)
+			}
+		})
+		if err != nil {
 			return rowPathErr(err, rowPath)
 		}
 		var prev *MetricDiff
 		if n := len(cr.c.MetricDiffs); n > 0 {
 			prev = &cr.c.MetricDiffs[n-1]
 		}
-		reason, v = metricDiffReason(prev, &d), d
-		d.Reason = internReason(d.Reason)
-		cr.c.MetricDiffs = append(cr.c.MetricDiffs, d)
-		cr.regression = cr.regression || d.Regression
+		reason = metricDiffReason(prev, &m)
+		m.Reason = internReason(m.Reason)
+		cr.c.MetricDiffs = append(cr.c.MetricDiffs, m)
+		cr.regression = cr.regression || m.Regression
 	} else {
-		var d CaseDiff
-		if err := jsonlimit.Unmarshal(raw, lim, &d); err != nil {
+		var c CaseDiff
+		rf, err = cr.decodeRow(raw, lim, caseDiffNames, caseDiffFolded, func(i int) error {
+			switch i {
+			case 0:
+				return d.stringField(&c.CaseID)
+			case 1:
+				return d.stringField(&c.BaselineStatus)
+			case 2:
+				return d.stringField(&c.CurrentStatus)
+			case 3:
+				return d.boolField(&c.TrajectoryChanged)
+			case 4:
+				return d.boolField(&c.Regression)
+			default:
+				return d.stringField(&c.Reason)
+			}
+		})
+		if err != nil {
 			return rowPathErr(err, rowPath)
 		}
 		var prev *CaseDiff
 		if n := len(cr.c.CaseDiffs); n > 0 {
 			prev = &cr.c.CaseDiffs[n-1]
 		}
-		reason, v = caseDiffReason(prev, &d), d
-		d.BaselineStatus, d.CurrentStatus, d.Reason = internStatus(d.BaselineStatus), internStatus(d.CurrentStatus), internReason(d.Reason)
-		cr.c.CaseDiffs = append(cr.c.CaseDiffs, d)
-		cr.regression = cr.regression || d.Regression
+		reason = caseDiffReason(prev, &c)
+		c.BaselineStatus, c.CurrentStatus, c.Reason = internStatus(c.BaselineStatus), internStatus(c.CurrentStatus), internReason(c.Reason)
+		cr.c.CaseDiffs = append(cr.c.CaseDiffs, c)
+		cr.regression = cr.regression || c.Regression
 	}
 	if reason != "" {
 		return ReasonErr(CodeInvalidComparison, reason, rowPath)
 	}
-	want, err := ToGeneric(v)
-	if err != nil {
-		return ReasonErr(CodeInvalidComparison, "not_json", rowPath)
-	}
-	if path, ok := jsonClose(want, gen, rowPath); !ok {
-		return ReasonErr(CodeInvalidComparison, "inconsistent", Bound(path))
+	if rf.differs {
+		return ReasonErr(CodeInvalidComparison, "inconsistent", Bound(rowPath+rf.at))
 	}
 	return nil
+}
+
+// rowFields is what decodeRow found of a row besides its values: whether
+// its re-encoding would differ from it, and where (".field": the first
+// field missing, null, or given by a key that matches its name only by
+// case folding; "": the row, null).
+type rowFields struct {
+	differs bool
+	at      string
+}
+
+// decodeRow checks raw against lim and decodes it, an object of the
+// fields names (folded: as encoding/json folds them), calling field with
+// each key's index with its value next; field leaves a null value as it
+// is, as encoding/json does. Its error is jsonlimit.Check's for a row
+// Check refuses, else the first unknown key or wrong JSON type, as
+// jsonlimit.Unmarshal names them.
+func (cr *comparisonReader) decodeRow(raw []byte, lim jsonlimit.Limits, names, folded []string, field func(i int) error) (rowFields, error) {
+	d := &cr.dec
+	var rf rowFields
+	refused := func(err error) (rowFields, error) {
+		// Where the types stopped reading the row, a limit or syntax
+		// error after that point is the row's error, as when Check ran
+		// first; only a refused row pays for it.
+		if cerr := jsonlimit.Check(raw, lim); cerr != nil {
+			return rf, cerr
+		}
+		return rf, err
+	}
+	if err := d.s.Reset(raw, lim); err != nil {
+		return rf, err
+	}
+	switch d.s.NextByte() {
+	case 'n':
+		// encoding/json decodes null into nothing; its re-encoding is
+		// an object.
+		if err := d.s.Skip(); err != nil {
+			return rf, err
+		}
+		rf.differs = true
+		return rf, d.s.End()
+	case '{':
+	default:
+		return refused(jsonlimit.TypeError("$"))
+	}
+	if err := d.s.Object(); err != nil {
+		return rf, err
+	}
+	var exact uint
+	for next := 0; ; {
+		key, more, err := d.s.Key()
+		if err != nil {
+			return rf, err
+		}
+		if !more {
+			break
+		}
+		i := next
+		if i >= len(names) || string(key) != names[i] {
+			if i = slices.Index(names, string(key)); i < 0 {
+				if i = fieldIndex(key, names, folded, &d.fold); i < 0 {
+					return refused(jsonlimit.UnknownFieldError(key))
+				}
+				if !rf.differs {
+					rf.differs, rf.at = true, "."+names[i]
+				}
+			}
+		}
+		if string(key) == names[i] {
+			exact |= 1 << i
+		}
+		next = i + 1
+		if d.s.NextByte() == 'n' && !rf.differs {
+			rf.differs, rf.at = true, "."+names[i]
+		}
+		if err := field(i); err != nil {
+			if err == errScanLine {
+				return refused(jsonlimit.TypeError("$." + names[i]))
+			}
+			return rf, err
+		}
+	}
+	if err := d.s.End(); err != nil {
+		return rf, err
+	}
+	for i, n := range names {
+		if exact&(1<<i) == 0 {
+			return rowFields{differs: true, at: "." + n}, nil
+		}
+	}
+	return rf, nil
 }
 
 // rowPathErr puts a row's jsonlimit error at the row's place in the
