@@ -59,8 +59,9 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 #   build       warm 8.5 s of CPU (a link); cold: the same, after vet.
 #   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
 #               third compile of every package the targets link (coverage
-#               instrumented): 143 s of CPU for the module's own packages,
-#               13 s when up to date (go test -c -o then leaves it alone).
+#               instrumented): 476 s of CPU cold, 143 s for the module's
+#               own packages alone, 13 s when up to date (go test -c -o
+#               then leaves it alone).
 #   test-chart  warm 4 s of CPU; cold: compiling Helm and Kubernetes.
 #   test        unit phase ~205 s, bounded by cmd/adk (~190 s, ~250 s of
 #               CPU: it runs the race-built adk hundreds of times); the
