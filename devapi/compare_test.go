@@ -507,14 +507,15 @@ func checkStoredReportsOfAnySize(t *testing.T, e *env, a, b string, jsonlA []byt
 	// report_spool_limit; one that would pass it beside the spools of
 	// other reports is 429 report_spool_full with retry-after. Both give
 	// back what they took.
-	small, smallBase := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, ReportSpoolBytes: 16 << 20})
+	// (Small bounds: each refused report reads its stream only up to them.)
+	small, smallBase := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, ReportSpoolBytes: 4 << 20})
 	got = do(t, smallBase, "GET", path+"/report?format=markdown", tokAlice, nil)
 	if got.status != 503 || got.errCode() != devapi.CodeServiceUnavailable || !strings.Contains(string(got.body), `"reason":"report_spool_limit"`) ||
-		!strings.Contains(string(got.body), fmt.Sprintf(`"max_spool_bytes":%d`, 16<<20)) || got.header.Get("retry-after") != "" {
-		t.Errorf("markdown of a %d-byte stream under a 16 MiB spool: %d %q %.300s", len(jsonlA), got.status, got.header.Get("retry-after"), got.body)
+		!strings.Contains(string(got.body), fmt.Sprintf(`"max_spool_bytes":%d`, 4<<20)) || got.header.Get("retry-after") != "" {
+		t.Errorf("markdown of a %d-byte stream under a 4 MiB spool: %d %q %.300s", len(jsonlA), got.status, got.header.Get("retry-after"), got.body)
 	}
-	shared, sharedBase := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, ReportSpoolBytes: 64 << 20})
-	release, ok := shared.HoldSpool(48 << 20) // another report's spool
+	shared, sharedBase := newServer(t, devapi.Options{Tokens: e.tokens, Coord: e.cl, ReportSpoolBytes: 8 << 20})
+	release, ok := shared.HoldSpool(6 << 20) // another report's spool
 	if !ok {
 		t.Fatal("hold the spool")
 	}
