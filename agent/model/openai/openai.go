@@ -198,23 +198,29 @@ type (
 			Schema map[string]any `json:"schema"`
 		} `json:"json_schema"`
 	}
+	// chatResponse and the types below it are what decodeResponse
+	// reads (decode.go decodes them without encoding/json too).
 	chatResponse struct {
-		ID      string `json:"id"`
-		Model   string `json:"model"`
-		Choices []struct {
-			Message struct {
-				Content   *string        `json:"content"`
-				ToolCalls []chatToolCall `json:"tool_calls"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *struct {
-			PromptTokens        int64 `json:"prompt_tokens"`
-			CompletionTokens    int64 `json:"completion_tokens"`
-			PromptTokensDetails *struct {
-				CachedTokens int64 `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
+		ID      string       `json:"id"`
+		Model   string       `json:"model"`
+		Choices []chatChoice `json:"choices"`
+		Usage   *chatUsage   `json:"usage"`
+	}
+	chatChoice struct {
+		Message      chatChoiceMessage `json:"message"`
+		FinishReason string            `json:"finish_reason"`
+	}
+	chatChoiceMessage struct {
+		Content   *string        `json:"content"`
+		ToolCalls []chatToolCall `json:"tool_calls"`
+	}
+	chatUsage struct {
+		PromptTokens        int64              `json:"prompt_tokens"`
+		CompletionTokens    int64              `json:"completion_tokens"`
+		PromptTokensDetails *chatTokensDetails `json:"prompt_tokens_details"`
+	}
+	chatTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
 	}
 )
 
@@ -244,6 +250,9 @@ func (p *Provider) encode(req *model.Request) ([]byte, error) {
 	}
 	if p.completionTokens(cr.Model) {
 		cr.MaxCompletionTokens, cr.MaxTokens = cr.MaxTokens, 0
+	}
+	if len(req.Messages) > 0 {
+		cr.Messages = make([]chatMessage, 0, len(req.Messages))
 	}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -278,6 +287,9 @@ func (p *Provider) encode(req *model.Request) ([]byte, error) {
 			}
 		}
 	}
+	if len(cr.Messages) == 0 {
+		cr.Messages = nil // "messages":null, as before the room above
+	}
 	for _, d := range req.Tools {
 		params := d.Parameters
 		if params == nil {
@@ -311,7 +323,7 @@ func nonNil(m map[string]any) map[string]any {
 
 func (p *Provider) decode(data []byte) (*model.Response, error) {
 	var cr chatResponse
-	if err := json.Unmarshal(data, &cr); err != nil || len(cr.Choices) == 0 {
+	if err := decodeResponse(data, &cr); err != nil || len(cr.Choices) == 0 {
 		return nil, p.client.Fail(model.ClassBadResponse)
 	}
 	ch := cr.Choices[0]
