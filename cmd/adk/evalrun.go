@@ -262,8 +262,10 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) (err error) {
 		return err
 	}
 	if _, local := r.(*localRunner); local {
+		// The run's heap goal stays at a floor (gcfloor.go), in a range
+		// of the heap backed by huge pages.
 		evalheap.Ready()
-		relaxEvalGC()
+		defer holdGCFloor()()
 	}
 	opts, cmpOpts, err := f.validate(cmd)
 	if err != nil {

@@ -137,11 +137,11 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o workerOptions, stdout,
 		return err
 	}
 	log := f.Log.Logger(stderr)
-	// A long-running worker's heap goal stays at a floor (workergc.go),
+	// A long-running worker's heap goal stays at a floor (gcfloor.go),
 	// in a range of the heap backed by huge pages: the floor's first
 	// touches cost a page fault per 2 MiB, not per 4 KiB.
 	evalheap.Ready()
-	defer holdWorkerGCFloor()()
+	defer holdGCFloor()()
 	o.nats.url = wf.NATS
 	nc, err := o.nats.connect("adk-worker-"+wf.ID, nats.CustomInboxPrefix(bus.WorkerInboxPrefix(wf.ID)))
 	if err != nil {

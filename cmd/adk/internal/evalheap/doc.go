@@ -1,7 +1,7 @@
 // Package evalheap prepares the Go heap of a local `adk eval run` for
 // transparent huge pages, so that the run's first touches of fresh memory
 // cost one page fault per 2 MiB instead of one per 4 KiB. `adk worker`
-// calls Ready too: the range covers its GC floor (cmd/adk/workergc.go).
+// calls Ready too: the range covers its GC floor (cmd/adk/gcfloor.go).
 //
 // The preparation (a block the size of a run's heap, advised and freed by
 // a GC cycle; the heap below it collapsed into huge pages) begins in the

@@ -30,16 +30,16 @@ func TestFloorPercent(t *testing.T) {
 	}
 }
 
-// TestHoldWorkerGCFloor checks the floor's lifetime: raised while held,
+// TestHoldGCFloor checks the floor's lifetime: raised while held,
 // applied again after each collection, and GOGC's default back once the
 // last holder releases it.
-func TestHoldWorkerGCFloor(t *testing.T) {
+func TestHoldGCFloor(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the floor is the operator's")
 	}
 	gcPercent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
-	// An in-process eval's floor (relaxEvalGC) may still be pending:
-	// wait for GOGC's default first.
+	// Another test may have left the percentage changed: wait for
+	// GOGC's default first.
 	deadline := time.Now().Add(10 * time.Second)
 	for runtime.GC(); gcPercent() != 100; runtime.GC() {
 		if time.Now().After(deadline) {
@@ -47,8 +47,8 @@ func TestHoldWorkerGCFloor(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	release1 := holdWorkerGCFloor()
-	release2 := holdWorkerGCFloor()
+	release1 := holdGCFloor()
+	release2 := holdGCFloor()
 	if p := gcPercent(); p <= 100 {
 		t.Fatalf("GC percent %d while the floor is held, want above 100", p)
 	}
