@@ -150,13 +150,20 @@ type Span struct {
 }
 
 // newSpanAlloc is what starting a span allocates, in one object: the
-// Span, its formatted ids and a root's copy of its context's eval ids
-// (corr.Eval points at it). Span stays small: EvaluationResult keeps one
-// on the stack.
+// Span and a root's copy of its context's eval ids (corr.Eval points at
+// it). Span stays small: EvaluationResult keeps one on the stack.
 type newSpanAlloc struct {
 	sp       Span
-	ids      spanIDs
 	rootEval EvalIDs
+}
+
+// newEmittingSpanAlloc is newSpanAlloc with the span's formatted ids,
+// which only an emitting tracer's signals use: a tracer that emits
+// nothing (a local eval run without an exporter traces every sample for
+// its trace ids and metrics) allocates ~40% less per span.
+type newEmittingSpanAlloc struct {
+	newSpanAlloc
+	ids spanIDs
 }
 
 // spanIDs is what every signal of an emitting span repeats, formatted
@@ -301,7 +308,14 @@ func (t *Tracer) Begin(ctx context.Context, o Observation) (context.Context, *Sp
 //
 //go:noinline
 func (t *Tracer) newSpan(ctx context.Context, o *Observation) *Span {
-	a := new(newSpanAlloc)
+	var a *newSpanAlloc
+	var ids *spanIDs
+	if t.emitting {
+		e := new(newEmittingSpanAlloc)
+		a, ids = &e.newSpanAlloc, &e.ids
+	} else {
+		a = new(newSpanAlloc)
+	}
 	sp := &a.sp
 	*sp = Span{t: t, kind: o.Kind, provider: o.Provider, stream: o.Stream, start: o.Start}
 	var ownEval bool
@@ -316,7 +330,7 @@ func (t *Tracer) newSpan(ctx context.Context, o *Observation) *Span {
 	}
 	sp.ctx = spanContext{Context: ctx, sp: sp}
 	if t.emitting {
-		sp.ids = &a.ids
+		sp.ids = ids
 		sp.ids.fill(&sp.corr, !t.direct)
 		sp.ids.workflowID, sp.ids.workflowKind, sp.ids.nodeID = o.WorkflowID, o.WorkflowKind, o.NodeID
 	}
