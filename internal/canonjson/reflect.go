@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -32,6 +33,8 @@ func (e *encoder) reflected(v any) error {
 	}
 	mark, depth := len(e.buf), len(e.path)
 	e.reflecting = true
+	// A failure returns at once, leaving the containers' depth counted:
+	// rdepth is reset here either way.
 	err := e.reflectValue(reflect.ValueOf(v))
 	e.reflecting, e.rdepth = false, 0
 	if err == nil {
@@ -58,8 +61,13 @@ func (e *encoder) reflectValue(v reflect.Value) error {
 		e.buf = append(e.buf, "null"...)
 		return nil
 	}
-	t := v.Type()
-	ti := typeInfoOf(t)
+	return e.reflectTyped(v, typeInfoOf(v.Type()))
+}
+
+// reflectTyped writes v, a valid value whose type's info is ti (the
+// containers keep their elements' and fields' infos, so a value's
+// parts are not looked up in typeInfos one by one).
+func (e *encoder) reflectTyped(v reflect.Value, ti *typeInfo) error {
 	switch {
 	case ti.marshals:
 		return e.viaEncodingJSON(v.Interface())
@@ -74,7 +82,7 @@ func (e *encoder) reflectValue(v reflect.Value) error {
 		// them without reflection.
 		return e.value(v.Interface())
 	}
-	switch t.Kind() {
+	switch ti.kind {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -86,7 +94,7 @@ func (e *encoder) reflectValue(v reflect.Value) error {
 	case reflect.Float64:
 		return e.float(v.Float())
 	case reflect.String:
-		if t == numberType {
+		if ti.number {
 			n := v.String()
 			if n == "" {
 				n = "0" // encoding/json writes an empty Number as 0
@@ -108,20 +116,23 @@ func (e *encoder) reflectValue(v reflect.Value) error {
 		if !e.enter() {
 			return errOutside
 		}
-		defer e.leave()
-		return e.reflectValue(v.Elem())
+		if err := e.reflectTyped(v.Elem(), ti.elemInfo()); err != nil {
+			return err
+		}
+		e.leave()
+		return nil
 	case reflect.Struct:
 		return e.reflectStruct(v, ti)
 	case reflect.Map:
-		return e.reflectMap(v)
+		return e.reflectMap(v, ti)
 	case reflect.Slice:
 		if v.IsNil() {
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
-		return e.reflectArray(v)
+		return e.reflectArray(v, ti)
 	case reflect.Array:
-		return e.reflectArray(v)
+		return e.reflectArray(v, ti)
 	default:
 		return errOutside // complex, chan, func: encoding/json refuses them
 	}
@@ -145,25 +156,26 @@ func (e *encoder) via(v reflect.Value) error {
 	return e.viaEncodingJSON(v.Interface())
 }
 
-func (e *encoder) reflectArray(v reflect.Value) error {
+func (e *encoder) reflectArray(v reflect.Value, ti *typeInfo) error {
 	if !e.enter() {
 		return errOutside
 	}
-	defer e.leave()
+	elem := ti.elemInfo()
 	e.buf = append(e.buf, '[')
 	for i := range v.Len() {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		if err := e.reflectValue(v.Index(i)); err != nil {
+		if err := e.reflectTyped(v.Index(i), elem); err != nil {
 			return err
 		}
 	}
 	e.buf = append(e.buf, ']')
+	e.leave()
 	return nil
 }
 
-func (e *encoder) reflectMap(v reflect.Value) error {
+func (e *encoder) reflectMap(v reflect.Value, ti *typeInfo) error {
 	if v.IsNil() {
 		e.buf = append(e.buf, "null"...)
 		return nil
@@ -180,7 +192,7 @@ func (e *encoder) reflectMap(v reflect.Value) error {
 	if !e.enter() {
 		return errOutside
 	}
-	defer e.leave()
+	elem := ti.elemInfo()
 	e.buf = append(e.buf, '{')
 	for i, m := range members {
 		if i > 0 {
@@ -190,11 +202,12 @@ func (e *encoder) reflectMap(v reflect.Value) error {
 			return err
 		}
 		e.buf = append(e.buf, ':')
-		if err := e.reflectValue(m.val); err != nil {
+		if err := e.reflectTyped(m.val, elem); err != nil {
 			return err
 		}
 	}
 	e.buf = append(e.buf, '}')
+	e.leave()
 	return nil
 }
 
@@ -202,7 +215,6 @@ func (e *encoder) reflectStruct(v reflect.Value, ti *typeInfo) error {
 	if !e.enter() {
 		return errOutside
 	}
-	defer e.leave()
 	e.buf = append(e.buf, '{')
 	first := true
 	for i := range ti.fields {
@@ -216,11 +228,12 @@ func (e *encoder) reflectStruct(v reflect.Value, ti *typeInfo) error {
 		}
 		first = false
 		e.buf = append(e.buf, f.quoted...)
-		if err := e.reflectValue(fv); err != nil {
+		if err := e.reflectTyped(fv, f.info()); err != nil {
 			return err
 		}
 	}
 	e.buf = append(e.buf, '}')
+	e.leave()
 	return nil
 }
 
@@ -232,8 +245,35 @@ type typeInfo struct {
 	marshals, ptrMarshals bool
 	outside               bool
 	generic               bool // one of the types value handles itself
+	kind                  reflect.Kind
+	number                bool // json.Number
 	fields                []fieldInfo
+	// elem is the info of a pointer's, slice's, array's or map's element
+	// type, found on first use (a type may contain itself).
+	elem infoCache
 }
+
+// infoCache holds the typeInfo of one type once it is first needed.
+type infoCache struct {
+	t  reflect.Type
+	ti *atomic.Pointer[typeInfo]
+}
+
+func newInfoCache(t reflect.Type) infoCache {
+	return infoCache{t: t, ti: new(atomic.Pointer[typeInfo])}
+}
+
+func (c infoCache) get() *typeInfo {
+	if ti := c.ti.Load(); ti != nil {
+		return ti
+	}
+	ti := typeInfoOf(c.t)
+	c.ti.Store(ti)
+	return ti
+}
+
+// elemInfo is the info of ti's element type.
+func (ti *typeInfo) elemInfo() *typeInfo { return ti.elem.get() }
 
 // genericTypes are the container types value encodes without reflection.
 var genericTypes = map[reflect.Type]bool{
@@ -247,7 +287,11 @@ type fieldInfo struct {
 	index     int
 	quoted    []byte // the canonical key and its colon
 	omitEmpty bool
+	typ       infoCache
 }
+
+// info is the info of the field's type.
+func (f *fieldInfo) info() *typeInfo { return f.typ.get() }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
 
@@ -255,7 +299,12 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 	if v, ok := typeInfos.Load(t); ok {
 		return v.(*typeInfo)
 	}
-	ti := &typeInfo{marshals: marshals(t), ptrMarshals: t.Kind() != reflect.Pointer && marshals(reflect.PointerTo(t)), generic: genericTypes[t]}
+	ti := &typeInfo{marshals: marshals(t), ptrMarshals: t.Kind() != reflect.Pointer && marshals(reflect.PointerTo(t)), generic: genericTypes[t],
+		kind: t.Kind(), number: t == numberType}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		ti.elem = newInfoCache(t.Elem())
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		ti.fields, ti.outside = structFields(t)
@@ -297,7 +346,7 @@ func structFields(t reflect.Type) (_ []fieldInfo, outside bool) {
 		if name == "" {
 			name = sf.Name
 		}
-		f := named{name: name, fieldInfo: fieldInfo{index: i}}
+		f := named{name: name, fieldInfo: fieldInfo{index: i, typ: newInfoCache(sf.Type)}}
 		for opt := range strings.SplitSeq(opts, ",") {
 			switch opt {
 			case "":
