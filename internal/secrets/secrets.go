@@ -165,6 +165,7 @@ func (p *Pruner) walk(v any, redact func(string) string, depth int) any {
 		}
 		return redact(s)
 	}
+	boxed := v
 	switch v := v.(type) {
 	case map[string]any:
 		if v == nil {
@@ -211,7 +212,10 @@ func (p *Pruner) walk(v any, redact func(string) string, depth int) any {
 	case []string:
 		return copyStrings(v, str)
 	case string:
-		return str(v)
+		if redact == nil {
+			return boxed // as it is: boxing the string again allocates
+		}
+		return redact(v)
 	default:
 		return v
 	}
