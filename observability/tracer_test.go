@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -512,6 +513,31 @@ func scrape(t *testing.T, m *Metrics) string {
 	b, _ := io.ReadAll(resp.Body)
 	srv.Client().CloseIdleConnections()
 	return string(b)
+}
+
+// TestMetrics_RecentOpsCountEverySeries: labels that share a slot of the
+// recent-series cache ("a" and "b") and one that does not ("cc"), each
+// recorded in turn, count in their own series.
+func TestMetrics_RecentOpsCountEverySeries(t *testing.T) {
+	m, err := NewMetrics(MetricsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recentSlot(&OperationLabels{Tool: "a"}) != recentSlot(&OperationLabels{Tool: "b"}) {
+		t.Fatal("a and b should share a slot")
+	}
+	for range 10 {
+		for _, tool := range []string{"a", "b", "cc", "cc"} {
+			m.RecordOperation(OperationLabels{Operation: "execute_tool", Tool: tool, Status: StatusOK, Stream: "false"}, time.Millisecond)
+		}
+	}
+	text := scrape(t, m)
+	for tool, want := range map[string]int{"a": 10, "b": 10, "cc": 20} {
+		series := `gen_ai_tool_name="` + tool + `",otel_metric_overflow="",status="ok",stream="false"} ` + strconv.Itoa(want)
+		if !strings.Contains(text, MetricOperationCount+`{error_type="",gen_ai_operation_name="execute_tool",gen_ai_provider_name="",gen_ai_request_model="",`+series) {
+			t.Errorf("tool %s: want %d records:\n%s", tool, want, text)
+		}
+	}
 }
 
 func TestMetrics_BoundedCardinality(t *testing.T) {
