@@ -6,6 +6,10 @@
 // Errors are *model.Error values; the API key is read from the environment
 // variable the config names and never appears in an error.
 //
+// Answers are decoded without encoding/json when they have the shape
+// providers send (decode.go); anything else is decoded by encoding/json,
+// whose value and verdict stand either way.
+//
 // It imports only agent/model, agent/internal/httpx (the shared HTTP
 // helper) and the standard library.
 package openai
