@@ -11,6 +11,7 @@ import (
 
 	"github.com/fadcedab/adk/agent"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/observability"
 )
 
 // BenchmarkRunOpenAISamples is the engine's per-sample cost as `adk eval
@@ -20,6 +21,18 @@ import (
 // once. The fake's own work is in the process too, so read allocs/sample
 // and B/sample as the engine's and ns/sample as an upper bound.
 func BenchmarkRunOpenAISamples(b *testing.B) {
+	benchRunOpenAISamples(b, false)
+}
+
+// BenchmarkRunOpenAISamplesAsCLI is BenchmarkRunOpenAISamples as a local
+// `adk eval run` configures the engine: traced by a tracer that exports
+// nothing (ADK_TRACING's default without an exporter), with the agent's
+// events captured (--capture-events' default).
+func BenchmarkRunOpenAISamplesAsCLI(b *testing.B) {
+	benchRunOpenAISamples(b, true)
+}
+
+func benchRunOpenAISamples(b *testing.B, asCLI bool) {
 	body := `{"id":"chatcmpl-fake","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -32,7 +45,19 @@ func BenchmarkRunOpenAISamples(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := New(cfg, Options{})
+	opts := evalengine.DefaultOptions()
+	opts.Samples, opts.Concurrency, opts.TimeoutMS = 100, 64, 600_000
+	var ao Options
+	var obs observability.Observer
+	if asCLI {
+		tracer, err := observability.New(observability.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		obs = tracer
+		ao = Options{CaptureEvents: opts.CaptureEvents, Build: agent.BuildOptions{Observer: obs}}
+	}
+	a, err := New(cfg, ao)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,9 +69,7 @@ func BenchmarkRunOpenAISamples(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := evalengine.DefaultOptions()
-	opts.Samples, opts.Concurrency, opts.TimeoutMS = 100, 64, 600_000
-	rc := evalengine.RunConfig{Adapter: a, Metrics: evalengine.DefaultCriteria(), Options: opts}
+	rc := evalengine.RunConfig{Adapter: a, Metrics: evalengine.DefaultCriteria(), Options: opts, Observer: obs}
 	const samples = 1000
 	b.ReportAllocs()
 	for b.Loop() {
