@@ -63,7 +63,8 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 #               own packages alone, 13 s when up to date (go test -c -o
 #               then leaves it alone).
 #   test-chart  warm 4 s of CPU; cold 186 s (compiling Helm and Kubernetes).
-#   test        unit phase ~205 s, bounded by cmd/adk (~190 s, ~250 s of
+#   test        cold race compile 394 s of CPU (the test binaries
+#               alone: 57 s to link them all warm); unit phase ~205 s, bounded by cmd/adk (~190 s, ~250 s of
 #               CPU: it runs the race-built adk hundreds of times); the
 #               serial cluster phase ~650 s: testcluster ~280 s at ~20%
 #               of the 2 cores busy, devapi ~160 s (CompareOfAnySize) at
