@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,6 +25,10 @@ const (
 	httpAgentCommand = "go run ./examples/http-agent "
 	readmeAgentURL   = "http://127.0.0.1:8089/"
 )
+
+// adkLine matches a README command of the built binary, after any
+// VAR=value words.
+var adkLine = regexp.MustCompile(`^([A-Z_]+=\S*\s+)*\./bin/adk `)
 
 func TestReadme_EvaluatingInCI(t *testing.T) {
 	t.Parallel()
@@ -49,7 +54,8 @@ func TestReadme_EvaluatingInCI(t *testing.T) {
 	}
 	const key = "AIza-readme-Kq3Vt8Wm1Zr6"
 	var sawKey atomic.Value
-	srv := fakeGemini(t, &sawKey)
+	var viaTransport, viaLean atomic.Int32
+	srv := fakeGeminiPaths(t, &sawKey, &viaTransport, &viaLean)
 	var jsonBlocks []string
 	var commands []string
 	for _, b := range blocks {
@@ -58,7 +64,7 @@ func TestReadme_EvaluatingInCI(t *testing.T) {
 			continue
 		}
 		for _, line := range strings.Split(b[2], "\n") {
-			if strings.HasPrefix(line, "./bin/adk ") || strings.HasPrefix(line, httpAgentCommand) {
+			if adkLine.MatchString(line) || strings.HasPrefix(line, httpAgentCommand) {
 				commands = append(commands, line)
 			}
 		}
@@ -97,10 +103,17 @@ func TestReadme_EvaluatingInCI(t *testing.T) {
 				want, _ = strconv.Atoi(m[1])
 			}
 		}
-		args := strings.Fields(cmdline)[1:]
-		r := runADK(t, dir, env, args...)
+		lineEnv, args := splitReadmeLine(cmdline)
+		transportBefore, leanBefore := viaTransport.Load(), viaLean.Load()
+		r := runADK(t, dir, append(lineEnv, env...), args...)
 		if r.code != want {
 			t.Errorf("README command %q: exit %d, want %d (stderr %q)", line, r.code, want, r.stderr)
+		}
+		// The judge's calls to the fake (http://127.0.0.1) take httpx's
+		// lean path unless the line switches it off.
+		transport, lean := viaTransport.Load()-transportBefore, viaLean.Load()-leanBefore
+		if off := slices.Contains(lineEnv, "ADK_LEAN_HTTP=off"); off && (lean > 0 || transport == 0) || !off && transport > 0 {
+			t.Errorf("README command %q: %d judge calls through net/http, %d through the lean path", line, transport, lean)
 		}
 		if strings.Contains(r.stdout, key) || strings.Contains(r.stderr, key) {
 			t.Errorf("README command %q printed the API key", line)

@@ -16,7 +16,22 @@ import (
 // rationale, so the test proves the key never reaches the output.
 func fakeGemini(t *testing.T, sawKey *atomic.Value) *httptest.Server {
 	t.Helper()
+	return fakeGeminiPaths(t, sawKey, nil, nil)
+}
+
+// fakeGeminiPaths is fakeGemini counting the calls that came through
+// net/http's Transport (which asks for gzip) and the others (httpx's lean
+// path); nil counters are not counted.
+func fakeGeminiPaths(t *testing.T, sawKey *atomic.Value, viaTransport, viaLean *atomic.Int32) *httptest.Server {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case viaTransport == nil:
+		case r.Header.Get("Accept-Encoding") == "gzip":
+			viaTransport.Add(1)
+		default:
+			viaLean.Add(1)
+		}
 		body, _ := io.ReadAll(r.Body)
 		key := r.Header.Get("x-goog-api-key")
 		sawKey.Store(key)

@@ -4,5 +4,19 @@
 // honours Retry-After. Every failure is a structural *model.Error: no
 // response body, URL or header ever reaches an error.
 //
+// Calls to a cleartext http:// URL that no proxy applies to (local model
+// servers, the benchmarks' fake) take the lean path (lean.go) instead of
+// net/http's Transport, whose two goroutines per connection cost a
+// hand-off to each on every call: a pool of HTTP/1.1 connections on which
+// the calling goroutine writes the request (http.Request.Write) and reads
+// the answer (http.ReadResponse). A done context ends the call at once
+// through the connection's deadline and closes the connection; only a
+// connection whose answer was read to its end and not marked
+// "Connection: close" goes back to the pool, which checks an idle one is
+// still open and silent before reusing it and closes idle ones after
+// Transport's idle timeout, within its idle bounds. The pool owns no
+// goroutine. https:// and proxied URLs keep the Transport (and HTTP/2).
+// LeanEnv ("off") sends every call through the Transport.
+//
 // It imports only agent/model and the standard library.
 package httpx

@@ -57,6 +57,9 @@ type Client struct {
 	// instead of retrying it: a rate limiter in front retries it for every
 	// caller together (agent/model/ratelimit).
 	CallerRetries429 bool
+	// pool, when set, carries the calls to http:// URLs without a proxy
+	// (the lean path, lean.go); nil: every call goes through HTTP.
+	pool *pool
 }
 
 // NewClient validates the per-provider HTTP bounds (zero means default)
@@ -82,6 +85,13 @@ func NewClient(name string, hc *http.Client, cfg model.HTTPConfig) (Client, erro
 	c.MaxResponseBytes = maxBytes
 	c.BaseBackoff = time.Duration(baseMS) * time.Millisecond
 	c.MaxBackoff = time.Duration(maxMS) * time.Millisecond
+	lean, err := leanFromEnv()
+	if err != nil {
+		return c, err
+	}
+	if lean && leanSupported && hc == nil {
+		c.pool = leanPool
+	}
 	return c, nil
 }
 
@@ -137,6 +147,9 @@ func (c *Client) once(ctx context.Context, url string, header http.Header, body 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if c.pool != nil && c.HTTP == nil && leanApplies(req) {
+		return c.onceLean(ctx, actx, req)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = defaultHTTP
@@ -146,28 +159,39 @@ func (c *Client) once(ctx context.Context, url string, header http.Header, body 
 		return nil, -1, c.transportErr(ctx, actx)
 	}
 	defer resp.Body.Close()
+	data, ra, merr, _ := c.answer(ctx, actx, resp)
+	return data, ra, merr
+}
+
+// answer reads resp within the client's bounds: a 2xx body, or for any
+// other status its typed error and the server's Retry-After (-1 when
+// absent). done reports that the body was read to its end.
+func (c *Client) answer(ctx, actx context.Context, resp *http.Response) (data []byte, ra time.Duration, merr *model.Error, done bool) {
 	limit := c.MaxResponseBytes
 	if limit <= 0 {
 		limit = DefaultMaxResponseBytes
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		// Drain a little so the connection can be reused; never keep it.
-		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		// Drain a little so the connection can be reused.
+		n, err := io.CopyN(io.Discard, resp.Body, drainBytes)
 		ra := time.Duration(-1)
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			ra = d
 		}
-		return nil, ra, c.statusErr(resp.StatusCode)
+		return nil, ra, c.statusErr(resp.StatusCode), n < drainBytes && err == io.EOF
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, -1, c.transportErr(ctx, actx)
+		return nil, -1, c.transportErr(ctx, actx), false
 	}
 	if int64(len(data)) > limit {
-		return nil, -1, c.fail(model.ClassTooLarge, resp.StatusCode, false)
+		return nil, -1, c.fail(model.ClassTooLarge, resp.StatusCode, false), false
 	}
-	return data, -1, nil
+	return data, -1, nil, true
 }
+
+// drainBytes bounds what is read of an error answer's body.
+const drainBytes = 64 << 10
 
 // backoff is the wait before attempt (1-based retries): the server's
 // Retry-After when it sent one, else exponential with jitter; both capped

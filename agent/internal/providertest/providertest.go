@@ -42,14 +42,28 @@ type Harness struct {
 	New func(serverURL string, cfg model.HTTPConfig) (model.Provider, error)
 }
 
-// Run runs the suite against h's provider.
+// Paths are the call paths every provider passes the suite on: net/http's
+// Transport, and httpx's lean path for http:// without a proxy. Each is
+// chosen through httpx.LeanEnv, as an operator would.
+var Paths = []struct{ Name, Lean string }{{"net/http", "off"}, {"lean", "on"}}
+
+// Run runs the suite against h's provider on every call path.
 func Run(t *testing.T, h Harness) {
+	for _, path := range Paths {
+		t.Run(path.Name, func(t *testing.T) {
+			t.Setenv(httpx.LeanEnv, path.Lean)
+			run(t, h, path.Lean == "on")
+		})
+	}
+}
+
+func run(t *testing.T, h Harness, lean bool) {
 	t.Setenv(KeyEnv, Key)
 	errBody := `{"error":{"message":"` + upstream + ` ` + Key + `"}}`
 	request := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Parts: []model.Part{{Text: "hello"}}}}}
 
 	t.Run("success sends the key and reads the answer", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			_, _ = io.WriteString(w, h.Answer("conformant"))
 		})
 		resp, err := f.provider(t, nil).Generate(context.Background(), request)
@@ -62,7 +76,7 @@ func Run(t *testing.T, h Harness) {
 		class  model.ErrorClass
 	}{{400, model.ClassClient}, {401, model.ClassAuth}, {403, model.ClassAuth}, {404, model.ClassClient}} {
 		t.Run(fmt.Sprintf("%d is a typed error, not retried", tc.status), func(t *testing.T) {
-			f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				w.WriteHeader(tc.status)
 				_, _ = io.WriteString(w, errBody)
 			})
@@ -73,7 +87,7 @@ func Run(t *testing.T, h Harness) {
 		})
 	}
 	t.Run("5xx is retried until an answer", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, n int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, n int) {
 			if n < 3 {
 				w.WriteHeader(500)
 				_, _ = io.WriteString(w, errBody)
@@ -87,7 +101,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("5xx exhausts max_attempts", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			w.WriteHeader(503)
 			_, _ = io.WriteString(w, errBody)
 		})
@@ -99,7 +113,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("429 waits Retry-After then retries", func(t *testing.T) {
 		var first time.Time
 		var gap time.Duration
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, n int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, n int) {
 			if n == 1 {
 				first = time.Now()
 				w.Header().Set("Retry-After", "1")
@@ -119,7 +133,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("429 exhausted is rate_limited", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			w.Header().Set("Retry-After", "0")
 			w.WriteHeader(429)
 			_, _ = io.WriteString(w, errBody)
@@ -131,7 +145,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("a slow attempt times out", func(t *testing.T) {
 		release := make(chan struct{})
-		f := serve(t, h, func(_ http.ResponseWriter, r *http.Request, _ int) {
+		f := serve(t, h, lean, func(_ http.ResponseWriter, r *http.Request, _ int) {
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -146,7 +160,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("the caller's cancellation ends the call", func(t *testing.T) {
 		release := make(chan struct{})
 		started := make(chan struct{}, 1)
-		f := serve(t, h, func(_ http.ResponseWriter, r *http.Request, _ int) {
+		f := serve(t, h, lean, func(_ http.ResponseWriter, r *http.Request, _ int) {
 			started <- struct{}{}
 			select {
 			case <-release:
@@ -169,7 +183,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("a deadline during backoff ends the call", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			w.Header().Set("Retry-After", "30")
 			w.WriteHeader(429)
 		})
@@ -181,7 +195,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("an oversized body is too_large", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			_, _ = io.WriteString(w, h.Answer(strings.Repeat("x", 4096)))
 		})
 		_, err := f.provider(t, func(c *model.HTTPConfig) { c.MaxResponseBytes = 1024 }).Generate(context.Background(), request)
@@ -190,7 +204,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("a malformed body is bad_response", func(t *testing.T) {
-		f := serve(t, h, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := serve(t, h, lean, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			_, _ = io.WriteString(w, h.Malformed)
 		})
 		_, err := f.provider(t, nil).Generate(context.Background(), request)
@@ -233,11 +247,15 @@ type fake struct {
 
 // serve starts the fake: handle answers each authorized attempt (n counts
 // from 1); anything else gets a 404.
-func serve(t *testing.T, h Harness, handle func(w http.ResponseWriter, r *http.Request, n int)) *fake {
+func serve(t *testing.T, h Harness, lean bool, handle func(w http.ResponseWriter, r *http.Request, n int)) *fake {
 	t.Helper()
 	var attempts atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := int(attempts.Add(1))
+		// net/http's Transport asks for gzip; the lean path does not.
+		if viaTransport := r.Header.Get("Accept-Encoding") == "gzip"; viaTransport == lean {
+			t.Errorf("attempt %d came through the other call path (lean %v)", n, lean)
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		if !h.Authorized(r, Key) {
 			w.WriteHeader(404)
@@ -247,7 +265,7 @@ func serve(t *testing.T, h Harness, handle func(w http.ResponseWriter, r *http.R
 	}))
 	t.Cleanup(func() {
 		srv.Close()
-		httpx.Transport.CloseIdleConnections()
+		httpx.CloseIdleConnections()
 	})
 	return &fake{h: h, url: srv.URL, attempts: &attempts}
 }

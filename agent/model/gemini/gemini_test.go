@@ -36,7 +36,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, body map[string]any
 	}))
 	t.Cleanup(func() {
 		srv.Close()
-		httpx.Transport.CloseIdleConnections()
+		httpx.CloseIdleConnections()
 	})
 	return srv, &attempts
 }

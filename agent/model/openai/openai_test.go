@@ -38,7 +38,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, bo
 	}))
 	t.Cleanup(func() {
 		srv.Close()
-		httpx.Transport.CloseIdleConnections()
+		httpx.CloseIdleConnections()
 	})
 	return srv, &attempts
 }
@@ -238,7 +238,7 @@ func TestOpenAI_AzureDeployment(t *testing.T) {
 	}))
 	t.Cleanup(func() {
 		srv.Close()
-		httpx.Transport.CloseIdleConnections()
+		httpx.CloseIdleConnections()
 	})
 	t.Setenv("TEST_AZURE_KEY", plantedKey)
 	p, err := Parse([]byte(`{"provider":"openai","base_url":"` + srv.URL + `/openai/deployments/chat-dep","model":"gpt-4o",

@@ -1,0 +1,324 @@
+package httpx
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fadcedab/adk/agent/model"
+)
+
+// LeanEnv names the environment variable that switches the lean call path
+// for cleartext http:// endpoints without a proxy: "on" or "off"; unset
+// means DefaultLean. It is read when a provider is built.
+const LeanEnv = "ADK_LEAN_HTTP"
+
+// DefaultLean is whether the lean path is on when LeanEnv is unset.
+const DefaultLean = true
+
+// maxLeanHeaderBytes bounds an answer's status line and headers, as the
+// Transport's default bound does.
+const maxLeanHeaderBytes = 10 << 20
+
+// max1xx bounds the informational answers read before the final one, as
+// the Transport does.
+const max1xx = 5
+
+var (
+	errHeaderTooLarge = errors.New("answer headers too large")
+	errToo1xx         = errors.New("too many informational answers")
+	// aLongTimeAgo is a deadline that has passed: setting it ends a
+	// connection's blocked reads and writes at once.
+	aLongTimeAgo = time.Unix(1, 0)
+)
+
+// leanFromEnv reads LeanEnv: whether the lean path is on.
+func leanFromEnv() (bool, error) {
+	switch os.Getenv(LeanEnv) {
+	case "":
+		return DefaultLean, nil
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s must be on or off", LeanEnv)
+	}
+}
+
+// leanPool is the lean path's one pool, shared by every provider client of
+// the process as Transport is, with Transport's idle bounds.
+var leanPool = newPool(Transport.MaxIdleConnsPerHost, Transport.MaxIdleConns, Transport.IdleConnTimeout)
+
+// CloseIdleConnections closes the idle connections of both call paths:
+// Transport's and the lean pool's.
+func CloseIdleConnections() {
+	Transport.CloseIdleConnections()
+	leanPool.closeIdle()
+}
+
+// leanApplies reports whether req may take the lean path: cleartext
+// HTTP/1.1 to a server reached without a proxy.
+func leanApplies(req *http.Request) bool {
+	if req.URL.Scheme != "http" {
+		return false
+	}
+	if Transport.Proxy == nil {
+		return true
+	}
+	u, err := Transport.Proxy(req)
+	return err == nil && u == nil
+}
+
+// onceLean is once on the lean path: the calling goroutine writes req on
+// a pooled connection and reads its answer; a done actx ends both at
+// once. A connection goes back to the pool only after an answer read to
+// its end that did not ask to close it. A request is sent again only when
+// none of its bytes left on a reused connection.
+func (c *Client) onceLean(ctx, actx context.Context, req *http.Request) ([]byte, time.Duration, *model.Error) {
+	port := req.URL.Port()
+	if port == "" {
+		port = "80"
+	}
+	addr := net.JoinHostPort(req.URL.Hostname(), port)
+	fresh := false
+	for {
+		conn, reused, err := c.pool.get(actx, addr, fresh)
+		if err != nil {
+			return nil, -1, c.transportErr(ctx, actx)
+		}
+		stop := context.AfterFunc(actx, conn.abort)
+		resp, err := conn.roundTrip(req)
+		if err != nil {
+			conn.release(stop, false)
+			if reused && conn.written == 0 && actx.Err() == nil && req.GetBody != nil {
+				if req.Body, err = req.GetBody(); err == nil {
+					fresh = true
+					continue
+				}
+			}
+			return nil, -1, c.transportErr(ctx, actx)
+		}
+		data, ra, merr, done := c.answer(ctx, actx, resp)
+		conn.release(stop, done && !resp.Close && resp.StatusCode >= 200)
+		return data, ra, merr
+	}
+}
+
+// pool keeps idle cleartext HTTP/1.1 connections by host:port. It owns no
+// goroutine: a connection is used by one call at a time, on the caller's
+// goroutine, and an idle one is closed by its timer.
+type pool struct {
+	dialer         net.Dialer
+	maxIdlePerHost int
+	maxIdle        int
+	idleTimeout    time.Duration
+
+	mu    sync.Mutex
+	idle  map[string][]*conn // most recently used last
+	nidle int
+}
+
+func newPool(maxIdlePerHost, maxIdle int, idleTimeout time.Duration) *pool {
+	return &pool{
+		dialer:         net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdlePerHost: maxIdlePerHost,
+		maxIdle:        maxIdle,
+		idleTimeout:    idleTimeout,
+		idle:           map[string][]*conn{},
+	}
+}
+
+// get returns a connection to addr: the most recently used idle one that
+// is still open and silent, else a new one (always new when fresh).
+// reused reports an idle one.
+func (p *pool) get(ctx context.Context, addr string, fresh bool) (c *conn, reused bool, err error) {
+	for !fresh {
+		idle := p.takeIdle(addr)
+		if idle == nil {
+			break
+		}
+		if idle.br.Buffered() == 0 && idleConnAlive(idle) {
+			return idle, true, nil
+		}
+		idle.close()
+	}
+	nc, err := p.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	c = &conn{pool: p, nc: nc, addr: addr, readLimit: -1, aborted: make(chan struct{})}
+	c.br = bufio.NewReaderSize(c, 4<<10)
+	c.bw = bufio.NewWriterSize(c, 4<<10)
+	return c, false, nil
+}
+
+func (p *pool) takeIdle(addr string) *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.idle[addr]
+	if len(list) == 0 {
+		return nil
+	}
+	c := list[len(list)-1]
+	list[len(list)-1] = nil
+	p.idle[addr] = list[:len(list)-1]
+	p.nidle--
+	// If the timer has fired, its expire finds c gone and does nothing.
+	c.idleTimer.Stop()
+	return c
+}
+
+// put keeps c idle, or closes it when the pool is full.
+func (p *pool) put(c *conn) {
+	p.mu.Lock()
+	if len(p.idle[c.addr]) >= p.maxIdlePerHost || p.nidle >= p.maxIdle {
+		p.mu.Unlock()
+		c.close()
+		return
+	}
+	p.idle[c.addr] = append(p.idle[c.addr], c)
+	p.nidle++
+	if c.idleTimer == nil {
+		c.idleTimer = time.AfterFunc(p.idleTimeout, func() { p.expire(c) })
+	} else {
+		c.idleTimer.Reset(p.idleTimeout)
+	}
+	p.mu.Unlock()
+}
+
+// expire closes c if it is still idle.
+func (p *pool) expire(c *conn) {
+	p.mu.Lock()
+	list := p.idle[c.addr]
+	found := false
+	for i, x := range list {
+		if x == c {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			p.idle[c.addr] = list[:len(list)-1]
+			p.nidle--
+			found = true
+			break
+		}
+	}
+	p.mu.Unlock()
+	if found {
+		c.close()
+	}
+}
+
+// closeIdle closes every idle connection.
+func (p *pool) closeIdle() {
+	p.mu.Lock()
+	var all []*conn
+	for addr, list := range p.idle {
+		for _, c := range list {
+			c.idleTimer.Stop()
+			all = append(all, c)
+		}
+		delete(p.idle, addr)
+	}
+	p.nidle = 0
+	p.mu.Unlock()
+	for _, c := range all {
+		c.close()
+	}
+}
+
+// idleCount is the number of idle connections (tests).
+func (p *pool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nidle
+}
+
+// conn is one pooled connection. Its reads count against readLimit while
+// an answer's headers are read, and its writes count what reached the
+// kernel, so a request that never left can go out on a new connection.
+type conn struct {
+	pool      *pool
+	nc        net.Conn
+	addr      string
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	readLimit int64 // bytes the headers may still take; -1: none
+	written   int64
+	idleTimer *time.Timer
+	peek      [1]byte
+	aborted   chan struct{} // closed by abort
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	if c.readLimit < 0 {
+		return c.nc.Read(b)
+	}
+	if c.readLimit == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(b)) > c.readLimit {
+		b = b[:c.readLimit]
+	}
+	n, err := c.nc.Read(b)
+	c.readLimit -= int64(n)
+	return n, err
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	n, err := c.nc.Write(b)
+	c.written += int64(n)
+	return n, err
+}
+
+// abort ends the call on c: its blocked reads and writes fail at once.
+// It runs (once: c is closed after it) when the call's context is done.
+func (c *conn) abort() {
+	_ = c.nc.SetDeadline(aLongTimeAgo)
+	close(c.aborted)
+}
+
+func (c *conn) close() { _ = c.nc.Close() }
+
+// roundTrip writes req and reads its answer's status and headers; the
+// body is left on c.br.
+func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
+	c.written = 0
+	if err := req.Write(c.bw); err != nil {
+		return nil, err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return nil, err
+	}
+	c.readLimit = maxLeanHeaderBytes
+	defer func() { c.readLimit = -1 }()
+	for range max1xx + 1 {
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+	}
+	return nil, errToo1xx
+}
+
+// release ends a call on c: stop unregisters its abort. c goes back to
+// the pool only if reusable and never aborted; else it is closed.
+func (c *conn) release(stop func() bool, reusable bool) {
+	if !stop() {
+		<-c.aborted // abort ran: c's deadline has passed
+		reusable = false
+	}
+	if reusable && c.br.Buffered() == 0 {
+		c.pool.put(c)
+		return
+	}
+	c.close()
+}
