@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/fadcedab/adk/agent/model/ratelimit"
 	"github.com/fadcedab/adk/evalengine"
@@ -100,9 +98,10 @@ func loadModelConfig(path, name, code string) (*evalengine.ModelEnv, error) {
 		pc["rate_limit"] = v
 	}
 	env := &evalengine.ModelEnv{Provider: jc.Provider, Model: jc.Model, ProviderConfig: pc}
-	if jc.TimeoutMS > 0 {
-		env.HTTPClient = &http.Client{Timeout: time.Duration(jc.TimeoutMS) * time.Millisecond}
-	}
+	// timeout_ms bounds each attempt inside the providers' own call path
+	// (an http.Client of ours would keep judges off the tuned transport
+	// and the lean path, and report a slow attempt as a transport error).
+	env.AttemptTimeoutMS = jc.TimeoutMS
 	return env, nil
 }
 

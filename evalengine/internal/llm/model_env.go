@@ -46,8 +46,12 @@ type ModelEnv struct {
 	// a Go value, so no file can select it.
 	NewProvider ProviderFactory
 	// HTTPClient is passed to NewModelProvider (nil: the providers'
-	// shared transport).
+	// shared transport, and their lean path for http:// endpoints).
 	HTTPClient *http.Client
+	// AttemptTimeoutMS, when positive, bounds each HTTP attempt of a
+	// provider NewModelProvider builds, below the spec's own per-attempt
+	// timeout (a judge file's timeout_ms).
+	AttemptTimeoutMS int
 	// RateLimits owns the limiters of the endpoints whose provider_config
 	// declares a rate_limit: every provider built through an env holding
 	// the same RateLimits (a judge per llm_judge metric, the LLM user of
@@ -145,6 +149,9 @@ func (env ModelEnv) build(spec ProviderSpec) (model.Provider, error) {
 	if env.NewProvider != nil {
 		p, err = env.NewProvider(spec)
 	} else {
+		if t := env.AttemptTimeoutMS; t > 0 && (spec.RequestTimeoutMS <= 0 || t < spec.RequestTimeoutMS) {
+			spec.RequestTimeoutMS = t
+		}
 		p, err = NewModelProvider(spec, env.HTTPClient)
 	}
 	if err != nil || p == nil {
