@@ -15,8 +15,11 @@
 // "Connection: close" goes back to the pool, which checks an idle one is
 // still open and silent before reusing it and closes idle ones after
 // Transport's idle timeout, within its idle bounds. The pool owns no
-// goroutine. https:// and proxied URLs keep the Transport (and HTTP/2).
-// LeanEnv ("off") sends every call through the Transport.
+// goroutine. https:// and proxied URLs keep the Transport (and HTTP/2), as
+// does a provider given an http.Client of its caller's. Unlike the
+// Transport, the lean path asks for no compression and follows no
+// redirect (a 3xx is a client error; model APIs do not redirect). LeanEnv
+// ("off") sends every call through the Transport.
 //
 // It imports only agent/model and the standard library.
 package httpx
