@@ -70,13 +70,37 @@ func sideStream(t testing.TB, n, s int, allPass bool) []byte {
 // (live heap after a GC) and what it allocated, per case.
 func sideCost(t *testing.T, data []byte, n int, read func([]byte) (any, error)) (kept, mallocs float64) {
 	t.Helper()
+	// The least of three reads: anything else the process allocates
+	// meanwhile (the runtime, a goroutine an earlier test left winding
+	// down) only adds to one read's figures.
+	for i := range 3 {
+		k, m := sideCostOnce(t, data, n, read)
+		if i == 0 || k < kept {
+			kept = k
+		}
+		if i == 0 || m < mallocs {
+			mallocs = m
+		}
+	}
+	return kept, mallocs
+}
+
+// sideCostOnce measures one read. Two collections before each reading of
+// the heap: the first moves sync.Pool contents to the victim caches,
+// where they still count as live, the second frees them, so buffers
+// pooled on whichever Ps the read ran on are not taken for what the side
+// keeps.
+func sideCostOnce(t *testing.T, data []byte, n int, read func([]byte) (any, error)) (kept, mallocs float64) {
+	t.Helper()
 	var before, after runtime.MemStats
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	side, err := read(data)
 	if err != nil {
 		t.Fatal(err)
 	}
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(side)
