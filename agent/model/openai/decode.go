@@ -461,14 +461,22 @@ func (d *fastDecoder) topLevel(cr *chatResponse) bool {
 }
 
 func (d *fastDecoder) choices(dst *[]chatChoice) bool {
+	return decodeArray(d, dst, 1, d.choice)
+}
+
+// decodeArray reads a JSON array of elements read by elem into *dst: a
+// non-nil slice with room for capHint of them, as encoding/json leaves an
+// empty array.
+func decodeArray[T any](d *fastDecoder, dst *[]T, capHint int, elem func(*T) bool) bool {
 	if !d.next('[') {
 		return false
 	}
-	out := make([]chatChoice, 0, 1)
+	out := make([]T, 0, capHint)
 	if !d.next(']') {
 		for {
-			out = append(out, chatChoice{})
-			if !d.choice(&out[len(out)-1]) {
+			var zero T
+			out = append(out, zero)
+			if !elem(&out[len(out)-1]) {
 				return false
 			}
 			if d.next(',') {
@@ -520,27 +528,7 @@ func (d *fastDecoder) message(m *chatChoiceMessage) bool {
 }
 
 func (d *fastDecoder) toolCalls(dst *[]chatToolCall) bool {
-	if !d.next('[') {
-		return false
-	}
-	out := []chatToolCall{}
-	if !d.next(']') {
-		for {
-			out = append(out, chatToolCall{})
-			if !d.toolCall(&out[len(out)-1]) {
-				return false
-			}
-			if d.next(',') {
-				continue
-			}
-			if !d.next(']') {
-				return false
-			}
-			break
-		}
-	}
-	*dst = out
-	return true
+	return decodeArray(d, dst, 0, d.toolCall)
 }
 
 func (d *fastDecoder) toolCall(tc *chatToolCall) bool {
