@@ -135,24 +135,36 @@ func evalRunArgs(args []string) bool {
 // upwards, and its first spans (the runtime's, the earlier packages')
 // share their huge page with free pages that the heap fills before it
 // reaches the advised range: one fault each, a few hundred at start-up,
-// against one collapse that copies the pages in use. Errors are ignored
-// (a kernel before 6.1 has no collapse): without it the start is only
-// slower.
-func adviseHugeBlock() {
+// against one collapse that copies the pages in use. The collapse is best
+// effort: EAGAIN (pages the kernel could not isolate at that moment) is
+// tried again twice, other errors are ignored (a kernel before 6.1 has no
+// collapse): without it the start is only slower. It returns the
+// collapse's errno, or errNoCollapse when there was nothing to collapse.
+func adviseHugeBlock() syscall.Errno {
 	b := make([]byte, evalHeapHuge)
 	base := uintptr(unsafe.Pointer(&b[0]))
 	lo := (base + hugePage - 1) &^ (hugePage - 1)
 	hi := (base + evalHeapHuge) &^ (hugePage - 1)
+	errno := errNoCollapse
 	if lo < hi {
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_HUGEPAGE)
 		// os.Args is among the runtime's first heap objects.
 		start := uintptr(unsafe.Pointer(unsafe.SliceData(os.Args))) &^ (hugePage - 1)
 		if start < lo && lo-start <= maxCollapse {
-			_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, start, lo-start, madvCollapse)
+			for range 3 {
+				if _, _, errno = syscall.Syscall(syscall.SYS_MADVISE, start, lo-start, madvCollapse); errno != syscall.EAGAIN {
+					break
+				}
+			}
 		}
 	}
 	runtime.KeepAlive(b)
+	return errno
 }
+
+// errNoCollapse is adviseHugeBlock's answer when the heap below the block
+// was not in reach (over maxCollapse) or there was no block to advise.
+const errNoCollapse = syscall.Errno(^uintptr(0))
 
 // thpDisabled reports whether GODEBUG (the variable's value) sets
 // disablethp=1, the runtime's switch for no transparent huge pages in the
