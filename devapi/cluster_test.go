@@ -434,9 +434,18 @@ func TestClusterDevAPI_Traces(t *testing.T) {
 		_ = st2.Close()
 	}()
 	var cv devapi.ClusterView
-	testutil.WaitFor(t, 20*time.Second, "both store nodes' counters", func() bool {
+	// Why the last view did not do yet, said if the wait times out (a CI
+	// run timed out here once without saying which node lagged).
+	var why string
+	defer func() {
+		if t.Failed() && why != "" {
+			t.Logf("the last cluster view: %s", why)
+		}
+	}()
+	testutil.WaitFor(t, 30*time.Second, "both store nodes' counters", func() bool {
 		a := do(t, e.base, "GET", "/dev/v1/cluster", tokAlice, nil)
 		cv = decode[devapi.ClusterView](t, a)
+		why = fmt.Sprintf("%d %s", a.status, a.body)
 		if cv.Signals == nil || len(cv.Signals.StoreNodes) != 2 {
 			return false
 		}
@@ -447,6 +456,7 @@ func TestClusterDevAPI_Traces(t *testing.T) {
 		}
 		return true
 	})
+	why = ""
 	a1, b1 := cv.Signals.StoreNodes[0].Status, cv.Signals.StoreNodes[1].Status
 	if a1.Store.Accepted != 5 || a1.Store.Events != 5 || a1.Store.CapacityEvictions != 0 || a1.Stats.Applied == 0 {
 		t.Errorf("node a: %+v", a1)
