@@ -327,16 +327,6 @@ func TestOpenAPI_ReportBodiesMatchTheirTypes(t *testing.T) {
 	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
 		t.Fatal(err)
 	}
-	jsonFields := func(v any) []string {
-		var out []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-			out = append(out, name)
-		}
-		sort.Strings(out)
-		return out
-	}
 	for _, c := range []struct {
 		schema     string
 		body, opts any
@@ -359,10 +349,10 @@ func TestOpenAPI_ReportBodiesMatchTheirTypes(t *testing.T) {
 		}
 		sort.Strings(props)
 		sort.Strings(opts)
-		if want := jsonFields(c.body); !slices.Equal(props, want) {
+		if want := jsonFieldNames(c.body); !slices.Equal(props, want) {
 			t.Errorf("%s documents %v, the server decodes %v", c.schema, props, want)
 		}
-		if want := jsonFields(c.opts); !slices.Equal(opts, want) {
+		if want := jsonFieldNames(c.opts); !slices.Equal(opts, want) {
 			t.Errorf("%s.options documents %v, the server decodes %v", c.schema, opts, want)
 		}
 	}
@@ -428,23 +418,26 @@ func TestOpenAPI_CasesPageMatchesItsType(t *testing.T) {
 	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
 		t.Fatal(err)
 	}
-	fields := func(v any) []string {
-		var out []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-			out = append(out, name)
-		}
-		sort.Strings(out)
-		return out
-	}
 	page := doc.Components.Schemas["CasesPage"]
 	props := slices.Sorted(maps.Keys(page.Properties))
 	rows := slices.Sorted(maps.Keys(page.Properties["cases"].Items.Properties))
-	if want := fields(devapi.CasesPage{}); !slices.Equal(props, want) {
+	if want := jsonFieldNames(devapi.CasesPage{}); !slices.Equal(props, want) {
 		t.Errorf("CasesPage documents %v, the type has %v", props, want)
 	}
-	if want := fields(devapi.CaseRow{}); !slices.Equal(rows, want) {
+	if want := jsonFieldNames(devapi.CaseRow{}); !slices.Equal(rows, want) {
 		t.Errorf("a case row documents %v, the type has %v", rows, want)
 	}
+}
+
+// jsonFieldNames lists a struct value's JSON member names, sorted: what
+// an openapi schema's properties must list for that type.
+func jsonFieldNames(v any) []string {
+	var out []string
+	rt := reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
