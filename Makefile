@@ -23,8 +23,9 @@ help: ## List the targets
 
 # build is static (CGO_ENABLED=0), as make release and the image are: the
 # binary then has no dynamic loader or libc to map and relocate at each
-# start, which made a local `adk eval run` start ~10 ms sooner and cost
-# ~5 ms less CPU (bench/RESULTS.md, session 16, h22p). Only net (the
+# start: a local `adk eval run` reached its first model call 11-19 ms
+# sooner and used 4-8 ms less CPU (medians; bench/RESULTS.md, session 16,
+# h22p). Only net (the
 # pure-Go resolver) and os/user (/etc/passwd and /etc/group, no NSS) had
 # cgo paths. Its compile is not shared with lint's or the tests' (cgo):
 # a cold cache compiles the module's dependencies once more for it.
@@ -63,7 +64,10 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 #               the module and every dependency for their export data;
 #               make build then reuses that), staticcheck 177 s more (its
 #               own build and analysis).
-#   build       warm 8.5 s of CPU (a link); cold: the same, after vet.
+#   build       warm 8.5 s of CPU (a link); cold: since session 16 it is
+#               static (CGO_ENABLED=0), so it no longer reuses vet's
+#               compile: its own compile of the module and the
+#               dependencies (not measured; about vet's compile share).
 #   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
 #               third compile of every package the targets link (coverage
 #               instrumented): 476 s of CPU cold, 143 s for the module's
