@@ -67,7 +67,8 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 #   build       warm 8.5 s of CPU (a link); cold: since session 16 it is
 #               static (CGO_ENABLED=0), so it no longer reuses vet's
 #               compile: its own compile of the module and the
-#               dependencies (not measured; about vet's compile share).
+#               dependencies (~250 s of CPU cold: a full compile of
+#               cmd/adk with another GOEXPERIMENT took 246 s here).
 #   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
 #               third compile of every package the targets link (coverage
 #               instrumented): 476 s of CPU cold, 143 s for the module's
