@@ -61,7 +61,8 @@ type StoreNodeView struct {
 }
 
 // StoreStatusWait bounds how long the cluster view waits for store nodes
-// to report their own counters.
+// to report their own counters (more than tracenode.StatusLagTimeout, the
+// bound of the lag lookup inside each node's answer).
 const StoreStatusWait = 750 * time.Millisecond
 
 // Cluster gathers the cluster view: the coordinator's capabilities and the

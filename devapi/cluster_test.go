@@ -450,7 +450,7 @@ func TestClusterDevAPI_Traces(t *testing.T) {
 			return false
 		}
 		for _, sn := range cv.Signals.StoreNodes {
-			if sn.Status == nil || sn.Status.Node != sn.Name || sn.Status.Store.AppliedSequence < seq || sn.Status.Lag != 0 {
+			if sn.Status == nil || sn.Status.Node != sn.Name || sn.Status.Store.AppliedSequence < seq || sn.Status.Lag != 0 || sn.Status.LagError != "" {
 				return false
 			}
 		}
@@ -692,4 +692,13 @@ func mustResult(t *testing.T, doc []byte) *evalengine.Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestStoreStatusWait_OutlastsTheNodesLagLookup: a store node bounds the
+// JetStream lookup behind its lag below the view's wait, so a slow
+// JetStream still gives an answer (with lag_error) the view receives.
+func TestStoreStatusWait_OutlastsTheNodesLagLookup(t *testing.T) {
+	if tracenode.StatusLagTimeout >= devapi.StoreStatusWait {
+		t.Fatalf("a node's lag lookup may take %v, the cluster view waits %v", tracenode.StatusLagTimeout, devapi.StoreStatusWait)
+	}
 }

@@ -55,9 +55,13 @@ type StoreStatus struct {
 	LifecycleDeliveryDropped uint64 `msgpack:"lifecycle_delivery_dropped" json:"lifecycle_delivery_dropped"`
 }
 
-// statusLagTimeout bounds the consumer-info call behind Lag in a status
-// answer: a slow JetStream must not hold the cluster view.
-const statusLagTimeout = time.Second
+// StatusLagTimeout bounds the consumer-info call behind Lag in a status
+// answer: a slow JetStream must not hold the cluster view. It is below
+// the 750 ms the cluster view gathers for (devapi.StoreStatusWait), so a
+// node whose JetStream is slow still answers in time, with LagError. At
+// 1 s it answered after the view had stopped listening, and every later
+// request queued behind the slow one on the node's status handler.
+const StatusLagTimeout = 400 * time.Millisecond
 
 // Status returns the node's own counters (what adk.trace.v1.status
 // answers).
@@ -70,7 +74,7 @@ func (n *Node) Status(ctx context.Context) StatusReply {
 		RetentionEvictions: st.Counters.RetentionEvictions, TombstonesPruned: st.Counters.TombstonesPruned,
 		LifecycleDeliveryDropped: st.Counters.LifecycleDeliveryDropped,
 	}}
-	ctx, cancel := context.WithTimeout(ctx, statusLagTimeout)
+	ctx, cancel := context.WithTimeout(ctx, StatusLagTimeout)
 	defer cancel()
 	lag, err := n.Lag(ctx)
 	if err != nil {
