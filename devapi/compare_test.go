@@ -124,11 +124,12 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 			WorkerTTL: 10 * time.Second, DispatchGrace: 20 * time.Second, TaskAckWait: 10 * time.Second, ResultAckWait: 10 * time.Second}})
 	const n, missing = 300, 15
 	// A's set is 12 MB: uploaded in parts and validated, slowly under
-	// the race detector.
+	// the race detector. The jobs' deadline (timeout_ms, 60 s by default)
+	// is raised: under load job a took over a minute and timed out.
 	slow := client.New(e.nc, 2*time.Minute)
 	submitted := func(set []byte) string {
 		t.Helper()
-		j, err := slow.Submit(context.Background(), "team-a", api.SubmitRequest{Set: set, Agent: "scripted"})
+		j, err := slow.Submit(context.Background(), "team-a", api.SubmitRequest{Set: set, Agent: "scripted", Options: []byte(`{"timeout_ms":600000}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 	for i := 0; i < n-missing; i += 12 {
 		wantRegressions++
 	}
-	e.c.WaitJob(e.cl, "team-a", a, 120*time.Second, "completed")
+	e.c.WaitJob(e.cl, "team-a", a, 5*time.Minute, "completed")
 	e.c.WaitJob(e.cl, "team-a", b, 60*time.Second, "completed")
 	ra, jsonlA := storedResult(t, e, "team-a", a)
 	streamA := len(jsonlA)
