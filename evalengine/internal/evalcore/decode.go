@@ -3,10 +3,10 @@ package evalcore
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"math"
 	"strconv"
 
+	"github.com/fadcedab/adk/internal/iocount"
 	"github.com/fadcedab/adk/internal/jsonlimit"
 )
 
@@ -257,17 +257,12 @@ func ToGeneric(v any) (any, error) {
 	return out, err
 }
 
-// countingWriter counts bytes written.
-type countingWriter struct{ n int }
-
-func (w *countingWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
-
 // encodedSize returns the size of v's JSON encoding without keeping it.
 func encodedSize(v any) (int, error) {
-	var w countingWriter
-	enc := json.NewEncoder(io.Writer(&w))
+	var w iocount.Writer
+	enc := json.NewEncoder(&w)
 	if err := enc.Encode(v); err != nil {
 		return 0, err
 	}
-	return w.n - 1, nil
+	return int(w.N) - 1, nil
 }

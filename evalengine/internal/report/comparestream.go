@@ -9,6 +9,7 @@ import (
 
 	"github.com/fadcedab/adk/evalengine/internal/evalcore"
 	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/internal/iocount"
 )
 
 // WriteComparison writes the json or markdown report of cmp to w a case
@@ -80,7 +81,7 @@ func writeComparison(w io.Writer, cmp *evalcore.Comparison, format string, opts 
 			tail = []byte(intervalSection(base, cur))
 		}
 	}
-	cw := &countingWriter{w: w}
+	cw := &iocount.Writer{W: w}
 	bw := bufio.NewWriterSize(cw, 64<<10)
 	bw.Write(head)
 	if format == FormatJSON {
@@ -92,10 +93,10 @@ func writeComparison(w io.Writer, cmp *evalcore.Comparison, format string, opts 
 			}
 			// CheckComparison checked every row: it encodes.
 			if row, err = canonjson.Append(row, &c.CaseDiffs[i]); err != nil {
-				return cw.n, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
+				return cw.N, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
 			}
 			if _, err := bw.Write(row); err != nil {
-				return cw.n, err
+				return cw.N, err
 			}
 		}
 	} else {
@@ -105,7 +106,7 @@ func writeComparison(w io.Writer, cmp *evalcore.Comparison, format string, opts 
 	}
 	bw.Write(tail)
 	err = bw.Flush()
-	return cw.n, err
+	return cw.N, err
 }
 
 // jsonComparisonSkeleton is the canonical JSON of c split where its case
@@ -132,16 +133,4 @@ func jsonComparisonSkeleton(c *evalcore.Comparison) (head, tail []byte, err erro
 	}
 	at += len(key)
 	return skel[:at], skel[at:], nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
