@@ -771,8 +771,9 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 // summary), O(cases) whatever the samples hold.
 type StreamCases = evalcore.StreamCases
 
-// OpenStreamCases checks a stream's header and summary lines; Read then
-// reads its case lines. See StreamCases.
+// OpenStreamCases checks a stream's header and summary lines; Read (or
+// ReadRange) then reads its case lines, and ReadSamples one case's
+// samples from its sample lines. See StreamCases.
 func OpenStreamCases(header, summary []byte) (*StreamCases, error) {
 	return evalcore.OpenStreamCases(header, summary)
 }

@@ -62,6 +62,9 @@
 //	ReadStreamSide(jsonl reader) -> *CompareSide   one pass, no sample index
 //	OpenStreamCases(header, summary).Read(case lines)  a stored result's
 //	                                     cases, no sample line read
+//	  .ReadRange(some case lines, from, to)  a page's cases only
+//	  .ReadSamples(sample lines, ci, case)   one case's samples, the
+//	                                     other cases' lines undecoded
 //	CompareSides(baseline, current, ...)      Compare of any size (16.)
 //	WriteComparison(w, comparison, json|markdown, ...)  a row at a time,
 //	                                     whole past the bound (17.)

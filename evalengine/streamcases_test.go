@@ -99,3 +99,161 @@ func TestStreamCases_ReadsTheCasesOfOpenStreamFile(t *testing.T) {
 		}
 	}
 }
+
+// casesOf reads every case of a stream through StreamCases.Read (copies,
+// Samples nil).
+func casesOf(t *testing.T, sc *evalengine.StreamCases, cases []byte) []evalengine.CaseResult {
+	t.Helper()
+	var out []evalengine.CaseResult
+	if err := sc.Read(bytes.NewReader(cases), func(_ int, c *evalengine.CaseResult) error {
+		out = append(out, *c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestStreamCases_ReadRangeReadsItsLinesOnly: ReadRange of case lines
+// from..to-1 gives Read's cases from..to-1, from exactly those lines;
+// lines of other cases, a line after them or a range outside the cases
+// are refused; a range short of every case line does not count the
+// passed cases (the summary's count is Read's to check).
+func TestStreamCases_ReadRangeReadsItsLinesOnly(t *testing.T) {
+	const n = 30
+	data := sideStream(t, n, 2, false)
+	header, cases, summary := splitStream(t, data, n)
+	sc, err := evalengine.OpenStreamCases(header, summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := casesOf(t, sc, cases)
+	lines := bytes.SplitAfter(cases, []byte{'\n'})[:n]
+	for _, r := range [][2]int{{0, n}, {10, 20}, {n - 1, n}, {7, 7}, {0, 1}} {
+		var got []int
+		err := sc.ReadRange(bytes.NewReader(bytes.Join(lines[r[0]:r[1]], nil)), r[0], r[1], func(ci int, c *evalengine.CaseResult) error {
+			if mustJSON(t, c) != mustJSON(t, &all[ci]) {
+				t.Fatalf("range %v: case %d differs", r, ci)
+			}
+			got = append(got, ci)
+			return nil
+		})
+		if err != nil || len(got) != r[1]-r[0] || len(got) > 0 && got[0] != r[0] {
+			t.Errorf("range %v: %v, cases %v", r, err, got)
+		}
+	}
+	// A verdict changed in a range is not counted (Read counts it).
+	flipped := bytes.Replace(lines[9], []byte(`"passed":false`), []byte(`"passed":true`), 1)
+	if bytes.Equal(flipped, lines[9]) {
+		t.Fatal("case 9 does not fail")
+	}
+	if err := sc.ReadRange(bytes.NewReader(flipped), 9, 10, func(int, *evalengine.CaseResult) error { return nil }); err != nil {
+		t.Errorf("a range of one changed verdict: %v", err)
+	}
+	for _, c := range []struct {
+		name     string
+		from, to int
+		lines    []byte
+		reason   string
+	}{
+		{"another case's line", 10, 11, lines[11], "case_out_of_order"},
+		{"a line after the range", 10, 11, bytes.Join(lines[10:12], nil), "line_after_cases"},
+		{"a line short", 10, 12, lines[10], "missing_cases"},
+		{"past the cases", n - 1, n + 1, lines[n-1], "case_out_of_range"},
+		{"backwards", 5, 4, nil, "case_out_of_range"},
+	} {
+		err := sc.ReadRange(bytes.NewReader(c.lines), c.from, c.to, func(int, *evalengine.CaseResult) error { return nil })
+		if evalengine.ErrorCode(err) != "invalid_eval_stream" || !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
+			t.Errorf("%s: %v, want invalid_eval_stream %s", c.name, err, c.reason)
+		}
+	}
+}
+
+// TestStreamCases_ReadSamplesReadsOneCase: ReadSamples of each case from
+// a stream's sample lines gives StreamFile's samples of that case (the
+// same samples, each once), also when another case's line does not
+// start as the writer starts one (decoded to find its case); every
+// disagreement with the case or the stream is refused with its reason;
+// fn's error stops the read and is returned as is.
+func TestStreamCases_ReadSamplesReadsOneCase(t *testing.T) {
+	const n, s = 20, 3
+	data := sideStream(t, n, s, false)
+	f, err := evalengine.OpenStreamFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int][]string{}
+	if err := f.Cases(nil, func(ci int, c *evalengine.CaseResult) error {
+		for i := range c.Samples {
+			want[ci] = append(want[ci], mustJSON(t, &c.Samples[i]))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	header, cases, summary := splitStream(t, data, n)
+	sc, err := evalengine.OpenStreamCases(header, summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := casesOf(t, sc, cases)
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	sampleLines := lines[1 : 1+n*s]
+	samples := bytes.Join(sampleLines, nil)
+	// Case 4's first line with its keys in another order.
+	other := bytes.Replace(sampleLines[4], []byte(`{"type":"sample","case_index":4,`), []byte(`{"case_index":4,"type":"sample",`), 1)
+	reordered := bytes.Join(append([][]byte{other}, append(sampleLines[:4:4], sampleLines[5:]...)...), nil)
+	read := func(in []byte, ci int, c *evalengine.CaseResult) ([]string, error) {
+		got := make([]string, s)
+		err := sc.ReadSamples(bytes.NewReader(in), ci, c, func(sm *evalengine.SampleResult) error {
+			got[sm.SampleIndex] = mustJSON(t, sm)
+			return nil
+		})
+		return got, err
+	}
+	for ci := range n {
+		for _, in := range [][]byte{samples, reordered} {
+			got, err := read(in, ci, &all[ci])
+			if err != nil {
+				t.Fatalf("case %d: %v", ci, err)
+			}
+			for si := range s {
+				if got[si] != want[ci][si] {
+					t.Fatalf("case %d sample %d: %.200s, want %.200s", ci, si, got[si], want[ci][si])
+				}
+			}
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := sc.ReadSamples(bytes.NewReader(samples), 3, &all[3], func(*evalengine.SampleResult) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("fn's error: %v after %d calls", err, calls)
+	}
+
+	renamed := all[3]
+	renamed.CaseID = "another"
+	miscounted := all[3]
+	miscounted.PassedSampleCount = s - miscounted.PassedSampleCount
+	without := func(i int) []byte {
+		return bytes.Join(append(append([][]byte{}, sampleLines[:i]...), sampleLines[i+1:]...), nil)
+	}
+	for _, c := range []struct {
+		name   string
+		in     []byte
+		c      *evalengine.CaseResult
+		reason string
+	}{
+		{"a sample twice", append(append([]byte{}, samples...), sampleLines[3]...), &all[3], "duplicate_sample"},
+		{"a sample missing", without(n + 3), &all[3], "incomplete"},
+		{"another case's sample missing", without(n + 4), &all[3], "incomplete"},
+		{"another case id", samples, &renamed, "case_mismatch"},
+		{"another passed count", samples, &miscounted, "case_mismatch"},
+		{"a case line", append(append([]byte{}, samples...), lines[1+n*s]...), &all[3], "invalid_sample"},
+		{"truncated", samples[:len(samples)-1], &all[3], "truncated_line"},
+	} {
+		_, err := read(c.in, 3, c.c)
+		if evalengine.ErrorCode(err) != "invalid_eval_stream" || !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
+			t.Errorf("%s: %v, want invalid_eval_stream %s", c.name, err, c.reason)
+		}
+	}
+}

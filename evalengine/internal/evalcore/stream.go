@@ -410,7 +410,11 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // checkSample checks a sample line against the header: index range, the
 // deterministic sample id, and its derived status.
 func (st *Stream) checkSample(ci int, s *SampleResult) error {
-	h := &st.Header
+	return checkStreamSample(&st.Header, ci, s)
+}
+
+// checkStreamSample is checkSample against header h.
+func checkStreamSample(h *StreamHeader, ci int, s *SampleResult) error {
 	if ci < 0 || ci >= h.CaseCount || s.SampleIndex < 0 || s.SampleIndex >= h.SampleCount {
 		return errors.New("sample_out_of_range")
 	}

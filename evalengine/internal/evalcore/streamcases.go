@@ -2,6 +2,7 @@ package evalcore
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
@@ -14,8 +15,11 @@ import (
 // its last the summary, and the case lines (one per case, in case order)
 // come right before the summary, so a reader takes those and skips every
 // sample line. That is O(cases) whatever the samples hold: the developer
-// API pages a result's cases this way (a page reads the case lines again,
-// never the samples).
+// API pages a result's cases this way (a page reads the case lines it
+// needs again, never the samples). One case's samples are the sample
+// lines naming it (ReadSamples): they are in finish order, so a reader
+// of one case passes over the others' lines, skipping them by their
+// prefix without decoding them.
 //
 // The header and the summary are checked as OpenStreamFile checks them
 // (the same reasons). A case line is checked as OpenStreamFile checks it
@@ -54,13 +58,25 @@ func OpenStreamCases(header, summary []byte) (*StreamCases, error) {
 // case (valid only during the call; Samples is nil); its error ends the
 // read. Errors are invalid_eval_stream with the reason and "case N".
 func (s *StreamCases) Read(r io.Reader, fn func(ci int, c *CaseResult) error) error {
+	return s.ReadRange(r, 0, s.Header.CaseCount, fn)
+}
+
+// ReadRange is Read of case lines from..to-1 only: r holds exactly those
+// lines (the stream's lines before the summary, from the from-th on),
+// so a reader of a page of cases reads no line outside it. The passed
+// count is checked against the summary's only when r holds every case
+// line (from 0 to Header.CaseCount): a range cannot count them.
+func (s *StreamCases) ReadRange(r io.Reader, from, to int, fn func(ci int, c *CaseResult) error) error {
+	if from < 0 || to < from || to > s.Header.CaseCount {
+		return ReasonErr(CodeInvalidEvalStream, "case_out_of_range", strconv.Itoa(from)+".."+strconv.Itoa(to))
+	}
 	lim := streamLineLimits()
 	br := bufio.NewReaderSize(r, streamBufferBytes)
 	passed := 0
 	bad := func(ci int, reason string) error {
 		return ReasonErr(CodeInvalidEvalStream, reason, "case "+strconv.Itoa(ci))
 	}
-	for ci := range s.Header.CaseCount {
+	for ci := from; ci < to; ci++ {
 		line, err := readLine(br)
 		switch {
 		case err == io.EOF && len(line) > 0:
@@ -91,12 +107,115 @@ func (s *StreamCases) Read(r io.Reader, fn func(ci int, c *CaseResult) error) er
 		}
 	}
 	if line, err := readLine(br); err != io.EOF || len(line) > 0 {
-		return bad(s.Header.CaseCount, "line_after_cases")
+		return bad(to, "line_after_cases")
 	}
-	if passed != s.Summary.PassedCaseCount {
+	if from == 0 && to == s.Header.CaseCount && passed != s.Summary.PassedCaseCount {
 		return ReasonErr(CodeInvalidEvalStream, "summary_mismatch", "summary")
 	}
 	return nil
+}
+
+// ReadSamples reads the stream's sample lines from r (the lines between
+// the header and the first case line: Header.CaseCount × SampleCount of
+// them, in the order the samples finished) and calls fn with each sample
+// of case ci, whose case line is c, as it comes (valid only during the
+// call). A sample line of another case is skipped as soon as the
+// writer's prefix ({"type":"sample","case_index":N,"sample":) names its
+// case: it is counted, not decoded (a stored stream's lines are checked
+// against their digest where they are kept); a line without that prefix
+// is decoded to find its case. A sample of case ci is checked as
+// ReadStream checks one (index range, identity, derived status) and
+// against c (its case id, no sample twice), and once r ends every sample
+// of the case must have come, with c's count of passed ones, and r must
+// have held every sample line. fn's error ends the read and is returned
+// as is: a caller that has the samples it wants stops there. Errors are
+// invalid_eval_stream with the reason and "sample line N" (1-based in r).
+func (s *StreamCases) ReadSamples(r io.Reader, ci int, c *CaseResult, fn func(sm *SampleResult) error) error {
+	h := &s.Header
+	if ci < 0 || ci >= h.CaseCount {
+		return ReasonErr(CodeInvalidEvalStream, "case_out_of_range", strconv.Itoa(ci))
+	}
+	lim := streamLineLimits()
+	br := bufio.NewReaderSize(r, streamBufferBytes)
+	seen := make([]bool, h.SampleCount)
+	got, passed, n := 0, 0, 0
+	bad := func(reason string) error {
+		return ReasonErr(CodeInvalidEvalStream, reason, "sample line "+strconv.Itoa(n))
+	}
+	var sm SampleResult
+	for {
+		line, err := readLine(br)
+		n++
+		switch {
+		case err == io.EOF && len(line) > 0:
+			return bad("truncated_line")
+		case err == io.EOF:
+			n--
+			if n != h.CaseCount*h.SampleCount || got != h.SampleCount {
+				return ReasonErr(CodeInvalidEvalStream, "incomplete", strconv.Itoa(n)+" sample lines, "+strconv.Itoa(got)+" of case "+strconv.Itoa(ci))
+			}
+			if passed != c.PassedSampleCount {
+				return ReasonErr(CodeInvalidEvalStream, "case_mismatch", "case "+strconv.Itoa(ci))
+			}
+			return nil
+		case errors.Is(err, errLineTooLong):
+			return bad("line_too_large")
+		case err != nil:
+			return &Error{Code: CodeInvalidEvalStream, Reason: "read_failed", Err: err}
+		}
+		if lc, ok := sampleLineCase(line); ok && lc != ci {
+			continue
+		}
+		sm = SampleResult{}
+		sl := streamSample{Sample: &sm}
+		if err := jsonlimit.Unmarshal(line, lim, &sl); err != nil || sl.Type != streamTypeSample || sl.Sample != &sm {
+			return bad("invalid_sample")
+		}
+		if sl.CaseIndex != ci {
+			if sl.CaseIndex < 0 || sl.CaseIndex >= h.CaseCount {
+				return bad("sample_out_of_range")
+			}
+			continue
+		}
+		if err := checkStreamSample(h, ci, &sm); err != nil {
+			return bad(err.Error())
+		}
+		switch {
+		case sm.CaseID != c.CaseID:
+			return bad("case_mismatch")
+		case seen[sm.SampleIndex]:
+			return bad("duplicate_sample")
+		}
+		seen[sm.SampleIndex] = true
+		got++
+		if sm.Passed {
+			passed++
+		}
+		if err := fn(&sm); err != nil {
+			return err
+		}
+	}
+}
+
+// sampleLinePrefix is how the stream writer starts a sample line; the
+// case index and `,"sample":` follow.
+var sampleLinePrefix = []byte(`{"type":"sample","case_index":`)
+
+// sampleLineCase reads the case index of a sample line the stream writer
+// wrote from its prefix (false: the line does not start that way).
+func sampleLineCase(line []byte) (int, bool) {
+	rest, ok := bytes.CutPrefix(line, sampleLinePrefix)
+	if !ok {
+		return 0, false
+	}
+	n, i := 0, 0
+	for ; i < len(rest) && i < 7 && rest[i] >= '0' && rest[i] <= '9'; i++ {
+		n = n*10 + int(rest[i]-'0')
+	}
+	if i == 0 || rest[0] == '0' && i > 1 || !bytes.HasPrefix(rest[i:], []byte(`,"sample":`)) {
+		return 0, false
+	}
+	return n, true
 }
 
 // streamLineLimits are the JSON limits of one stream line: the writer's
