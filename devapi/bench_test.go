@@ -16,11 +16,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalrecord"
@@ -99,6 +101,45 @@ func BenchmarkGatewayJobStatus(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// BenchmarkGatewayCasesPage: a page of 100 case rows of a stored result
+// of ADK_BENCH_CASES cases (default 10,000; testcluster.EvalSet, half of
+// them failing) through the gateway: the first page failures first, and
+// a page in case order from the middle. Besides the latency it reports
+// the CPU and minor page faults of the whole process per page (the
+// gateway and the coordinator serving its stream are both in it).
+func BenchmarkGatewayCasesPage(b *testing.B) {
+	n := 10_000
+	if v := os.Getenv("ADK_BENCH_CASES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e := startEnv(b, testcluster.EvalOptions{NATSNodes: 1, Workers: []string{"w0", "w1"}, Capacity: 64})
+	slow := client.New(e.nc, 2*time.Minute)
+	j, err := slow.Submit(context.Background(), "team-a", api.SubmitRequest{Set: testcluster.EvalSet("bench-cases", n), Agent: "scripted"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.c.WaitJob(e.cl, "team-a", j.JobID, 10*time.Minute, "completed")
+	hc := &http.Client{}
+	for _, q := range []struct{ name, query string }{
+		{"failures_first-0", "order=failures_first&offset=0&limit=100"},
+		{"case-middle", "order=case&offset=" + strconv.Itoa(n/2) + "&limit=100"},
+	} {
+		url := e.base + "/dev/v1/evaluation/jobs/" + j.JobID + "/cases?" + q.query
+		b.Run(q.name, func(b *testing.B) {
+			var before, after syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			timed(b, func() error { return httpGet(hc, url, tokAlice) })
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/page")
+			b.ReportMetric(float64(after.Minflt-before.Minflt)/float64(b.N), "minflt/page")
+		})
+	}
 }
 
 // BenchmarkGatewayTracePage: a 100-event trace page through the gateway

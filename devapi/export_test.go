@@ -11,3 +11,7 @@ func (s *Server) HoldSpool(n int64) (release func(), ok bool) {
 
 // SpoolHeld is the bytes the server's report spools hold now.
 func (s *Server) SpoolHeld() int64 { return s.spool.used.Load() }
+
+// StreamBytesRead is the bytes of stored result streams the server read
+// so far (adk_devapi_result_stream_bytes_total).
+func (s *Server) StreamBytesRead() int64 { return s.streamRead.Load() }

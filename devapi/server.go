@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/coordinator/client"
@@ -78,6 +79,9 @@ type Server struct {
 	watches *watchHub
 	spool   *spoolBudget
 	handler http.Handler
+	// streamRead is the bytes of stored result streams read so far
+	// (compare sides, stats, cases pages, case pages).
+	streamRead atomic.Int64
 }
 
 // New validates o and builds the server.
@@ -113,7 +117,7 @@ func New(o Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newAPIMetrics(o.Registerer, s.spool)
+	m, err := newAPIMetrics(o.Registerer, s.spool, &s.streamRead)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +480,7 @@ type apiMetrics struct {
 	streams  prometheus.Gauge
 }
 
-func newAPIMetrics(reg prometheus.Registerer, spool *spoolBudget) (*apiMetrics, error) {
+func newAPIMetrics(reg prometheus.Registerer, spool *spoolBudget, streamRead *atomic.Int64) (*apiMetrics, error) {
 	m := &apiMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "adk_devapi_requests_total",
 			Help: "HTTP requests answered by the developer API, by route template, method and status code."}, []string{"route", "method", "code"}),
@@ -489,8 +493,11 @@ func newAPIMetrics(reg prometheus.Registerer, spool *spoolBudget) (*apiMetrics, 
 	spooled := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "adk_devapi_report_spool_bytes",
 		Help: "Temporary disk the reports rendered from result streams hold now (bounded by the report spool setting)."},
 		func() float64 { return float64(spool.used.Load()) })
+	read := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "adk_devapi_result_stream_bytes_total",
+		Help: "Bytes of stored result streams the API read from the coordinators (compare sides, stats, case pages)."},
+		func() float64 { return float64(streamRead.Load()) })
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.streams, spooled} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.streams, spooled, read} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/iocount"
 )
 
 // PathStats is the statistics route: `adk eval stats` over stored jobs.
@@ -80,7 +81,7 @@ func (s *Server) compareSide(c *call, field string, inline json.RawMessage,
 		return nil, errorf(http.StatusBadRequest, CodeInvalidReport, key+" must be \"eval-\" and 32 lowercase hex digits").
 			with(map[string]string{"reason": "invalid_job_id", "field": key})
 	}
-	return storedSide(c.r.Context(), cl, scope, key, jobID, decode)
+	return s.storedSide(c.r.Context(), cl, scope, key, jobID, decode)
 }
 
 // errSideRead stops a result stream whose reader has finished or failed.
@@ -93,10 +94,10 @@ var errSideRead = errors.New("compare side read ended")
 // result document may have too). A job completed before results were
 // kept as records has no stream: its document (at most 16 MiB) is read
 // instead, decoded, and reduced to its side.
-func storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string,
+func (s *Server) storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string,
 	decode func(string, json.RawMessage) (*evalengine.Result, *Error)) (*evalengine.CompareSide, *Error) {
 	var side *evalengine.CompareSide
-	noStream, e, rerr := readStoredStream(ctx, cl, scope, jobID, func(r io.Reader) (err error) {
+	noStream, e, rerr := s.readStoredStream(ctx, cl, scope, jobID, func(r io.Reader) (err error) {
 		side, err = evalengine.ReadStreamSide(r)
 		return err
 	})
@@ -125,55 +126,43 @@ func storedSide(ctx context.Context, cl *client.Client, scope, key, jobID string
 // completed before results were kept as records and has none (read its
 // document with client.Result). A stream's error (e) wins over read's,
 // which is returned as readErr.
-func readStoredStream(ctx context.Context, cl *client.Client, scope, jobID string,
+func (s *Server) readStoredStream(ctx context.Context, cl *client.Client, scope, jobID string,
 	read func(io.Reader) error) (noStream bool, e *Error, readErr error) {
-	return readStoredLines(ctx, cl, scope, jobID, 0, 0, "", read)
+	return s.readStoredLines(ctx, cl, scope, jobID, 0, 0, "", read)
 }
 
 // readStoredLines is readStoredStream of lines [from, to) of the stream
 // (client.ResultLines; to 0: to its end), whose digest must be digest
 // when one is given (a reader that read other lines before).
-func readStoredLines(ctx context.Context, cl *client.Client, scope, jobID string, from, to int64, digest string,
+func (s *Server) readStoredLines(ctx context.Context, cl *client.Client, scope, jobID string, from, to int64, digest string,
 	read func(io.Reader) error) (noStream bool, e *Error, readErr error) {
 	pr, pw := io.Pipe()
 	type streamed struct {
-		lines  int64
+		wrote  int64 // bytes given to read
 		digest string
 		err    error
 	}
 	done := make(chan streamed, 1)
 	go func() {
-		var cw countingWriter
-		cw.w = pw
+		cw := iocount.Writer{W: pw}
 		_, d, err := cl.ResultLines(ctx, scope, jobID, from, to, &cw, 0)
+		s.streamRead.Add(cw.N)
 		if err == nil && digest != "" && d != digest {
 			err = api.Errorf(api.CodeResultDigestMismatch, "job %s: result changed between reads", jobID)
 		}
 		pw.CloseWithError(err) // nil: the reader sees EOF
-		done <- streamed{cw.n, d, err}
+		done <- streamed{cw.N, d, err}
 	}()
 	rerr := read(pr)
 	pr.CloseWithError(errSideRead)
 	st := <-done
 	switch {
-	case st.err != nil && st.lines == 0 && from == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
+	case st.err != nil && st.wrote == 0 && from == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
 		return true, nil, nil
 	case st.err != nil && !errors.Is(st.err, errSideRead):
 		return false, serviceError(st.err), nil
 	}
 	return false, nil, rerr
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // resultSide is a decoded result's side of a comparison.
@@ -271,7 +260,7 @@ func (s *Server) stats(w http.ResponseWriter, c *call) *Error {
 	for i, id := range b.JobIDs {
 		field := "job_ids[" + strconv.Itoa(i) + "]"
 		var series *evalengine.StatsSeries
-		noStream, e, rerr := readStoredStream(c.r.Context(), cl, scope, id, func(r io.Reader) (err error) {
+		noStream, e, rerr := s.readStoredStream(c.r.Context(), cl, scope, id, func(r io.Reader) (err error) {
 			series, err = evalengine.ReadStreamSeries(r)
 			return err
 		})

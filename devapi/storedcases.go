@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"math"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/fadcedab/adk/coordinator/api"
@@ -80,39 +81,106 @@ func caseRow(ci int, c *evalengine.CaseResult) CaseRow {
 	return row
 }
 
-// rowPicker keeps the rows of a page as the cases come in case order:
-// a row's place is its case index, or, failures first, its rank among
-// the failed cases, or the failed count and its rank among the passed.
-type rowPicker struct {
-	order                string
-	from, to, failed     int
-	failedSeen, passSeen int
-	rows                 []CaseRow
+// errPageDone ends a read of case lines or sample lines once the page
+// being built is complete: what is left of the stream is not read.
+var errPageDone = errors.New("page complete")
+
+// errPageIncomplete: a stored result ended before a page's items came
+// (its lines disagree with its counts).
+var errPageIncomplete = errors.New("the stored result ended before the page's items")
+
+// pagePicker builds a page of items (case rows, samples) whose places,
+// from..end-1, are known as the items come, in any order: an item's
+// encoding is kept in its slot, and the page is the longest prefix of
+// places whose encodings fit budget (the first always, when it fits
+// first, else nothing: tooLarge). Once the prefix is known (every slot up
+// to the cut filled) the page is done: add returns errPageDone and the
+// reader stops. Items past a cut are dropped as the cut becomes known, so
+// the slots hold at most budget and the first item.
+type pagePicker struct {
+	from, end int
+	budget    int // bytes of the items after the first, each with a comma
+	first     int // bytes the first item may have
+	slots     [][]byte
+	tooLarge  bool
 }
 
-func (p *rowPicker) add(ci int, c *evalengine.CaseResult) error {
-	place := ci
-	if p.order == CasesFailuresFirst {
-		if c.Passed {
-			place = p.failed + p.passSeen
-			p.passSeen++
-		} else {
-			place = p.failedSeen
-			p.failedSeen++
+func newPagePicker(from, end, budget, first int) *pagePicker {
+	return &pagePicker{from: from, end: end, budget: budget, first: first, slots: make([][]byte, max(end-from, 0))}
+}
+
+// add places an item's encoding at place (outside from..end-1: dropped)
+// and says errPageDone once the page is complete.
+func (p *pagePicker) add(place int, b []byte) error {
+	if place < p.from || place >= p.end {
+		return nil
+	}
+	p.slots[place-p.from] = b
+	return p.settle()
+}
+
+// settle cuts the page where the known encodings pass the budget and
+// says errPageDone when every place before the cut is filled.
+func (p *pagePicker) settle() error {
+	if len(p.slots) == 0 {
+		return errPageDone
+	}
+	if b := p.slots[0]; b != nil && len(b) > p.first {
+		p.tooLarge = true
+		return errPageDone
+	}
+	used, full := 0, true
+	for k, b := range p.slots {
+		if b == nil {
+			full = false
+			continue
+		}
+		if used += len(b) + 1; k > 0 && used > p.budget {
+			clear(p.slots[k:])
+			p.slots, p.end = p.slots[:k], p.from+k
+			break
 		}
 	}
-	if place >= p.from && place < p.to {
-		p.rows = append(p.rows, caseRow(ci, c))
+	if full {
+		return errPageDone
 	}
 	return nil
 }
 
+// page is the page's items once every place came (a reader that ran to
+// its end without errPageDone has them all).
+func (p *pagePicker) page() [][]byte { return p.slots }
+
+// caseRowPlace is where the cases route's order puts case ci: its index
+// in case order; failures first, its rank among the failed cases, or
+// the failed count and its rank among the passed, counted as the cases
+// come in case order.
+type caseRowPlace struct {
+	order                string
+	failed               int
+	failedSeen, passSeen int
+}
+
+func (o *caseRowPlace) place(ci int, passed bool) int {
+	if o.order != CasesFailuresFirst {
+		return ci
+	}
+	if passed {
+		o.passSeen++
+		return o.failed + o.passSeen - 1
+	}
+	o.failedSeen++
+	return o.failedSeen - 1
+}
+
 // jobCases answers a page of a completed job's case rows, failures first
 // by default, with its summary. A job with a stream is read from it
-// without its sample lines (client.ResultLines: the header, the summary,
-// then the case lines, evalengine.StreamCases), so a page costs the case
-// lines whatever the samples hold; a job completed as one document reads
-// that document (at most 16 MiB).
+// without its sample lines (the header, the summary, then case lines,
+// evalengine.StreamCases), and only as far as the page needs: in case
+// order exactly the page's case lines, failures first the case lines up
+// to the last of the page's rows; reading stops early too once the page
+// reaches its byte bound. A job completed as one document reads that
+// document (at most 16 MiB).
 func (s *Server) jobCases(w http.ResponseWriter, c *call) *Error {
 	cl, scope, id, e := s.jobCall(c)
 	if e != nil {
@@ -134,117 +202,182 @@ func (s *Server) jobCases(w http.ResponseWriter, c *call) *Error {
 		return errorf(http.StatusBadRequest, CodeInvalidQuery, "order must be "+CasesFailuresFirst+" or "+CasesInOrder).
 			with(map[string]any{"parameter": "order", "valid": []string{CasesFailuresFirst, CasesInOrder}})
 	}
-	ctx := c.r.Context()
-	sum, cases, read, e := storedCases(ctx, cl, scope, id)
+	st, e := s.openStoredCases(c.r.Context(), cl, scope, id)
 	if e != nil {
 		return e
 	}
-	n := cases
+	n := st.n
 	if int(offset) > n {
 		return errorf(http.StatusBadRequest, CodeInvalidQuery, "query parameter \"offset\" must be at most the case count, "+strconv.Itoa(n)).
 			with(map[string]any{"parameter": "offset", "case_count": n})
 	}
-	p := &rowPicker{order: order, from: int(offset), to: int(min(offset+limit, int64(n))), failed: n - sum.PassedCaseCount}
-	if e := read(p.add); e != nil {
-		return e
-	}
-	// Rows in their places: case order is the order they came in; failures
-	// first puts the failed ones (which came interleaved) before the rest.
-	if order == CasesFailuresFirst {
-		slices.SortStableFunc(p.rows, func(a, b CaseRow) int {
-			switch {
-			case a.Passed == b.Passed:
-				return 0
-			case !a.Passed:
-				return -1
-			}
-			return 1
-		})
-	}
-	summary := *sum
+	summary := *st.summary
 	summary.Cases = nil
 	sb, err := json.Marshal(&summary)
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "internal_error", "encoding the summary failed")
 	}
-	page := CasesPage{JobID: id, Order: order, Offset: int(offset), CaseCount: n, FailedCaseCount: p.failed, Cases: []CaseRow{}, Summary: sb}
+	from, to := int(offset), int(min(offset+limit, int64(n)))
 	budget := MaxCasesPageBytes - len(sb)
-	for _, row := range p.rows {
-		rb, err := json.Marshal(row)
+	pick := newPagePicker(from, to, budget, math.MaxInt)
+	places := &caseRowPlace{order: order, failed: n - st.summary.PassedCaseCount}
+	rows := make([]CaseRow, to-from)
+	var encErr error
+	add := func(ci int, c *evalengine.CaseResult) error {
+		place := places.place(ci, c.Passed)
+		if place < pick.from || place >= pick.end {
+			return nil
+		}
+		rows[place-from] = caseRow(ci, c)
+		rb, err := json.Marshal(rows[place-from])
 		if err != nil {
+			encErr = err
+			return err
+		}
+		return pick.add(place, rb)
+	}
+	// In case order a page's rows are its case lines; failures first,
+	// its rows' places are known only counting from the first case.
+	readFrom, readTo := from, to
+	if order == CasesFailuresFirst {
+		readFrom, readTo = 0, n
+	}
+	if from < to {
+		e := st.readCases(readFrom, readTo, add)
+		if encErr != nil {
 			return errorf(http.StatusInternalServerError, "internal_error", "encoding a case row failed")
 		}
-		if budget -= len(rb) + 1; budget < 0 && len(page.Cases) > 0 {
-			break
+		if e != nil {
+			return e
 		}
-		page.Cases = append(page.Cases, row)
 	}
-	if next := int(offset) + len(page.Cases); next < n {
+	page := CasesPage{JobID: id, Order: order, Offset: from, CaseCount: n, FailedCaseCount: places.failed, Cases: []CaseRow{}, Summary: sb}
+	for i, rb := range pick.page() {
+		if rb == nil {
+			return storedStreamError(errPageIncomplete)
+		}
+		page.Cases = append(page.Cases, rows[i])
+	}
+	if next := from + len(page.Cases); next < n {
 		page.NextOffset = &next
 	}
 	return s.writeJSON(w, http.StatusOK, page)
 }
 
-// storedCases reads a completed job's summary and case count, and
-// returns read, which calls fn with each of its cases in case order. A
-// job with a stream: the header and summary lines now, the case lines in
-// read; a job completed as one document: the document, decoded now.
-func storedCases(ctx context.Context, cl *client.Client, scope, id string) (*evalengine.Result, int, func(fn func(int, *evalengine.CaseResult) error) *Error, *Error) {
+// storedCases is a completed job's result as the cases routes read it:
+// its summary and case count at once, then case lines and one case's
+// samples as a page needs them. A job with a stream reads its lines
+// (client.ResultLines, each read checked against the stream's digest);
+// a job completed as one document has that document, decoded.
+type storedCases struct {
+	s         *Server
+	ctx       context.Context
+	cl        *client.Client
+	scope, id string
+	summary   *evalengine.Result
+	n         int
+	lines     int64 // the stream's lines: header, samples, n case lines, summary
+	digest    string
+	sc        *evalengine.StreamCases
+	doc       *evalengine.Result
+}
+
+// openStoredCases reads a completed job's summary and case count: a job
+// with a stream, its header and summary lines; a job completed as one
+// document, the document.
+func (s *Server) openStoredCases(ctx context.Context, cl *client.Client, scope, id string) (*storedCases, *Error) {
+	st := &storedCases{s: s, ctx: ctx, cl: cl, scope: scope, id: id}
 	var head, tail bytes.Buffer
 	lines, digest, err := cl.ResultLines(ctx, scope, id, 0, 1, &head, 1)
 	if err != nil && head.Len() == 0 && api.AsError(err).Code == api.CodeInvalidRequest {
 		// Completed before results were records: its document.
 		doc, err := cl.Result(ctx, scope, id)
 		if err != nil {
-			return nil, 0, nil, serviceError(err)
+			return nil, serviceError(err)
 		}
 		r, err := evalengine.DecodeResult(doc)
 		if err != nil {
-			return nil, 0, nil, storedStreamError(err)
+			return nil, storedStreamError(err)
 		}
-		return r, len(r.Cases), func(fn func(int, *evalengine.CaseResult) error) *Error {
-			for i := range r.Cases {
-				if err := fn(i, &r.Cases[i]); err != nil {
-					return storedStreamError(err)
-				}
-			}
-			return nil
-		}, nil
+		st.summary, st.n, st.doc = r, len(r.Cases), r
+		return st, nil
 	}
 	if err != nil {
-		return nil, 0, nil, serviceError(err)
+		return nil, serviceError(err)
 	}
 	_, d, err := cl.ResultLines(ctx, scope, id, lines-1, lines, &tail, 1)
+	s.streamRead.Add(int64(head.Len() + tail.Len()))
 	if err == nil && d != digest {
 		err = api.Errorf(api.CodeResultDigestMismatch, "result changed between reads")
 	}
 	if err != nil {
-		return nil, 0, nil, serviceError(err)
+		return nil, serviceError(err)
 	}
 	sc, err := evalengine.OpenStreamCases(head.Bytes(), tail.Bytes())
 	if err != nil {
-		return nil, 0, nil, storedStreamError(err)
+		return nil, storedStreamError(err)
 	}
-	n := sc.Header.CaseCount
-	return sc.Summary, n, func(fn func(int, *evalengine.CaseResult) error) *Error {
-		if n == 0 {
-			return nil
-		}
-		var rerr error
-		noStream, e, serr := readStoredLines(ctx, cl, scope, id, lines-1-int64(n), lines-1, digest, func(r io.Reader) error {
-			rerr = sc.Read(r, fn)
-			return rerr
-		})
-		switch {
-		case e != nil:
-			return e
-		case noStream:
-			return serviceError(api.Errorf(api.CodeResultDigestMismatch, "job %s: its stream went away between reads", id))
-		case serr != nil:
-			return storedStreamError(serr)
+	st.summary, st.n, st.lines, st.digest, st.sc = sc.Summary, sc.Header.CaseCount, lines, digest, sc
+	return st, nil
+}
+
+// readCases calls fn with cases from..to-1 in case order (each valid only
+// during the call); fn's errPageDone ends the read early, without error.
+func (st *storedCases) readCases(from, to int, fn func(int, *evalengine.CaseResult) error) *Error {
+	if st.doc != nil {
+		for i := from; i < to; i++ {
+			if err := fn(i, &st.doc.Cases[i]); errors.Is(err, errPageDone) {
+				return nil
+			} else if err != nil {
+				return storedStreamError(err)
+			}
 		}
 		return nil
-	}, nil
+	}
+	if from == to {
+		return nil
+	}
+	first := st.lines - 1 - int64(st.n) // the first case line
+	return st.read(first+int64(from), first+int64(to), func(r io.Reader) error {
+		return st.sc.ReadRange(r, from, to, fn)
+	})
+}
+
+// readSamples calls fn with case ci's samples (c is its case), in the
+// order they come: a stream's are in the order they finished, read from
+// its sample lines (every case's, the others skipped undecoded,
+// StreamCases.ReadSamples), a document's in sample order. fn's
+// errPageDone ends the read early, without error.
+func (st *storedCases) readSamples(ci int, c *evalengine.CaseResult, fn func(*evalengine.SampleResult) error) *Error {
+	if st.doc != nil {
+		for i := range st.doc.Cases[ci].Samples {
+			if err := fn(&st.doc.Cases[ci].Samples[i]); errors.Is(err, errPageDone) {
+				return nil
+			} else if err != nil {
+				return storedStreamError(err)
+			}
+		}
+		return nil
+	}
+	return st.read(1, st.lines-1-int64(st.n), func(r io.Reader) error {
+		return st.sc.ReadSamples(r, ci, c, fn)
+	})
+}
+
+// read gives read lines [from, to) of the job's stream.
+func (st *storedCases) read(from, to int64, read func(io.Reader) error) *Error {
+	noStream, e, serr := st.s.readStoredLines(st.ctx, st.cl, st.scope, st.id, from, to, st.digest, read)
+	switch {
+	case e != nil:
+		return e
+	case noStream:
+		return serviceError(api.Errorf(api.CodeResultDigestMismatch, "job %s: its stream went away between reads", st.id))
+	case errors.Is(serr, errPageDone):
+		return nil
+	case serr != nil:
+		return storedStreamError(serr)
+	}
+	return nil
 }
 
 // storedStreamError is the answer to a stored result that does not read
