@@ -243,6 +243,10 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 	// bound, after about 230) and b's, from their streams.
 	checkCasesPages(t, e, a, ra, devapi.MaxCasesPage)
 	checkCasesPages(t, e, b, rb, devapi.DefaultCasesPage)
+	// A case of a, with its sample, from a's stream: the one the UI
+	// opens below.
+	opened := wantCaseRows(ra, devapi.CasesFailuresFirst)[100].CaseIndex
+	checkCasePages(t, e.base, a, opened, &ra.Cases[opened], devapi.DefaultCaseSamples)
 	checkUIPagesComparison(t, e, a, b, n, wantRegressions, streamA, ra)
 
 }
@@ -282,6 +286,11 @@ func TestClusterDevAPI_CompareDocumentJobs(t *testing.T) {
 	}
 	// Their case rows page from the documents.
 	checkCasesPages(t, e, ids[0], docs[0], 7)
+	// And a case with its samples, from the document.
+	for _, ci := range []int{0, 3} {
+		checkCasePages(t, e.base, ids[0], ci, &docs[0].Cases[ci], devapi.DefaultCaseSamples)
+	}
+	checkCaseRouteRefusals(t, e.base, ids[0], len(docs[0].Cases), docs[0].SampleCount)
 	if a := do(t, e.base, "PUT", "/dev/v1/evaluation/baselines/main", tokAlice, []byte(`{"job_id":"`+ids[0]+`"}`)); a.status != 200 {
 		t.Fatalf("put baseline: %d %s", a.status, a.body)
 	}
@@ -415,6 +424,27 @@ func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions
 	wantStatus := fmt.Sprintf("Downloaded adk-result-%s.jsonl (%.1f MiB).", file, float64(streamA)/(1<<20))
 	if text, err := chromedp.Run(ctx, statusText); err != nil || text != wantStatus {
 		t.Errorf("download status %q (%v), want %q", text, err, wantStatus)
+	}
+	// A row opens its case's page: the case and its sample, read from
+	// the stream (rows 101–200 are shown; the first is the 101st).
+	c := &ra.Cases[want[100].CaseIndex]
+	heading := chromedp.Evaluate[string](`document.querySelector('main h1 code').textContent`)
+	sampleText := chromedp.Evaluate[string](`[...document.querySelectorAll('#case-samples section.sample')].map((x) => x.textContent).join('|')`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#case-rows tbody tr td a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#case-samples section.sample`))); err != nil {
+		t.Fatalf("open a case of a result past 16 MiB: %v", err)
+	}
+	if id, err := chromedp.Run(ctx, heading); err != nil || id != c.CaseID {
+		t.Errorf("case page of %.40q shows %.40q (%v)", c.CaseID, id, err)
+	}
+	// Its one sample: its verdict, its input and the agent's answer.
+	input, ok := c.Samples[0].Turns[0].Input.(string)
+	if !ok || input == "" {
+		t.Fatalf("case %.40q: its input is %T", c.CaseID, c.Samples[0].Turns[0].Input)
+	}
+	if text, err := chromedp.Run(ctx, sampleText); err != nil || strings.Count(text, "|") != 0 ||
+		!strings.Contains(text, "Sample 0 "+c.Samples[0].Status) || !strings.Contains(text, "echo: "+input) {
+		t.Errorf("case page samples (%v): %.200q…, want sample 0 %s echoing %.40q…", err, text, c.Samples[0].Status, input)
 	}
 	mu.Lock()
 	defer mu.Unlock()

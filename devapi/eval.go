@@ -64,6 +64,7 @@ func (s *Server) routeTable() []*route {
 		newRoute(PathJobResult, map[string]op{http.MethodGet: {query: scoped, h: s.result}}),
 		newRoute(PathJobReport, map[string]op{http.MethodGet: {query: []string{"scope", "format", "suite_name", "max_bytes"}, h: s.report}}),
 		newRoute(PathJobCases, map[string]op{http.MethodGet: {query: []string{"scope", "offset", "limit", "order"}, h: s.jobCases}}),
+		newRoute(PathJobCase, map[string]op{http.MethodGet: {query: []string{"scope", "offset", "limit"}, h: s.jobCase}}),
 		newRoute(PathJobEvents, map[string]op{http.MethodGet: {query: scoped, h: s.events}}),
 		newRoute(PathSets, map[string]op{http.MethodGet: {query: paged, h: s.listSets}}),
 		newRoute(PathSet, map[string]op{http.MethodGet: {query: scoped, h: s.getSet}}),

@@ -429,6 +429,47 @@ func TestOpenAPI_CasesPageMatchesItsType(t *testing.T) {
 	}
 }
 
+// TestOpenAPI_CasePageMatchesItsType: the case route's answer as
+// documented has the fields of devapi.CasePage, and the route documents
+// its path parameters and the query parameters it takes.
+func TestOpenAPI_CasePageMatchesItsType(t *testing.T) {
+	var doc struct {
+		Paths map[string]struct {
+			Parameters []struct {
+				Name string `json:"name"`
+			} `json:"parameters"`
+			Get struct {
+				Parameters []struct {
+					Name string `json:"name"`
+				} `json:"parameters"`
+			} `json:"get"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(devapi.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	props := slices.Sorted(maps.Keys(doc.Components.Schemas["CasePage"].Properties))
+	if want := jsonFieldNames(devapi.CasePage{}); !slices.Equal(props, want) {
+		t.Errorf("CasePage documents %v, the type has %v", props, want)
+	}
+	path := doc.Paths[devapi.PathJobCase]
+	var names []string
+	for _, p := range path.Parameters {
+		names = append(names, p.Name)
+	}
+	for _, p := range path.Get.Parameters {
+		names = append(names, p.Name)
+	}
+	if want := []string{"job_id", "case_index", "scope", "offset", "limit"}; !slices.Equal(names, want) {
+		t.Errorf("%s documents parameters %v, want %v", devapi.PathJobCase, names, want)
+	}
+}
+
 // jsonFieldNames lists a struct value's JSON member names, sorted: what
 // an openapi schema's properties must list for that type.
 func jsonFieldNames(v any) []string {

@@ -148,6 +148,10 @@ func TestClusterReadme_DeveloperHTTPAPI(t *testing.T) {
 				(!strings.Contains(out, `"capacity_evictions"`) || !strings.Contains(out, `"stream_gap_messages"`)) {
 				t.Fatalf("%q printed no store node counters: %s", line, out)
 			}
+			// One case with its samples.
+			if strings.Contains(line, "/cases/0") && (!strings.Contains(out, `"case_index":0`) || !strings.Contains(out, `"samples":[{`)) {
+				t.Fatalf("%q printed no case with its samples: %.300s", line, out)
+			}
 			if strings.Contains(line, "/prune") && !regexp.MustCompile(`"jobs_deleted": ?0\b`).MatchString(out) {
 				t.Fatalf("prune of records older than 720h deleted the README's: %s", out)
 			}
