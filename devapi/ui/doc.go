@@ -34,10 +34,19 @@
 //     shown from the cases route: its summary (pass rate, interval,
 //     counts, metrics) and its case rows 100 at a time, failures first,
 //     with Previous/Next (the route reads the stream's case lines, never
-//     its samples). A row does not link to a case page, which reads the
-//     result document. The page offers downloads of the report route's
-//     JSON Lines stream, markdown and html, fetched with the bearer token
-//     and saved from a blob, and says what it saved.
+//     its samples). A row opens its case's page. The page offers
+//     downloads of the report route's JSON Lines stream, markdown and
+//     html, fetched with the bearer token and saved from a blob, and says
+//     what it saved.
+//   - A case's page, of a result of any size, reads the case route
+//     (/dev/v1/evaluation/jobs/{job_id}/cases/{case_index}): the case and
+//     its samples, never the whole result, so a row of a big result opens
+//     it as a row of a small one does. The route pages samples in sample
+//     order and its default page is the whole case (at most 100 samples)
+//     unless they pass its byte bound; each page shows its failed samples
+//     first, as the page always did, and Previous/Next appear only when
+//     the case takes more than one page. A sample too large for any
+//     answer says so, and the job page's JSON Lines download has it.
 //   - Trend: the last 30 completed runs of the set, through
 //     /dev/v1/evaluation/stats, which is `adk eval stats` itself (no
 //     mirror of its arithmetic in the page): the pass rate with its

@@ -677,8 +677,8 @@
 
   // bigResultView shows a result past one document: its summary, its case
   // rows a page at a time (failures first, Previous/Next, as the compare
-  // page), and its downloads. A row does not link to its case: a case's
-  // page reads the result document, which this result has not.
+  // page), and its downloads. A row opens its case's page, which reads the
+  // case from the case route (its samples from the stream).
   async function bigResultView(id, signal) {
     let first;
     try { first = await casesPage(id, 0, signal); } catch (e) { return [h('h2', null, 'Result'), bigResult(id), errorBox(e) || '']; }
@@ -693,7 +693,7 @@
         h('button', { type: 'button', id: 'rows-next', disabled: page.next_offset === null, on: { click: () => { starts.push(page.offset); go(page.next_offset, true); } } }, 'Next')) : null;
       fill(rowsBox, nav, table('Cases, not passed first', ['Case', 'Status', 'Samples passed'].concat(ids), page.cases.map((c) => {
         const by = new Map((c.criteria || []).map((m) => [m.metric_id, m]));
-        return h('tr', null, h('td', null, c.case_id), h('td', null, statusBadge(c.status)),
+        return h('tr', null, h('td', null, h('a', { href: route('jobs', id, 'cases', c.case_index) }, c.case_id)), h('td', null, statusBadge(c.status)),
           h('td', { class: 'num' }, c.passed_sample_count + '/' + c.sample_count),
           ids.map((mid) => {
             const m = by.get(mid);
@@ -784,17 +784,49 @@
     return h('section', { class: 'sample', 'aria-label': 'Sample ' + s.sample_index }, parts);
   }
 
+  // casePage reads one case of a job and a page of its samples (in sample
+  // order; the default page is the whole case unless its samples pass
+  // the route's byte bound): the case route reads a stored result of any
+  // size, up to the page's samples, so small and big results alike.
+  async function casePage(jobID, index, offset, signal) {
+    return api(API + '/evaluation/jobs/' + encodeURIComponent(jobID) + '/cases/' + encodeURIComponent(index) + '?offset=' + offset, { signal });
+  }
+
+  // pageCase shows a case and its samples, the failed ones first on each
+  // page, with Previous/Next when the case's samples take more than one.
   async function pageCase(sig, jobID, index) {
-    let r;
-    try { r = await jobResult(jobID, sig.signal); } catch (e) { return [errorBox(e)]; }
-    const c = (r.cases || [])[Number(index)];
-    if (!c) return [h('p', { class: 'error' }, 'No such case.')];
-    const samples = (c.samples || []).slice().sort((a, b) => (a.passed === b.passed ? a.sample_index - b.sample_index : a.passed ? 1 : -1));
+    let first;
+    try {
+      first = await casePage(jobID, index, 0, sig.signal);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404 && e.details && e.details.parameter === 'case_index') return [h('p', { class: 'error' }, 'No such case.')];
+      return [h('p', null, h('a', { href: route('jobs', jobID) }, '← Job ' + jobID)), errorBox(e)];
+    }
+    const c = first.case;
+    const box = h('div', { id: 'case-samples' });
+    const starts = []; // offsets of the pages before the one shown
+    const show = (page) => {
+      const samples = page.samples.slice().sort((a, b) => (a.passed === b.passed ? a.sample_index - b.sample_index : a.passed ? 1 : -1));
+      const nav = page.sample_count > page.samples.length ? h('p', { class: 'pager' },
+        h('button', { type: 'button', id: 'samples-prev', disabled: !starts.length, on: { click: () => go(starts.pop(), false) } }, 'Previous'),
+        ' Samples ' + (page.samples.length ? page.offset + 1 : 0) + '–' + (page.offset + page.samples.length) + ' of ' + page.sample_count + ' (not passed first) ',
+        h('button', { type: 'button', id: 'samples-next', disabled: page.next_offset === null, on: { click: () => { starts.push(page.offset); go(page.next_offset, true); } } }, 'Next')) : null;
+      fill(box, nav, samples.map((s) => sampleView(jobID, c, s)));
+    };
+    const go = async (offset, forward) => {
+      try {
+        show(await casePage(jobID, index, offset, sig.signal));
+      } catch (e) {
+        if (forward) starts.pop();
+        box.prepend(errorBox(e) || '');
+      }
+    };
+    show(first);
     return [h('p', null, h('a', { href: route('jobs', jobID) }, '← Job ' + jobID)),
       h('h1', null, 'Case ', h('code', null, c.case_id)),
       kv([['Status', statusBadge(c.status)], ['Samples passed', c.passed_sample_count + '/' + c.sample_count],
         ['Sample pass rate', f4(c.sample_pass_rate) + ' (threshold ' + f4(c.sample_pass_rate_threshold) + ')']]),
-      samples.map((s) => sampleView(jobID, c, s))];
+      box];
   }
 
   async function completedJobs(signal) {
