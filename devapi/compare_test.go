@@ -246,7 +246,9 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 	// A case of a, with its sample, from a's stream: the one the UI
 	// opens below.
 	opened := wantCaseRows(ra, devapi.CasesFailuresFirst)[100].CaseIndex
+	start = time.Now()
 	checkCasePages(t, e.base, a, opened, &ra.Cases[opened], devapi.DefaultCaseSamples)
+	t.Logf("case %d of a: read in %v", opened, time.Since(start).Round(time.Millisecond))
 	checkUIPagesComparison(t, e, a, b, n, wantRegressions, streamA, ra)
 
 }
@@ -426,14 +428,24 @@ func checkUIPagesComparison(t *testing.T, e *env, a, b string, rows, regressions
 		t.Errorf("download status %q (%v), want %q", text, err, wantStatus)
 	}
 	// A row opens its case's page: the case and its sample, read from
-	// the stream (rows 101–200 are shown; the first is the 101st).
+	// the stream (rows 101–200 are shown; the first is the 101st). The
+	// gateway reads the stream's sample lines up to the case's sample,
+	// which takes a while under the race detector: a deadline of its own.
+	// The link is clicked from the page's script: its text is the
+	// 4,000-byte case id, so its centre, where a mouse click lands, is
+	// far right of the window.
 	c := &ra.Cases[want[100].CaseIndex]
+	ctx, cancelCase := context.WithTimeout(bctx, 3*time.Minute)
+	defer cancelCase()
 	heading := chromedp.Evaluate[string](`document.querySelector('main h1 code').textContent`)
 	sampleText := chromedp.Evaluate[string](`[...document.querySelectorAll('#case-samples section.sample')].map((x) => x.textContent).join('|')`)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#case-rows tbody tr td a`)),
+	start := time.Now()
+	if err := chromedp.Do(ctx, voidAction(chromedp.Evaluate[bool](`(document.querySelector('#case-rows tbody tr td a').click(), true)`)),
 		chromedp.WaitVisible(chromedp.CSS(`#case-samples section.sample`))); err != nil {
-		t.Fatalf("open a case of a result past 16 MiB: %v", err)
+		page, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector('main').textContent`))
+		t.Fatalf("open a case of a result past 16 MiB: %v after %v; the page reads %.500q", err, time.Since(start), page)
 	}
+	t.Logf("the case page of a result past 16 MiB opened in %v", time.Since(start).Round(time.Millisecond))
 	if id, err := chromedp.Run(ctx, heading); err != nil || id != c.CaseID {
 		t.Errorf("case page of %.40q shows %.40q (%v)", c.CaseID, id, err)
 	}
