@@ -27,8 +27,10 @@ help: ## List the targets
 # sooner and used 4-8 ms less CPU (medians; bench/RESULTS.md, session 16,
 # h22p). Only net (the
 # pure-Go resolver) and os/user (/etc/passwd and /etc/group, no NSS) had
-# cgo paths. Its compile is not shared with lint's or the tests' (cgo):
-# a cold cache compiles the module's dependencies once more for it.
+# cgo paths. lint (go vet, staticcheck) and the tests' non-race binaries
+# (testutil.Binary) build with CGO_ENABLED=0 too, so that one compile of
+# the module and its dependencies serves them all: a cold cache compiles
+# three configurations (static, race, fuzz-instrumented), as before.
 .PHONY: build
 build: ## Build the static bin/adk (CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/adk
@@ -64,11 +66,11 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 #               the module and every dependency for their export data;
 #               make build then reuses that), staticcheck 177 s more (its
 #               own build and analysis).
-#   build       warm 8.5 s of CPU (a link); cold: since session 16 it is
-#               static (CGO_ENABLED=0), so it no longer reuses vet's
-#               compile: its own compile of the module and the
-#               dependencies (~250 s of CPU cold: a full compile of
-#               cmd/adk with another GOEXPERIMENT took 246 s here).
+#   build       warm 8.5 s of CPU (a link); cold: the same, after vet
+#               (both static, CGO_ENABLED=0, since session 16: one
+#               compile; a configuration of its own would cost ~250 s of
+#               CPU cold, as a full compile of cmd/adk with another
+#               GOEXPERIMENT took 246 s here).
 #   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
 #               third compile of every package the targets link (coverage
 #               instrumented): 476 s of CPU cold, 143 s for the module's
@@ -123,8 +125,8 @@ test-chart: ## Lint and render the Helm chart (deploy/helm/charttest, its own mo
 .PHONY: lint
 lint: ## gofmt check, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) run $(STATICCHECK) $(PKGS)
+	CGO_ENABLED=0 $(GO) vet $(PKGS)
+	CGO_ENABLED=0 $(GO) run $(STATICCHECK) $(PKGS)
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Run each fuzz target for FUZZTIME (default 5s); FUZZ_BIN_DIR keeps the instrumented test binaries, FUZZ_BUILD_ONLY=1 only builds them

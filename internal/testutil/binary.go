@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -125,9 +126,19 @@ func copyFile(dst, src string) error {
 	return out.Close()
 }
 
+// goBuild runs go build. A build without -race is static (CGO_ENABLED=0),
+// as make build, make release and the image are: the tests run the binary
+// users run, and its compile is the one make build and make lint use, so a
+// cold build cache does not compile the dependencies once more for the
+// tests. The race detector needs cgo, so -race builds keep the
+// environment's setting.
 func goBuild(out, pkg string, flags []string) error {
 	args := append(append([]string{"build", "-o", out}, flags...), pkg)
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+	cmd := exec.Command("go", args...)
+	if !slices.Contains(flags, "-race") {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return nil
