@@ -83,6 +83,18 @@
 //
 //	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake -baseline-openaifake /tmp/openaifake-old -runs 3 -big=false -only 'openai-(1000|5000)-c256$'
 //
+// With -fake-cpus and -client-cpus (Linux CPU lists: 1, 0-1, 0,2) the
+// fake runs only on the first CPUs and every measured client, adk and the
+// floor rows alike, only on the second (placement.go): the fake, which
+// stands for a provider on other machines, then no longer competes for
+// the client's core. Lists may overlap (-fake-cpus 1 -client-cpus 0-1:
+// the fake on one CPU, the client on both); a CPU this process may not
+// run on is refused, naming the flag. A Go child sizes GOMAXPROCS from its
+// mask (GOMAXPROCS 1 on one CPU). The table's header says where each side
+// ran, from a probe child placed there:
+//
+//	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake -fake-cpus 1 -client-cpus 0 -floor-clients net/http,fasthttp -runs 3 -big=false -only 'openai-(1000|5000)-c256$'
+//
 // With -profile DIR every run also writes a CPU and a heap profile of the
 // adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
 // named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
@@ -115,6 +127,14 @@ import (
 )
 
 func main() {
+	if os.Getenv(probeEnv) != "" {
+		// Re-executed to show what a placed Go child sees (placement.go).
+		if err := placementProbe(); err != nil {
+			fmt.Fprintf(os.Stderr, "evalbench placement probe: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv(floorEnv) != "" {
 		// Re-executed as a floor row's client (floor.go).
 		if err := floorClient(os.Getenv(floorEnv), os.Args[1:], os.Stdout); err != nil {
@@ -134,6 +154,8 @@ func main() {
 	baselineFake := flag.String("baseline-openaifake", "", "a second openaifake binary (e.g. an older build): every openai-N-cC row then runs against it (fake A) and against -openaifake (fake B) in each round, with the same adk binaries and floor: an A/B of the fake")
 	floor := flag.Bool("floor", true, "with each openai-N-cC row, run a bare client of the fake (F, floor.go) in the same rounds: what this machine allows the row")
 	floorList := flag.String("floor-clients", floorNetHTTP, "the floor rows' clients, comma-separated: "+strings.Join(floorClients, ", ")+" (each its own F row in every round)")
+	fakeCPUList := flag.String("fake-cpus", "", "run the fake only on these CPUs (Linux list format: 1, 0-1, 0,2); empty: unpinned")
+	clientCPUList := flag.String("client-cpus", "", "run every measured client (adk and the floor rows) only on these CPUs; may overlap -fake-cpus; empty: unpinned")
 	only := flag.String("only", "", "run only the rows whose label matches this regexp (labels: scripted-json, openai-1000-c256, openai-100k-jsonl, ...)")
 	flag.StringVar(&profileDir, "profile", "", "write CPU and heap profiles of every adk run to this directory")
 	flag.Parse()
@@ -163,6 +185,13 @@ func main() {
 		floors = append(floors, c)
 	}
 
+	available, err := availableCPUs()
+	must(err)
+	fakeCPUs, err = placementFlag("-fake-cpus", *fakeCPUList, available)
+	must(err)
+	clientCPUs, err = placementFlag("-client-cpus", *clientCPUList, available)
+	must(err)
+
 	loadBefore := loadAverage()
 	dir, err := os.MkdirTemp("", "adk-evalbench-")
 	if err != nil {
@@ -176,6 +205,8 @@ func main() {
 		bins = []bin{{"A ", *baseline}, {"B ", *adk}}
 	}
 	self, err := os.Executable()
+	must(err)
+	header, err := placementHeader(self, fakeCPUs, clientCPUs, available)
 	must(err)
 	var rows []row
 	// withFloor makes the next measure also run the floor client (F) in
@@ -345,7 +376,7 @@ func main() {
 		}
 		tolerateFailure = false
 	}
-	printTable(os.Stdout, rows)
+	printTable(os.Stdout, header, rows)
 	// The machine may be shared: say how busy it was, since wall times
 	// (and the share of the bound) move with it.
 	fmt.Printf("\nload average (1, 5, 15 min): %s before, %s after\n", loadBefore, loadAverage())
@@ -457,6 +488,10 @@ func firstLine(s string) string {
 	return s
 }
 
+// fakeCPUs and clientCPUs are -fake-cpus and -client-cpus: where
+// startFake and runADK place their children (nil: unpinned).
+var fakeCPUs, clientCPUs []int
+
 // profileDir is -profile: where runADK asks the child to write profiles.
 var profileDir string
 
@@ -478,7 +513,10 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	resetFakeStats(conc)
 	fakeCPU0, fakeCPUErr := procCPU(fakePID)
 	start := time.Now()
-	err := cmd.Run()
+	if err := startPlaced(cmd, clientCPUs); err != nil {
+		log.Fatalf("start %s: %v", label, err)
+	}
+	err := cmd.Wait()
 	end := time.Now()
 	fakeCPU1, fakeCPUErr1 := procCPU(fakePID)
 	wall := end.Sub(start)
@@ -520,8 +558,9 @@ func runADK(bin, dir, label string, samples, conc int, delay time.Duration, args
 	return r
 }
 
-func printTable(w io.Writer, rows []row) {
+func printTable(w io.Writer, header string, rows []row) {
 	fmt.Fprintln(w, "adk eval run, through the built binary (wall time includes process start, loading and rendering)")
+	fmt.Fprintln(w, header)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "| %-42s | %7s | %4s | %8s | %10s | %9s | %10s | %8s | %8s | %8s | %8s | %7s | %8s | %10s | %9s | %10s | %7s | %s\n",
 		"workload", "samples", "conc", "wall", "samples/s", "µs/sample", "bound/s", "of bound", "start-up", "ramp", "calls+", "turn", "tail", "CPU/sample", "fake/call", "peak RSS", "faults", "report")
@@ -573,7 +612,7 @@ func startFake(bin string, delay time.Duration) (string, int, func()) {
 	stdout, err := cmd.StdoutPipe()
 	must(err)
 	cmd.Stderr = io.Discard
-	must(cmd.Start())
+	must(startPlaced(cmd, fakeCPUs))
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		_ = cmd.Process.Kill()
