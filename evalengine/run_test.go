@@ -3,6 +3,8 @@ package evalengine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -570,4 +572,51 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestRun_CapturedOutputPrunedNotCopied: what a sample keeps of its
+// adapter's output (events, captured tool content, metadata) has its
+// secrets removed at any depth, the adapter's own values are left as they
+// were (the same maps are returned to every sample, concurrently), and
+// what holds no secret is kept as it is rather than copied.
+func TestRun_CapturedOutputPrunedNotCopied(t *testing.T) {
+	clean := map[string]any{"author": "agent", "content": map[string]any{"type": "text", "text": "Sunny"}}
+	secret := map[string]any{"author": "agent", "content": map[string]any{"type": "tool_calls",
+		"calls": []any{map[string]any{"name": "weather", "args": map[string]any{"city": "Pune", "api_key": "k"}}}}}
+	args := map[string]any{"city": "Pune", "nested": map[string]any{"password": "p", "keep": 1}}
+	usage := map[string]any{"input_tokens": 3, "output_tokens": 1}
+	out := evalengine.TurnOutput{
+		Output:     "Sunny",
+		Trajectory: []evalengine.ToolStep{{Kind: evalengine.KindToolCall, Tool: "weather", CallID: "c1", Args: args}},
+		Events:     []any{clean, secret},
+		Metadata:   map[string]any{"usage": usage, "token": "t"},
+	}
+	before := fmt.Sprint(out)
+	set := mustSet(t, `{"id":"s","version":"1","cases":[{"id":"a","input":"Weather?","expected":"Sunny"}]}`)
+	r, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{
+		Adapter: &fakeAdapter{script: map[string]evalengine.TurnOutput{"Weather?": out}}, Metrics: evalengine.DefaultCriteria(),
+		Options: opts(func(o *evalengine.Options) { o.Samples = 8; o.Concurrency = 4; o.CaptureToolContent = true }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(out) != before {
+		t.Fatalf("the adapter's output changed:\n%s\nwas\n%s", fmt.Sprint(out), before)
+	}
+	for _, s := range r.Cases[0].Samples {
+		tr := s.Turns[0]
+		if reflect.ValueOf(tr.Events[0]).Pointer() != reflect.ValueOf(clean).Pointer() {
+			t.Fatal("an event without a secret was copied")
+		}
+		calls := tr.Events[1].(map[string]any)["content"].(map[string]any)["calls"].([]any)
+		if a := calls[0].(map[string]any)["args"].(map[string]any); a["api_key"] != nil || a["city"] != "Pune" {
+			t.Fatalf("event args %v", a)
+		}
+		if a := s.Trajectory[0].Args.(map[string]any); a["nested"].(map[string]any)["password"] != nil || a["nested"].(map[string]any)["keep"] != 1 {
+			t.Fatalf("captured args %v", a)
+		}
+		if m := tr.AdapterMetadata; m["token"] != nil || m["usage"].(map[string]any)["input_tokens"] != 3 || m["runtime_latency_ms"] == nil {
+			t.Fatalf("adapter metadata %v", m)
+		}
+	}
 }

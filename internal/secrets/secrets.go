@@ -221,6 +221,100 @@ func (p *Pruner) walk(v any, redact func(string) string, depth int) any {
 	}
 }
 
+// PruneShared is Prune without the copies Prune would make of what it
+// keeps unchanged: it returns v itself when v holds no sensitive entry (and
+// nothing deeper than Prune's bound), else a copy of the maps and slices on
+// the way to what it removes, sharing every subtree it keeps as it is. Its
+// result is equal to Prune's. The caller must treat v and the result as
+// read-only from then on, since they may share parts. v is never modified.
+//
+// It is for values that are built once and only read afterwards (an eval
+// sample's captured events, which are pruned once per sample and almost
+// never hold a secret): Prune's copy of them was most of their memory.
+func (p *Pruner) PruneShared(v any) any {
+	out, _ := p.shared(v, 0)
+	return out
+}
+
+// PruneShared is the package-level PruneShared, without an allowlist.
+func PruneShared(v any) any { return (*Pruner)(nil).PruneShared(v) }
+
+// shared is PruneShared's walk; changed reports that out is not v.
+func (p *Pruner) shared(v any, depth int) (out any, changed bool) {
+	if depth > maxDepth {
+		return nil, v != nil
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		var cp map[string]any // nil until the first change
+		for k, e := range v {
+			if p.Sensitive(k) {
+				if cp == nil {
+					cp = cloneMap(v)
+				}
+				delete(cp, k)
+				continue
+			}
+			ne, ch := p.shared(e, depth+1)
+			if !ch {
+				continue
+			}
+			if cp == nil {
+				cp = cloneMap(v)
+			}
+			cp[k] = ne
+		}
+		if cp == nil {
+			return v, false
+		}
+		return cp, true
+	case []any:
+		var cp []any
+		for i, e := range v {
+			ne, ch := p.shared(e, depth+1)
+			if !ch {
+				continue
+			}
+			if cp == nil {
+				cp = append(make([]any, 0, len(v)), v...)
+			}
+			cp[i] = ne
+		}
+		if cp == nil {
+			return v, false
+		}
+		return cp, true
+	case map[string]string:
+		for k := range v {
+			if p.Sensitive(k) {
+				return p.walk(v, nil, depth), true
+			}
+		}
+		return v, false
+	case map[string][]string:
+		for k := range v {
+			if p.Sensitive(k) {
+				return p.walk(v, nil, depth), true
+			}
+		}
+		return v, false
+	}
+	// Strings, []string and every other value: Prune returns them as
+	// they are, or an equal copy ([]string).
+	return v, false
+}
+
+// cloneMap copies m's entries into a map sized for them. Entries that
+// PruneShared then finds sensitive are deleted from the copy; entries not
+// yet visited are overwritten as they are.
+func cloneMap(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m))
+	for k, e := range m {
+		c[k] = e
+	}
+	return c
+}
+
 func copyStrings(v []string, str func(string) string) []string {
 	if v == nil {
 		return nil

@@ -282,3 +282,98 @@ func exactOrContained(n string) bool {
 	}
 	return false
 }
+
+// TestPruneShared_EqualsPrune holds PruneShared to Prune's result on
+// values with and without secrets at every depth, checks that it never
+// modifies its input, returns a value without secrets as it is, and copies
+// only the path to what it removes.
+func TestPruneShared_EqualsPrune(t *testing.T) {
+	usage := map[string]any{"input_tokens": int64(3), "output_tokens": int64(1)}
+	clean := map[string]any{
+		"id": "evt-1", "final": true, "n": 1.5,
+		"content": map[string]any{"type": "text", "text": "ok", "parts": []any{"a", map[string]any{"b": nil}}},
+		"list":    []any{[]any{}, map[string]any{}},
+		"headers": map[string]string{"Accept": "json"},
+		"multi":   map[string][]string{"Accept": {"json"}},
+		"strs":    []string{"x"},
+	}
+	withSecret := deepCopy(clean).(map[string]any)
+	withSecret["content"].(map[string]any)["parts"].([]any)[1].(map[string]any)["api_key"] = "sk-1"
+	withSecret["headers"] = map[string]string{"Authorization": "Bearer x", "Accept": "json"}
+	withSecret["multi"] = map[string][]string{"Cookie": {"c"}}
+	deep := any("leaf")
+	for range maxDepth + 5 {
+		deep = []any{deep}
+	}
+	cyclic := map[string]any{"a": 1}
+	cyclic["self"] = cyclic
+	tests := []struct {
+		name      string
+		p         *Pruner
+		in        any
+		unchanged bool // PruneShared returns in itself
+	}{
+		{"clean object", nil, clean, true},
+		{"clean array", nil, []any{clean, "x", 2.0}, true},
+		{"secret deep in an array", nil, withSecret, false},
+		{"secret at the top", nil, map[string]any{"token": "t", "keep": clean}, false},
+		{"secret in an array's object", nil, []any{"x", map[string]any{"password": "p"}, clean}, false},
+		{"usage pruned without allowlist", nil, map[string]any{"usage": usage}, false},
+		{"usage kept with allowlist", NewPruner("input_tokens", "output_tokens"), map[string]any{"usage": usage}, true},
+		{"deeper than the bound", nil, deep, false},
+		{"cycle", nil, cyclic, false},
+		{"nil object", nil, map[string]any(nil), true},
+		{"scalar", nil, "s", true},
+		{"nil", nil, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before any
+			if tt.name != "cycle" {
+				before = deepCopy(tt.in)
+			}
+			got := tt.p.PruneShared(tt.in)
+			if want := tt.p.Prune(tt.in); !reflect.DeepEqual(got, want) {
+				t.Fatalf("PruneShared =\n%#v\nPrune =\n%#v", got, want)
+			}
+			if tt.name != "cycle" && !reflect.DeepEqual(tt.in, before) {
+				t.Fatal("PruneShared modified its input")
+			}
+			if same := sameValue(got, tt.in); same != tt.unchanged {
+				t.Fatalf("PruneShared returned its input itself: %v, want %v", same, tt.unchanged)
+			}
+		})
+	}
+	// What the removal does not touch is shared, not copied.
+	got := PruneShared(withSecret).(map[string]any)
+	if !sameValue(got["strs"], withSecret["strs"]) || !sameValue(got["list"], withSecret["list"]) {
+		t.Fatal("an untouched subtree was copied")
+	}
+	if sameValue(got["content"], withSecret["content"]) {
+		t.Fatal("the path to a removed entry was not copied")
+	}
+}
+
+// sameValue reports whether a and b are the same map or slice (or equal
+// scalars).
+func sameValue(a, b any) bool {
+	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if !ra.IsValid() || !rb.IsValid() {
+		return ra.IsValid() == rb.IsValid()
+	}
+	switch ra.Kind() {
+	case reflect.Map, reflect.Slice:
+		return rb.Kind() == ra.Kind() && ra.Pointer() == rb.Pointer() && ra.Len() == rb.Len()
+	}
+	return a == b
+}
+
+// TestPruneShared_Allocs holds PruneShared of a value without secrets to
+// no allocation at all (the eval engine prunes every captured event).
+func TestPruneShared_Allocs(t *testing.T) {
+	ev := map[string]any{"id": "evt-1", "author": "bench", "final": true,
+		"content": map[string]any{"type": "text", "role": "model", "text": "ok"}}
+	if n := testing.AllocsPerRun(100, func() { _ = PruneShared(ev) }); n != 0 {
+		t.Fatalf("PruneShared of a clean event: %v allocations, want 0", n)
+	}
+}

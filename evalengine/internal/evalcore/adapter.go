@@ -50,7 +50,11 @@ type TurnInput struct {
 	Turn        *Turn // read-only; the full turn, expectation included
 }
 
-// TurnOutput is what a Session answered for one turn.
+// TurnOutput is what a Session answered for one turn. It is read-only once
+// returned, for the Session and for metrics alike: the sample's result
+// keeps its values (events, tool args and results, metadata values) as
+// they are wherever secret pruning leaves them unchanged, rather than
+// copying them.
 type TurnOutput struct {
 	// Output is the final response, any JSON value (usually the text).
 	Output any

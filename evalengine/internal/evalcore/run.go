@@ -799,7 +799,9 @@ func metricResult(m *Metric, scope string, sc Score) MetricResult {
 	if len(meta) == 0 {
 		meta = map[string]any{}
 	} else {
-		meta = pruneObject(meta)
+		// The metric's own map, kept as it is unless it holds a secret
+		// (a Score is read-only once returned, like a TurnOutput).
+		meta, _ = secrets.PruneShared(meta).(map[string]any)
 	}
 	return MetricResult{
 		MetricID:  m.ID,
@@ -828,25 +830,17 @@ func (e *engine) turnResult(ctx context.Context, res *SampleResult, c *Case, ci,
 		}
 		if e.opts.CaptureToolContent {
 			if item.Kind == KindToolCall {
-				item.Args = PruneValue(s.Args)
+				item.Args = pruneShared(s.Args)
 				if item.Args == nil {
 					item.Args = map[string]any{}
 				}
 			} else {
-				item.Result = PruneValue(s.Result)
+				item.Result = pruneShared(s.Result)
 			}
 		}
 		res.Trajectory = append(res.Trajectory, item)
 	}
-	var meta map[string]any
-	if len(out.Metadata) > 0 {
-		// Prune returns a copy of its own: the latency goes into it,
-		// rather than into a second copy.
-		meta, _ = adapterMetadataPruner.Prune(out.Metadata).(map[string]any)
-	}
-	if meta == nil {
-		meta = make(map[string]any, 1)
-	}
+	meta := adapterMetadata(out.Metadata)
 	meta["runtime_latency_ms"] = latency
 	tr := TurnResult{
 		TurnID:          t.ID,
@@ -862,7 +856,7 @@ func (e *engine) turnResult(ctx context.Context, res *SampleResult, c *Case, ci,
 	if e.opts.CaptureEvents {
 		tr.Events = make([]any, len(out.Events))
 		for i, ev := range out.Events {
-			tr.Events[i] = PruneValue(ev)
+			tr.Events[i] = pruneShared(ev)
 		}
 	}
 	if len(e.turnMetrics) > 0 {
@@ -887,6 +881,35 @@ var adapterMetadataPruner = secrets.NewPruner(
 	"cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens",
 )
 
+// adapterMetadata is a turn's adapter metadata as the result keeps it: a
+// map of the engine's own, with room for runtime_latency_ms, holding what
+// adapterMetadataPruner keeps, its values shared with the adapter's
+// (pruneShared).
+func adapterMetadata(m map[string]any) map[string]any {
+	kept, _ := adapterMetadataPruner.PruneShared(m).(map[string]any)
+	out := make(map[string]any, len(kept)+1)
+	for k, v := range kept {
+		out[k] = v
+	}
+	return out
+}
+
+// pruneShared is PruneValue for what a sample's result keeps of its
+// adapter's output (captured events, tool args and results): it shares
+// what holds no secret rather than copying it (secrets.PruneShared). The
+// adapter's output is read-only once returned (TurnOutput), so the result
+// may point into it.
+func pruneShared(v any) any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return secrets.PruneShared(v)
+	}
+	return v
+}
+
+// PruneValue returns a copy of a JSON object or array with its
+// secret-named entries removed at every depth (secrets.Prune); other
+// values are returned as they are.
 func PruneValue(v any) any {
 	switch v.(type) {
 	case map[string]any, []any:
