@@ -74,7 +74,7 @@ func (t *Tracer) EvaluationResult(ctx context.Context, r EvaluationResult) {
 	if !ok || !t.emitting || c.Remote {
 		return
 	}
-	sp := &Span{t: t, corr: c, kind: KindEval, op: OpEvaluate}
+	sp := &Span{t: t, corr: c, kind: KindEval}
 	if cur, _ := ctx.Value(spanKey{}).(*Span); cur != nil && cur.ids != nil && cur.t.direct == t.direct && ctx.Value(correlationKey{}) == &cur.corr {
 		// ctx's current span is one this process started: its ids are
 		// formatted already (its workflow metadata is not the event's).

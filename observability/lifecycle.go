@@ -33,6 +33,10 @@ type LifecycleObserver interface {
 
 var _ LifecycleObserver = (*Tracer)(nil)
 
+// kindLifecycle is the kind of the span a lifecycle envelope is written
+// from: its operation, in delivery failures, is "lifecycle".
+const kindLifecycle Kind = "lifecycle"
+
 // Lifecycle emits the v1 envelope "adk.lifecycle.<hook>" correlated with the
 // span in ctx, with measurement duration_ms and attributes hook, outcome and
 // plugin_trace, beside the span's eval and workflow ids (as every envelope
@@ -43,7 +47,7 @@ func (t *Tracer) Lifecycle(ctx context.Context, l Lifecycle) {
 		return
 	}
 	c, _ := FromContext(ctx)
-	sp := &Span{t: t, corr: c, op: "lifecycle"}
+	sp := &Span{t: t, corr: c, kind: kindLifecycle}
 	sp.ids = newSpanIDs(&c, true)
 	e := sp.envelope("adk.lifecycle."+safeTag(l.Hook), 3, time.Now().UnixMilli())
 	e.Measurements = map[string]int64{"duration": int64(l.Duration), "duration_ms": l.Duration.Milliseconds()}

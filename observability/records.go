@@ -427,7 +427,8 @@ func (l *recAttrs) appendJSON(b []byte) []byte {
 
 // startAttrs mirrors startAttributes.
 func (s *Span) startAttrs(l *recAttrs) {
-	l.str(kOperationName, s.op)
+	op, _ := s.operation()
+	l.str(kOperationName, op)
 	l.str(kMappingVersion, SemconvVersion)
 	switch s.kind {
 	case KindModel:

@@ -33,7 +33,8 @@ func checkRecords(t *testing.T, c *recordCase) {
 	t.Helper()
 	sp := c.sp
 	sp.ids.eval = newEvalValues(&sp.ids.evalIDs) // as a struct-path tracer's
-	sp.attrs = startAttributes(sp.op, sp.kind, &sp.corr, sp.provider, &sp.ids.eval)
+	op, _ := sp.operation()
+	sp.ids.attrs = startAttributes(op, sp.kind, &sp.corr, sp.provider, &sp.ids.eval)
 	for _, p := range []struct {
 		name   string
 		sig    Signal

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // recorder is an exporter that keeps every signal it is given.
@@ -605,5 +607,43 @@ func BenchmarkSpanNoExporter(b *testing.B) {
 	for b.Loop() {
 		_, end := tr.Start(ctx, obs)
 		end(Outcome{})
+	}
+}
+
+// TestTracer_SpanAllocationSize holds what a tracer that emits nothing
+// allocates per span (a local eval run starts four per sample) to the
+// Span, in the 288-byte size class, and its end func (16 bytes), and a
+// root's own eval ids to a worker's roots only.
+func TestTracer_SpanAllocationSize(t *testing.T) {
+	if n := unsafe.Sizeof(Span{}); n > 288 {
+		t.Fatalf("a Span is %d bytes, over the 288-byte size class", n)
+	}
+	tr, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var bytes uint64
+	allocs := testing.AllocsPerRun(50, func() {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, end := tr.Start(ctx, Observation{Kind: KindAgent, Agent: "a"})
+		end(Outcome{})
+		runtime.ReadMemStats(&after)
+		bytes = after.TotalAlloc - before.TotalAlloc
+	})
+	if allocs > 2 || bytes > 288+16 {
+		t.Fatalf("a span allocates %v times, %d bytes; want at most twice, 304 bytes", allocs, bytes)
+	}
+	// A worker's root takes its context's eval ids into a copy of its own.
+	wctx := ContextWithEval(ctx, EvalIDs{JobID: "job-1", WorkerID: "w-1"})
+	sctx, end := tr.Start(wctx, Observation{Kind: KindEval, Eval: &EvalIDs{CaseID: "c", SampleID: "s"}})
+	defer end(Outcome{})
+	c, _ := FromContext(sctx)
+	if c.Eval == nil || *c.Eval != (EvalIDs{JobID: "job-1", CaseID: "c", SampleID: "s", WorkerID: "w-1"}) {
+		t.Fatalf("root eval ids %+v", c.Eval)
+	}
+	if ids, _ := EvalFromContext(wctx); ids != (EvalIDs{JobID: "job-1", WorkerID: "w-1"}) {
+		t.Fatalf("the worker's context changed: %+v", ids)
 	}
 }

@@ -12,7 +12,6 @@ import (
 // is an untraced sample; its methods do nothing.
 type sampleTrace struct {
 	evals   observability.EvaluationObserver // nil when the observer records none
-	corr    observability.Correlation
 	traceID string
 	endFn   func(observability.Outcome)
 	// ids are the span's case and sample ids (one allocation with the
@@ -27,22 +26,22 @@ func (e *engine) startSampleTrace(ctx context.Context, caseID, sampleID string) 
 	t := &sampleTrace{ids: observability.EvalIDs{CaseID: caseID, SampleID: sampleID}}
 	ctx, t.endFn = e.observer.Start(ctx, observability.Observation{Kind: observability.KindEval, Eval: &t.ids})
 	t.evals, _ = e.observer.(observability.EvaluationObserver)
-	t.corr, _ = observability.FromContext(ctx)
-	if !t.corr.TraceID.IsZero() {
-		t.traceID = t.corr.TraceID.String()
+	if c, _ := observability.FromContext(ctx); !c.TraceID.IsZero() {
+		t.traceID = c.TraceID.String()
 	}
 	return ctx, t
 }
 
 // turn returns the context a turn runs in and the turn's run id: the
-// sample's span with a run id of its own, which the Runner's run span
-// inherits (lineage from the parent wins), so the run id is unique per
-// trace and turn, and envelopes carry it.
+// sample's span (ctx is the context startSampleTrace returned) with a run
+// id of its own, which the Runner's run span inherits (lineage from the
+// parent wins), so the run id is unique per trace and turn, and envelopes
+// carry it.
 func (t *sampleTrace) turn(ctx context.Context, ti int) (context.Context, string) {
 	if t == nil || t.traceID == "" {
 		return ctx, ""
 	}
-	c := t.corr
+	c, _ := observability.FromContext(ctx)
 	c.RunID = "run-" + t.traceID + "-" + strconv.Itoa(ti)
 	return observability.ContextWithCorrelation(ctx, c), c.RunID
 }
