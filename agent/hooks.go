@@ -32,6 +32,16 @@ func (ic *invocation) runHook(ctx context.Context, hook plugins.Hook, cc plugins
 	return res
 }
 
+// turnHook runs a hook whose value is the turn (before/after run and
+// agent): the agent's name, the invocation's input and output (nil
+// before). The Turn is only made when a plugin will see it.
+func (ic *invocation) turnHook(ctx context.Context, hook plugins.Hook, cc plugins.CallContext, agentName string, output *model.Message) plugins.Result {
+	if p := ic.r.pipeline; p == nil || p.Len() == 0 {
+		return plugins.Result{Disposition: plugins.DispositionContinue}
+	}
+	return ic.runHook(ctx, hook, cc, &plugins.Turn{Agent: agentName, Input: ic.input, Output: output})
+}
+
 // lifecycleOutcome maps a pipeline disposition to the lifecycle envelope's
 // outcome word (CONTRACTS §1.4).
 func lifecycleOutcome(d plugins.Disposition) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/agent/session"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/plugins"
 )
@@ -167,30 +168,33 @@ func (a *LLMAgent) kind() string { return "llm" }
 // turns are kept as they are; another agent's text is presented as user
 // context ("For context: [name] said: ..."), and its tool traffic is left
 // out, so each agent's scripted step count starts at its own turns.
-func (a *LLMAgent) history(ic *invocation) []model.Message {
-	evs := ic.r.sessions.events(ic.sessionID, ic.historyCut)
-	// Room for the instruction, the history and one model reply: a
-	// single-step answer, the common case, never grows the slice (room
-	// for every step of maxSteps was ~0.9 KiB per sample, mostly unused);
-	// tool steps append as they go.
-	msgs := make([]model.Message, 0, len(evs)+2)
-	if a.instruction != "" {
-		msgs = append(msgs, model.Message{Role: model.RoleSystem, Parts: []model.Part{{Text: a.instruction}}})
-	}
-	for i := range evs {
-		ev := &evs[i]
-		if ev.Content == nil || ev.Workflow != nil || ev.Partial {
-			continue
+func (a *LLMAgent) history(ic *invocation) (msgs []model.Message) {
+	// The events are read in place, under the session's lock: copying
+	// them first was a sample's largest copy of its session.
+	ic.r.sessions.withEvents(ic.sessionID, ic.historyCut, func(evs []session.Event) {
+		// Room for the instruction, the history and one model reply: a
+		// single-step answer, the common case, never grows the slice
+		// (room for every step of maxSteps was ~0.9 KiB per sample,
+		// mostly unused); tool steps append as they go.
+		msgs = make([]model.Message, 0, len(evs)+2)
+		if a.instruction != "" {
+			msgs = append(msgs, model.Message{Role: model.RoleSystem, Parts: []model.Part{{Text: a.instruction}}})
 		}
-		switch ev.Author {
-		case "user", a.name:
-			msgs = append(msgs, *ev.Content)
-		default:
-			if t := ev.Content.Text(); t != "" && ev.Content.Role == model.RoleModel {
-				msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: []model.Part{{Text: "For context: [" + ev.Author + "] said: " + t}}})
+		for i := range evs {
+			ev := &evs[i]
+			if ev.Content == nil || ev.Workflow != nil || ev.Partial {
+				continue
+			}
+			switch ev.Author {
+			case "user", a.name:
+				msgs = append(msgs, *ev.Content)
+			default:
+				if t := ev.Content.Text(); t != "" && ev.Content.Role == model.RoleModel {
+					msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: []model.Part{{Text: "For context: [" + ev.Author + "] said: " + t}}})
+				}
 			}
 		}
-	}
+	})
 	return msgs
 }
 

@@ -179,7 +179,7 @@ func (r *Runner) newInvocation(req RunRequest) (*invocation, error) {
 	if req.Message.Role != model.RoleUser && req.Message.Role != "" {
 		return nil, &Error{Code: CodeInvalidRunRequest, Detail: "message role must be user"}
 	}
-	if _, err := r.sessions.Create(r.appName, req.UserID, req.SessionID); err != nil {
+	if err := r.sessions.ensure(r.appName, req.UserID, req.SessionID); err != nil {
 		return nil, err
 	}
 	msg := req.Message
@@ -351,9 +351,8 @@ func (ic *invocation) run(ctx context.Context) (err error) {
 		return err
 	}
 
-	turn := &plugins.Turn{Agent: rootName, Input: ic.input}
 	var output *model.Message
-	res = ic.runHook(ctx, plugins.HookBeforeRun, cc, turn)
+	res = ic.turnHook(ctx, plugins.HookBeforeRun, cc, rootName, nil)
 	switch res.Disposition {
 	case plugins.DispositionReturn:
 		m, ok := res.Value.(*model.Message)
@@ -375,7 +374,7 @@ func (ic *invocation) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	ic.notify(ctx, plugins.HookAfterRun, cc, &plugins.Turn{Agent: rootName, Input: ic.input, Output: output})
+	ic.turnHook(ctx, plugins.HookAfterRun, cc, rootName, output)
 	return nil
 }
 
@@ -414,7 +413,7 @@ func (ic *invocation) runAgent(ctx context.Context, a Agent) (out *model.Message
 	cb := a.callbacks()
 
 	skip := false
-	res := ic.runHook(ctx, plugins.HookBeforeAgent, cc, &plugins.Turn{Agent: name, Input: ic.input})
+	res := ic.turnHook(ctx, plugins.HookBeforeAgent, cc, name, nil)
 	switch res.Disposition {
 	case plugins.DispositionReturn:
 		m, ok := res.Value.(*model.Message)
@@ -446,7 +445,7 @@ func (ic *invocation) runAgent(ctx context.Context, a Agent) (out *model.Message
 		}
 	}
 
-	res = ic.runHook(ctx, plugins.HookAfterAgent, cc, &plugins.Turn{Agent: name, Input: ic.input, Output: out})
+	res = ic.turnHook(ctx, plugins.HookAfterAgent, cc, name, out)
 	globalReturned := false
 	switch res.Disposition {
 	case plugins.DispositionAmend, plugins.DispositionReturn:

@@ -29,6 +29,24 @@ func (s *InMemorySessionService) Create(appName, userID, id string) (*session.Se
 }
 
 func (s *InMemorySessionService) createLocked(appName, userID, id string) (*session.Session, error) {
+	cur, err := s.ensureLocked(appName, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	return copySession(cur), nil
+}
+
+// ensure is Create for a caller that does not read the session (a run
+// starting): no copy is made.
+func (s *InMemorySessionService) ensure(appName, userID, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.ensureLocked(appName, userID, id)
+	return err
+}
+
+// ensureLocked returns the stored session with that id, created if absent.
+func (s *InMemorySessionService) ensureLocked(appName, userID, id string) (*session.Session, error) {
 	if id == "" {
 		return nil, &Error{Code: CodeInvalidRunRequest, Detail: "empty session id"}
 	}
@@ -36,11 +54,13 @@ func (s *InMemorySessionService) createLocked(appName, userID, id string) (*sess
 		if cur.AppName != appName || cur.UserID != userID {
 			return nil, &Error{Code: CodeSessionNotFound, Detail: "session belongs to another app or user"}
 		}
-		return copySession(cur), nil
+		return cur, nil
 	}
-	sess := &session.Session{ID: id, AppName: appName, UserID: userID, State: map[string]any{}}
+	// State is made by the first state delta (copySession gives readers
+	// an empty one): most sessions of an eval run never hold state.
+	sess := &session.Session{ID: id, AppName: appName, UserID: userID}
 	s.sessions[id] = sess
-	return copySession(sess), nil
+	return sess, nil
 }
 
 // Get returns a copy of the session: its events slice and state map are
@@ -71,25 +91,30 @@ func (s *InMemorySessionService) Append(id string, ev *session.Event) error {
 		return ErrSessionNotFound
 	}
 	cur.Events = append(cur.Events, *ev)
+	if len(ev.Actions.StateDelta) > 0 && cur.State == nil {
+		cur.State = make(map[string]any, len(ev.Actions.StateDelta))
+	}
 	for k, v := range ev.Actions.StateDelta {
 		cur.State[k] = v
 	}
 	return nil
 }
 
-// events returns a copy of the first n events (all when n < 0).
-func (s *InMemorySessionService) events(id string, n int) []session.Event {
+// withEvents calls fn with the first n events of the session (all when n
+// < 0), under the service's lock, so that a reader that only copies what
+// it needs (an agent's history) does not copy the events first. fn must
+// not call s and must not keep the slice or change the events.
+func (s *InMemorySessionService) withEvents(id string, n int, fn func([]session.Event)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.sessions[id]
-	if !ok {
-		return nil
+	var evs []session.Event
+	if cur, ok := s.sessions[id]; ok {
+		evs = cur.Events
 	}
-	evs := cur.Events
 	if n >= 0 && n < len(evs) {
 		evs = evs[:n]
 	}
-	return append([]session.Event(nil), evs...)
+	fn(evs)
 }
 
 // eventCount returns the number of events of the session.
