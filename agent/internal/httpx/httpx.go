@@ -97,11 +97,50 @@ func NewClient(name string, hc *http.Client, cfg model.HTTPConfig) (Client, erro
 
 var defaultHTTP = &http.Client{Transport: Transport}
 
+// Endpoint is a URL and the headers of the JSON calls to it, prepared once
+// for any number of calls (a provider prepares its endpoint when it is
+// built): the headers with Content-Type and Accept, and on the lean path
+// the request's bytes but its length and body, so that a call writes
+// those without building an http.Request. It is read-only and safe for
+// concurrent use.
+type Endpoint struct {
+	url     string
+	header  http.Header // the caller's plus Content-Type and Accept
+	invalid bool        // the URL does not make a request
+	lean    *leanRequest
+}
+
+// NewEndpoint prepares url and header (which it copies) for c's calls.
+func (c *Client) NewEndpoint(url string, header http.Header) *Endpoint {
+	h := make(http.Header, len(header)+2)
+	for k, v := range header {
+		h[k] = v
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	ep := &Endpoint{url: url, header: h}
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		ep.invalid = true
+		return ep
+	}
+	if c.pool != nil && c.HTTP == nil && leanApplies(req) {
+		ep.lean = newLeanRequest(req, h)
+	}
+	return ep
+}
+
 // PostJSON posts body to url with the given headers and returns the 2xx
-// response body. Each attempt has its own timeout; 429 and 5xx are retried
-// up to MaxAttempts, waiting Retry-After when the server sends one (capped
-// by MaxBackoff) or an exponential, jittered backoff otherwise.
+// response body: Post to an endpoint prepared for this call.
 func (c *Client) PostJSON(ctx context.Context, url string, header http.Header, body []byte) ([]byte, error) {
+	return c.Post(ctx, c.NewEndpoint(url, header), body)
+}
+
+// Post posts body to ep and returns the 2xx response body. Each attempt
+// has its own timeout; 429 and 5xx are retried up to MaxAttempts, waiting
+// Retry-After when the server sends one (capped by MaxBackoff) or an
+// exponential, jittered backoff otherwise.
+func (c *Client) Post(ctx context.Context, ep *Endpoint, body []byte) ([]byte, error) {
 	attempts := c.MaxAttempts
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
@@ -114,7 +153,7 @@ func (c *Client) PostJSON(ctx context.Context, url string, header http.Header, b
 				return nil, c.ctxErr(ctx)
 			}
 		}
-		out, ra, err := c.once(ctx, url, header, body)
+		out, ra, err := c.once(ctx, ep, body)
 		if err == nil {
 			return out, nil
 		}
@@ -131,25 +170,25 @@ func (c *Client) PostJSON(ctx context.Context, url string, header http.Header, b
 
 // once performs one attempt. For a retryable status it also returns the
 // server's Retry-After (-1 when absent).
-func (c *Client) once(ctx context.Context, url string, header http.Header, body []byte) ([]byte, time.Duration, *model.Error) {
+func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte) ([]byte, time.Duration, *model.Error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
+	if ep.invalid {
+		return nil, -1, c.fail(model.ClassConfig, 0, false)
+	}
+	if ep.lean != nil && c.pool != nil && c.HTTP == nil {
+		return c.onceLean(ctx, actx, ep.lean, body)
+	}
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, ep.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, -1, c.fail(model.ClassConfig, 0, false)
 	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.pool != nil && c.HTTP == nil && leanApplies(req) {
-		return c.onceLean(ctx, actx, req)
-	}
+	// A copy: the Client may add to it (a cookie jar's cookies).
+	req.Header = ep.header.Clone()
 	hc := c.HTTP
 	if hc == nil {
 		hc = defaultHTTP
@@ -179,6 +218,16 @@ func (c *Client) answer(ctx, actx context.Context, resp *http.Response) (data []
 			ra = d
 		}
 		return nil, ra, c.statusErr(resp.StatusCode), n < drainBytes && err == io.EOF
+	}
+	if n := resp.ContentLength; n >= 0 && n <= limit {
+		// A body of known length is read into a buffer of its size
+		// (io.ReadAll starts at 512 bytes and grows); net/http's body
+		// reports its end with its last byte, so it is read to its end.
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, -1, c.transportErr(ctx, actx), false
+		}
+		return data, -1, nil, true
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {

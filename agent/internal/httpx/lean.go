@@ -2,12 +2,16 @@ package httpx
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,32 +80,70 @@ func leanApplies(req *http.Request) bool {
 	return err == nil && u == nil
 }
 
-// onceLean is once on the lean path: the calling goroutine writes req on
-// a pooled connection and reads its answer; a done actx ends both at
-// once. A connection goes back to the pool only after an answer read to
-// its end that did not ask to close it. A request is sent again only when
-// none of its bytes left on a reused connection.
-func (c *Client) onceLean(ctx, actx context.Context, req *http.Request) ([]byte, time.Duration, *model.Error) {
+// leanRequest is an endpoint's request on the lean path, written once by
+// http.Request.Write itself and cut around its Content-Length value: a
+// call writes head, its body's length, tail and its body, the bytes
+// Request.Write writes for that body, without an http.Request, a parsed
+// URL or a header map of its own.
+type leanRequest struct {
+	addr string // host:port to dial
+	head []byte // request line and headers through "Content-Length: "
+	tail []byte // the rest of the headers, through the blank line
+	// req is the endpoint's request without a body: what ReadResponse is
+	// given (it reads the method). Read-only.
+	req *http.Request
+}
+
+// contentLengthLine is where newLeanRequest cuts a request written with
+// a one-byte body.
+const contentLengthLine = "\r\nContent-Length: 1\r\n"
+
+// newLeanRequest writes req (a body-less POST) with header and a one-byte
+// body, and keeps its bytes around the length. It returns nil, leaving the
+// endpoint to the Transport, if the bytes are not of that shape.
+func newLeanRequest(req *http.Request, header http.Header) *leanRequest {
 	port := req.URL.Port()
 	if port == "" {
 		port = "80"
 	}
-	addr := net.JoinHostPort(req.URL.Hostname(), port)
+	lr := &leanRequest{addr: net.JoinHostPort(req.URL.Hostname(), port), req: req}
+	probe := req.Clone(context.Background())
+	probe.Header = header
+	probe.Body, probe.ContentLength = io.NopCloser(strings.NewReader("x")), 1
+	var b bytes.Buffer
+	if err := probe.Write(&b); err != nil {
+		return nil
+	}
+	wire := b.Bytes()
+	i := bytes.Index(wire, []byte(contentLengthLine))
+	if i < 0 || !bytes.HasSuffix(wire, []byte("\r\n\r\nx")) {
+		return nil
+	}
+	cut := i + len(contentLengthLine) - len("1\r\n")
+	lr.head = wire[:cut:cut]
+	lr.tail = wire[cut+1 : len(wire)-1]
+	return lr
+}
+
+// onceLean is once on the lean path: the calling goroutine writes the
+// request on a pooled connection and reads its answer; a done actx ends
+// both at once. A connection goes back to the pool only after an answer
+// read to its end that did not ask to close it. A request is sent again
+// only when none of its bytes left on a reused connection.
+func (c *Client) onceLean(ctx, actx context.Context, lr *leanRequest, body []byte) ([]byte, time.Duration, *model.Error) {
 	fresh := false
 	for {
-		conn, reused, err := c.pool.get(actx, addr, fresh)
+		conn, reused, err := c.pool.get(actx, lr.addr, fresh)
 		if err != nil {
 			return nil, -1, c.transportErr(ctx, actx)
 		}
 		stop := context.AfterFunc(actx, conn.abort)
-		resp, err := conn.roundTrip(req)
+		resp, err := conn.roundTrip(lr, body)
 		if err != nil {
 			conn.release(stop, false)
-			if reused && conn.written == 0 && actx.Err() == nil && req.GetBody != nil {
-				if req.Body, err = req.GetBody(); err == nil {
-					fresh = true
-					continue
-				}
+			if reused && conn.written == 0 && actx.Err() == nil {
+				fresh = true
+				continue
 			}
 			return nil, -1, c.transportErr(ctx, actx)
 		}
@@ -252,6 +294,7 @@ type conn struct {
 	written   int64
 	idleTimer *time.Timer
 	peek      [1]byte
+	length    [20]byte      // a request's Content-Length, formatted
 	aborted   chan struct{} // closed by abort
 }
 
@@ -285,16 +328,18 @@ func (c *conn) abort() {
 
 func (c *conn) close() { _ = c.nc.Close() }
 
-// roundTrip writes req and reads its answer's status and headers; the
-// body is left on c.br.
-func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
+// roundTrip writes the request of lr with body and reads its answer's
+// status and headers; the body is left on c.br.
+func (c *conn) roundTrip(lr *leanRequest, body []byte) (*http.Response, error) {
 	c.written = 0
-	if err := req.Write(c.bw); err != nil {
-		return nil, err
-	}
+	_, _ = c.bw.Write(lr.head)
+	_, _ = c.bw.Write(strconv.AppendInt(c.length[:0], int64(len(body)), 10))
+	_, _ = c.bw.Write(lr.tail)
+	_, _ = c.bw.Write(body)
 	if err := c.bw.Flush(); err != nil {
 		return nil, err
 	}
+	req := lr.req
 	c.readLimit = maxLeanHeaderBytes
 	defer func() { c.readLimit = -1 }()
 	for range max1xx + 1 {

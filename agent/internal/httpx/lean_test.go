@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -430,4 +431,104 @@ func TestLean_WhichCallsTakeIt(t *testing.T) {
 			t.Error("a proxied URL took the lean path")
 		}
 	})
+}
+
+// TestLean_RequestBytesAreRequestWrites holds the lean path's prepared
+// request to net/http's own: for each endpoint and body, the bytes a
+// server receives are exactly what http.Request.Write writes for the same
+// POST with the same headers (Content-Type and Accept added).
+func TestLean_RequestBytesAreRequestWrites(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan []byte, 1)
+	var wg sync.WaitGroup
+	// After the client's cleanup (registered below), which closes its
+	// connections and so ends the server's goroutines.
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				for {
+					// Read one request as raw bytes: headers, then
+					// Content-Length bytes of body.
+					var raw bytes.Buffer
+					n := -1
+					for {
+						line, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						raw.WriteString(line)
+						if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+							n, _ = strconv.Atoi(strings.TrimSpace(v))
+						}
+						if line == "\r\n" {
+							break
+						}
+					}
+					body := make([]byte, max(n, 0))
+					if _, err := io.ReadFull(br, body); err != nil {
+						return
+					}
+					raw.Write(body)
+					received <- raw.Bytes()
+					if _, err := io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	c := leanClient(t, newPool(4, 4, time.Minute))
+	base := "http://" + ln.Addr().String()
+	for _, tc := range []struct {
+		name, path string
+		header     http.Header
+		body       string
+	}{
+		{"openai", "/v1/chat/completions", http.Header{"Authorization": {leanKey}}, `{"model":"m","messages":[]}`},
+		{"azure query and api-key", "/openai/deployments/d/chat/completions?api-version=2024-10-21", http.Header{"Api-Key": {"k-123"}}, `{}`},
+		{"no key, own user agent", "/v1beta/models/g:generateContent", http.Header{"User-Agent": {"adk-test"}}, strings.Repeat("x", 9000)},
+		{"empty body", "/v1", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := c.NewEndpoint(base+tc.path, tc.header)
+			if ep.lean == nil {
+				t.Fatal("the endpoint is not on the lean path")
+			}
+			data, err := c.Post(context.Background(), ep, []byte(tc.body))
+			if err != nil || string(data) != "{}" {
+				t.Fatalf("Post: %q %v", data, err)
+			}
+			got := <-received
+			req, err := http.NewRequest(http.MethodPost, base+tc.path, bytes.NewReader([]byte(tc.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				req.Header[k] = v
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json")
+			var want bytes.Buffer
+			if err := req.Write(&want); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("the server received\n%q\nRequest.Write writes\n%q", got, want.Bytes())
+			}
+		})
+	}
 }

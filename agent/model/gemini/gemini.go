@@ -38,6 +38,9 @@ type Provider struct {
 	base   string
 	header http.Header
 	client httpx.Client
+	// ep is the configured model's endpoint, prepared once; a request
+	// naming another model prepares its own.
+	ep *httpx.Endpoint
 }
 
 // Parse decodes a gemini model configuration (unknown keys are errors) and
@@ -69,6 +72,7 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if key != "" {
 		p.header.Set("x-goog-api-key", key)
 	}
+	p.ep = p.client.NewEndpoint(p.endpointOf(cfg.Model), p.header)
 	return p, nil
 }
 
@@ -152,12 +156,20 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, p.client.Fail(model.ClassClient)
 	}
-	endpoint := p.base + "/models/" + url.PathEscape(modelName) + ":generateContent"
-	data, err := p.client.PostJSON(ctx, endpoint, p.header, body)
+	ep := p.ep
+	if modelName != p.cfg.Model {
+		ep = p.client.NewEndpoint(p.endpointOf(modelName), p.header)
+	}
+	data, err := p.client.Post(ctx, ep, body)
 	if err != nil {
 		return nil, err
 	}
 	return p.decode(data)
+}
+
+// endpointOf is the generateContent URL of a model.
+func (p *Provider) endpointOf(modelName string) string {
+	return p.base + "/models/" + url.PathEscape(modelName) + ":generateContent"
 }
 
 func (p *Provider) encode(req *model.Request) ([]byte, error) {

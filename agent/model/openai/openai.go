@@ -73,6 +73,8 @@ type Provider struct {
 	endpoint string
 	header   http.Header
 	client   httpx.Client
+	// ep is endpoint with header, prepared once for every call.
+	ep *httpx.Endpoint
 }
 
 // Parse decodes an openai model configuration (unknown keys are errors) and
@@ -130,6 +132,7 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 			p.header.Set("Authorization", "Bearer "+key)
 		}
 	}
+	p.ep = p.client.NewEndpoint(p.endpoint, p.header)
 	return p, nil
 }
 
@@ -230,7 +233,7 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, p.client.Fail(model.ClassClient)
 	}
-	data, err := p.client.PostJSON(ctx, p.endpoint, p.header, body)
+	data, err := p.client.Post(ctx, p.ep, body)
 	if err != nil {
 		return nil, err
 	}
