@@ -1,0 +1,5 @@
+//go:build !race
+
+package agentadapter
+
+const raceEnabled = false
