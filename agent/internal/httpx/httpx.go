@@ -175,14 +175,15 @@ func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte) ([]byte, t
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	if ep.invalid {
 		return nil, -1, c.fail(model.ClassConfig, 0, false)
 	}
 	if ep.lean != nil && c.pool != nil && c.HTTP == nil {
-		return c.onceLean(ctx, actx, ep.lean, body)
+		return c.onceLean(ctx, time.Now().Add(timeout), ep.lean, body)
 	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	timedOut := func() bool { return errors.Is(actx.Err(), context.DeadlineExceeded) }
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, ep.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, -1, c.fail(model.ClassConfig, 0, false)
@@ -195,17 +196,19 @@ func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte) ([]byte, t
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, -1, c.transportErr(ctx, actx)
+		return nil, -1, c.transportErr(ctx, timedOut())
 	}
 	defer resp.Body.Close()
-	data, ra, merr, _ := c.answer(ctx, actx, resp)
+	data, ra, merr, _ := c.answer(ctx, timedOut, resp)
 	return data, ra, merr
 }
 
 // answer reads resp within the client's bounds: a 2xx body, or for any
 // other status its typed error and the server's Retry-After (-1 when
-// absent). done reports that the body was read to its end.
-func (c *Client) answer(ctx, actx context.Context, resp *http.Response) (data []byte, ra time.Duration, merr *model.Error, done bool) {
+// absent). done reports that the body was read to its end. timedOut
+// reports whether the attempt's own timeout has passed (a failed read is
+// then a timeout).
+func (c *Client) answer(ctx context.Context, timedOut func() bool, resp *http.Response) (data []byte, ra time.Duration, merr *model.Error, done bool) {
 	limit := c.MaxResponseBytes
 	if limit <= 0 {
 		limit = DefaultMaxResponseBytes
@@ -225,13 +228,13 @@ func (c *Client) answer(ctx, actx context.Context, resp *http.Response) (data []
 		// reports its end with its last byte, so it is read to its end.
 		data := make([]byte, n)
 		if _, err := io.ReadFull(resp.Body, data); err != nil {
-			return nil, -1, c.transportErr(ctx, actx), false
+			return nil, -1, c.transportErr(ctx, timedOut()), false
 		}
 		return data, -1, nil, true
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, -1, c.transportErr(ctx, actx), false
+		return nil, -1, c.transportErr(ctx, timedOut()), false
 	}
 	if int64(len(data)) > limit {
 		return nil, -1, c.fail(model.ClassTooLarge, resp.StatusCode, false), false
@@ -304,11 +307,13 @@ func (c *Client) statusErr(status int) *model.Error {
 	}
 }
 
-func (c *Client) transportErr(parent, attempt context.Context) *model.Error {
+// transportErr classifies a failed attempt: the caller's context ended,
+// the attempt's own timeout passed (timedOut), or the transport failed.
+func (c *Client) transportErr(parent context.Context, timedOut bool) *model.Error {
 	switch {
 	case parent.Err() != nil:
 		return c.ctxErr(parent)
-	case errors.Is(attempt.Err(), context.DeadlineExceeded):
+	case timedOut:
 		return c.fail(model.ClassTimeout, 0, false)
 	default:
 		return c.fail(model.ClassTransport, 0, false)

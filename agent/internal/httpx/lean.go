@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
@@ -126,29 +127,34 @@ func newLeanRequest(req *http.Request, header http.Header) *leanRequest {
 }
 
 // onceLean is once on the lean path: the calling goroutine writes the
-// request on a pooled connection and reads its answer; a done actx ends
-// both at once. A connection goes back to the pool only after an answer
-// read to its end that did not ask to close it. A request is sent again
-// only when none of its bytes left on a reused connection.
-func (c *Client) onceLean(ctx, actx context.Context, lr *leanRequest, body []byte) ([]byte, time.Duration, *model.Error) {
+// request on a pooled connection and reads its answer; a done ctx or the
+// attempt's deadline ends both at once. The deadline needs no context of
+// its own: the dial is bounded by it, and then the connection's attempt
+// timer (armed for each call, made once per connection) aborts the call
+// as ctx's end does, so an attempt registers with ctx only once. A
+// connection goes back to the pool only after an answer read to its end
+// that did not ask to close it. A request is sent again only when none of
+// its bytes left on a reused connection.
+func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanRequest, body []byte) ([]byte, time.Duration, *model.Error) {
+	timedOut := func() bool { return !time.Now().Before(deadline) }
 	fresh := false
 	for {
-		conn, reused, err := c.pool.get(actx, lr.addr, fresh)
+		conn, reused, err := c.pool.get(ctx, lr.addr, fresh, deadline)
 		if err != nil {
-			return nil, -1, c.transportErr(ctx, actx)
+			return nil, -1, c.transportErr(ctx, timedOut())
 		}
-		stop := context.AfterFunc(actx, conn.abort)
+		conn.arm(ctx, deadline)
 		resp, err := conn.roundTrip(lr, body)
 		if err != nil {
-			conn.release(stop, false)
-			if reused && conn.written == 0 && actx.Err() == nil {
+			conn.release(false)
+			if reused && conn.written == 0 && ctx.Err() == nil && !timedOut() {
 				fresh = true
 				continue
 			}
-			return nil, -1, c.transportErr(ctx, actx)
+			return nil, -1, c.transportErr(ctx, timedOut())
 		}
-		data, ra, merr, done := c.answer(ctx, actx, resp)
-		conn.release(stop, done && !resp.Close && resp.StatusCode >= 200)
+		data, ra, merr, done := c.answer(ctx, timedOut, resp)
+		conn.release(done && !resp.Close && resp.StatusCode >= 200)
 		return data, ra, merr
 	}
 }
@@ -178,9 +184,9 @@ func newPool(maxIdlePerHost, maxIdle int, idleTimeout time.Duration) *pool {
 }
 
 // get returns a connection to addr: the most recently used idle one that
-// is still open and silent, else a new one (always new when fresh).
-// reused reports an idle one.
-func (p *pool) get(ctx context.Context, addr string, fresh bool) (c *conn, reused bool, err error) {
+// is still open and silent, else a new one (always new when fresh), dialled
+// by deadline. reused reports an idle one.
+func (p *pool) get(ctx context.Context, addr string, fresh bool, deadline time.Time) (c *conn, reused bool, err error) {
 	for !fresh {
 		idle := p.takeIdle(addr)
 		if idle == nil {
@@ -191,11 +197,14 @@ func (p *pool) get(ctx context.Context, addr string, fresh bool) (c *conn, reuse
 		}
 		idle.close()
 	}
-	nc, err := p.dialer.DialContext(ctx, "tcp", addr)
+	d := p.dialer
+	d.Deadline = deadline
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, false, err
 	}
 	c = &conn{pool: p, nc: nc, addr: addr, readLimit: -1, aborted: make(chan struct{})}
+	c.abortFn = c.abort
 	c.br = bufio.NewReaderSize(c, 4<<10)
 	c.bw = bufio.NewWriterSize(c, 4<<10)
 	return c, false, nil
@@ -293,6 +302,13 @@ type conn struct {
 	readLimit int64 // bytes the headers may still take; -1: none
 	written   int64
 	idleTimer *time.Timer
+	// attempt aborts the call in flight at its deadline (arm); made by
+	// the connection's first call. stopCtx unregisters the abort from
+	// the call's context.
+	attempt   *time.Timer
+	stopCtx   func() bool
+	abortFn   func() // abort, as a func made once
+	abortOnce atomic.Bool
 	peek      [1]byte
 	length    [20]byte      // a request's Content-Length, formatted
 	aborted   chan struct{} // closed by abort
@@ -320,10 +336,32 @@ func (c *conn) Write(b []byte) (int, error) {
 }
 
 // abort ends the call on c: its blocked reads and writes fail at once.
-// It runs (once: c is closed after it) when the call's context is done.
+// It runs when the call's context is done or its deadline passes (the
+// first of the two; c is closed after it).
 func (c *conn) abort() {
+	if !c.abortOnce.CompareAndSwap(false, true) {
+		return
+	}
 	_ = c.nc.SetDeadline(aLongTimeAgo)
 	close(c.aborted)
+}
+
+// arm makes ctx's end and deadline abort the call about to start on c
+// (release disarms both).
+func (c *conn) arm(ctx context.Context, deadline time.Time) {
+	if c.attempt == nil {
+		c.attempt = time.AfterFunc(time.Until(deadline), c.abortFn)
+	} else {
+		c.attempt.Reset(time.Until(deadline))
+	}
+	c.stopCtx = context.AfterFunc(ctx, c.abortFn)
+}
+
+// disarm undoes arm; it reports whether neither abort had begun.
+func (c *conn) disarm() bool {
+	ctxStopped := c.stopCtx()
+	c.stopCtx = nil
+	return c.attempt.Stop() && ctxStopped
 }
 
 func (c *conn) close() { _ = c.nc.Close() }
@@ -354,10 +392,10 @@ func (c *conn) roundTrip(lr *leanRequest, body []byte) (*http.Response, error) {
 	return nil, errToo1xx
 }
 
-// release ends a call on c: stop unregisters its abort. c goes back to
-// the pool only if reusable and never aborted; else it is closed.
-func (c *conn) release(stop func() bool, reusable bool) {
-	if !stop() {
+// release ends a call on c and disarms its aborts. c goes back to the
+// pool only if reusable and never aborted; else it is closed.
+func (c *conn) release(reusable bool) {
+	if !c.disarm() {
 		<-c.aborted // abort ran: c's deadline has passed
 		reusable = false
 	}
