@@ -58,7 +58,8 @@ func (s *InMemorySessionService) ensureLocked(appName, userID, id string) (*sess
 	}
 	// State is made by the first state delta (copySession gives readers
 	// an empty one): most sessions of an eval run never hold state.
-	sess := &session.Session{ID: id, AppName: appName, UserID: userID}
+	// Room for a turn's two events (the user's message and the answer).
+	sess := &session.Session{ID: id, AppName: appName, UserID: userID, Events: make([]session.Event, 0, 2)}
 	s.sessions[id] = sess
 	return sess, nil
 }
