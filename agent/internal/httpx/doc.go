@@ -8,9 +8,14 @@
 // servers, the benchmarks' fake) take the lean path (lean.go) instead of
 // net/http's Transport, whose two goroutines per connection cost a
 // hand-off to each on every call: a pool of HTTP/1.1 connections on which
-// the calling goroutine writes the request (http.Request.Write) and reads
-// the answer (http.ReadResponse). A done context ends the call at once
-// through the connection's deadline and closes the connection; only a
+// the calling goroutine writes the request and reads the answer
+// (http.ReadResponse). A provider prepares its endpoint once (Endpoint):
+// its headers, and on the lean path the request's bytes as
+// http.Request.Write writes them, cut around the Content-Length value, so
+// a call writes those, its length and its body without building an
+// http.Request. A done context or the attempt's deadline (a timer the
+// connection keeps, armed per call: no context per attempt) ends the call
+// at once through the connection's deadline and closes the connection; only a
 // connection whose answer was read to its end and not marked
 // "Connection: close" goes back to the pool, which checks an idle one is
 // still open and silent before reusing it and closes idle ones after
