@@ -95,6 +95,14 @@
 //
 //	go run ./bench/evalbench -adk bin/adk -openaifake bin/openaifake -fake-cpus 1 -client-cpus 0 -floor-clients net/http,fasthttp -runs 3 -big=false -only 'openai-(1000|5000)-c256$'
 //
+// Placement does not keep other work off those CPUs. On a shared, loaded
+// machine, running evalbench under SCHED_FIFO (as root: chrt -f 1
+// evalbench ...; its children inherit it) keeps other processes from
+// delaying the bench's threads, which is what a quiet machine gives:
+// bench/RESULTS.md, 2026-12-06 session 17 (h23f), measured at load 18-23
+// that way. Where the fake and a client share a CPU, FIFO also stops one
+// preempting the other.
+//
 // With -profile DIR every run also writes a CPU and a heap profile of the
 // adk child (through ADK_EVAL_CPUPROFILE and ADK_EVAL_MEMPROFILE) to DIR,
 // named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
