@@ -110,15 +110,15 @@ func runAndRender(tb testing.TB, set *evalengine.Set, rc evalengine.RunConfig) {
 }
 
 // Bounds of TestRunOpenAISamples_BytesPerSample. Session 17 measured
-// 12,340-12,370 bytes and 119-120 allocations per sample (13,450-13,770
-// and 124-125 under -race, whose sync.Pool drops pooled objects at
-// random), against 17,500 and 163 before it (bench/RESULTS.md, h23b). The
-// bounds leave room for noise, not for another copy per sample.
+// 11,560-11,690 bytes and 110-111 allocations per sample (12,640-12,830
+// and 115 under -race, whose sync.Pool drops pooled objects at random),
+// against 17,100-17,350 and 162-163 before it (bench/RESULTS.md, h23b).
+// The bounds leave room for noise, not for another copy per sample.
 const (
-	maxBytesPerSample      = 13_500
-	maxAllocsPerSample     = 130
-	maxBytesPerSampleRace  = 15_000
-	maxAllocsPerSampleRace = 137
+	maxBytesPerSample      = 12_700
+	maxAllocsPerSample     = 121
+	maxBytesPerSampleRace  = 14_000
+	maxAllocsPerSampleRace = 127
 )
 
 // TestRunOpenAISamples_BytesPerSample holds what a sample allocates on the

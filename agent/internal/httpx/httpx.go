@@ -209,10 +209,7 @@ func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte) ([]byte, t
 // reports whether the attempt's own timeout has passed (a failed read is
 // then a timeout).
 func (c *Client) answer(ctx context.Context, timedOut func() bool, resp *http.Response) (data []byte, ra time.Duration, merr *model.Error, done bool) {
-	limit := c.MaxResponseBytes
-	if limit <= 0 {
-		limit = DefaultMaxResponseBytes
-	}
+	limit := c.responseLimit()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Drain a little so the connection can be reused.
 		n, err := io.CopyN(io.Discard, resp.Body, drainBytes)
@@ -240,6 +237,14 @@ func (c *Client) answer(ctx context.Context, timedOut func() bool, resp *http.Re
 		return nil, -1, c.fail(model.ClassTooLarge, resp.StatusCode, false), false
 	}
 	return data, -1, nil, true
+}
+
+// responseLimit is the bound of a 2xx answer's body.
+func (c *Client) responseLimit() int64 {
+	if c.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return c.MaxResponseBytes
 }
 
 // drainBytes bounds what is read of an error answer's body.

@@ -144,7 +144,7 @@ func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanReque
 			return nil, -1, c.transportErr(ctx, timedOut())
 		}
 		conn.arm(ctx, deadline)
-		resp, err := conn.roundTrip(lr, body)
+		plain, resp, err := conn.roundTrip(lr, body, c.responseLimit())
 		if err != nil {
 			conn.release(false)
 			if reused && conn.written == 0 && ctx.Err() == nil && !timedOut() {
@@ -152,6 +152,15 @@ func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanReque
 				continue
 			}
 			return nil, -1, c.transportErr(ctx, timedOut())
+		}
+		if plain.ok {
+			data := make([]byte, plain.length)
+			if _, err := io.ReadFull(conn.br, data); err != nil {
+				conn.release(false)
+				return nil, -1, c.transportErr(ctx, timedOut())
+			}
+			conn.release(!plain.close)
+			return data, -1, nil
 		}
 		data, ra, merr, done := c.answer(ctx, timedOut, resp)
 		conn.release(done && !resp.Close && resp.StatusCode >= 200)
@@ -367,29 +376,160 @@ func (c *conn) disarm() bool {
 func (c *conn) close() { _ = c.nc.Close() }
 
 // roundTrip writes the request of lr with body and reads its answer's
-// status and headers; the body is left on c.br.
-func (c *conn) roundTrip(lr *leanRequest, body []byte) (*http.Response, error) {
+// status and headers: a plain answer's (readPlainHead) when it is one,
+// else by http.ReadResponse. The body is left on c.br.
+func (c *conn) roundTrip(lr *leanRequest, body []byte, limit int64) (plainHead, *http.Response, error) {
 	c.written = 0
 	_, _ = c.bw.Write(lr.head)
 	_, _ = c.bw.Write(strconv.AppendInt(c.length[:0], int64(len(body)), 10))
 	_, _ = c.bw.Write(lr.tail)
 	_, _ = c.bw.Write(body)
 	if err := c.bw.Flush(); err != nil {
-		return nil, err
+		return plainHead{}, nil, err
 	}
 	req := lr.req
 	c.readLimit = maxLeanHeaderBytes
 	defer func() { c.readLimit = -1 }()
+	if h, err := readPlainHead(c.br, limit); err != nil || h.ok {
+		return h, nil, err
+	}
 	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			return nil, err
+			return plainHead{}, nil, err
 		}
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
-			return resp, nil
+			return plainHead{}, resp, nil
 		}
 	}
-	return nil, errToo1xx
+	return plainHead{}, nil, errToo1xx
+}
+
+// plainHead is what the caller needs of a plain answer's head.
+type plainHead struct {
+	ok     bool  // a plain answer, its head consumed
+	length int64 // its Content-Length, within the bound
+	close  bool  // "Connection: close"
+}
+
+// readPlainHead reads the head of an answer of the plainest shape, which
+// is what model servers send: "HTTP/1.1 2xx" (not 204), header lines of
+// token names and printable values, one Content-Length within limit, no
+// Transfer-Encoding or Trailer, Connection at most "close" or
+// "keep-alive". Such an answer's head is read here without a header map
+// (http.ReadResponse's map and strings were ~0.7 KB of every call). For
+// any other answer, or a head longer than br's buffer, ok is false and
+// nothing is consumed: http.ReadResponse reads it as it always has. An
+// error is the connection's.
+func readPlainHead(br *bufio.Reader, limit int64) (plainHead, error) {
+	var head []byte
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			head = buf[:i+4]
+			break
+		}
+		if br.Buffered() == br.Size() {
+			return plainHead{}, nil // longer than the buffer
+		}
+		if _, err := br.Peek(br.Buffered() + 1); err != nil {
+			return plainHead{}, err
+		}
+	}
+	h, ok := parsePlainHead(head[:len(head)-4], limit)
+	if !ok {
+		return plainHead{}, nil
+	}
+	_, _ = br.Discard(len(head))
+	h.ok = true
+	return h, nil
+}
+
+// parsePlainHead parses a head (without its blank line) readPlainHead
+// accepts; ok is false for any other.
+func parsePlainHead(head []byte, limit int64) (h plainHead, ok bool) {
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	// The status line: "HTTP/1.1 2xx" and an optional reason.
+	if len(line) < 12 || string(line[:9]) != "HTTP/1.1 " || line[9] != '2' ||
+		!isDigit(line[10]) || !isDigit(line[11]) || string(line[9:12]) == "204" ||
+		(len(line) > 12 && line[12] != ' ') {
+		return h, false
+	}
+	h.length = -1
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || len(name) == 0 {
+			return h, false
+		}
+		for _, b := range name {
+			if !isTokenByte(b) {
+				return h, false
+			}
+		}
+		for _, b := range value {
+			if (b < 0x20 && b != '\t') || b > 0x7e {
+				return h, false
+			}
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case asciiEqualFold(name, "Content-Length"):
+			if h.length >= 0 || len(value) == 0 || len(value) > 18 {
+				return h, false
+			}
+			var n int64
+			for _, b := range value {
+				if !isDigit(b) {
+					return h, false
+				}
+				n = n*10 + int64(b-'0')
+			}
+			h.length = n
+		case asciiEqualFold(name, "Transfer-Encoding"), asciiEqualFold(name, "Trailer"):
+			return h, false
+		case asciiEqualFold(name, "Connection"):
+			switch {
+			case asciiEqualFold(value, "close"):
+				h.close = true
+			case asciiEqualFold(value, "keep-alive"):
+			default:
+				return h, false
+			}
+		}
+	}
+	return h, h.length >= 0 && h.length <= limit
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// isTokenByte reports an RFC 9110 token character (a header name's).
+func isTokenByte(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', isDigit(b):
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+// asciiEqualFold reports whether b equals s, ASCII case folded.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // release ends a call on c and disarms its aborts. c goes back to the

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
@@ -531,4 +532,84 @@ func TestLean_RequestBytesAreRequestWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLean_PlainHeadAgreesWithReadResponse holds the plain answer reader
+// to http.ReadResponse: an answer it accepts has the body, length and
+// close of ReadResponse's reading, and one it declines is left unread for
+// ReadResponse.
+func TestLean_PlainHeadAgreesWithReadResponse(t *testing.T) {
+	const body = `{"ok":true}`
+	cl := "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
+	long := strings.Repeat("X-Pad: "+strings.Repeat("p", 100)+"\r\n", 50) // over the 4 KiB buffer
+	for _, tc := range []struct {
+		name, answer string
+		plain        bool
+	}{
+		{"plain", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + cl + "Date: Sun, 06 Dec 2026 20:00:00 GMT\r\n\r\n" + body, true},
+		{"no reason", "HTTP/1.1 200\r\n" + cl + "\r\n" + body, true},
+		{"lower-case names, spaces", "HTTP/1.1 201 Created\r\ncontent-length:   " + strconv.Itoa(len(body)) + " \r\nconnection: Keep-Alive\r\n\r\n" + body, true},
+		{"close", "HTTP/1.1 200 OK\r\n" + cl + "Connection: close\r\n\r\n" + body, true},
+		{"leading zeros", "HTTP/1.1 200 OK\r\nContent-Length: 00" + strconv.Itoa(len(body)) + "\r\n\r\n" + body, true},
+		{"empty body", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n" + body + "\r\n0\r\n\r\n", false},
+		{"no length", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body, false},
+		{"two lengths", "HTTP/1.1 200 OK\r\n" + cl + cl + "\r\n" + body, false},
+		{"list length", "HTTP/1.1 200 OK\r\nContent-Length: 11, 11\r\n\r\n" + body, false},
+		{"204", "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", false},
+		{"500", "HTTP/1.1 500 Internal Server Error\r\n" + cl + "\r\n" + body, false},
+		{"429", "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\n" + cl + "\r\n" + body, false},
+		{"HTTP/1.0", "HTTP/1.0 200 OK\r\n" + cl + "\r\n" + body, false},
+		{"100 then 200", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n" + cl + "\r\n" + body, false},
+		{"upgrade connection", "HTTP/1.1 200 OK\r\n" + cl + "Connection: upgrade\r\n\r\n" + body, false},
+		{"trailer", "HTTP/1.1 200 OK\r\n" + cl + "Trailer: X-T\r\n\r\n" + body, false},
+		{"space before colon", "HTTP/1.1 200 OK\r\nContent-Length : 11\r\n\r\n" + body, false},
+		{"folded line", "HTTP/1.1 200 OK\r\n" + cl + "X-A: a\r\n b\r\n\r\n" + body, false},
+		{"control byte", "HTTP/1.1 200 OK\r\n" + cl + "X-A: a\x01b\r\n\r\n" + body, false},
+		{"over the bound", "HTTP/1.1 200 OK\r\nContent-Length: 99999\r\n\r\n" + body, false},
+		{"head over the buffer", "HTTP/1.1 200 OK\r\n" + cl + long + "\r\n" + body, false},
+		{"status over 299", "HTTP/1.1 300 Multiple Choices\r\n" + cl + "\r\n" + body, false},
+		{"status 2 digits", "HTTP/1.1 20 OK\r\n" + cl + "\r\n" + body, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(strings.NewReader(tc.answer), 4<<10)
+			h, err := readPlainHead(br, 1024)
+			if err != nil || h.ok != tc.plain {
+				t.Fatalf("plain %v err %v, want plain %v", h.ok, err, tc.plain)
+			}
+			ref := bufio.NewReaderSize(strings.NewReader(tc.answer), 4<<10)
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/v1", nil)
+			if !h.ok {
+				// Declined: nothing consumed, ReadResponse reads the same.
+				rest, _ := io.ReadAll(br)
+				if string(rest) != tc.answer {
+					t.Fatalf("declined but consumed: %q left", rest)
+				}
+				return
+			}
+			resp, err := http.ReadResponse(ref, req)
+			if err != nil {
+				t.Fatalf("ReadResponse of an accepted answer: %v", err)
+			}
+			want, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, h.length)
+			if _, err := io.ReadFull(br, got); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode < 200 || resp.StatusCode > 299 || string(got) != string(want) ||
+				h.length != resp.ContentLength || h.close != resp.Close || br.Buffered() != ref.Buffered() {
+				t.Fatalf("plain: %q len %d close %v; ReadResponse: %d %q len %d close %v",
+					got, h.length, h.close, resp.StatusCode, want, resp.ContentLength, resp.Close)
+			}
+		})
+	}
+	t.Run("a failed connection is the caller's error", func(t *testing.T) {
+		br := bufio.NewReader(io.MultiReader(strings.NewReader("HTTP/1.1 200 OK\r\n"), iotest.ErrReader(io.ErrUnexpectedEOF)))
+		if _, err := readPlainHead(br, 1024); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("err %v", err)
+		}
+	})
 }
