@@ -8,8 +8,9 @@
 // servers, the benchmarks' fake) take the lean path (lean.go) instead of
 // net/http's Transport, whose two goroutines per connection cost a
 // hand-off to each on every call: a pool of HTTP/1.1 connections on which
-// the calling goroutine writes the request and reads the answer
-// (http.ReadResponse). A provider prepares its endpoint once (Endpoint):
+// the calling goroutine writes the request and reads the answer (a plain
+// answer's head, 2xx with one Content-Length, in place from the
+// connection's buffer; any other by http.ReadResponse). A provider prepares its endpoint once (Endpoint):
 // its headers, and on the lean path the request's bytes as
 // http.Request.Write writes them, cut around the Content-Length value, so
 // a call writes those, its length and its body without building an
