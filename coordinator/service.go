@@ -180,13 +180,14 @@ func (s *service) submit(r micro.Request) {
 }
 
 // validate runs the checks in their own goroutine bounded by
-// ValidationTimeout; release frees the slot when that goroutine ends (not
+// validationTimeout; release frees the slot when that goroutine ends (not
 // at the timeout), so the slot count is the real work in progress.
 func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 	type out struct {
 		cmd *submitCmd
 		err error
 	}
+	deadline := time.Now().Add(s.validationTimeout(data))
 	ch := make(chan out, 1)
 	go func() {
 		defer release()
@@ -195,10 +196,10 @@ func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 				ch <- out{err: api.Errorf(api.CodeValidationFailed, "panic")}
 			}
 		}()
-		cmd, err := s.buildSubmit(data)
+		cmd, err := s.buildSubmit(data, deadline)
 		ch <- out{cmd, err}
 	}()
-	t := time.NewTimer(s.validationTimeout(data))
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case o := <-ch:
@@ -208,25 +209,28 @@ func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 	}
 }
 
-// validationTimeout is ValidationTimeout, plus 1 s per MiB of a set
-// upload the submit names (up to 25 s, under a client's 30 s call): a
-// 16 MiB set of 100,000 cases takes seconds to validate on a loaded
-// machine, which the 1 s default for a message-sized set does not allow.
+// validationTimeout is api.SubmitValidationBound of ValidationTimeout and
+// the submit's set: its bytes inline, or the size of the set upload it
+// names.
 func (s *service) validationTimeout(data []byte) time.Duration {
 	d := s.n.cfg.Limits.ValidationTimeout
 	req, err := decodeRequest(data, api.RequestLimits)
-	if err != nil || req.Submit == nil || req.Submit.SetUpload == "" {
+	if err != nil || req.Submit == nil {
 		return d
 	}
-	var size int64
-	_ = s.n.store.View(func(tx *evalstore.Tx) error {
-		size = tx.UploadSize(req.Scope, req.Submit.SetUpload)
-		return nil
-	})
-	return min(d+time.Duration(size>>20)*time.Second, max(d, 25*time.Second))
+	size := int64(len(req.Submit.Set))
+	if req.Submit.SetUpload != "" {
+		_ = s.n.store.View(func(tx *evalstore.Tx) error {
+			size = tx.UploadSize(req.Scope, req.Submit.SetUpload)
+			return nil
+		})
+	}
+	return api.SubmitValidationBound(d, int(min(size, evalrecord.MaxSetUploadBytes)))
 }
 
-func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
+// buildSubmit validates a submit; deadline is validate's bound, which the
+// set's decode gets what is left of.
+func (s *service) buildSubmit(data []byte, deadline time.Time) (*submitCmd, error) {
 	if len(data) > api.MaxRequestBytes {
 		return nil, api.Errorf(api.CodeRequestLimit, "request")
 	}
@@ -283,7 +287,11 @@ func (s *service) buildSubmit(data []byte) (*submitCmd, error) {
 	if err := bus.ValidToken(sub.Agent); err != nil {
 		return nil, api.Errorf(api.CodeUnknownAgent, "agent must be a configured agent name")
 	}
-	p, err := evalengine.Prepare(sub.Set, sub.Criteria, sub.Options)
+	left := time.Until(deadline)
+	if left <= 0 {
+		return nil, api.Errorf(api.CodeValidationTimeout, "")
+	}
+	p, err := evalengine.PrepareWithin(sub.Set, sub.Criteria, sub.Options, left)
 	if err != nil {
 		return nil, err
 	}

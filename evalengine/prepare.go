@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Codes of a job request the coordinator's service answers with
@@ -35,7 +36,16 @@ type Prepared struct {
 // criteria file (empty: the default criteria) and options JSON (empty:
 // the defaults; unknown keys refused), and checks the sample total.
 func Prepare(set, criteria, options []byte) (*Prepared, error) {
-	s, _, err := LoadSet(set)
+	return PrepareWithin(set, criteria, options, 0)
+}
+
+// PrepareWithin is Prepare with the set's validation bounded by timeout
+// (LoadOptions.ValidationTimeout; 0 is the size's default budget,
+// SetValidationTimeout): a service that bounds the whole validation
+// itself passes what is left of its own bound, so that the bound it was
+// configured with is the one that holds.
+func PrepareWithin(set, criteria, options []byte, timeout time.Duration) (*Prepared, error) {
+	s, _, err := LoadSetWithOptions(set, LoadOptions{ValidationTimeout: timeout})
 	if err != nil {
 		return nil, err
 	}

@@ -148,6 +148,17 @@ func TestLoadSet_ValidationIsTimeLimited(t *testing.T) {
 	wantCode(t, err, evalengine.CodeValidationTimeout)
 }
 
+// TestPrepareWithin_TheCallersBoundHolds: PrepareWithin bounds the set's
+// decode by the caller's timeout, not the size's default budget.
+func TestPrepareWithin_TheCallersBoundHolds(t *testing.T) {
+	_, err := evalengine.PrepareWithin([]byte(weatherSet), nil, nil, time.Nanosecond)
+	wantCode(t, err, evalengine.CodeValidationTimeout)
+	p, err := evalengine.PrepareWithin([]byte(weatherSet), nil, nil, time.Minute)
+	if err != nil || len(p.Set.Cases) == 0 {
+		t.Fatalf("PrepareWithin a minute: %v", err)
+	}
+}
+
 func TestParseSet_V1StillReadable(t *testing.T) {
 	s := mustSet(t, `{"schema_version":1,"id":"old","version":"1","cases":[{"id":"a","turns":[{"input":"x","expected":{"response":"y"}}]}]}`)
 	if s.SchemaVersion != 1 {

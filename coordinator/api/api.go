@@ -289,6 +289,26 @@ const MaxStatusWait = 30 * time.Second
 // MaxOwnerTTL bounds SubmitRequest.OwnerTTLMS.
 const MaxOwnerTTL = time.Hour
 
+// MaxSubmitValidation caps SubmitValidationBound when the configured base
+// is below it: under a client's 30 s call.
+const MaxSubmitValidation = 25 * time.Second
+
+// SubmitValidationBound is how long a coordinator validates a submit whose
+// set (inline or uploaded) is setBytes: base (Limits.ValidationTimeout,
+// the request's own checks) plus a second per 128 KiB of the set (the
+// rate evalengine's own budget grows by), at most MaxSubmitValidation
+// unless base is larger. The set's bytes cost the coordinator four
+// passes (decode and validate, encode, canonicalize, compare): 0.31-0.34
+// s of CPU for a 1.2 MiB set under the race detector, 85% of it encoding
+// and canonicalizing (2026-12-06); a second per 128 KiB leaves ~25x for
+// a loaded machine. The coordinator decodes the set with what is left of
+// this bound (evalengine.PrepareWithin), so the bound is one, the
+// configured one.
+func SubmitValidationBound(base time.Duration, setBytes int) time.Duration {
+	perByte := time.Duration(setBytes) * time.Second / (128 << 10)
+	return min(base+perByte, max(base, MaxSubmitValidation))
+}
+
 // Reply is every operation's reply; Err is set on failure.
 type Reply struct {
 	Index    uint64                                 `msgpack:"index,omitempty"` // Raft index of a write, or applied index of a read

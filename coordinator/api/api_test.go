@@ -3,13 +3,45 @@ package api_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fadcedab/adk/bus/wire"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+// TestSubmitValidationBound_GrowsWithTheSet: the bound of a submit is the
+// configured base plus a second per 128 KiB of its set, never below what
+// evalengine allows the same set's decode alone (up to the cap), and a
+// configured bound above the cap holds.
+func TestSubmitValidationBound_GrowsWithTheSet(t *testing.T) {
+	for _, tc := range []struct {
+		base time.Duration
+		n    int
+		want time.Duration
+	}{
+		{time.Second, 0, time.Second},
+		{time.Second, 64 << 10, 1500 * time.Millisecond},
+		// The set of the load failure (TestClusterEvalSubmitOverMaxPayloadIsUploaded):
+		// 1.2 MiB got 2 s, where the engine alone allows itself 3 s.
+		{time.Second, 1<<20 + 200<<10, time.Second + 9562500*time.Microsecond},
+		{time.Second, 16 << 20, api.MaxSubmitValidation},
+		{time.Minute, 64 << 10, time.Minute},
+		{time.Minute, 16 << 20, time.Minute},
+	} {
+		got := api.SubmitValidationBound(tc.base, tc.n)
+		if got != tc.want {
+			t.Errorf("SubmitValidationBound(%v, %d) = %v, want %v", tc.base, tc.n, got, tc.want)
+		}
+		if engine := evalengine.DefaultValidationTimeout + time.Duration(max(0, tc.n-1<<20)/(128<<10))*time.Second; tc.n >= 1<<20 &&
+			got < min(engine, max(tc.base, api.MaxSubmitValidation)) {
+			t.Errorf("SubmitValidationBound(%v, %d) = %v, below the engine's %v for the same bytes", tc.base, tc.n, got, engine)
+		}
+	}
+}
 
 func encode(t testing.TB, kind string, v any) []byte {
 	t.Helper()

@@ -193,9 +193,10 @@ func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest
 		}
 		req.RequestID = hex.EncodeToString(id[:])
 	}
-	// Validation takes up to ~1 s per MiB of the set (the coordinator's
-	// bound): no need to ask again before that.
-	hold := min(time.Duration(len(req.Set)>>20)*time.Second, submitHoldMax)
+	// The coordinator's validation bound grows with the set
+	// (api.SubmitValidationBound): no need to ask again before the part
+	// of it that the set's size adds.
+	hold := min(api.SubmitValidationBound(0, len(req.Set)), submitHoldMax)
 	if len(req.Set) > 0 && req.SetUpload == "" {
 		b, err := wire.Encode(api.KindRequest, &api.Request{Scope: scope, Submit: &req})
 		if err != nil {
@@ -221,7 +222,8 @@ func (c *Client) Submit(ctx context.Context, scope string, req api.SubmitRequest
 }
 
 // submitHoldMax bounds the extra wait of a large submit's first attempt
-// (the coordinator validates an upload for 25 s at most).
+// (the coordinator validates a set for api.MaxSubmitValidation at most
+// with its default ValidationTimeout).
 const submitHoldMax = 25 * time.Second
 
 // UploadSet sends an eval set (any format evalengine.LoadSet reads) as a
