@@ -196,7 +196,8 @@ func (n *Node) establish(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n.log.Info("full restart: failed active jobs", "jobs", res.Recovered)
+		n.log.Info("full restart: failed active jobs", "jobs", res.Recovered,
+			"lease_age", now.Sub(time.UnixMilli(lease.At)).Round(time.Millisecond), "fence_lease", n.cfg.Timing.FenceLease)
 	}
 	if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalrecord.Lease{LeaderID: n.cfg.ID, At: now.UnixMilli()}}); err != nil {
 		return err
