@@ -71,12 +71,18 @@ CLUSTER_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$
 #               compile; a configuration of its own would cost ~250 s of
 #               CPU cold, as a full compile of cmd/adk with another
 #               GOEXPERIMENT took 246 s here).
-#   fuzz-smoke  30 targets x 3 s = ~105 s of running; the -fuzz build is a
-#               third compile of every package the targets link (coverage
-#               instrumented): 476 s of CPU cold, 143 s for the module's
-#               own packages alone, 13 s when up to date (go test -c -o
-#               then leaves it alone).
-#   test-chart  warm 4 s of CPU; cold 186 s (compiling Helm and Kubernetes).
+#   fuzz-smoke  30 targets x 3 s = ~105 s of running. The build
+#               instruments the module's own packages only (-d=libfuzzer,
+#               CGO_ENABLED=0; scripts/fuzz-smoke.sh says why): the
+#               dependencies and the standard library are lint's static
+#               compile, so cold, after lint, it costs 184 s of CPU (the
+#               module's packages and 15 links) where go test -c -fuzz,
+#               a third compile of everything the targets link, cost 476
+#               s (session 17, h23t); 13 s when up to date (go test -c
+#               -o then leaves it alone).
+#   test-chart  warm 4 s of CPU; cold 186 s (compiling Helm and Kubernetes;
+#               with CGO_ENABLED=0, sharing lint's standard library, 203 s
+#               at load 7-20 in session 17: no gain shown, not adopted).
 #   test        cold race compile 394 s of CPU (the test binaries
 #               alone: 57 s to link them all warm); unit phase ~205 s, bounded by cmd/adk (~190 s, ~250 s of
 #               CPU: it runs the race-built adk hundreds of times); the
