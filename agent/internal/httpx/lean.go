@@ -455,6 +455,11 @@ func parsePlainHead(head []byte, limit int64) (h plainHead, ok bool) {
 		(len(line) > 12 && line[12] != ' ') {
 		return h, false
 	}
+	// A bare CR or LF, or any other control byte, in the reason: net/http
+	// ends lines at a bare LF, so such a head is not what it looks like here.
+	if !printable(line) {
+		return h, false
+	}
 	h.length = -1
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
@@ -467,10 +472,8 @@ func parsePlainHead(head []byte, limit int64) (h plainHead, ok bool) {
 				return h, false
 			}
 		}
-		for _, b := range value {
-			if (b < 0x20 && b != '\t') || b > 0x7e {
-				return h, false
-			}
+		if !printable(value) {
+			return h, false
 		}
 		value = bytes.Trim(value, " \t")
 		switch {
@@ -502,6 +505,16 @@ func parsePlainHead(head []byte, limit int64) (h plainHead, ok bool) {
 }
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// printable reports bytes that are visible ASCII, space or tab only.
+func printable(s []byte) bool {
+	for _, b := range s {
+		if (b < 0x20 && b != '\t') || b > 0x7e {
+			return false
+		}
+	}
+	return true
+}
 
 // isTokenByte reports an RFC 9110 token character (a header name's).
 func isTokenByte(b byte) bool {

@@ -570,6 +570,7 @@ func TestLean_PlainHeadAgreesWithReadResponse(t *testing.T) {
 		{"head over the buffer", "HTTP/1.1 200 OK\r\n" + cl + long + "\r\n" + body, false},
 		{"status over 299", "HTTP/1.1 300 Multiple Choices\r\n" + cl + "\r\n" + body, false},
 		{"status 2 digits", "HTTP/1.1 20 OK\r\n" + cl + "\r\n" + body, false},
+		{"bare LF in the reason", "HTTP/1.1 200 \n\r\n" + cl + "\r\n" + body, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			br := bufio.NewReaderSize(strings.NewReader(tc.answer), 4<<10)
