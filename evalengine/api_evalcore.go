@@ -772,8 +772,9 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 type StreamCases = evalcore.StreamCases
 
 // OpenStreamCases checks a stream's header and summary lines; Read (or
-// ReadRange) then reads its case lines, and ReadSamples one case's
-// samples from its sample lines. See StreamCases.
+// ReadRange) then reads its case lines, ReadSamples one case's
+// samples from its sample lines, and ReadCaseSamples a range of one
+// case's samples from exactly their lines. See StreamCases.
 func OpenStreamCases(header, summary []byte) (*StreamCases, error) {
 	return evalcore.OpenStreamCases(header, summary)
 }

@@ -65,6 +65,8 @@
 //	  .ReadRange(some case lines, from, to)  a page's cases only
 //	  .ReadSamples(sample lines, ci, case)   one case's samples, the
 //	                                     other cases' lines undecoded
+//	  .ReadCaseSamples(its lines, ci, case, from, to)  samples from..to-1
+//	                                     of a case, read by task index
 //	CompareSides(baseline, current, ...)      Compare of any size (16.)
 //	WriteComparison(w, comparison, json|markdown, ...)  a row at a time,
 //	                                     whole past the bound (17.)

@@ -2,6 +2,7 @@ package evalengine_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -252,6 +253,111 @@ func TestStreamCases_ReadSamplesReadsOneCase(t *testing.T) {
 		{"truncated", samples[:len(samples)-1], &all[3], "truncated_line"},
 	} {
 		_, err := read(c.in, 3, c.c)
+		if evalengine.ErrorCode(err) != "invalid_eval_stream" || !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
+			t.Errorf("%s: %v, want invalid_eval_stream %s", c.name, err, c.reason)
+		}
+	}
+}
+
+// TestStreamCases_ReadCaseSamplesReadsItsLinesOnly: ReadCaseSamples of a
+// range of a case's samples, given exactly those sample lines in sample
+// order, gives StreamFile's samples of the range; a line out of place,
+// missing, extra or disagreeing with the case is refused with its
+// reason; fn's error stops the read and is returned as is.
+func TestStreamCases_ReadCaseSamplesReadsItsLinesOnly(t *testing.T) {
+	const n, s = 20, 3
+	data := sideStream(t, n, s, false)
+	f, err := evalengine.OpenStreamFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int][]string{}
+	if err := f.Cases(nil, func(ci int, c *evalengine.CaseResult) error {
+		for i := range c.Samples {
+			want[ci] = append(want[ci], mustJSON(t, &c.Samples[i]))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	header, cases, summary := splitStream(t, data, n)
+	sc, err := evalengine.OpenStreamCases(header, summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := casesOf(t, sc, cases)
+	// Each case's sample lines by sample index, as a store reading a
+	// sample by its task index answers them.
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	byCase := make([][][]byte, n)
+	for _, l := range lines[1 : 1+n*s] {
+		var sl struct {
+			CaseIndex int `json:"case_index"`
+			Sample    struct {
+				SampleIndex int `json:"sample_index"`
+			} `json:"sample"`
+		}
+		if err := json.Unmarshal(l, &sl); err != nil {
+			t.Fatal(err)
+		}
+		if byCase[sl.CaseIndex] == nil {
+			byCase[sl.CaseIndex] = make([][]byte, s)
+		}
+		byCase[sl.CaseIndex][sl.Sample.SampleIndex] = l
+	}
+	read := func(in []byte, ci int, c *evalengine.CaseResult, from, to int) ([]string, error) {
+		var got []string
+		err := sc.ReadCaseSamples(bytes.NewReader(in), ci, c, from, to, func(sm *evalengine.SampleResult) error {
+			got = append(got, mustJSON(t, sm))
+			return nil
+		})
+		return got, err
+	}
+	for ci := range n {
+		for _, r := range [][2]int{{0, s}, {1, s}, {0, 1}, {2, 3}, {1, 1}} {
+			got, err := read(bytes.Join(byCase[ci][r[0]:r[1]], nil), ci, &all[ci], r[0], r[1])
+			if err != nil {
+				t.Fatalf("case %d samples %v: %v", ci, r, err)
+			}
+			if len(got) != r[1]-r[0] {
+				t.Fatalf("case %d samples %v: %d samples", ci, r, len(got))
+			}
+			for i := range got {
+				if got[i] != want[ci][r[0]+i] {
+					t.Fatalf("case %d sample %d: %.200s, want %.200s", ci, r[0]+i, got[i], want[ci][r[0]+i])
+				}
+			}
+		}
+	}
+	case3 := bytes.Join(byCase[3], nil)
+	stop := errors.New("stop")
+	calls := 0
+	if err := sc.ReadCaseSamples(bytes.NewReader(case3), 3, &all[3], 0, s, func(*evalengine.SampleResult) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("fn's error: %v after %d calls", err, calls)
+	}
+	renamed := all[3]
+	renamed.CaseID = "another"
+	miscounted := all[3]
+	miscounted.PassedSampleCount = s - miscounted.PassedSampleCount
+	join := func(ls ...[]byte) []byte { return bytes.Join(ls, nil) }
+	for _, c := range []struct {
+		name     string
+		in       []byte
+		c        *evalengine.CaseResult
+		from, to int
+		reason   string
+	}{
+		{"samples out of order", join(byCase[3][1], byCase[3][0], byCase[3][2]), &all[3], 0, s, "sample_out_of_order"},
+		{"another case's sample", join(byCase[3][0], byCase[4][1], byCase[3][2]), &all[3], 0, s, "sample_out_of_order"},
+		{"a sample missing", join(byCase[3][0], byCase[3][1]), &all[3], 0, s, "incomplete"},
+		{"a line too many", join(byCase[3][0], byCase[3][1]), &all[3], 0, 1, "line_after_samples"},
+		{"another case id", case3, &renamed, 0, s, "case_mismatch"},
+		{"another passed count", case3, &miscounted, 0, s, "case_mismatch"},
+		{"a case line", join(byCase[3][0], lines[1+n*s]), &all[3], 0, 2, "invalid_sample"},
+		{"truncated", case3[:len(case3)-1], &all[3], 0, s, "truncated_line"},
+		{"a range past the case", case3, &all[3], 0, s + 1, "sample_out_of_range"},
+	} {
+		_, err := read(c.in, 3, c.c, c.from, c.to)
 		if evalengine.ErrorCode(err) != "invalid_eval_stream" || !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
 			t.Errorf("%s: %v, want invalid_eval_stream %s", c.name, err, c.reason)
 		}

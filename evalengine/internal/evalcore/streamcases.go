@@ -19,7 +19,9 @@ import (
 // needs again, never the samples). One case's samples are the sample
 // lines naming it (ReadSamples): they are in finish order, so a reader
 // of one case passes over the others' lines, skipping them by their
-// prefix without decoding them.
+// prefix without decoding them; where the store reads a sample by its
+// index (the fleet's records), a reader asks exactly a case's lines and
+// checks them in sample order (ReadCaseSamples).
 //
 // The header and the summary are checked as OpenStreamFile checks them
 // (the same reasons). A case line is checked as OpenStreamFile checks it
@@ -188,6 +190,70 @@ func (s *StreamCases) ReadSamples(r io.Reader, ci int, c *CaseResult, fn func(sm
 		}
 		seen[sm.SampleIndex] = true
 		got++
+		if sm.Passed {
+			passed++
+		}
+		if err := fn(&sm); err != nil {
+			return err
+		}
+	}
+}
+
+// ReadCaseSamples reads samples from..to-1 of case ci, whose case line
+// is c, from r: exactly those sample lines of the stream, in sample
+// order (what a store that reads a sample by its index answers, so a
+// reader of one case reads its own lines only). Each is checked as
+// ReadSamples checks it, and must be the next sample of the range; once
+// r ends every sample of the range must have come, with c's count of
+// passed ones when the range is the whole case. fn is called with each
+// as it comes (valid only during the call); its error ends the read and
+// is returned as is. Errors are invalid_eval_stream with the reason and
+// "sample N" (its index in the case).
+func (s *StreamCases) ReadCaseSamples(r io.Reader, ci int, c *CaseResult, from, to int, fn func(sm *SampleResult) error) error {
+	h := &s.Header
+	if ci < 0 || ci >= h.CaseCount || from < 0 || to < from || to > h.SampleCount {
+		return ReasonErr(CodeInvalidEvalStream, "sample_out_of_range", "case "+strconv.Itoa(ci)+" samples "+strconv.Itoa(from)+".."+strconv.Itoa(to))
+	}
+	lim := streamLineLimits()
+	br := bufio.NewReaderSize(r, streamBufferBytes)
+	passed := 0
+	var sm SampleResult
+	for si := from; ; si++ {
+		bad := func(reason string) error {
+			return ReasonErr(CodeInvalidEvalStream, reason, "sample "+strconv.Itoa(si))
+		}
+		line, err := readLine(br)
+		switch {
+		case err == io.EOF && len(line) > 0:
+			return bad("truncated_line")
+		case err == io.EOF && si < to:
+			return bad("incomplete")
+		case err == io.EOF:
+			if from == 0 && to == h.SampleCount && passed != c.PassedSampleCount {
+				return ReasonErr(CodeInvalidEvalStream, "case_mismatch", "case "+strconv.Itoa(ci))
+			}
+			return nil
+		case errors.Is(err, errLineTooLong):
+			return bad("line_too_large")
+		case err != nil:
+			return &Error{Code: CodeInvalidEvalStream, Reason: "read_failed", Err: err}
+		case si >= to:
+			return bad("line_after_samples")
+		}
+		sm = SampleResult{}
+		sl := streamSample{Sample: &sm}
+		if err := jsonlimit.Unmarshal(line, lim, &sl); err != nil || sl.Type != streamTypeSample || sl.Sample != &sm {
+			return bad("invalid_sample")
+		}
+		if sl.CaseIndex != ci || sm.SampleIndex != si {
+			return bad("sample_out_of_order")
+		}
+		if err := checkStreamSample(h, ci, &sm); err != nil {
+			return bad(err.Error())
+		}
+		if sm.CaseID != c.CaseID {
+			return bad("case_mismatch")
+		}
 		if sm.Passed {
 			passed++
 		}
