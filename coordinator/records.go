@@ -311,6 +311,99 @@ func (s *service) recordsResult(tx *evalstore.Tx, req *api.Request, j *evalrecor
 	return &api.Reply{Result: doc[req.Offset:end], NextOffset: end, ResultSize: int64(len(doc)), ResultDigest: sum}, nil
 }
 
+// resultSamples answers result_samples: the sample lines of the tasks
+// req names of a completed records job, the same lines its stream has
+// (recordSamples), so a reader of one case reads that case's samples
+// only. The records are verified against the log's digest first, as
+// for any read of the stream (once per node and job).
+func (s *service) resultSamples(req *api.Request) *api.Reply {
+	if n := len(req.Tasks); n < 1 || n > api.MaxResultTasks {
+		return fail(api.Errorf(api.CodeInvalidRequest, "tasks: %d task indexes; a request names 1..%d", n, api.MaxResultTasks))
+	}
+	if req.MaxBytes < 0 {
+		return fail(api.Errorf(api.CodeInvalidRequest, "max_bytes %d", req.MaxBytes))
+	}
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
+		j, err := tx.GetJob(req.Scope, req.JobID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case j.Phase == evalrecord.PhaseCompleted && j.ResultFormat == evalrecord.ResultRecords:
+		case j.Phase == evalrecord.PhaseCompleted:
+			return nil, api.Errorf(api.CodeInvalidRequest, "job %s completed before results were kept as records: read it as one document", j.JobID)
+		case !j.Phase.Terminal():
+			return nil, api.Errorf(api.CodeResultNotReady, "")
+		default:
+			return nil, &api.Error{Code: api.CodeJobTerminal, Phase: string(j.Phase), Reason: j.Reason}
+		}
+		if err := s.verifyRecords(tx, j); err != nil {
+			return nil, err
+		}
+		rj, err := s.records.get(tx, j)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkTasks(req.Tasks, len(rj.p.Set.Cases)*rj.p.Options.Samples); err != nil {
+			return nil, err
+		}
+		page, n, err := recordSamples(tx, j, rj, req.Tasks, s.pageLimit(req.MaxBytes))
+		if err != nil {
+			return nil, err
+		}
+		lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
+		return &api.Reply{Result: page, NextOffset: int64(n), ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
+	})
+}
+
+// checkTasks checks the task indexes of a result_samples request against
+// a job of total tasks.
+func checkTasks(tasks []int, total int) error {
+	for i, idx := range tasks {
+		if idx < 0 || idx >= total {
+			return api.Errorf(api.CodeInvalidRequest, "tasks[%d]: %d is not a task of the job (0..%d)", i, idx, total-1)
+		}
+	}
+	return nil
+}
+
+// recordSamples writes the sample lines of tasks, in their order, into a
+// page of at most limit bytes (at least one line), and returns how many
+// it wrote. A task's line is the one its record has in the stream
+// (recordLines): the task read by its index, as the records read it.
+func recordSamples(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, tasks []int, limit int) ([]byte, int, error) {
+	var page bytes.Buffer
+	sw, err := evalengine.NewStreamWriter(&page, nil, 0, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	cases := len(rj.p.Set.Cases)
+	for n, idx := range tasks {
+		t, err := tx.Task(j.JobID, idx)
+		if errors.Is(err, evalrecord.ErrNotFound) {
+			// Every task of a records job has its record: the store
+			// does not hold what the log completed.
+			return nil, 0, api.Errorf(api.CodeResultDigestMismatch, "job %s: task %d has no record", j.JobID, idx)
+		} else if err != nil {
+			return nil, 0, err
+		}
+		smp := recordSample(rj.p, t)
+		ci, _ := api.TaskIndex(idx, cases)
+		before := page.Len()
+		if err := sw.WriteSample(ci, &smp); err != nil {
+			return nil, 0, err
+		}
+		if err := sw.Flush(); err != nil {
+			return nil, 0, err
+		}
+		if n > 0 && page.Len() > limit {
+			page.Truncate(before)
+			return page.Bytes(), n, nil
+		}
+	}
+	return page.Bytes(), len(tasks), nil
+}
+
 // tooLarge is the answer for a document over its bound: as locally, it
 // names the jsonl way.
 func tooLarge(j *evalrecord.Job) error {
@@ -391,4 +484,25 @@ func (n *Node) WriteResultStream(scope, jobID string, w io.Writer, pageBytes int
 			return nil
 		}
 	}
+}
+
+// WriteResultSamples writes the sample lines of tasks of job jobID as
+// this node serves them (result_samples), every page from this node's
+// own store (tests compare nodes with it; clients use the service,
+// client.ResultSamples).
+func (n *Node) WriteResultSamples(scope, jobID string, tasks []int, w io.Writer, pageBytes int) error {
+	for len(tasks) > 0 {
+		rep := n.svc.resultSamples(&api.Request{Scope: scope, JobID: jobID, Tasks: tasks, MaxBytes: pageBytes})
+		if rep.Err != nil {
+			return rep.Err
+		}
+		if rep.NextOffset < 1 || rep.NextOffset > int64(len(tasks)) {
+			return api.Errorf(api.CodeResultDigestMismatch, "a page answers %d of %d tasks", rep.NextOffset, len(tasks))
+		}
+		if _, err := w.Write(rep.Result); err != nil {
+			return err
+		}
+		tasks = tasks[rep.NextOffset:]
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ func startService(n *Node) (*service, error) {
 	s.svc = svc
 	g := svc.AddGroup(bus.CoordSubjectPrefix[:len(bus.CoordSubjectPrefix)-1])
 	ops := map[string]func(*api.Request) *api.Reply{
-		api.OpResult: s.result, api.OpCancel: s.cancel,
+		api.OpResult: s.result, api.OpResultSamples: s.resultSamples, api.OpCancel: s.cancel,
 		api.OpListJobs: s.listJobs, api.OpGetSet: s.getSet, api.OpListSets: s.listSets,
 		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpListBaselines: s.listBaselines, api.OpPrune: s.prune,
 		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec, api.OpJoin: s.join,

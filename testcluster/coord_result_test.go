@@ -3,6 +3,7 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,24 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 	if wantLines := int64(1 + 200 + 100 + 1); lines != wantLines {
 		t.Fatalf("%d lines, want %d", lines, wantLines)
 	}
+	// The stream's sample lines by task index (sample-major: sample s of
+	// case c is task c + 100 s).
+	sampleLines := map[int][]byte{}
+	for _, l := range bytes.SplitAfter(want.Bytes(), []byte{'\n'})[1 : 1+200] {
+		var sl struct {
+			CaseIndex int `json:"case_index"`
+			Sample    struct {
+				SampleIndex int `json:"sample_index"`
+			} `json:"sample"`
+		}
+		if err := json.Unmarshal(l, &sl); err != nil {
+			t.Fatal(err)
+		}
+		sampleLines[sl.CaseIndex+100*sl.Sample.SampleIndex] = l
+	}
+	if len(sampleLines) != 200 {
+		t.Fatalf("%d tasks in the stream's sample lines", len(sampleLines))
+	}
 	var digest string
 	for i := range 3 {
 		n := c.Coordinator(i)
@@ -93,6 +112,22 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatalf("coordinator %s serves %d bytes that differ from the served %d", n.ID(), got.Len(), want.Len())
+		}
+		// A case's samples read by task index (result_samples, what a
+		// case page reads) are the stream's lines of those tasks, from
+		// this node's own store too.
+		for _, tasks := range [][]int{{0, 100}, {199, 99}, {57}, {42, 142, 43, 143}} {
+			got.Reset()
+			if err := n.WriteResultSamples(scope, id, tasks, &got, 600); err != nil {
+				t.Fatalf("coordinator %s: samples of tasks %v: %v", n.ID(), tasks, err)
+			}
+			var lines [][]byte
+			for _, idx := range tasks {
+				lines = append(lines, sampleLines[idx])
+			}
+			if w := bytes.Join(lines, nil); !bytes.Equal(got.Bytes(), w) {
+				t.Fatalf("coordinator %s: samples of tasks %v are %.300s, want the stream's %.300s", n.ID(), tasks, got.Bytes(), w)
+			}
 		}
 	}
 	// The stream is the document's jsonl form: decoded, it is the

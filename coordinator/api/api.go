@@ -29,6 +29,10 @@ const (
 	// OpPutSetPart stores one part of a set too large for one submit
 	// (SubmitRequest.SetUpload names the upload).
 	OpPutSetPart = "put_set_part"
+	// OpResultSamples answers the sample lines of named tasks of a
+	// completed job's result stream (Request.Tasks): a reader of one
+	// case reads its own samples, not the stream up to them.
+	OpResultSamples = "result_samples"
 )
 
 // Envelope kinds.
@@ -207,6 +211,14 @@ type Request struct {
 	// and NextOffset count lines, and a page holds whole lines (at least
 	// one). Empty: the single document, in bytes.
 	Format string `msgpack:"format,omitempty"`
+	// Tasks (result_samples) are task indexes of a completed job whose
+	// result is records: the reply holds their sample lines, the lines
+	// of its JSON Lines stream, in this order, one a task (a case's
+	// samples are tasks case + sample × cases, TaskIndex). Reply.NextOffset
+	// counts the tasks answered (at least one; the others are asked
+	// again), ResultSize and ResultDigest are the stream's. 1..MaxResultTasks
+	// of them, each a task of the job.
+	Tasks []int `msgpack:"tasks,omitempty"`
 	// join.
 	Join *JoinRequest `msgpack:"join,omitempty"`
 	// put_set_part.
@@ -278,6 +290,10 @@ type SubmitRequest struct {
 	// builds ignore it (coordinator/DESIGN.md "Request path").
 	RequestID string `msgpack:"request_id,omitempty"`
 }
+
+// MaxResultTasks bounds Request.Tasks: every sample of a case
+// (evalengine.MaxSamplesPerCase) fits one request.
+const MaxResultTasks = 256
 
 // MaxNotEvaluatedBytes bounds SubmitRequest.NotEvaluated (ids and
 // reasons together).

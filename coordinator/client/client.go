@@ -118,7 +118,7 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 // (the joining coordinator retries it itself).
 func mayRepeat(op string, req *api.Request) bool {
 	switch op {
-	case api.OpStatus, api.OpResult, api.OpListJobs, api.OpGetSet, api.OpListSets, api.OpGetBaseline,
+	case api.OpStatus, api.OpResult, api.OpResultSamples, api.OpListJobs, api.OpGetSet, api.OpListSets, api.OpGetBaseline,
 		api.OpListBaselines, api.OpCapabilities, api.OpJobSpec,
 		api.OpPutSetPart, api.OpPutBaseline, api.OpCancel:
 		return true
@@ -328,6 +328,46 @@ func (c *Client) ResultLines(ctx context.Context, scope, jobID string, from, to 
 	}
 	_, lines, digest, err = c.resultLines(ctx, scope, jobID, from, to, w, pageBytes)
 	return lines, digest, err
+}
+
+// ResultSamples writes the sample lines of tasks (task indexes of a
+// completed job whose result is records, 1..api.MaxResultTasks of them)
+// to w, in the order named: the lines ResultStream has for them, so a
+// reader of one case's samples reads only those (a case's samples are
+// tasks case + sample × cases, api.TaskIndex). The lines come in pages
+// that each fit a NATS message, any node answering any page; it returns
+// the stream's line count and digest, which every page must repeat (a
+// reader that read other lines of the stream compares them). A job
+// completed before results were kept as records answers
+// evaluation_request_invalid; coordinators of an earlier build do not
+// serve the operation (eval_service_unavailable, "no coordinator").
+func (c *Client) ResultSamples(ctx context.Context, scope, jobID string, tasks []int, w io.Writer) (lines int64, digest string, err error) {
+	if len(tasks) < 1 || len(tasks) > api.MaxResultTasks {
+		return 0, "", api.Errorf(api.CodeInvalidRequest, "tasks: %d task indexes; a request names 1..%d", len(tasks), api.MaxResultTasks)
+	}
+	for rest := tasks; len(rest) > 0; {
+		rep, err := c.Call(ctx, api.OpResultSamples, &api.Request{Scope: scope, JobID: jobID, Tasks: rest})
+		if err != nil {
+			return lines, digest, err
+		}
+		if len(rest) == len(tasks) {
+			lines, digest = rep.ResultSize, rep.ResultDigest
+		}
+		n := int64(bytes.Count(rep.Result, []byte{'\n'}))
+		switch {
+		case rep.ResultFormat != api.ResultJSONL:
+			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "samples of job %s are not stream lines", jobID)
+		case rep.ResultSize != lines || rep.ResultDigest != digest:
+			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
+		case n == 0 || n != rep.NextOffset || n > int64(len(rest)) || rep.Result[len(rep.Result)-1] != '\n':
+			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "a page of %d lines answers %d of %d tasks", n, rep.NextOffset, len(rest))
+		}
+		if _, err := w.Write(rep.Result); err != nil {
+			return lines, digest, err
+		}
+		rest = rest[n:]
+	}
+	return lines, digest, nil
 }
 
 // resultLines is ResultStream and ResultLines: it returns the line it
