@@ -142,6 +142,52 @@ func BenchmarkGatewayCasesPage(b *testing.B) {
 	}
 }
 
+// BenchmarkGatewayCasePage: one case of a stored result of
+// ADK_BENCH_CASES cases (default 10,000; testcluster.EvalSet, one sample
+// a case) with its samples through the gateway: the last case, whose
+// sample comes last in the stream, and the first. Each is read once
+// before timing (the coordinator's first read of a job verifies its
+// records and aggregates its cases, once per node and job). Besides the
+// latency it reports the CPU and minor page faults of the whole process
+// per page and the stream bytes the gateway read per page.
+func BenchmarkGatewayCasePage(b *testing.B) {
+	n := 10_000
+	if v := os.Getenv("ADK_BENCH_CASES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e := startEnv(b, testcluster.EvalOptions{NATSNodes: 1, Workers: []string{"w0", "w1"}, Capacity: 64})
+	slow := client.New(e.nc, 2*time.Minute)
+	j, err := slow.Submit(context.Background(), "team-a", api.SubmitRequest{Set: testcluster.EvalSet("bench-case", n), Agent: "scripted"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.c.WaitJob(e.cl, "team-a", j.JobID, 10*time.Minute, "completed")
+	hc := &http.Client{}
+	for _, q := range []struct {
+		name string
+		ci   int
+	}{{"last", n - 1}, {"first", 0}} {
+		url := e.base + "/dev/v1/evaluation/jobs/" + j.JobID + "/cases/" + strconv.Itoa(q.ci)
+		if err := httpGet(hc, url, tokAlice); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(q.name, func(b *testing.B) {
+			var before, after syscall.Rusage
+			read := e.srv.StreamBytesRead()
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			timed(b, func() error { return httpGet(hc, url, tokAlice) })
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/page")
+			b.ReportMetric(float64(after.Minflt-before.Minflt)/float64(b.N), "minflt/page")
+			b.ReportMetric(float64(e.srv.StreamBytesRead()-read)/float64(b.N), "stream-B/page")
+		})
+	}
+}
+
 // BenchmarkGatewayTracePage: a 100-event trace page through the gateway
 // against the same query sent directly on adk.trace.v1.query. Goal:
 // gateway p50 under 2 ms.

@@ -15,6 +15,7 @@ import (
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/testcluster"
 )
 
@@ -252,5 +253,49 @@ func TestClusterDevAPI_CasePages(t *testing.T) {
 	checkCasesPages(t, e, many, rm, devapi.MaxCasesPage)
 	if pages := checkCasePages(t, e.base, many, n-1, &rm.Cases[n-1], devapi.DefaultCaseSamples); pages != 1 {
 		t.Errorf("the last case of %s: %d pages", many, pages)
+	}
+
+	// A case page reads its own samples, not the stream up to them: the
+	// header, the summary, its case line and its sample line, whatever
+	// comes before them (the sample lines of the 1,000 cases: about 2.9
+	// MB; reading up to the last case's sample read them all).
+	sampleLines := 0
+	for i := range rm.Cases {
+		sampleLines += len(mustJSON(t, &rm.Cases[i].Samples[0]))
+	}
+	for _, ci := range []int{n - 1, n / 2, 0} {
+		before := e.srv.StreamBytesRead()
+		p, a := casePageOf(t, e.base, tokAlice, many, fmt.Sprint(ci), "")
+		read := e.srv.StreamBytesRead() - before
+		if a.status != 200 || len(p.Samples) != 1 || !sameJSON(p.Samples[0], []byte(mustJSON(t, &rm.Cases[ci].Samples[0]))) {
+			t.Fatalf("case %d: %d, %d samples: %.300s", ci, a.status, len(p.Samples), a.body)
+		}
+		t.Logf("case %d: read %d bytes of the stream (sample lines %d)", ci, read, sampleLines)
+		if own := int64(len(a.body)); read == 0 || read > 4*own || read*50 > int64(sampleLines) {
+			t.Errorf("case %d read %d bytes of the stream for a %d-byte page (sample lines %d)", ci, read, own, sampleLines)
+		}
+	}
+
+	// result_samples' bounds, each typed, and its scope: the case route
+	// never sends these, a client of the coordinator may.
+	ctx := context.Background()
+	over := make([]int, api.MaxResultTasks+1)
+	for _, c := range []struct {
+		name  string
+		scope string
+		tasks []int
+		code  string
+		names string
+	}{
+		{"no task", "team-a", nil, api.CodeInvalidRequest, "tasks"},
+		{"too many tasks", "team-a", over, api.CodeInvalidRequest, "tasks"},
+		{"a negative task", "team-a", []int{0, -1}, api.CodeInvalidRequest, "tasks[1]"},
+		{"a task past the job", "team-a", []int{n}, api.CodeInvalidRequest, "tasks[0]"},
+		{"another scope's job", "team-b", []int{0}, evalrecord.CodeNotFound, ""},
+	} {
+		_, err := e.cl.Call(ctx, api.OpResultSamples, &api.Request{Scope: c.scope, JobID: many, Tasks: c.tasks})
+		if ae := api.AsError(err); ae == nil || ae.Code != c.code || !strings.Contains(ae.Detail, c.names) {
+			t.Errorf("result_samples, %s: %v, want %s naming %q", c.name, err, c.code, c.names)
+		}
 	}
 }

@@ -247,8 +247,15 @@ func TestClusterDevAPI_CompareOfAnySize(t *testing.T) {
 	// opens below.
 	opened := wantCaseRows(ra, devapi.CasesFailuresFirst)[100].CaseIndex
 	start = time.Now()
+	read := e.srv.StreamBytesRead()
 	checkCasePages(t, e.base, a, opened, &ra.Cases[opened], devapi.DefaultCaseSamples)
-	t.Logf("case %d of a: read in %v", opened, time.Since(start).Round(time.Millisecond))
+	read = e.srv.StreamBytesRead() - read
+	t.Logf("case %d of a: read in %v, %d bytes of its %d-byte stream", opened, time.Since(start).Round(time.Millisecond), read, streamA)
+	// Its own sample (about 70 KB) and case line, not the stream up to
+	// them (the 24 MB, at worst).
+	if read*50 > int64(streamA) {
+		t.Errorf("case %d of a read %d bytes of its %d-byte stream", opened, read, streamA)
+	}
 	checkUIPagesComparison(t, e, a, b, n, wantRegressions, streamA, ra)
 
 }

@@ -136,33 +136,51 @@ func (s *Server) readStoredStream(ctx context.Context, cl *client.Client, scope,
 // when one is given (a reader that read other lines before).
 func (s *Server) readStoredLines(ctx context.Context, cl *client.Client, scope, jobID string, from, to int64, digest string,
 	read func(io.Reader) error) (noStream bool, e *Error, readErr error) {
-	pr, pw := io.Pipe()
-	type streamed struct {
-		wrote  int64 // bytes given to read
-		digest string
-		err    error
+	got := s.readStored(jobID, digest, func(w io.Writer) (string, error) {
+		_, d, err := cl.ResultLines(ctx, scope, jobID, from, to, w, 0)
+		return d, err
+	}, read)
+	switch {
+	case got.fetchErr != nil && got.wrote == 0 && from == 0 && api.AsError(got.fetchErr).Code == api.CodeInvalidRequest:
+		return true, nil, nil
+	case got.fetchErr != nil:
+		return false, serviceError(got.fetchErr), nil
 	}
-	done := make(chan streamed, 1)
+	return false, nil, got.readErr
+}
+
+// storedRead is what readStored did: the bytes read was given, fetch's
+// error (nil when read stopped it) and read's.
+type storedRead struct {
+	wrote             int64
+	fetchErr, readErr error
+}
+
+// readStored gives read what fetch writes of a job's stream (lines of
+// it, or the sample lines of some tasks), through a pipe from an owned
+// goroutine (the pipe is closed both ways), and counts it. fetch
+// returns the stream's digest, which must be digest when one is given.
+func (s *Server) readStored(jobID, digest string, fetch func(io.Writer) (string, error), read func(io.Reader) error) storedRead {
+	pr, pw := io.Pipe()
+	done := make(chan storedRead, 1)
 	go func() {
 		cw := iocount.Writer{W: pw}
-		_, d, err := cl.ResultLines(ctx, scope, jobID, from, to, &cw, 0)
+		d, err := fetch(&cw)
 		s.streamRead.Add(cw.N)
 		if err == nil && digest != "" && d != digest {
 			err = api.Errorf(api.CodeResultDigestMismatch, "job %s: result changed between reads", jobID)
 		}
 		pw.CloseWithError(err) // nil: the reader sees EOF
-		done <- streamed{cw.N, d, err}
+		done <- storedRead{wrote: cw.N, fetchErr: err}
 	}()
 	rerr := read(pr)
 	pr.CloseWithError(errSideRead)
-	st := <-done
-	switch {
-	case st.err != nil && st.wrote == 0 && from == 0 && api.AsError(st.err).Code == api.CodeInvalidRequest:
-		return true, nil, nil
-	case st.err != nil && !errors.Is(st.err, errSideRead):
-		return false, serviceError(st.err), nil
+	got := <-done
+	if errors.Is(got.fetchErr, errSideRead) {
+		got.fetchErr = nil
 	}
-	return false, nil, rerr
+	got.readErr = rerr
+	return got
 }
 
 // resultSide is a decoded result's side of a comparison.

@@ -54,10 +54,10 @@ func (c *call) caseIndex() (int, *Error) {
 
 // jobCase answers one case of a completed job: its case line and a page
 // of its samples, in sample order from offset. A job with a stream reads
-// the case's line (one line) and then its sample lines until the page's
-// samples came: samples are in the order they finished, so a page reads
-// the sample lines up to the last of its own, skipping the other cases'
-// undecoded (StreamCases.ReadSamples). The page holds up to limit
+// the case's line (one line) and then the page's samples only, by their
+// task indexes (the coordinator's result_samples, storedCases.readSamples):
+// a page costs its own case and samples, whatever the stream holds
+// before them. The page holds up to limit
 // samples and ends before the case and its samples pass MaxCasePageBytes,
 // except that its first sample is always sent when the answer fits the
 // report ceiling (else 413 response_limit_exceeded naming the sample and
@@ -112,7 +112,7 @@ func (s *Server) jobCase(w http.ResponseWriter, c *call) *Error {
 	pick := newPagePicker(from, to, min(MaxCasePageBytes, s.o.MaxReportBytes)-fixed, s.o.MaxReportBytes-fixed)
 	var encErr error
 	if from < to {
-		e := st.readSamples(ci, &cr, func(sm *evalengine.SampleResult) error {
+		e := st.readSamples(ci, &cr, from, to, func(sm *evalengine.SampleResult) error {
 			if sm.SampleIndex < pick.from || sm.SampleIndex >= pick.end {
 				return nil
 			}

@@ -343,14 +343,19 @@ func (st *storedCases) readCases(from, to int, fn func(int, *evalengine.CaseResu
 	})
 }
 
-// readSamples calls fn with case ci's samples (c is its case), in the
-// order they come: a stream's are in the order they finished, read from
-// its sample lines (every case's, the others skipped undecoded,
-// StreamCases.ReadSamples), a document's in sample order. fn's
-// errPageDone ends the read early, without error.
-func (st *storedCases) readSamples(ci int, c *evalengine.CaseResult, fn func(*evalengine.SampleResult) error) *Error {
+// readSamples calls fn with samples from..to-1 of case ci (c is its
+// case), in the order they come. A stream's are the sample lines of
+// their tasks (client.ResultSamples: sample si of case ci is task
+// si × cases + ci), read in sample order and nothing else
+// (StreamCases.ReadCaseSamples), each read checked against the stream's
+// digest; coordinators of an earlier build do not answer that, and the
+// case's samples are then read from the stream's sample lines (every
+// case's, the others skipped undecoded, StreamCases.ReadSamples). A
+// document's come in sample order. fn's errPageDone ends the read early,
+// without error.
+func (st *storedCases) readSamples(ci int, c *evalengine.CaseResult, from, to int, fn func(*evalengine.SampleResult) error) *Error {
 	if st.doc != nil {
-		for i := range st.doc.Cases[ci].Samples {
+		for i := from; i < to; i++ {
 			if err := fn(&st.doc.Cases[ci].Samples[i]); errors.Is(err, errPageDone) {
 				return nil
 			} else if err != nil {
@@ -359,9 +364,33 @@ func (st *storedCases) readSamples(ci int, c *evalengine.CaseResult, fn func(*ev
 		}
 		return nil
 	}
-	return st.read(1, st.lines-1-int64(st.n), func(r io.Reader) error {
-		return st.sc.ReadSamples(r, ci, c, fn)
+	if from == to {
+		return nil
+	}
+	tasks := make([]int, 0, to-from)
+	for si := from; si < to; si++ {
+		tasks = append(tasks, si*st.n+ci) // api.TaskIndex's inverse
+	}
+	got := st.s.readStored(st.id, st.digest, func(w io.Writer) (string, error) {
+		_, d, err := st.cl.ResultSamples(st.ctx, st.scope, st.id, tasks, w)
+		return d, err
+	}, func(r io.Reader) error {
+		return st.sc.ReadCaseSamples(r, ci, c, from, to, fn)
 	})
+	switch {
+	case got.fetchErr != nil && got.wrote == 0 && api.AsError(got.fetchErr).Code == api.CodeServiceUnavailable:
+		// No coordinator serves result_samples: an earlier build's.
+		return st.read(1, st.lines-1-int64(st.n), func(r io.Reader) error {
+			return st.sc.ReadSamples(r, ci, c, fn)
+		})
+	case got.fetchErr != nil:
+		return serviceError(got.fetchErr)
+	case errors.Is(got.readErr, errPageDone):
+		return nil
+	case got.readErr != nil:
+		return storedStreamError(got.readErr)
+	}
+	return nil
 }
 
 // read gives read lines [from, to) of the job's stream.
