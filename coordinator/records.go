@@ -175,14 +175,18 @@ func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) (*eva
 }
 
 // recordLines writes lines [from, ...) of job j's stream into a page of
-// at most limit bytes (at least one line), and returns the next line.
-func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, from int64, limit int) ([]byte, int64, error) {
+// at most limit bytes and maxLines lines (0: no count; at least one
+// line), and returns the next line.
+func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, from int64, limit int, maxLines int64) ([]byte, int64, error) {
 	var page bytes.Buffer
 	var line bytes.Buffer
 	sw, err := evalengine.NewStreamWriter(&line, nil, 0, 0)
 	if err != nil {
 		return nil, 0, err
 	}
+	next := from
+	// counted: the page has its maxLines lines.
+	counted := func() bool { return maxLines > 0 && next-from >= maxLines }
 	// add appends the line sw just wrote unless the page is full.
 	add := func() (bool, error) {
 		if err := sw.Flush(); err != nil {
@@ -195,7 +199,6 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 		page.Write(line.Bytes())
 		return true, nil
 	}
-	next := from
 	if next == 0 {
 		h := streamHeader(rj.p, j)
 		if _, err := evalengine.NewStreamWriter(&page, &h, 0, 0); err != nil {
@@ -207,6 +210,10 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 	full := false
 	if next <= j.Records {
 		err := tx.Records(j.JobID, next-1, func(seq int64, t *evalrecord.Task) (bool, error) {
+			if counted() {
+				full = true
+				return false, nil
+			}
 			smp := recordSample(rj.p, t)
 			ci, _ := api.TaskIndex(t.Index, cases)
 			if err := sw.WriteSample(ci, &smp); err != nil {
@@ -227,7 +234,7 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 			return nil, 0, api.Errorf(api.CodeResultDigestMismatch, "job %s: %d of %d records", j.JobID, next-1, j.Records)
 		}
 	}
-	if full {
+	if full || counted() {
 		return page.Bytes(), next, nil
 	}
 	agg := s.records.aggOf(rj)
@@ -239,7 +246,7 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 		s.records.keep(rj, agg, nil, "")
 	}
 	caseLines := int64(agg.CaseLines())
-	for k := next - 1 - j.Records; k <= caseLines; k++ {
+	for k := next - 1 - j.Records; k <= caseLines && !counted(); k++ {
 		if k < caseLines {
 			err = sw.WriteCase(agg, int(k))
 		} else {
@@ -264,8 +271,8 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 // stream (Format jsonl), or bytes of its document, built here on read and
 // only where it fits the document bound.
 func (s *service) recordsResult(tx *evalstore.Tx, req *api.Request, j *evalrecord.Job) (*api.Reply, error) {
-	if req.Offset < 0 || req.MaxBytes < 0 {
-		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d / max_bytes %d", req.Offset, req.MaxBytes)
+	if req.Offset < 0 || req.MaxBytes < 0 || req.Limit < 0 {
+		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d / max_bytes %d / limit %d", req.Offset, req.MaxBytes, req.Limit)
 	}
 	if err := s.verifyRecords(tx, j); err != nil {
 		return nil, err
@@ -280,7 +287,7 @@ func (s *service) recordsResult(tx *evalstore.Tx, req *api.Request, j *evalrecor
 		if req.Offset >= lines {
 			return nil, api.Errorf(api.CodeInvalidRequest, "result line %d outside a %d-line stream", req.Offset, lines)
 		}
-		page, next, err := s.recordLines(tx, j, rj, req.Offset, limit)
+		page, next, err := s.recordLines(tx, j, rj, req.Offset, limit, int64(req.Limit))
 		if err != nil {
 			return nil, err
 		}

@@ -238,7 +238,7 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}}
-	read := func(limit int) (out []byte, pages int) {
+	read := func(limit int, maxLines int64) (out []byte, pages int) {
 		t.Helper()
 		if err := s.View(func(tx *evalstore.Tx) error {
 			j, err := tx.JobByID("eval-a")
@@ -251,12 +251,12 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 			}
 			lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
 			for next := int64(0); next < lines; pages++ {
-				page, n, err := svc.recordLines(tx, j, rj, next, limit)
+				page, n, err := svc.recordLines(tx, j, rj, next, limit, maxLines)
 				if err != nil {
 					return err
 				}
-				if n <= next {
-					return fmt.Errorf("page at line %d ends at %d", next, n)
+				if n <= next || maxLines > 0 && n-next > maxLines {
+					return fmt.Errorf("page at line %d ends at %d (at most %d lines)", next, n, maxLines)
 				}
 				out, next = append(out, page...), n
 			}
@@ -266,16 +266,46 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 		}
 		return out, pages
 	}
-	small, pages := read(256)
+	// A read of some sample lines, counted, renders no case line: the
+	// aggregate is not built for it.
+	if err := s.View(func(tx *evalstore.Tx) error {
+		j, err := tx.JobByID("eval-a")
+		if err != nil {
+			return err
+		}
+		rj, err := svc.records.get(tx, j)
+		if err != nil {
+			return err
+		}
+		for _, from := range []int64{0, 1, 50, 139} { // the sample lines are 1..143
+			page, n, err := svc.recordLines(tx, j, rj, from, 64<<20, 5)
+			if err != nil {
+				return err
+			}
+			if lines := bytes.Count(page, []byte{'\n'}); n != from+5 || lines != 5 {
+				return fmt.Errorf("5 lines from %d: %d lines, next %d", from, lines, n)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := svc.records.aggs.Load(); n != 0 {
+		t.Fatalf("reading sample lines built the aggregate %d times", n)
+	}
+	small, pages := read(256, 0)
 	if pages < 13+2 {
 		t.Fatalf("%d pages: the test wants a page per case line or so", pages)
 	}
 	if n := svc.records.aggs.Load(); n != 1 {
 		t.Fatalf("the aggregate was built %d times for %d pages", n, pages)
 	}
-	big, _ := read(64 << 20)
+	big, _ := read(64<<20, 0)
 	if !bytes.Equal(small, big) {
 		t.Fatalf("pages of 256 bytes give %d bytes, one page %d", len(small), len(big))
+	}
+	if counted, _ := read(64<<20, 3); !bytes.Equal(counted, big) {
+		t.Fatalf("pages of 3 lines give %d bytes, one page %d", len(counted), len(big))
 	}
 	st, err := evalengine.ReadStream(bytes.NewReader(small))
 	if err != nil {

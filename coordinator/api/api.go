@@ -188,7 +188,10 @@ type Request struct {
 	WaitMS int64 `msgpack:"wait_ms,omitempty"`
 	// Submit.
 	Submit *SubmitRequest `msgpack:"submit,omitempty"`
-	// Paging (list_jobs, list_sets, list_baselines).
+	// Paging (list_jobs, list_sets, list_baselines). On a result page of
+	// the stream (Format ResultJSONL): at most Limit lines (0: as many
+	// as fit; a node of an earlier build ignores it, and the client cuts
+	// its page).
 	Limit  int    `msgpack:"limit,omitempty"`
 	Cursor string `msgpack:"cursor,omitempty"`
 	// get_set.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -374,7 +375,12 @@ func (c *Client) ResultSamples(ctx context.Context, scope, jobID string, tasks [
 // reached (the lines written, from from).
 func (c *Client) resultLines(ctx context.Context, scope, jobID string, from, to int64, w io.Writer, pageBytes int) (next, lines int64, digest string, err error) {
 	for next = from; ; {
-		rep, err := c.Call(ctx, api.OpResult, &api.Request{Scope: scope, JobID: jobID, Offset: next, MaxBytes: pageBytes, Format: api.ResultJSONL})
+		req := &api.Request{Scope: scope, JobID: jobID, Offset: next, MaxBytes: pageBytes, Format: api.ResultJSONL}
+		if to > next {
+			// The lines wanted, no more: the node renders only those.
+			req.Limit = int(min(to-next, math.MaxInt32))
+		}
+		rep, err := c.Call(ctx, api.OpResult, req)
 		if err != nil {
 			return next, lines, digest, err
 		}
