@@ -65,6 +65,14 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 	return report.Render(v, format, opts)
 }
 
+// WriteJSON writes Render(v, FormatJSON, opts)'s bytes to w, with its
+// errors, without holding a run's result document in one buffer. Nothing
+// is written when Render would fail; an error after that is w's
+// (ErrorCode "").
+func WriteJSON(w io.Writer, v any, opts ExportOptions) error {
+	return report.WriteJSON(w, v, opts)
+}
+
 const (
 	// MaxFailureSamples bounds the samples explained per case; the rest are
 	// counted in CaseFailure.OmittedSamples.

@@ -23,7 +23,7 @@ var internalOnly = map[string][]string{
 		// Set decoding, for the Google import.
 		"CheckSet", "DecodeSet", "SetFromObject",
 		// Result and criteria internals, for the renderers and the judge.
-		"CanonicalResult", "CheckComparison", "CheckResult", "ExcerptString", "ExpectedResponse", "MetaFirstMismatch",
+		"CanonicalResult", "WriteCanonicalResult", "CheckComparison", "CheckResult", "ExcerptString", "ExpectedResponse", "MetaFirstMismatch",
 		"MetaOrEmpty", "NotEvaluatedCases", "SeriesOfResult", "StreamResult", "UsageOf", "ValidateMetrics", "ZFor",
 		// The root's tests (export_test.go).
 		"ResultSize", "ScanDecodersAgree", "ScanTypesMirror", "SpliceSamples", "TrajectoryKey", "TrajectoriesEqual",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -719,6 +720,32 @@ func (f *evalRunFlags) report(cmd *cobra.Command, result *evalengine.Result, bas
 		// (a baseline of 100,000 cases) it is written whole.
 		err := emitComparison(cmd, f.output, opts.MaxReportBytes, codeReportRenderFailed, secrets, func(w io.Writer) (int64, error) {
 			return evalengine.WriteComparison(w, cmp, f.format, exportOpts)
+		})
+		if err != nil {
+			return err
+		}
+		if !passed {
+			return &exitCodeError{Code: exitFailed}
+		}
+		return nil
+	}
+	if f.format == evalengine.FormatJSON {
+		// Written in pieces through the scrub, never held as one
+		// document: a 5,000-sample report is megabytes of fresh memory
+		// at the end of a run. Nothing is written when it is refused.
+		err := emitStreamed(cmd, f.output, func(w io.Writer) error {
+			bw := bufio.NewWriterSize(w, 64<<10)
+			sw := newScrubWriter(bw, secrets)
+			if err := evalengine.WriteJSON(sw, result, exportOpts); err != nil {
+				if evalengine.ErrorCode(err) == "" {
+					return err // the output failed
+				}
+				return engineError(codeReportRenderFailed, err)
+			}
+			if err := sw.Close(); err != nil {
+				return err
+			}
+			return bw.Flush()
 		})
 		if err != nil {
 			return err

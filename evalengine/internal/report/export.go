@@ -81,46 +81,11 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 			return RenderHTML(nil, x, opts)
 		}
 	}
-	suite := opts.SuiteName
-	if suite == "" {
-		suite = DefaultSuiteName
+	suite, maxBytes, res, cmp, err := exportInputs(v, opts)
+	if err != nil {
+		return nil, err
 	}
-	if len(suite) > MaxSuiteNameBytes || !utf8.ValidString(suite) {
-		return nil, evalcore.NewErr(evalcore.CodeInvalidSuiteName, "")
-	}
-	maxBytes := opts.MaxBytes
-	if maxBytes == 0 {
-		maxBytes = MaxExportBytes
-	}
-	if maxBytes < 0 || maxBytes > MaxExportBytes {
-		return nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
-	}
-	var (
-		res *evalcore.Result
-		cmp *evalcore.Comparison
-	)
-	switch x := v.(type) {
-	case *evalcore.Result:
-		r, err := evalcore.CheckResult(x)
-		if err != nil {
-			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
-		}
-		res = r
-	case *evalcore.Comparison:
-		if x == nil {
-			return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "nil", "")
-		}
-		var err error
-		if cmp, err = evalcore.CheckComparison(x); err != nil {
-			return nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
-		}
-	default:
-		return nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "unsupported_value", "")
-	}
-	var (
-		out []byte
-		err error
-	)
+	var out []byte
 	switch format {
 	case FormatJSON:
 		if res != nil {
@@ -164,6 +129,77 @@ func Render(v any, format string, opts ExportOptions) ([]byte, error) {
 		return nil, evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(len(out)))
 	}
 	return out, nil
+}
+
+// exportInputs checks Render's inputs: the suite name, the byte bound
+// (0: MaxExportBytes) and the value, re-validated (a *Result or a
+// *Comparison; exactly one of res and cmp is set).
+func exportInputs(v any, opts ExportOptions) (suite string, maxBytes int, res *evalcore.Result, cmp *evalcore.Comparison, err error) {
+	suite = opts.SuiteName
+	if suite == "" {
+		suite = DefaultSuiteName
+	}
+	if len(suite) > MaxSuiteNameBytes || !utf8.ValidString(suite) {
+		return "", 0, nil, nil, evalcore.NewErr(evalcore.CodeInvalidSuiteName, "")
+	}
+	maxBytes = opts.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = MaxExportBytes
+	}
+	if maxBytes < 0 || maxBytes > MaxExportBytes {
+		return "", 0, nil, nil, evalcore.NewErr(CodeInvalidExportOptions, "max_bytes")
+	}
+	switch x := v.(type) {
+	case *evalcore.Result:
+		r, err := evalcore.CheckResult(x)
+		if err != nil {
+			return "", 0, nil, nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
+		}
+		res = r
+	case *evalcore.Comparison:
+		if x == nil {
+			return "", 0, nil, nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "nil", "")
+		}
+		if cmp, err = evalcore.CheckComparison(x); err != nil {
+			return "", 0, nil, nil, &evalcore.Error{Code: evalcore.CodeInvalidExportResult, Reason: evalcore.ErrorCode(err), Err: err}
+		}
+	default:
+		return "", 0, nil, nil, evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "unsupported_value", "")
+	}
+	return suite, maxBytes, res, cmp, nil
+}
+
+// WriteJSON writes what Render(v, FormatJSON, opts) returns to w, with
+// the same errors. A result whose samples Run encoded is written in
+// pieces and never held as one document (a 5,000-sample report is
+// megabytes of fresh memory at the end of a run); any other value is
+// rendered and then written. Nothing is written when Render would fail;
+// an error after that is w's (ErrorCode "").
+func WriteJSON(w io.Writer, v any, opts ExportOptions) error {
+	_, maxBytes, res, _, err := exportInputs(v, opts)
+	if err != nil {
+		return err
+	}
+	if res != nil && res.Legacy() == nil {
+		ok, err := evalcore.WriteCanonicalResult(w, res, func(size int) error {
+			if size > maxBytes {
+				return evalcore.NewErr(evalcore.CodeExportByteLimitExceeded, strconv.Itoa(size))
+			}
+			return nil
+		})
+		if ok {
+			return err
+		}
+		if err != nil {
+			return evalcore.ReasonErr(evalcore.CodeInvalidExportResult, "not_json", "")
+		}
+	}
+	out, err := Render(v, FormatJSON, opts)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
 }
 
 // canonicalJSON renders v as canonical JSON (sorted keys) plus a newline.
