@@ -50,6 +50,10 @@
 //	Run(ctx, set, RunConfig{Adapter, Metrics, Options}) -> *Result
 //	Compare(baseline, current, CompareOptions) -> *Comparison
 //	Render(result|comparison, format, ExportOptions) -> bytes
+//	WriteJSON(w, result, ExportOptions)  Render's JSON bytes to w; a run's
+//	                                     result goes out in 64 KiB pieces of
+//	                                     its samples' own encodings, never as
+//	                                     one document (adk eval run)
 //	Failures(result) -> []CaseFailure    why each case failed; the one source
 //	                                     of reasons for every renderer
 //	ParseGoogleTestConfig(bytes)          adk-python test_config.json criteria
