@@ -40,18 +40,30 @@ func TestPrepare_CollapsesHeapBelowBlock(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
 		t.Skip("kernel without transparent huge pages")
 	}
-	errno := adviseHugeBlock()
-	switch errno {
-	case 0:
-	case errNoCollapse:
-		t.Skip("the heap below the block was out of reach (over maxCollapse): nothing to collapse in this process")
-	default:
-		t.Skipf("the kernel refused the collapse (%v): best effort", errno)
-	}
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(os.Args))))
-	if kb := anonHugeKB(t, addr); kb < hugePage>>10 {
-		t.Fatalf("the collapse succeeded, but the mapping of the first heap objects (%#x) has %d kB of huge pages, want at least %d", addr, kb, hugePage>>10)
+	// The huge page is best effort after the collapse too: the runtime's
+	// background scavenger, woken by the block's allocation, may return a
+	// free page inside it to the kernel (which splits it) before smaps is
+	// read; a CI run saw that once in many. So the collapse is tried up
+	// to three times, and the test fails only when none of them leaves
+	// the first heap objects on a huge page.
+	var kb uint64
+	for attempt := range 3 {
+		errno := adviseHugeBlock()
+		switch {
+		case errno == 0:
+		case attempt > 0:
+			continue
+		case errno == errNoCollapse:
+			t.Skip("the heap below the block was out of reach (over maxCollapse): nothing to collapse in this process")
+		default:
+			t.Skipf("the kernel refused the collapse (%v): best effort", errno)
+		}
+		if kb = anonHugeKB(t, addr); kb >= hugePage>>10 {
+			return
+		}
 	}
+	t.Fatalf("the collapse succeeded, but the mapping of the first heap objects (%#x) has %d kB of huge pages, want at least %d", addr, kb, hugePage>>10)
 }
 
 // TestImports_KeepInitEarly holds the package to the imports that let the
