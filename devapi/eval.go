@@ -610,7 +610,9 @@ func parsePrune(data []byte, now time.Time) (*evalrecord.PruneOptions, *Error) {
 		if err != nil || d <= 0 {
 			return nil, bad("older_than", "must be a positive duration, e.g. 720h")
 		}
-		o.Before = now.Add(-d).UnixMilli()
+		if o.Before = now.Add(-d).UnixMilli(); o.Before <= 0 {
+			return nil, bad("older_than", "must reach back no further than 1970, e.g. 720h")
+		}
 	default:
 		t, err := time.Parse(time.RFC3339, b.Before)
 		if err != nil || t.UnixMilli() <= 0 {
