@@ -23,6 +23,7 @@ var externals = map[string]string{
 	"Badger": "github.com/dgraph-io/badger",
 	"nats":   "github.com/nats-io/nats.go",
 	"Raft":   "github.com/hashicorp/raft",
+	"gRPC":   "google.golang.org/grpc",
 }
 
 type goPkg struct {

@@ -15,8 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"github.com/fadcedab/adk/internal/otlpwire"
 )
 
 // OTLP/HTTP exporter bounds (CONTRACTS §2.8): default, minimum, maximum.
@@ -270,24 +269,18 @@ func (e *OTLPExporter) post(ctx context.Context, target string, body []byte, log
 	if err != nil || mt != "application/json" {
 		return permanent("invalid_response_content_type")
 	}
-	var rejected int64
+	sig := otlpwire.Traces
 	if logs {
-		r := plogotlp.NewExportResponse()
-		if err := r.UnmarshalJSON(respBody); err != nil {
-			return permanent("invalid_success_response")
-		}
-		rejected = r.PartialSuccess().RejectedLogRecords()
-	} else {
-		r := ptraceotlp.NewExportResponse()
-		if err := r.UnmarshalJSON(respBody); err != nil {
-			return permanent("invalid_success_response")
-		}
-		rejected = r.PartialSuccess().RejectedSpans()
+		sig = otlpwire.Logs
 	}
-	if rejected > 0 {
+	ps, err := otlpwire.ParseResponseJSON(respBody, sig)
+	if err != nil {
+		return permanent("invalid_success_response")
+	}
+	if ps.Rejected > 0 {
 		ee := permanent("partial_success_rejected")
 		ee.Status = resp.StatusCode
-		ee.RejectedItems = rejected
+		ee.RejectedItems = ps.Rejected
 		return ee
 	}
 	return nil

@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fadcedab/adk/internal/otlpwire"
 	"github.com/fadcedab/adk/store/tracenode"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
 // probeTimeout bounds the wait for one probe to become queryable.
@@ -126,5 +126,5 @@ func probeRequest(runID string) ([]byte, error) {
 	now := time.Now()
 	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
 	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
-	return ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	return otlpwire.EncodeTraces(td)
 }

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fadcedab/adk/internal/otlpwire"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
 // replayBodies is how many distinct request bodies the replay load cycles
@@ -140,7 +140,7 @@ func replayRequest(n, perTrace int) ([]byte, error) {
 		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
 		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(123 * time.Microsecond)))
 	}
-	return ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	return otlpwire.EncodeTraces(td)
 }
 
 // selfCPU is this process's user+system CPU time.

@@ -3,4 +3,9 @@
 //
 // Exit codes are part of the interface: 0 success, 2 evaluated but failed or
 // regressed, 1 any error, printed as one line on stderr.
+//
+// It must not import gRPC: adk speaks OTLP over HTTP only, and every
+// package a binary links is initialised at each start, `adk eval run`'s
+// included (internal/otlpwire holds the OTLP pieces pdata keeps beside
+// its gRPC services).
 package main

@@ -22,9 +22,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/internal/otlpwire"
 	"github.com/fadcedab/adk/observability"
 )
 
@@ -493,7 +493,7 @@ func (e *Exporter) send(b *batch) {
 		e.messages.Add(uint64(len(b.msgs)))
 		return
 	}
-	body, err := ptraceotlp.NewExportRequestFromTraces(b.td).MarshalProto()
+	body, err := otlpwire.EncodeTraces(b.td)
 	if err != nil || len(body) > e.cfg.MaxRequestBytes {
 		e.drop(DropTooLarge, b.spans)
 		ackAll(b.msgs)
@@ -594,21 +594,21 @@ func partialRejected(contentType string, body []byte) int64 {
 	if len(body) == 0 || len(body) > maxResponseBytes {
 		return 0
 	}
-	r := ptraceotlp.NewExportResponse()
 	mt, _, _ := mime.ParseMediaType(contentType)
+	var ps otlpwire.PartialSuccess
 	var err error
 	switch mt {
 	case "application/x-protobuf":
-		err = r.UnmarshalProto(body)
+		ps, err = otlpwire.ParseResponseProto(body)
 	case "application/json":
-		err = r.UnmarshalJSON(body)
+		ps, err = otlpwire.ParseResponseJSON(body, otlpwire.Traces)
 	default:
 		return 0
 	}
-	if err != nil || r.PartialSuccess().RejectedSpans() < 0 {
+	if err != nil || ps.Rejected < 0 {
 		return 0
 	}
-	return r.PartialSuccess().RejectedSpans()
+	return ps.Rejected
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; anything else is no

@@ -1,7 +1,8 @@
 // Package otlpreceiver is the OTLP/HTTP trace receiver: POST /v1/traces
 // with an ExportTraceServiceRequest in protobuf (application/x-protobuf)
 // or JSON (application/json), optionally gzip-encoded, decoded with the
-// collector pdata package. Each span is mapped to the v2 span signal's
+// collector pdata package (internal/otlpwire: ptrace's decoders, as
+// ptraceotlp decodes a request, without linking gRPC). Each span is mapped to the v2 span signal's
 // metadata projection and published to ADK_SIGNALS through a
 // bus.PublisherPool under the principal its bearer token maps to, so any
 // OpenTelemetry SDK can stream into adk.

@@ -6,10 +6,10 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"github.com/fadcedab/adk/internal/otlpwire"
 	"github.com/fadcedab/adk/observability"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
 // Bounds of mapped attribute values (the trace store's text bounds).
@@ -56,17 +56,11 @@ const maxForbiddenMemo = 256
 // decode decodes an ExportTraceServiceRequest and maps its spans. It never
 // panics on any input (FuzzOTLPDecode).
 func decode(body []byte, isJSON bool) (*mapped, error) {
-	req := ptraceotlp.NewExportRequest()
-	var err error
-	if isJSON {
-		err = req.UnmarshalJSON(body)
-	} else {
-		err = req.UnmarshalProto(body)
-	}
+	td, err := otlpwire.DecodeTraces(body, isJSON)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	return mapTraces(req.Traces()), nil
+	return mapTraces(td), nil
 }
 
 // mapTraces maps every span of td and encodes the mappable ones;

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fadcedab/adk/bus"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"github.com/fadcedab/adk/internal/otlpwire"
 )
 
 // TracesPath is the OTLP/HTTP traces path.
@@ -303,22 +303,15 @@ func contentType(req *http.Request) string {
 
 // writeResponse writes 200 with an ExportTraceServiceResponse.
 func writeResponse(w http.ResponseWriter, ct string, rejected int, msg string) {
-	resp := ptraceotlp.NewExportResponse()
+	var ps otlpwire.PartialSuccess
 	if rejected > 0 {
-		ps := resp.PartialSuccess()
-		ps.SetRejectedSpans(int64(rejected))
-		ps.SetErrorMessage(msg)
+		ps = otlpwire.PartialSuccess{Rejected: int64(rejected), ErrorMessage: msg}
 	}
 	var b []byte
-	var err error
 	if ct == ContentTypeJSON {
-		b, err = resp.MarshalJSON()
+		b = otlpwire.AppendResponseJSON(nil, otlpwire.Traces, ps)
 	} else {
-		b, err = resp.MarshalProto()
-	}
-	if err != nil {
-		http.Error(w, "encode response", http.StatusInternalServerError)
-		return
+		b = otlpwire.AppendResponseProto(nil, ps)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(http.StatusOK)
