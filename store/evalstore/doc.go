@@ -10,6 +10,10 @@
 // is skipped, so log replay after a restart or a snapshot install never
 // applies a command twice. Nothing in this package reads the clock or a
 // random source: times and ids come from the caller (the Raft command).
+// The one exception to "every mutation is an Update" is a records job's
+// result tail (PutTail, tails.go): node-local state derived from the
+// records, written beside the log under keys no entry touches, and read
+// only while it names the records the log completed.
 //
 // The records themselves (jobs, sets, baselines, tasks, error codes) live
 // in the leaf store/evalrecord, so readers of the wire need not link

@@ -27,6 +27,7 @@ const (
 	pPart     = 'y' // y<upload16><part32>                   one part's bytes
 	pRequest  = 'r' // r<scope16><request id>                RequestRecord: a submit's idempotency key
 	pReqAge   = 'e' // e<at64><scope16><request id>          key only: request records by age
+	pTail     = 'g' // g<job16>[<chunk32>]                   a records job's result tail: node-local, not the log's (tails.go)
 )
 
 // MaxScopeBytes bounds an app scope (CONTRACTS §6: 1..256 bytes UTF-8).
