@@ -772,7 +772,8 @@ func OpenStreamFile(r io.ReaderAt, size int64) (*StreamFile, error) {
 type StreamCases = evalcore.StreamCases
 
 // OpenStreamCases checks a stream's header and summary lines; Read (or
-// ReadRange) then reads its case lines, ReadSamples one case's
+// ReadRange) then reads its case lines, ReadFailuresFirst the case
+// lines of rows of the failures-first order, ReadSamples one case's
 // samples from its sample lines, and ReadCaseSamples a range of one
 // case's samples from exactly their lines. See StreamCases.
 func OpenStreamCases(header, summary []byte) (*StreamCases, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/fadcedab/adk/evalengine"
@@ -164,6 +165,77 @@ func TestStreamCases_ReadRangeReadsItsLinesOnly(t *testing.T) {
 		{"backwards", 5, 4, nil, "case_out_of_range"},
 	} {
 		err := sc.ReadRange(bytes.NewReader(c.lines), c.from, c.to, func(int, *evalengine.CaseResult) error { return nil })
+		if evalengine.ErrorCode(err) != "invalid_eval_stream" || !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
+			t.Errorf("%s: %v, want invalid_eval_stream %s", c.name, err, c.reason)
+		}
+	}
+}
+
+// TestStreamCases_ReadFailuresFirstChecksTheOrder: the case lines of
+// rows of the failures-first order (the failed cases, then the passed,
+// each in case order) read as those cases, from any row; lines out of
+// that order, a passed case among the failed rows, a line short or over
+// are refused with their reason.
+func TestStreamCases_ReadFailuresFirstChecksTheOrder(t *testing.T) {
+	const n = 30
+	data := sideStream(t, n, 2, false)
+	header, cases, summary := splitStream(t, data, n)
+	sc, err := evalengine.OpenStreamCases(header, summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := casesOf(t, sc, cases)
+	lines := bytes.SplitAfter(cases, []byte{'\n'})[:n]
+	var order []int // case indexes, failures first
+	for ci := range all {
+		if !all[ci].Passed {
+			order = append(order, ci)
+		}
+	}
+	failed := len(order)
+	for ci := range all {
+		if all[ci].Passed {
+			order = append(order, ci)
+		}
+	}
+	if failed == 0 || failed == n {
+		t.Fatalf("%d of %d cases failed: the test wants both", failed, n)
+	}
+	rows := func(from, to int) []byte {
+		var b []byte
+		for _, ci := range order[from:to] {
+			b = append(b, lines[ci]...)
+		}
+		return b
+	}
+	for _, r := range [][2]int{{0, n}, {0, failed}, {failed, n}, {failed - 1, failed + 2}, {n - 1, n}, {3, 3}} {
+		var got []int
+		err := sc.ReadFailuresFirst(bytes.NewReader(rows(r[0], r[1])), r[0], r[1], func(ci int, c *evalengine.CaseResult) error {
+			if mustJSON(t, c) != mustJSON(t, &all[ci]) {
+				t.Fatalf("rows %v: case %d differs", r, ci)
+			}
+			got = append(got, ci)
+			return nil
+		})
+		if err != nil || !slices.Equal(got, order[r[0]:r[1]]) {
+			t.Errorf("rows %v: %v, cases %v, want %v", r, err, got, order[r[0]:r[1]])
+		}
+	}
+	swapped := append(append([]byte{}, lines[order[1]]...), lines[order[0]]...)
+	for _, c := range []struct {
+		name     string
+		from, to int
+		lines    []byte
+		reason   string
+	}{
+		{"two failed rows swapped", 0, 2, swapped, "case_out_of_order"},
+		{"a passed case first", 0, 1, lines[order[failed]], "case_out_of_order"},
+		{"a failed case last", n - 1, n, lines[order[0]], "case_out_of_order"},
+		{"a line short", 0, 2, lines[order[0]], "missing_cases"},
+		{"a line over", 0, 1, rows(0, 2), "line_after_cases"},
+		{"past the cases", n - 1, n + 1, rows(n-1, n), "case_out_of_range"},
+	} {
+		err := sc.ReadFailuresFirst(bytes.NewReader(c.lines), c.from, c.to, func(int, *evalengine.CaseResult) error { return nil })
 		if evalengine.ErrorCode(err) != "invalid_eval_stream" || !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
 			t.Errorf("%s: %v, want invalid_eval_stream %s", c.name, err, c.reason)
 		}

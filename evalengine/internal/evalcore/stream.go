@@ -152,6 +152,16 @@ func (r *Result) CaseLines() int {
 	return len(r.Cases)
 }
 
+// CasePassed says whether r's case i (0 <= i < r.CaseLines()) passed,
+// without building its case line: a reader of a result's failed cases
+// lists them from a compact aggregate in O(cases) of booleans.
+func (r *Result) CasePassed(i int) bool {
+	if r.Cases != nil {
+		return r.Cases[i].Passed
+	}
+	return r.summary.cases[i].passed
+}
+
 // WriteCase appends r's case line i (0 <= i < r.CaseLines()), the bytes
 // WriteSummary writes for it, so a reader pages through a large result's
 // case lines without rendering all of them. It only reads r: concurrent

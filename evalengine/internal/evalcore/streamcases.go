@@ -117,6 +117,72 @@ func (s *StreamCases) ReadRange(r io.Reader, from, to int, fn func(ci int, c *Ca
 	return nil
 }
 
+// ReadFailuresFirst reads the case lines of rows from..to-1 of the
+// result's failures-first order (the cases that did not pass, then those
+// that did, each in case order) from r: exactly those lines, in that
+// order, as a store that lists a result's failed cases answers them (the
+// fleet's result_cases). Each is checked as ReadRange checks a case line,
+// and against its row: a row before the summary's failed count must not
+// have passed and one after it must have, case indexes ascend within
+// each part, and the row's rank bounds its index (the failed case of
+// rank k is at k or later, and at most the passed count later). Whether
+// a case was left out between two rows cannot be seen without every case
+// line (Read counts them). fn is called with each (valid only during the
+// call); its error ends the read and is returned as is.
+func (s *StreamCases) ReadFailuresFirst(r io.Reader, from, to int, fn func(ci int, c *CaseResult) error) error {
+	n := s.Header.CaseCount
+	if from < 0 || to < from || to > n {
+		return ReasonErr(CodeInvalidEvalStream, "case_out_of_range", strconv.Itoa(from)+".."+strconv.Itoa(to))
+	}
+	passedN := s.Summary.PassedCaseCount
+	failedN := n - passedN
+	lim := streamLineLimits()
+	br := bufio.NewReaderSize(r, streamBufferBytes)
+	last := -1
+	for row := from; row < to; row++ {
+		bad := func(reason string) error {
+			return ReasonErr(CodeInvalidEvalStream, reason, "row "+strconv.Itoa(row))
+		}
+		line, err := readLine(br)
+		switch {
+		case err == io.EOF && len(line) > 0:
+			return bad("truncated_line")
+		case err == io.EOF:
+			return bad("missing_cases")
+		case errors.Is(err, errLineTooLong):
+			return bad("line_too_large")
+		case err != nil:
+			return &Error{Code: CodeInvalidEvalStream, Reason: "read_failed", Err: err}
+		}
+		cl, err := decodeCaseLine(line, lim)
+		if err != nil || cl.Type != streamTypeCase {
+			return bad("invalid_case")
+		}
+		c, ci := cl.Case, cl.CaseIndex
+		if c.SampleCount != s.Header.SampleCount || c.PassedSampleCount < 0 || c.PassedSampleCount > c.SampleCount {
+			return bad("case_mismatch")
+		}
+		rank, others := row, passedN
+		if row >= failedN {
+			rank, others = row-failedN, failedN
+			if row == failedN {
+				last = -1
+			}
+		}
+		if c.Passed != (row >= failedN) || ci <= last || ci < rank || ci > rank+others {
+			return bad("case_out_of_order")
+		}
+		last = ci
+		if err := fn(ci, c); err != nil {
+			return err
+		}
+	}
+	if line, err := readLine(br); err != io.EOF || len(line) > 0 {
+		return ReasonErr(CodeInvalidEvalStream, "line_after_cases", "row "+strconv.Itoa(to))
+	}
+	return nil
+}
+
 // ReadSamples reads the stream's sample lines from r (the lines between
 // the header and the first case line: Header.CaseCount × SampleCount of
 // them, in the order the samples finished) and calls fn with each sample
