@@ -42,6 +42,9 @@ type FSM struct {
 	// service with it. Only the apply goroutine writes failed.
 	failed atomic.Pointer[api.Error]
 	onFail func(error)
+	// onRecordsCompleted, set before Raft starts, is told each job this
+	// FSM completed as records (its result tail is rendered then).
+	onRecordsCompleted func(jobID string)
 	// ended wakes the status calls waiting for a job's end (WaitMS) after
 	// an entry that may have ended jobs (transition, recover) or a
 	// snapshot restore.
@@ -315,6 +318,9 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 			if res.Job != nil && res.Job.Phase.Terminal() {
 				f.inflight.invalidate() // its assignments were dropped
 				f.samples.ended(c.JobID)
+			}
+			if records && f.onRecordsCompleted != nil && res.Job != nil && res.Job.Phase == evalrecord.PhaseCompleted {
+				f.onRecordsCompleted(c.JobID)
 			}
 		}
 	case cmdLease:

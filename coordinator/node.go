@@ -173,6 +173,11 @@ type Config struct {
 	// with a result document every node builds (the second form), not as
 	// records: tests use it to check that such entries still apply.
 	ResultDocuments bool
+	// WithoutOps are adk.coord.v1 operations this node does not serve
+	// (it subscribes no responder for them). Tests stand a node in for
+	// a coordinator of an earlier build with it, which has no responder
+	// for the operations added since (result_samples, result_cases).
+	WithoutOps []string
 }
 
 // Node is one coordinator: a Raft peer with its FSM and eval store, the
@@ -182,6 +187,7 @@ type Node struct {
 	log     *slog.Logger
 	store   *evalstore.Store
 	fsm     *FSM
+	tails   *tailCache
 	raft    *raft.Raft
 	trans   *raft.NetworkTransport
 	wal     *wal.WAL
@@ -281,6 +287,11 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.fsm.samples.disable()
 	}
 	n.fsm.onFail = n.failStop // a storage failure in an apply stops the service, not the process
+	// Every completed records job gets its result tail, rendered off the
+	// apply goroutine by the service (tails.go); completions applied
+	// before the service starts (a replay) wait in the queue.
+	n.tails = newTailCache()
+	n.fsm.onRecordsCompleted = n.tails.enqueue
 	if n.js, err = jetstream.New(n.nc); err != nil {
 		return nil, err
 	}

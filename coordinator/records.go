@@ -144,7 +144,7 @@ func streamHeader(p *evalengine.Prepared, j *evalrecord.Job) evalengine.StreamHe
 
 // buildAgg aggregates job j's case lines and summary from its records:
 // case by case, each case's samples read by their task index.
-func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) (*evalengine.Result, error) {
+func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared, stop <-chan struct{}) (*evalengine.Result, error) {
 	agg, err := evalengine.NewCaseAggregator(p.Set, p.Metrics, p.Options)
 	if err != nil {
 		return nil, err
@@ -152,6 +152,13 @@ func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) (*eva
 	cases, per := len(p.Set.Cases), p.Options.Samples
 	samples := make([]evalengine.SampleResult, per)
 	for ci := range cases {
+		if ci%1024 == 0 && stop != nil {
+			select {
+			case <-stop:
+				return nil, errStopped
+			default:
+			}
+		}
 		for si := range per {
 			idx := si*cases + ci // api.TaskIndex's inverse
 			t, err := tx.Task(j.JobID, idx)
@@ -176,8 +183,10 @@ func buildAgg(tx *evalstore.Tx, j *evalrecord.Job, p *evalengine.Prepared) (*eva
 
 // recordLines writes lines [from, ...) of job j's stream into a page of
 // at most limit bytes and maxLines lines (0: no count; at least one
-// line), and returns the next line.
-func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, from int64, limit int, maxLines int64) ([]byte, int64, error) {
+// line), and returns the next line. With the job's tail (t) the header,
+// case lines and summary come from it; prep gives the prepared set
+// (sample lines, and every line without a tail).
+func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, t *evalstore.TailHead, prep func() (*recordJob, error), from int64, limit int, maxLines int64) ([]byte, int64, error) {
 	var page bytes.Buffer
 	var line bytes.Buffer
 	sw, err := evalengine.NewStreamWriter(&line, nil, 0, 0)
@@ -187,29 +196,37 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 	next := from
 	// counted: the page has its maxLines lines.
 	counted := func() bool { return maxLines > 0 && next-from >= maxLines }
-	// add appends the line sw just wrote unless the page is full.
-	add := func() (bool, error) {
-		if err := sw.Flush(); err != nil {
-			return false, err
+	// add appends b unless the page is full.
+	add := func(b []byte) bool {
+		if page.Len() > 0 && page.Len()+len(b) > limit {
+			return false
 		}
-		defer line.Reset()
-		if page.Len() > 0 && page.Len()+line.Len() > limit {
-			return false, nil
-		}
-		page.Write(line.Bytes())
-		return true, nil
+		page.Write(b)
+		return true
 	}
 	if next == 0 {
-		h := streamHeader(rj.p, j)
-		if _, err := evalengine.NewStreamWriter(&page, &h, 0, 0); err != nil {
-			return nil, 0, err
+		if t != nil {
+			page.Write(t.Header)
+		} else {
+			rj, err := prep()
+			if err != nil {
+				return nil, 0, err
+			}
+			h := streamHeader(rj.p, j)
+			if _, err := evalengine.NewStreamWriter(&page, &h, 0, 0); err != nil {
+				return nil, 0, err
+			}
 		}
 		next = 1
 	}
-	cases := len(rj.p.Set.Cases)
 	full := false
-	if next <= j.Records {
-		err := tx.Records(j.JobID, next-1, func(seq int64, t *evalrecord.Task) (bool, error) {
+	if next <= j.Records && !counted() {
+		rj, err := prep()
+		if err != nil {
+			return nil, 0, err
+		}
+		cases := len(rj.p.Set.Cases)
+		err = tx.Records(j.JobID, next-1, func(seq int64, t *evalrecord.Task) (bool, error) {
 			if counted() {
 				full = true
 				return false, nil
@@ -219,10 +236,14 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 			if err := sw.WriteSample(ci, &smp); err != nil {
 				return false, err
 			}
-			ok, err := add()
-			if err != nil || !ok {
-				full = true
+			if err := sw.Flush(); err != nil {
 				return false, err
+			}
+			ok := add(line.Bytes())
+			line.Reset()
+			if !ok {
+				full = true
+				return false, nil
 			}
 			next = seq + 2
 			return true, nil
@@ -230,36 +251,29 @@ func (s *service) recordLines(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob
 		if err != nil {
 			return nil, 0, err
 		}
-		if !full && next <= j.Records {
+		if !full && !counted() && next <= j.Records {
 			return nil, 0, api.Errorf(api.CodeResultDigestMismatch, "job %s: %d of %d records", j.JobID, next-1, j.Records)
 		}
 	}
 	if full || counted() {
 		return page.Bytes(), next, nil
 	}
-	agg := s.records.aggOf(rj)
-	if agg == nil {
-		if agg, err = buildAgg(tx, j, rj.p); err != nil {
+	var rj *recordJob
+	if t == nil {
+		if rj, err = prep(); err != nil {
 			return nil, 0, err
 		}
-		s.records.aggs.Add(1)
-		s.records.keep(rj, agg, nil, "")
 	}
-	caseLines := int64(agg.CaseLines())
-	for k := next - 1 - j.Records; k <= caseLines && !counted(); k++ {
-		if k < caseLines {
-			err = sw.WriteCase(agg, int(k))
-		} else {
-			err = sw.WriteSummaryLine(agg)
-		}
+	cl, err := s.caseLinesOf(tx, j, t, rj)
+	if err != nil {
+		return nil, 0, err
+	}
+	for k := next - 1 - j.Records; k <= int64(cl.cases()) && !counted(); k++ {
+		b, err := cl.line(int(k))
 		if err != nil {
 			return nil, 0, err
 		}
-		ok, err := add()
-		if err != nil {
-			return nil, 0, err
-		}
-		if !ok {
+		if !add(b) {
 			break
 		}
 		next++
@@ -274,24 +288,47 @@ func (s *service) recordsResult(tx *evalstore.Tx, req *api.Request, j *evalrecor
 	if req.Offset < 0 || req.MaxBytes < 0 || req.Limit < 0 {
 		return nil, api.Errorf(api.CodeInvalidRequest, "result offset %d / max_bytes %d / limit %d", req.Offset, req.MaxBytes, req.Limit)
 	}
+	limit := s.pageLimit(req.MaxBytes)
+	if req.Format == api.ResultJSONL {
+		t, err := s.tailOf(tx, j)
+		if err != nil {
+			return nil, err
+		}
+		var rj *recordJob
+		prep := func() (*recordJob, error) {
+			if rj != nil {
+				return rj, nil
+			}
+			if err := s.verifyRecords(tx, j); err != nil {
+				return nil, err
+			}
+			rj, err = s.records.get(tx, j)
+			return rj, err
+		}
+		var cases int
+		if t != nil {
+			cases = t.Cases
+		} else if _, err := prep(); err != nil {
+			return nil, err
+		} else {
+			cases = len(rj.p.Set.Cases)
+		}
+		lines := 1 + j.Records + int64(cases) + 1
+		if req.Offset >= lines {
+			return nil, api.Errorf(api.CodeInvalidRequest, "result line %d outside a %d-line stream", req.Offset, lines)
+		}
+		page, next, err := s.recordLines(tx, j, t, prep, req.Offset, limit, int64(req.Limit))
+		if err != nil {
+			return nil, err
+		}
+		return &api.Reply{Result: page, NextOffset: next, ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
+	}
 	if err := s.verifyRecords(tx, j); err != nil {
 		return nil, err
 	}
 	rj, err := s.records.get(tx, j)
 	if err != nil {
 		return nil, err
-	}
-	limit := s.pageLimit(req.MaxBytes)
-	if req.Format == api.ResultJSONL {
-		lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
-		if req.Offset >= lines {
-			return nil, api.Errorf(api.CodeInvalidRequest, "result line %d outside a %d-line stream", req.Offset, lines)
-		}
-		page, next, err := s.recordLines(tx, j, rj, req.Offset, limit, int64(req.Limit))
-		if err != nil {
-			return nil, err
-		}
-		return &api.Reply{Result: page, NextOffset: next, ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
 	}
 	doc, sum := s.records.docOf(rj)
 	if doc == nil {
@@ -331,18 +368,9 @@ func (s *service) resultSamples(req *api.Request) *api.Reply {
 		return fail(api.Errorf(api.CodeInvalidRequest, "max_bytes %d", req.MaxBytes))
 	}
 	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) {
-		j, err := tx.GetJob(req.Scope, req.JobID)
+		j, err := completedRecordsJob(tx, req)
 		if err != nil {
 			return nil, err
-		}
-		switch {
-		case j.Phase == evalrecord.PhaseCompleted && j.ResultFormat == evalrecord.ResultRecords:
-		case j.Phase == evalrecord.PhaseCompleted:
-			return nil, api.Errorf(api.CodeInvalidRequest, "job %s completed before results were kept as records: read it as one document", j.JobID)
-		case !j.Phase.Terminal():
-			return nil, api.Errorf(api.CodeResultNotReady, "")
-		default:
-			return nil, &api.Error{Code: api.CodeJobTerminal, Phase: string(j.Phase), Reason: j.Reason}
 		}
 		if err := s.verifyRecords(tx, j); err != nil {
 			return nil, err
@@ -361,6 +389,94 @@ func (s *service) resultSamples(req *api.Request) *api.Reply {
 		lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
 		return &api.Reply{Result: page, NextOffset: int64(n), ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
 	})
+}
+
+// completedRecordsJob is the job req names, in req's scope, when it is
+// a completed records job (result_samples, result_cases); otherwise the
+// answer result gives for that phase, or invalid_eval_request for a job
+// completed as one document.
+func completedRecordsJob(tx *evalstore.Tx, req *api.Request) (*evalrecord.Job, error) {
+	j, err := tx.GetJob(req.Scope, req.JobID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case j.Phase == evalrecord.PhaseCompleted && j.ResultFormat == evalrecord.ResultRecords:
+		return j, nil
+	case j.Phase == evalrecord.PhaseCompleted:
+		return nil, api.Errorf(api.CodeInvalidRequest, "job %s completed before results were kept as records: read it as one document", j.JobID)
+	case !j.Phase.Terminal():
+		return nil, api.Errorf(api.CodeResultNotReady, "")
+	default:
+		return nil, &api.Error{Code: api.CodeJobTerminal, Phase: string(j.Phase), Reason: j.Reason}
+	}
+}
+
+// resultCases answers result_cases: the case lines of rows
+// req.Offset.. (req.Limit of them) of a completed records job's
+// failures-first order, from its tail (or its aggregate), so a page of
+// failed cases costs its rows, not the case lines before them. A reply
+// holds whole lines up to the page size, at least one.
+func (s *service) resultCases(req *api.Request) *api.Reply {
+	switch {
+	case req.Limit < 1 || req.Limit > api.MaxResultCases:
+		return fail(api.Errorf(api.CodeInvalidRequest, "limit: %d rows; a request names 1..%d", req.Limit, api.MaxResultCases))
+	case req.Offset < 0:
+		return fail(api.Errorf(api.CodeInvalidRequest, "offset: %d is not a row", req.Offset))
+	case req.MaxBytes < 0:
+		return fail(api.Errorf(api.CodeInvalidRequest, "max_bytes %d", req.MaxBytes))
+	}
+	limit := s.pageLimit(req.MaxBytes)
+	return s.view(req, func(tx *evalstore.Tx) (*api.Reply, error) { return s.casesPage(tx, req, limit) })
+}
+
+// casesPage is result_cases' answer: a page of at most limit bytes.
+func (s *service) casesPage(tx *evalstore.Tx, req *api.Request, limit int) (*api.Reply, error) {
+	j, err := completedRecordsJob(tx, req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.tailOf(tx, j)
+	if err != nil {
+		return nil, err
+	}
+	var rj *recordJob
+	if t == nil {
+		if err := s.verifyRecords(tx, j); err != nil {
+			return nil, err
+		}
+		if rj, err = s.records.get(tx, j); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := s.caseLinesOf(tx, j, t, rj)
+	if err != nil {
+		return nil, err
+	}
+	n := cl.cases()
+	if req.Offset >= int64(n) {
+		return nil, api.Errorf(api.CodeInvalidRequest, "offset: row %d of a result of %d cases", req.Offset, n)
+	}
+	var page bytes.Buffer
+	row, end := int(req.Offset), min(int(req.Offset)+req.Limit, n)
+	for ; row < end; row++ {
+		ci := 0
+		if f := cl.failed(); row >= f {
+			ci = cl.passedAt(row - f)
+		} else {
+			ci = cl.failedAt(row)
+		}
+		b, err := cl.line(ci)
+		if err != nil {
+			return nil, err
+		}
+		if page.Len() > 0 && page.Len()+len(b) > limit {
+			break
+		}
+		page.Write(b)
+	}
+	lines := 1 + j.Records + int64(n) + 1
+	return &api.Reply{Result: page.Bytes(), NextOffset: int64(row), ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
 }
 
 // checkTasks checks the task indexes of a result_samples request against
@@ -429,6 +545,11 @@ func (s *service) verifyRecords(tx *evalstore.Tx, j *evalrecord.Job) error {
 	if ok {
 		return nil
 	}
+	// A tail of these records stands for the walk (tailOf).
+	if t, err := tx.TailHead(j.JobID); err == nil && tailMatches(t, j) {
+		s.markVerified(j)
+		return nil
+	}
 	h := sha256.New()
 	var buf []byte
 	var n int64
@@ -443,13 +564,18 @@ func (s *service) verifyRecords(tx *evalstore.Tx, j *evalrecord.Job) error {
 	if d := hex.EncodeToString(h.Sum(nil)); n != j.Records || d != j.ResultDigest {
 		return api.Errorf(api.CodeResultDigestMismatch, "coordinator %s holds %d records of job %s with sha-256 %s; the log says %d, %s", s.n.cfg.ID, n, j.JobID, d, j.Records, j.ResultDigest)
 	}
+	s.markVerified(j)
+	return nil
+}
+
+// markVerified records that job j's records were found to be the log's.
+func (s *service) markVerified(j *evalrecord.Job) {
 	s.digestMu.Lock()
 	if len(s.digests) >= maxCachedDigests {
 		clear(s.digests)
 	}
-	s.digests[key] = j.ResultDigest
+	s.digests["records\x00"+j.JobID] = j.ResultDigest
 	s.digestMu.Unlock()
-	return nil
 }
 
 // baselineDoc builds the document of a records job a baseline copies,

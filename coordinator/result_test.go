@@ -237,7 +237,7 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 	if r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}}
+	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache()}
 	read := func(limit int, maxLines int64) (out []byte, pages int) {
 		t.Helper()
 		if err := s.View(func(tx *evalstore.Tx) error {
@@ -251,7 +251,7 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 			}
 			lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
 			for next := int64(0); next < lines; pages++ {
-				page, n, err := svc.recordLines(tx, j, rj, next, limit, maxLines)
+				page, n, err := svc.recordLines(tx, j, nil, func() (*recordJob, error) { return rj, nil }, next, limit, maxLines)
 				if err != nil {
 					return err
 				}
@@ -278,7 +278,7 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 			return err
 		}
 		for _, from := range []int64{0, 1, 50, 139} { // the sample lines are 1..143
-			page, n, err := svc.recordLines(tx, j, rj, from, 64<<20, 5)
+			page, n, err := svc.recordLines(tx, j, nil, func() (*recordJob, error) { return rj, nil }, from, 64<<20, 5)
 			if err != nil {
 				return err
 			}

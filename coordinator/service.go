@@ -43,6 +43,7 @@ type service struct {
 	digestMu sync.Mutex
 	digests  map[string]string // job id -> SHA-256 hex of its (immutable) result
 	records  recordCache       // reading results kept as records
+	tails    *tailCache        // result tails (tails.go)
 
 	// waiters bounds the status calls held for their job's end
 	// (api.Request.WaitMS), each on its own goroutine; quit ends them.
@@ -56,7 +57,7 @@ const maxStatusWaiters = 256
 
 func startService(n *Node) (*service, error) {
 	s := &service{n: n, slots: make(chan struct{}, n.cfg.Limits.MaxPendingSubmits), digests: map[string]string{},
-		waiters: make(chan struct{}, maxStatusWaiters), quit: make(chan struct{})}
+		waiters: make(chan struct{}, maxStatusWaiters), quit: make(chan struct{}), tails: n.tails}
 	svc, err := micro.AddService(n.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     "1.0.0",
@@ -70,10 +71,13 @@ func startService(n *Node) (*service, error) {
 	s.svc = svc
 	g := svc.AddGroup(bus.CoordSubjectPrefix[:len(bus.CoordSubjectPrefix)-1])
 	ops := map[string]func(*api.Request) *api.Reply{
-		api.OpResult: s.result, api.OpResultSamples: s.resultSamples, api.OpCancel: s.cancel,
+		api.OpResult: s.result, api.OpResultSamples: s.resultSamples, api.OpResultCases: s.resultCases, api.OpCancel: s.cancel,
 		api.OpListJobs: s.listJobs, api.OpGetSet: s.getSet, api.OpListSets: s.listSets,
 		api.OpPutBaseline: s.putBaseline, api.OpGetBaseline: s.getBaseline, api.OpListBaselines: s.listBaselines, api.OpPrune: s.prune,
 		api.OpCapabilities: s.capabilities, api.OpJobSpec: s.jobSpec, api.OpJoin: s.join,
+	}
+	for _, op := range n.cfg.WithoutOps {
+		delete(ops, op)
 	}
 	for op, h := range ops {
 		h := h
@@ -102,6 +106,11 @@ func startService(n *Node) (*service, error) {
 		_ = svc.Stop()
 		return nil, err
 	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.runTailBuilder()
+	}()
 	return s, nil
 }
 
@@ -604,8 +613,10 @@ const (
 // largest that fits).
 func (s *service) pageLimit(maxBytes int) int {
 	limit := resultPageBytes
-	if mp := int(s.n.nc.MaxPayload()); mp > 0 {
-		limit = min(limit, max(mp-resultPageHeadroom, minResultPageBytes))
+	if s.n.nc != nil { // nil: a test of the pages, without NATS
+		if mp := int(s.n.nc.MaxPayload()); mp > 0 {
+			limit = min(limit, max(mp-resultPageHeadroom, minResultPageBytes))
+		}
 	}
 	if maxBytes > 0 {
 		limit = min(limit, maxBytes)

@@ -33,6 +33,11 @@ const (
 	// completed job's result stream (Request.Tasks): a reader of one
 	// case reads its own samples, not the stream up to them.
 	OpResultSamples = "result_samples"
+	// OpResultCases answers the case lines of rows of a completed job's
+	// result stream in the failures-first order (Request.Offset,
+	// Request.Limit): a reader of a page of failed cases reads those
+	// cases' lines, not every case line up to them.
+	OpResultCases = "result_cases"
 )
 
 // Envelope kinds.
@@ -222,6 +227,14 @@ type Request struct {
 	// again), ResultSize and ResultDigest are the stream's. 1..MaxResultTasks
 	// of them, each a task of the job.
 	Tasks []int `msgpack:"tasks,omitempty"`
+	// result_cases: rows Offset..Offset+Limit-1 (Limit 1..MaxResultCases)
+	// of the result's failures-first order (the cases that did not pass,
+	// then those that did, each in case order); the reply holds their
+	// case lines in that order, Reply.NextOffset the row after the last
+	// it answered (at least one row; the others are asked again), and
+	// ResultSize and ResultDigest are the stream's.
+	//
+	// (Offset and Limit are the fields above.)
 	// join.
 	Join *JoinRequest `msgpack:"join,omitempty"`
 	// put_set_part.
@@ -297,6 +310,10 @@ type SubmitRequest struct {
 // MaxResultTasks bounds Request.Tasks: every sample of a case
 // (evalengine.MaxSamplesPerCase) fits one request.
 const MaxResultTasks = 256
+
+// MaxResultCases bounds the rows of one result_cases request (the
+// developer API's largest cases page).
+const MaxResultCases = 1000
 
 // MaxNotEvaluatedBytes bounds SubmitRequest.NotEvaluated (ids and
 // reasons together).

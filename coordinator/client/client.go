@@ -371,6 +371,45 @@ func (c *Client) ResultSamples(ctx context.Context, scope, jobID string, tasks [
 	return lines, digest, nil
 }
 
+// ResultCases writes the case lines of rows from..to-1 of a completed
+// records job's failures-first order (the cases that did not pass, then
+// those that did, each in case order; at most api.MaxResultCases rows)
+// to w, in that order: the lines ResultStream has for those cases, so a
+// reader of a page of failed cases reads those lines only. Pages come as
+// ResultSamples' do, each repeating the stream's line count and digest,
+// which it returns. A job completed before results were kept as records
+// answers evaluation_request_invalid; coordinators of an earlier build
+// do not serve the operation (eval_service_unavailable, "no
+// coordinator").
+func (c *Client) ResultCases(ctx context.Context, scope, jobID string, from, to int, w io.Writer) (lines int64, digest string, err error) {
+	if from < 0 || to <= from || to-from > api.MaxResultCases {
+		return 0, "", api.Errorf(api.CodeInvalidRequest, "rows [%d, %d): a request names 1..%d", from, to, api.MaxResultCases)
+	}
+	for next := from; next < to; {
+		rep, err := c.Call(ctx, api.OpResultCases, &api.Request{Scope: scope, JobID: jobID, Offset: int64(next), Limit: to - next})
+		if err != nil {
+			return lines, digest, err
+		}
+		if next == from {
+			lines, digest = rep.ResultSize, rep.ResultDigest
+		}
+		n := int64(bytes.Count(rep.Result, []byte{'\n'}))
+		switch {
+		case rep.ResultFormat != api.ResultJSONL:
+			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "cases of job %s are not stream lines", jobID)
+		case rep.ResultSize != lines || rep.ResultDigest != digest:
+			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
+		case n == 0 || rep.NextOffset != int64(next)+n || rep.NextOffset > int64(to) || rep.Result[len(rep.Result)-1] != '\n':
+			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "a page of %d lines from row %d ends at %d", n, next, rep.NextOffset)
+		}
+		if _, err := w.Write(rep.Result); err != nil {
+			return lines, digest, err
+		}
+		next = int(rep.NextOffset)
+	}
+	return lines, digest, nil
+}
+
 // resultLines is ResultStream and ResultLines: it returns the line it
 // reached (the lines written, from from).
 func (c *Client) resultLines(ctx context.Context, scope, jobID string, from, to int64, w io.Writer, pageBytes int) (next, lines int64, digest string, err error) {

@@ -1,5 +1,5 @@
 // Package client is the Go client of the coordinator's adk.coord.v1 NATS
-// service: submit, status, result, result_samples, cancel, list_jobs, get_set, list_sets,
+// service: submit, status, result, result_samples, result_cases, cancel, list_jobs, get_set, list_sets,
 // put_baseline, get_baseline, list_baselines, prune and capabilities, plus the owner-lease
 // renewer a submitting process runs so that its death cancels its jobs.
 //
