@@ -62,6 +62,10 @@ type EvalOptions struct {
 	// TrailingLogs is coordinator.Config.TrailingLogs: lowered, a
 	// coordinator that was stopped catches up by installing a snapshot.
 	TrailingLogs uint64
+	// CoordWithoutOps is coordinator.Config.WithoutOps of every
+	// coordinator: the cluster's coordinators then stand in for an
+	// earlier build's, which has no responder for operations added since.
+	CoordWithoutOps []string
 }
 
 // Test defaults: small timeouts sized for a 2-core machine. DispatchGrace
@@ -248,7 +252,7 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 		ID: cn.ID, DataDir: cn.Dir, RaftAddr: cn.Addr, Bootstrap: bootstrap, NATS: nc,
 		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
 		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger, StoreLimits: c.opts.StoreLimits,
-		TrailingLogs: c.opts.TrailingLogs, ResultDocuments: c.opts.ResultDocuments,
+		TrailingLogs: c.opts.TrailingLogs, ResultDocuments: c.opts.ResultDocuments, WithoutOps: c.opts.CoordWithoutOps,
 	})
 	if err != nil {
 		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)
