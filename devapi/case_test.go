@@ -221,13 +221,15 @@ func TestClusterDevAPI_CasePages(t *testing.T) {
 	}{
 		{"?order=case&offset=0&limit=10", devapi.CasesInOrder, 0, 0.05},
 		{"?order=case&offset=500&limit=10", devapi.CasesInOrder, 500, 0.05},
-		{"?order=failures_first&offset=0&limit=10", devapi.CasesFailuresFirst, 0, 0.25},
+		// Failures first, the coordinator answers the page's rows
+		// (result_cases): their lines only.
+		{"?order=failures_first&offset=0&limit=10", devapi.CasesFailuresFirst, 0, 0.05},
 		// A full page of 1,000 rows ends at the byte bound, after about
 		// 400: so does the read.
 		{"?order=case&offset=0&limit=1000", devapi.CasesInOrder, 0, 0.7},
-		// The passed cases come after the 500 failed: the read goes as
-		// far as the page's last row, all of it here.
-		{"?order=failures_first&offset=900&limit=100", devapi.CasesFailuresFirst, 900, 1.1},
+		// The passed cases come after the 500 failed: the page's 100
+		// rows, not every case line up to its last row.
+		{"?order=failures_first&offset=900&limit=100", devapi.CasesFailuresFirst, 900, 0.15},
 	} {
 		before := e.srv.StreamBytesRead()
 		p, a := casesPage(t, e, e.base, tokAlice, many, c.query)
@@ -276,6 +278,28 @@ func TestClusterDevAPI_CasePages(t *testing.T) {
 		}
 	}
 
+	// result_cases' bounds, each typed, and its scope, as result_samples'
+	// below.
+	for _, c := range []struct {
+		name   string
+		scope  string
+		offset int64
+		limit  int
+		code   string
+		names  string
+	}{
+		{"no row", "team-a", 0, 0, api.CodeInvalidRequest, "limit"},
+		{"too many rows", "team-a", 0, api.MaxResultCases + 1, api.CodeInvalidRequest, "limit"},
+		{"a negative row", "team-a", -1, 1, api.CodeInvalidRequest, "offset"},
+		{"a row past the job", "team-a", n, 1, api.CodeInvalidRequest, "offset"},
+		{"another scope's job", "team-b", 0, 1, evalrecord.CodeNotFound, ""},
+	} {
+		_, err := e.cl.Call(context.Background(), api.OpResultCases, &api.Request{Scope: c.scope, JobID: many, Offset: c.offset, Limit: c.limit})
+		if ae := api.AsError(err); ae == nil || ae.Code != c.code || !strings.Contains(ae.Detail, c.names) {
+			t.Errorf("result_cases, %s: %v, want %s naming %q", c.name, err, c.code, c.names)
+		}
+	}
+
 	// result_samples' bounds, each typed, and its scope: the case route
 	// never sends these, a client of the coordinator may.
 	ctx := context.Background()
@@ -298,4 +322,64 @@ func TestClusterDevAPI_CasePages(t *testing.T) {
 			t.Errorf("result_samples, %s: %v, want %s naming %q", c.name, err, c.code, c.names)
 		}
 	}
+}
+
+// TestClusterDevAPI_CasePagesFromAnEarlierBuild: coordinators of an
+// earlier build have no responder for result_samples and result_cases
+// (the cluster's coordinators here subscribe neither, as such a build
+// does not). The case route and the failures-first cases route still
+// answer every page equal to the result the test decodes, by reading
+// the stream's lines as before those operations: the bytes they read
+// show that path was taken.
+func TestClusterDevAPI_CasePagesFromAnEarlierBuild(t *testing.T) {
+	e := startEnv(t, testcluster.EvalOptions{NATSNodes: 1, CoordWithoutOps: []string{api.OpResultSamples, api.OpResultCases}})
+	ctx := context.Background()
+	for _, op := range []string{api.OpResultSamples, api.OpResultCases} {
+		if _, err := e.cl.Call(ctx, op, &api.Request{Scope: "team-a", JobID: "eval-x", Tasks: []int{0}, Limit: 1}); api.AsError(err).Code != api.CodeServiceUnavailable {
+			t.Fatalf("%s on an earlier build's coordinators: %v, want %s", op, err, api.CodeServiceUnavailable)
+		}
+	}
+	const n = 200
+	j, err := e.cl.Submit(ctx, "team-a", api.SubmitRequest{Set: caseSet("case-old", n, 200, func(int) int { return 0 }), Agent: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.c.WaitJob(e.cl, "team-a", j.JobID, 90*time.Second, "completed")
+	r, _ := storedResult(t, e, "team-a", j.JobID)
+	sampleLines, caseLines := 0, 0
+	for i := range r.Cases {
+		sampleLines += len(mustJSON(t, &r.Cases[i].Samples[0]))
+		c := r.Cases[i]
+		c.Samples = nil
+		caseLines += len(mustJSON(t, &c))
+	}
+	for _, ci := range []int{n - 1, n / 2, 0} {
+		before := e.srv.StreamBytesRead()
+		checkCasePages(t, e.base, j.JobID, ci, &r.Cases[ci], devapi.DefaultCaseSamples)
+		read := e.srv.StreamBytesRead() - before
+		t.Logf("case %d: read %d bytes of the stream (sample lines %d)", ci, read, sampleLines)
+		// The stream's sample lines up to the case's (in finish order,
+		// so the last case reads most of them).
+		if ci == n-1 && read*2 < int64(sampleLines) {
+			t.Errorf("case %d read %d bytes: not the stream's sample lines (%d)", ci, read, sampleLines)
+		}
+	}
+	// Failures first, the last page's rows are passed cases: the read
+	// places every case from the first.
+	before := e.srv.StreamBytesRead()
+	p, a := casesPage(t, e, e.base, tokAlice, j.JobID, "?order=failures_first&offset=150&limit=50")
+	read := e.srv.StreamBytesRead() - before
+	want := wantCaseRows(r, devapi.CasesFailuresFirst)[150:]
+	if a.status != 200 || len(p.Cases) != len(want) {
+		t.Fatalf("failures first from 150: %d, %d rows: %.300s", a.status, len(p.Cases), a.body)
+	}
+	for i := range want {
+		if !rowEqual(p.Cases[i], want[i]) {
+			t.Fatalf("failures first from 150: row %d %+v, want %+v", i, p.Cases[i], want[i])
+		}
+	}
+	if read*10 < int64(caseLines)*9 {
+		t.Errorf("failures first from 150 read %d bytes: not the case lines up to its last row (%d)", read, caseLines)
+	}
+	checkCasesPages(t, e, j.JobID, r, 30)
 }

@@ -237,12 +237,32 @@ func (s *Server) jobCases(w http.ResponseWriter, c *call) *Error {
 		return pick.add(place, rb)
 	}
 	// In case order a page's rows are its case lines; failures first,
-	// its rows' places are known only counting from the first case.
+	// the coordinator answers the page's rows (result_cases), else its
+	// rows' places are known only counting from the first case.
 	readFrom, readTo := from, to
-	if order == CasesFailuresFirst {
+	done := false
+	if order == CasesFailuresFirst && from < to {
+		row := from
+		done, e = st.readRows(from, to, func(ci int, c *evalengine.CaseResult) error {
+			place := row
+			row++
+			rows[place-from] = caseRow(ci, c)
+			rb, err := json.Marshal(rows[place-from])
+			if err != nil {
+				encErr = err
+				return err
+			}
+			return pick.add(place, rb)
+		})
+		if encErr != nil {
+			return errorf(http.StatusInternalServerError, "internal_error", "encoding a case row failed")
+		}
+		if e != nil {
+			return e
+		}
 		readFrom, readTo = 0, n
 	}
-	if from < to {
+	if from < to && !done {
 		e := st.readCases(readFrom, readTo, add)
 		if encErr != nil {
 			return errorf(http.StatusInternalServerError, "internal_error", "encoding a case row failed")
@@ -341,6 +361,38 @@ func (st *storedCases) readCases(from, to int, fn func(int, *evalengine.CaseResu
 	return st.read(first+int64(from), first+int64(to), func(r io.Reader) error {
 		return st.sc.ReadRange(r, from, to, fn)
 	})
+}
+
+// readRows calls fn with the cases of rows from..to-1 of the
+// failures-first order, in that order (each valid only during the call),
+// when the job's stream is served by the coordinator's result_cases
+// (StreamCases.ReadFailuresFirst checks them); done is false, with
+// nothing read, for a job completed as one document and where no
+// coordinator serves result_cases (an earlier build's): the caller
+// then places every case from the first. fn's errPageDone ends the read
+// early, without error.
+func (st *storedCases) readRows(from, to int, fn func(int, *evalengine.CaseResult) error) (done bool, _ *Error) {
+	if st.doc != nil {
+		return false, nil
+	}
+	got := st.s.readStored(st.id, st.digest, func(w io.Writer) (string, error) {
+		_, d, err := st.cl.ResultCases(st.ctx, st.scope, st.id, from, to, w)
+		return d, err
+	}, func(r io.Reader) error {
+		return st.sc.ReadFailuresFirst(r, from, to, fn)
+	})
+	switch {
+	case got.fetchErr != nil && got.wrote == 0 && api.AsError(got.fetchErr).Code == api.CodeServiceUnavailable:
+		// No coordinator serves result_cases: an earlier build's.
+		return false, nil
+	case got.fetchErr != nil:
+		return false, serviceError(got.fetchErr)
+	case errors.Is(got.readErr, errPageDone):
+		return true, nil
+	case got.readErr != nil:
+		return false, storedStreamError(got.readErr)
+	}
+	return true, nil
 }
 
 // readSamples calls fn with samples from..to-1 of case ci (c is its
