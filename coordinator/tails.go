@@ -2,8 +2,8 @@ package coordinator
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,10 +83,11 @@ func (t *tailLines) line(k int) ([]byte, error) {
 	return rest[:i+1], nil
 }
 
-// aggLines renders case lines from an aggregate, one at a time.
+// aggLines renders case lines from an aggregate, one at a time; its
+// failed cases are listed as a tail lists them (ranks).
 type aggLines struct {
 	agg  *evalengine.Result
-	fail []int
+	rank evalstore.TailHead // Failed only
 	buf  bytes.Buffer
 	sw   *evalengine.StreamWriter
 }
@@ -100,19 +101,16 @@ func newAggLines(agg *evalengine.Result) (*aggLines, error) {
 	a.sw = sw
 	for k := range agg.CaseLines() {
 		if !agg.CasePassed(k) {
-			a.fail = append(a.fail, k)
+			a.rank.Failed = binary.BigEndian.AppendUint32(a.rank.Failed, uint32(k))
 		}
 	}
 	return a, nil
 }
 
 func (a *aggLines) cases() int            { return a.agg.CaseLines() }
-func (a *aggLines) failed() int           { return len(a.fail) }
-func (a *aggLines) failedAt(rank int) int { return a.fail[rank] }
-func (a *aggLines) passedAt(rank int) int {
-	k := sort.Search(len(a.fail), func(i int) bool { return a.fail[i]-i > rank })
-	return rank + k
-}
+func (a *aggLines) failed() int           { return a.rank.FailedCount() }
+func (a *aggLines) failedAt(rank int) int { return a.rank.FailedAt(rank) }
+func (a *aggLines) passedAt(rank int) int { return a.rank.PassedAt(rank) }
 
 func (a *aggLines) line(k int) ([]byte, error) {
 	a.buf.Reset()
@@ -317,10 +315,7 @@ func renderTail(j *evalrecord.Job, rj *recordJob, agg *evalengine.Result) (*eval
 	}
 	n := al.cases()
 	h := &evalstore.TailHead{JobID: j.JobID, Records: j.Records, Digest: j.ResultDigest, Cases: n,
-		Header: bytes.Clone(head.Bytes()), Failed: make([]byte, 0, 4*len(al.fail)), Built: time.Now().UnixNano()}
-	for _, k := range al.fail {
-		h.Failed = append(h.Failed, byte(k>>24), byte(k>>16), byte(k>>8), byte(k))
-	}
+		Header: bytes.Clone(head.Bytes()), Failed: al.rank.Failed, Built: time.Now().UnixNano()}
 	var chunks [][]byte
 	var chunk []byte
 	for k := 0; k <= n; k++ {
