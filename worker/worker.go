@@ -9,6 +9,8 @@ import (
 	"github.com/fadcedab/adk/observability"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +101,10 @@ type Worker struct {
 	answeredSent atomic.Int64
 	workerTTL    atomic.Int64
 	killSub      *nats.Subscription
+	// hbAnswers matches the leader's answers to the heartbeats sent, on
+	// answerSub, however late they come.
+	hbAnswers heartbeatAnswers
+	answerSub *nats.Subscription
 
 	mu       sync.Mutex // guards running, heldJobs, recent, specs, seen, answered, owners
 	running  map[api.TaskRef]*heldTask
@@ -231,6 +237,12 @@ func Start(cfg Config) (*Worker, error) {
 		w.cancel()
 		return nil, fmt.Errorf("worker: subscribe %s: %w", killSubj, err)
 	}
+	w.hbAnswers = heartbeatAnswers{inbox: cfg.NATS.NewInbox(), out: map[uint64]sentHeartbeat{}}
+	if w.answerSub, err = cfg.NATS.Subscribe(w.hbAnswers.inbox+".*", w.onAnswer); err != nil {
+		_ = w.killSub.Unsubscribe()
+		w.cancel()
+		return nil, fmt.Errorf("worker: subscribe to heartbeat answers: %w", err)
+	}
 	w.runq = make(chan *runReq)
 	for range cfg.Capacity {
 		w.wg.Add(1)
@@ -255,6 +267,7 @@ func Start(cfg Config) (*Worker, error) {
 // Stop kills running tasks, stops the loops and waits for them.
 func (w *Worker) Stop() {
 	_ = w.killSub.Unsubscribe()
+	_ = w.answerSub.Unsubscribe()
 	w.cancel()
 	w.killAll(false)
 	w.wg.Wait()
@@ -482,35 +495,117 @@ func (w *Worker) heartbeat(subj string, seq uint64) {
 	}
 	b, err := wire.Encode(api.KindHeartbeat, &hb)
 	if err == nil {
-		// At most a couple of seconds: with no leader answering, the next
-		// attempt must not wait a whole (possibly long) interval.
-		ctx, cancel := context.WithTimeout(w.ctx, min(w.cfg.HeartbeatInterval, 2*time.Second))
-		msg, rerr := w.cfg.NATS.RequestWithContext(ctx, subj, b)
-		cancel()
-		var rep api.HeartbeatReply
-		if rerr == nil && wire.Decode(msg.Data, api.SmallLimits, api.KindHBReply, &rep) == nil {
-			w.lastLeader.Store(time.Now().UnixNano())
-			if w.fenced.Swap(false) {
-				w.log.Info("leader back, unfenced", "leader", rep.Leader)
+		done := w.hbAnswers.sent(seq, now, hb.Recent, w.cfg.FenceAfter)
+		reply := w.hbAnswers.inbox + "." + strconv.FormatUint(seq, 10)
+		if err := w.cfg.NATS.PublishRequest(subj, reply, b); err == nil {
+			// Wait at most a couple of seconds for this answer before
+			// the next heartbeat: with no leader answering, the next
+			// attempt must not wait a whole (possibly long) interval.
+			// A later answer still counts when it comes (onAnswer).
+			wait := time.NewTimer(min(w.cfg.HeartbeatInterval, 2*time.Second))
+			defer wait.Stop()
+			select {
+			case <-done:
+				return
+			case <-wait.C:
+			case <-w.ctx.Done():
+				return
 			}
-			// Kills first, then the answer counts: a held task waiting
-			// for one (waitStartable) sees its kill before it may start.
-			w.kill(rep.Kill)
-			w.settleRecent(hb.Recent, &rep)
-			w.noteOwners(rep.Owners, now)
-			w.workerTTL.Store(int64(time.Duration(rep.WorkerTTLMS) * time.Millisecond))
-			w.applyGrants(rep.Grants, now, time.Duration(rep.WorkerTTLMS)*time.Millisecond)
-			if sent := now.UnixNano(); sent > w.answeredSent.Load() {
-				w.answeredSent.Store(sent)
-			}
-			w.mu.Lock()
-			close(w.answered)
-			w.answered = make(chan struct{})
-			w.mu.Unlock()
-			return
 		}
 	}
 	w.fenceIfSilent()
+}
+
+// onAnswer applies a leader's answer to one of this worker's heartbeats,
+// whenever it comes. The leader answered after the heartbeat was sent,
+// so it counts as heard at the send time: a leader that answers every
+// heartbeat later than HeartbeatInterval (loaded, or far away) keeps the
+// worker unfenced, as long as it answers within FenceAfter. An answer
+// older than the newest one applied is dropped (superseded).
+func (w *Worker) onAnswer(m *nats.Msg) {
+	var rep api.HeartbeatReply
+	if wire.Decode(m.Data, api.SmallLimits, api.KindHBReply, &rep) != nil {
+		return // not an answer (a no-responders status)
+	}
+	seq, err := strconv.ParseUint(strings.TrimPrefix(m.Subject, w.hbAnswers.inbox+"."), 10, 64)
+	if err != nil {
+		return
+	}
+	hb, ok := w.hbAnswers.answered(seq)
+	if !ok {
+		return
+	}
+	defer close(hb.done)
+	if at := hb.at.UnixNano(); at > w.lastLeader.Load() {
+		w.lastLeader.Store(at)
+	}
+	if w.fenced.Swap(false) {
+		w.log.Info("leader back, unfenced", "leader", rep.Leader)
+	}
+	// Kills first, then the answer counts: a held task waiting
+	// for one (waitStartable) sees its kill before it may start.
+	w.kill(rep.Kill)
+	w.settleRecent(hb.recent, &rep)
+	w.noteOwners(rep.Owners, hb.at)
+	w.workerTTL.Store(int64(time.Duration(rep.WorkerTTLMS) * time.Millisecond))
+	w.applyGrants(rep.Grants, hb.at, time.Duration(rep.WorkerTTLMS)*time.Millisecond)
+	if sent := hb.at.UnixNano(); sent > w.answeredSent.Load() {
+		w.answeredSent.Store(sent)
+	}
+	w.mu.Lock()
+	close(w.answered)
+	w.answered = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// heartbeatAnswers tracks the heartbeats awaiting an answer. Each is sent
+// with its own reply subject, <inbox>.<seq>, on one subscription of the
+// worker's, so an answer that comes after the heartbeat's wait is still
+// matched to it. Heartbeats older than FenceAfter are forgotten (an answer
+// to them could not keep the worker unfenced), so at most about
+// FenceAfter/HeartbeatInterval are tracked.
+type heartbeatAnswers struct {
+	inbox string
+	mu    sync.Mutex
+	out   map[uint64]sentHeartbeat
+	// newest is the seq of the newest answered heartbeat.
+	newest uint64
+}
+
+type sentHeartbeat struct {
+	at     time.Time
+	recent []api.TaskRef // the heartbeat's Recent, which its answer settles
+	done   chan struct{} // closed once the answer is applied
+}
+
+// sent records heartbeat seq, sent at at, and forgets those sent more
+// than keep ago; the channel closes when its answer is applied.
+func (a *heartbeatAnswers) sent(seq uint64, at time.Time, recent []api.TaskRef, keep time.Duration) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for s, hb := range a.out {
+		if at.Sub(hb.at) > keep {
+			delete(a.out, s)
+		}
+	}
+	done := make(chan struct{})
+	a.out[seq] = sentHeartbeat{at: at, recent: recent, done: done}
+	return done
+}
+
+// answered takes heartbeat seq off the list; false if it is unknown (its
+// answer came already, or it was forgotten) or older than the newest
+// answered one.
+func (a *heartbeatAnswers) answered(seq uint64) (sentHeartbeat, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	hb, ok := a.out[seq]
+	if !ok || seq < a.newest {
+		return sentHeartbeat{}, false
+	}
+	delete(a.out, seq)
+	a.newest = seq
+	return hb, true
 }
 
 // settleRecent stops reporting the tasks of sent (the heartbeat's
