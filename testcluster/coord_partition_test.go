@@ -15,7 +15,8 @@ import (
 // and restarted mid-job; every client reconnects to the others, the job
 // completes with every task accounted for and none executed twice.
 func TestClusterEval_NATSServerRestartNoDuplicateWork(t *testing.T) {
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond}})
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond},
+		Timing: steadyRaft()})
 	cl := c.Client()
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2

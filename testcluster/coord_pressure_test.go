@@ -36,6 +36,23 @@ func timing(f func(*coordinator.Timing)) coordinator.Timing {
 	return t
 }
 
+// steadyRaft is the tests' timing with the production Raft timeouts (1 s
+// heartbeat and election timeout, 500 ms leader lease) instead of 300 and
+// 150 ms, for a test that needs a steady leader and is not about
+// elections. Under -race on two loaded cores a test process stalls for
+// 150-550 ms at a time: a leader then steps down ("failed to contact
+// quorum") and followers start elections, 5-15 times in a 30 s test at
+// load ~12, and each new leader's set-up leaves workers unanswered. A
+// gap over the fence lease is a full restart by design, which fails the
+// test's job (evaluation_service_restarted). With these timeouts the
+// same runs had no election but the first (bench/RESULTS.md, session 18,
+// h24t).
+func steadyRaft() coordinator.Timing {
+	return timing(func(t *coordinator.Timing) {
+		t.RaftHeartbeat, t.RaftLeaderLease = time.Second, 500*time.Millisecond
+	})
+}
+
 // redeliver publishes task messages again, as a NATS server that lost
 // their acks in a crash delivers them again (a new message id: the
 // original's is what the leader's dedupe window holds), and waits until
