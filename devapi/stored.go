@@ -77,7 +77,7 @@ func (s *Server) compareSide(c *call, field string, inline json.RawMessage,
 			return nil, serviceError(err)
 		}
 		jobID = b.JobID
-	} else if !jobIDPattern.MatchString(jobID) {
+	} else if !validJobID(jobID) {
 		return nil, errorf(http.StatusBadRequest, CodeInvalidReport, key+" must be \"eval-\" and 32 lowercase hex digits").
 			with(map[string]string{"reason": "invalid_job_id", "field": key})
 	}
@@ -243,7 +243,7 @@ func (s *Server) stats(w http.ResponseWriter, c *call) *Error {
 		return bad("job_ids", "1.."+strconv.Itoa(MaxStatsJobs)+" job ids, oldest first", "invalid_job_ids")
 	}
 	for i, id := range b.JobIDs {
-		if !jobIDPattern.MatchString(id) {
+		if !validJobID(id) {
 			return bad("job_ids["+strconv.Itoa(i)+"]", "must be \"eval-\" and 32 lowercase hex digits", "invalid_job_id")
 		}
 	}

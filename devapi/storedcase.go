@@ -3,7 +3,6 @@ package devapi
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
 
 	"github.com/fadcedab/adk/evalengine"
@@ -37,14 +36,25 @@ type CasePage struct {
 	NextOffset  *int              `json:"next_offset"` // null: the page reaches the last sample
 }
 
-// caseIndexPattern is a case index as the case rows carry it: a decimal
-// integer without sign or leading zeros.
-var caseIndexPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})$`)
+// validCaseIndex reports whether v is a case index as the case rows
+// carry it: a decimal integer of at most 9 digits, without sign or
+// leading zeros (TestValidCaseIndex holds it to ^(0|[1-9][0-9]{0,8})$).
+func validCaseIndex(v string) bool {
+	if len(v) == 0 || len(v) > 9 || (v[0] == '0' && v != "0") {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 func (c *call) caseIndex() (int, *Error) {
 	v := c.params["case_index"]
 	n, err := strconv.Atoi(v)
-	if !caseIndexPattern.MatchString(v) || err != nil || n >= evalengine.MaxCases {
+	if !validCaseIndex(v) || err != nil || n >= evalengine.MaxCases {
 		return 0, errorf(http.StatusBadRequest, CodeInvalidPathParameter,
 			"case_index must be a case's index in its eval set, 0.."+strconv.Itoa(evalengine.MaxCases-1)).
 			with(map[string]string{"parameter": "case_index"})

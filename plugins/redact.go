@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fadcedab/adk/internal/secrets"
@@ -53,18 +54,19 @@ func normalizeJSON(v any) any {
 	return g
 }
 
-// keyPrefix matches the "key=" or "key: " before a value.
-var keyPrefix = regexp.MustCompile(`([A-Za-z0-9_.-]+)\s*[:=]\s*`)
+// keyPrefix matches the "key=" or "key: " before a value. It and bearer
+// are compiled on a halt's first redaction, not at every adk start.
+var keyPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([A-Za-z0-9_.-]+)\s*[:=]\s*`) })
 
 // bearer matches an HTTP bearer credential.
-var bearer = regexp.MustCompile(`(?i)\bbearer\s+[^\s,;]+`)
+var bearer = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bbearer\s+[^\s,;]+`) })
 
 // redactReason makes a halt reason safe to return and record: values of
 // sensitive keys (by the shared secret-key rule) and bearer credentials are
 // replaced with [REDACTED], and the result is bounded to 512 bytes of valid
 // UTF-8.
 func redactReason(s string) string {
-	s = bearer.ReplaceAllString(s, "Bearer [REDACTED]")
+	s = bearer().ReplaceAllString(s, "Bearer [REDACTED]")
 	s = redactValues(s)
 	if len(s) > maxReasonBytes {
 		cut := maxReasonBytes
@@ -81,7 +83,7 @@ func redactReason(s string) string {
 func redactValues(s string) string {
 	var b strings.Builder
 	last := 0
-	for _, m := range keyPrefix.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range keyPrefix().FindAllStringSubmatchIndex(s, -1) {
 		if m[0] < last || !secrets.IsSensitiveKey(s[m[2]:m[3]]) {
 			continue
 		}
