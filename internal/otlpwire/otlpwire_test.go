@@ -29,48 +29,34 @@ var partials = []PartialSuccess{
 	{Rejected: 1, ErrorMessage: "<html> & é \u2028 \u2029 bad utf-8 \xff\xfe"},
 }
 
-// pdataResponseProto and pdataResponseJSON are what ptraceotlp and
-// plogotlp write for ps.
-func pdataResponseProto(t testing.TB, sig Signal, ps PartialSuccess) []byte {
+// pdataResponse is what ptraceotlp or plogotlp writes for ps, in
+// protobuf and in JSON.
+func pdataResponse(t testing.TB, sig Signal, ps PartialSuccess) (proto, json []byte) {
 	t.Helper()
-	var b []byte
-	var err error
-	if sig == Logs {
-		r := plogotlp.NewExportResponse()
-		r.PartialSuccess().SetRejectedLogRecords(ps.Rejected)
-		r.PartialSuccess().SetErrorMessage(ps.ErrorMessage)
-		b, err = r.MarshalProto()
-	} else {
-		r := ptraceotlp.NewExportResponse()
-		r.PartialSuccess().SetRejectedSpans(ps.Rejected)
-		r.PartialSuccess().SetErrorMessage(ps.ErrorMessage)
-		b, err = r.MarshalProto()
+	type response interface {
+		MarshalProto() ([]byte, error)
+		MarshalJSON() ([]byte, error)
 	}
+	var r response
+	if sig == Logs {
+		lr := plogotlp.NewExportResponse()
+		lr.PartialSuccess().SetRejectedLogRecords(ps.Rejected)
+		lr.PartialSuccess().SetErrorMessage(ps.ErrorMessage)
+		r = lr
+	} else {
+		tr := ptraceotlp.NewExportResponse()
+		tr.PartialSuccess().SetRejectedSpans(ps.Rejected)
+		tr.PartialSuccess().SetErrorMessage(ps.ErrorMessage)
+		r = tr
+	}
+	proto, err := r.MarshalProto()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
-}
-
-func pdataResponseJSON(t testing.TB, sig Signal, ps PartialSuccess) []byte {
-	t.Helper()
-	var b []byte
-	var err error
-	if sig == Logs {
-		r := plogotlp.NewExportResponse()
-		r.PartialSuccess().SetRejectedLogRecords(ps.Rejected)
-		r.PartialSuccess().SetErrorMessage(ps.ErrorMessage)
-		b, err = r.MarshalJSON()
-	} else {
-		r := ptraceotlp.NewExportResponse()
-		r.PartialSuccess().SetRejectedSpans(ps.Rejected)
-		r.PartialSuccess().SetErrorMessage(ps.ErrorMessage)
-		b, err = r.MarshalJSON()
-	}
-	if err != nil {
+	if json, err = r.MarshalJSON(); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return proto, json
 }
 
 // pdataParse is what ptraceotlp or plogotlp reads from a response body.
@@ -106,10 +92,11 @@ func TestAppendResponse_MatchesPdata(t *testing.T) {
 	for _, sig := range []Signal{Traces, Logs} {
 		t.Run(sigName(sig), func(t *testing.T) {
 			for _, ps := range partials {
-				if got, want := AppendResponseProto(nil, ps), pdataResponseProto(t, sig, ps); !bytes.Equal(got, want) {
+				wantProto, wantJSON := pdataResponse(t, sig, ps)
+				if got, want := AppendResponseProto(nil, ps), wantProto; !bytes.Equal(got, want) {
 					t.Errorf("proto %+v:\n got % x\nwant % x", ps, got, want)
 				}
-				if got, want := AppendResponseJSON(nil, sig, ps), pdataResponseJSON(t, sig, ps); !bytes.Equal(got, want) {
+				if got, want := AppendResponseJSON(nil, sig, ps), wantJSON; !bytes.Equal(got, want) {
 					t.Errorf("json %+v:\n got %s\nwant %s", ps, got, want)
 				}
 			}
@@ -139,8 +126,8 @@ func TestAppendResponse_MatchesPdata(t *testing.T) {
 func responseBodies(t testing.TB) (proto, json [][]byte) {
 	for _, sig := range []Signal{Traces, Logs} {
 		for _, ps := range partials {
-			proto = append(proto, pdataResponseProto(t, sig, ps))
-			json = append(json, pdataResponseJSON(t, sig, ps))
+			p, j := pdataResponse(t, sig, ps)
+			proto, json = append(proto, p), append(json, j)
 		}
 	}
 	proto = append(proto, [][]byte{
@@ -257,10 +244,11 @@ func FuzzResponseMatchesPdata(f *testing.F) {
 			want, wantErr := pdataParse(sig, body, isJSON)
 			sameParse(t, sigName(sig), body, got, gotErr, want, wantErr)
 			ps := PartialSuccess{Rejected: rejected, ErrorMessage: msg}
-			if g, w := AppendResponseProto(nil, ps), pdataResponseProto(t, sig, ps); !bytes.Equal(g, w) {
+			wantProto, wantJSON := pdataResponse(t, sig, ps)
+			if g, w := AppendResponseProto(nil, ps), wantProto; !bytes.Equal(g, w) {
 				t.Fatalf("proto %+v:\n got % x\nwant % x", ps, g, w)
 			}
-			if g, w := AppendResponseJSON(nil, sig, ps), pdataResponseJSON(t, sig, ps); !bytes.Equal(g, w) {
+			if g, w := AppendResponseJSON(nil, sig, ps), wantJSON; !bytes.Equal(g, w) {
 				t.Fatalf("json %+v:\n got %s\nwant %s", ps, g, w)
 			}
 		}
