@@ -223,11 +223,8 @@ func (s *Server) jobCases(w http.ResponseWriter, c *call) *Error {
 	places := &caseRowPlace{order: order, failed: n - st.summary.PassedCaseCount}
 	rows := make([]CaseRow, to-from)
 	var encErr error
-	add := func(ci int, c *evalengine.CaseResult) error {
-		place := places.place(ci, c.Passed)
-		if place < pick.from || place >= pick.end {
-			return nil
-		}
+	// put places case ci's row at place in the page.
+	put := func(place, ci int, c *evalengine.CaseResult) error {
 		rows[place-from] = caseRow(ci, c)
 		rb, err := json.Marshal(rows[place-from])
 		if err != nil {
@@ -235,6 +232,13 @@ func (s *Server) jobCases(w http.ResponseWriter, c *call) *Error {
 			return err
 		}
 		return pick.add(place, rb)
+	}
+	add := func(ci int, c *evalengine.CaseResult) error {
+		place := places.place(ci, c.Passed)
+		if place < pick.from || place >= pick.end {
+			return nil
+		}
+		return put(place, ci, c)
 	}
 	// In case order a page's rows are its case lines; failures first,
 	// the coordinator answers the page's rows (result_cases), else its
@@ -244,15 +248,8 @@ func (s *Server) jobCases(w http.ResponseWriter, c *call) *Error {
 	if order == CasesFailuresFirst && from < to {
 		row := from
 		done, e = st.readRows(from, to, func(ci int, c *evalengine.CaseResult) error {
-			place := row
 			row++
-			rows[place-from] = caseRow(ci, c)
-			rb, err := json.Marshal(rows[place-from])
-			if err != nil {
-				encErr = err
-				return err
-			}
-			return pick.add(place, rb)
+			return put(row-1, ci, c)
 		})
 		if encErr != nil {
 			return errorf(http.StatusInternalServerError, "internal_error", "encoding a case row failed")
