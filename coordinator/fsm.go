@@ -49,6 +49,10 @@ type FSM struct {
 	// an entry that may have ended jobs (transition, recover) or a
 	// snapshot restore.
 	ended broadcast
+	// applied wakes the requests waiting for this node to apply their
+	// MinIndex (service.awaitApplied) after every Apply, ApplyBatch and
+	// Restore.
+	applied broadcast
 }
 
 // NewFSM returns an FSM over store.
@@ -76,6 +80,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	c := f.prepare(l)
 	f.applying.Lock()
 	defer f.applying.Unlock()
+	defer f.applied.notify()
 	start := time.Now()
 	applied, err := f.store.Update(l.Index, c.fn)
 	f.timeCompletion(start, c)
@@ -104,6 +109,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.applying.Lock()
 	defer f.applying.Unlock()
+	defer f.applied.notify()
 	start := time.Now()
 	applied, errs, err := f.store.UpdateBatch(ops)
 	f.timeCompletion(start, cmds...)
@@ -459,6 +465,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer f.inflight.invalidate()
 	defer f.samples.reset()
 	defer f.ended.notify()
+	defer f.applied.notify()
 	return f.store.Restore(rc)
 }
 

@@ -101,6 +101,11 @@ type Timing struct {
 	// AppendEntries to a follower with nothing new (default 20 ms; see
 	// nudgeFollowers). Tests lengthen it to show the nudge at work.
 	RaftCommit time.Duration
+	// ReadWait bounds how long a request carrying MinIndex waits for this
+	// node to apply it before it answers coordinator_behind (default 1 s:
+	// under the client's FirstRetry, so the answer comes before the
+	// client would send the request again for want of one).
+	ReadWait time.Duration
 }
 
 func (t Timing) withDefaults() Timing {
@@ -121,6 +126,7 @@ func (t Timing) withDefaults() Timing {
 	def(&t.ApplyTimeout, 5*time.Second)
 	def(&t.ResultLinger, 20*time.Millisecond)
 	def(&t.RaftCommit, 20*time.Millisecond)
+	def(&t.ReadWait, time.Second)
 	return t
 }
 

@@ -189,14 +189,19 @@ func (s *service) submit(r micro.Request) {
 }
 
 // validate runs the checks in their own goroutine bounded by
-// validationTimeout; release frees the slot when that goroutine ends (not
+// validationBound; release frees the slot when that goroutine ends (not
 // at the timeout), so the slot count is the real work in progress.
 func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 	type out struct {
 		cmd *submitCmd
 		err error
 	}
-	deadline := time.Now().Add(s.validationTimeout(data))
+	bound, err := s.validationBound(data)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	deadline := time.Now().Add(bound)
 	ch := make(chan out, 1)
 	go func() {
 		defer release()
@@ -218,14 +223,22 @@ func (s *service) validate(data []byte, release func()) (*submitCmd, error) {
 	}
 }
 
-// validationTimeout is api.SubmitValidationBound of ValidationTimeout and
+// validationBound is api.SubmitValidationBound of ValidationTimeout and
 // the submit's set: its bytes inline, or the size of the set upload it
-// names.
-func (s *service) validationTimeout(data []byte) time.Duration {
+// names. A submit that reads this node's store (a request id this node
+// may know, a set upload) first waits for its MinIndex, as a read does
+// (coordinator_behind), before its bound starts: the wait does not eat
+// the validation's time.
+func (s *service) validationBound(data []byte) (time.Duration, error) {
 	d := s.n.cfg.Limits.ValidationTimeout
 	req, err := decodeRequest(data, api.RequestLimits)
 	if err != nil || req.Submit == nil {
-		return d
+		return d, nil
+	}
+	if req.Submit.RequestID != "" || req.Submit.SetUpload != "" {
+		if err := s.awaitApplied(req.MinIndex); err != nil {
+			return 0, err
+		}
 	}
 	size := int64(len(req.Submit.Set))
 	if req.Submit.SetUpload != "" {
@@ -234,7 +247,7 @@ func (s *service) validationTimeout(data []byte) time.Duration {
 			return nil
 		})
 	}
-	return api.SubmitValidationBound(d, int(min(size, evalrecord.MaxSetUploadBytes)))
+	return api.SubmitValidationBound(d, int(min(size, evalrecord.MaxSetUploadBytes))), nil
 }
 
 // buildSubmit validates a submit; deadline is validate's bound, which the
@@ -257,8 +270,8 @@ func (s *service) buildSubmit(data []byte, deadline time.Time) (*submitCmd, erro
 		digest = submitDigest(req.Scope, sub)
 		// Sent again after a coordinator took it and died: when this
 		// node knows the id, the log answers its job (or a conflict)
-		// without validating the set again.
-		s.waitApplied(req.MinIndex)
+		// without validating the set again. (validationBound waited for
+		// MinIndex.)
 		known := false
 		_ = s.n.store.View(func(tx *evalstore.Tx) error {
 			_, known, _ = tx.Request(req.Scope, sub.RequestID, time.Now().UnixMilli())
@@ -273,8 +286,7 @@ func (s *service) buildSubmit(data []byte, deadline time.Time) (*submitCmd, erro
 			return nil, api.Errorf(api.CodeInvalidRequest, "set and set_upload: give one")
 		}
 		// The upload's parts were applied at the index the client last
-		// saw (MinIndex): wait for it here, as a read does.
-		s.waitApplied(req.MinIndex)
+		// saw (MinIndex): validationBound waited for it, as a read does.
 		gone := false
 		err := s.n.store.View(func(tx *evalstore.Tx) (err error) {
 			gone = tx.UploadSize(req.Scope, sub.SetUpload) == 0
@@ -453,18 +465,31 @@ func reasonToken(s string) bool {
 	return true
 }
 
-// waitApplied waits (bounded, 2 s) until this node applied index.
-func (s *service) waitApplied(index uint64) {
+// awaitApplied waits until this node applied index, woken by each apply
+// (FSM.applied), for at most Timing.ReadWait; then, or when the node
+// stops, it answers coordinator_behind naming both indexes: a request
+// carrying the caller's last seen index is never answered from older
+// state.
+func (s *service) awaitApplied(index uint64) error {
 	if index <= s.n.store.AppliedIndex() {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(s.n.ctx, 2*time.Second)
-	defer cancel()
-	for index > s.n.store.AppliedIndex() && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Millisecond):
+	t := time.NewTimer(s.n.cfg.Timing.ReadWait)
+	defer t.Stop()
+	for {
+		next := s.n.fsm.applied.wait()
+		have := s.n.store.AppliedIndex()
+		if index <= have {
+			return nil
 		}
+		select {
+		case <-next:
+			continue
+		case <-t.C:
+		case <-s.n.ctx.Done():
+		}
+		return api.Errorf(api.CodeCoordinatorBehind, "coordinator %s has applied raft index %d, the request wants %d (within %s)",
+			s.n.cfg.ID, s.n.store.AppliedIndex(), index, s.n.cfg.Timing.ReadWait)
 	}
 }
 
@@ -500,9 +525,11 @@ func newJobID() string {
 
 // view answers a read from the local store, after waiting (bounded) for
 // this node to apply req.MinIndex: a client that wrote through the leader
-// reads its write on any follower.
+// reads its write on any follower, or gets coordinator_behind.
 func (s *service) view(req *api.Request, fn func(tx *evalstore.Tx) (*api.Reply, error)) *api.Reply {
-	s.waitApplied(req.MinIndex)
+	if err := s.awaitApplied(req.MinIndex); err != nil {
+		return fail(err)
+	}
 	var rep *api.Reply
 	err := s.n.store.View(func(tx *evalstore.Tx) (err error) { rep, err = fn(tx); return err })
 	if err != nil {

@@ -56,10 +56,11 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 		t.Fatalf("the late node had snapshots before it restarted: %v", ents)
 	}
 	// The served stream, read before the late node is back: a read goes
-	// to any coordinator, and one still installing the snapshot answers
-	// what it has applied once the read's 2 s wait for the client's index
-	// ends (result_not_ready, seen under load). Its own answer is checked
-	// below, once it has applied the job.
+	// to any coordinator. (One still installing the snapshot used to
+	// answer what it had applied once the read's 2 s wait for the
+	// client's index ended: result_not_ready, seen under load. It now
+	// answers coordinator_behind and the client asks again.) Its own
+	// answer is checked below, once it has applied the job.
 	var want bytes.Buffer
 	lines, err := cl.ResultStream(context.Background(), scope, id, &want, 8<<10)
 	if err != nil {

@@ -103,6 +103,13 @@ const (
 	// CodeStoreRecoveryFailed: the eval store failed while failing the
 	// jobs a restarted service found running; the service stops.
 	CodeStoreRecoveryFailed = "eval_store_recovery_failed"
+	// CodeCoordinatorBehind: the answering coordinator had not applied
+	// the request's MinIndex within its bound (Timing.ReadWait), so it
+	// answers nothing rather than state older than the caller's own
+	// writes. Nothing was proposed: any request may be sent again, and
+	// another coordinator (or this one, caught up) may answer it. The
+	// detail names the index wanted and the index applied.
+	CodeCoordinatorBehind = "coordinator_behind"
 )
 
 // Error is a typed service error: a stable Code, a bounded Detail and, for
@@ -142,7 +149,7 @@ func (e *Error) Is(target error) bool {
 // Retryable reports whether the same request may succeed if retried.
 func (e *Error) Retryable() bool {
 	switch e.Code {
-	case CodeNotLeader, CodeServiceUnavailable, CodeValidationBusy, CodeTimeout:
+	case CodeNotLeader, CodeServiceUnavailable, CodeValidationBusy, CodeTimeout, CodeCoordinatorBehind:
 		return true
 	}
 	return false
@@ -183,7 +190,9 @@ type Request struct {
 	JobID string `msgpack:"job_id,omitempty"`
 	// MinIndex asks a read to wait (bounded) until the answering node has
 	// applied this Raft index: read-your-writes on followers. Clients send
-	// the highest Index they have seen in a reply.
+	// the highest Index they have seen in a reply. A node that has not
+	// applied it within its bound answers CodeCoordinatorBehind, never
+	// older state.
 	MinIndex uint64 `msgpack:"min_index,omitempty"`
 	// WaitMS (status) holds the answer until the job is terminal on the
 	// answering node, or WaitMS passed (then the job as it is): a client

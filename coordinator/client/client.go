@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,12 @@ func New(nc *nats.Conn, timeout time.Duration) *Client {
 //
 // A request that its coordinator took and never answered (it died) is
 // sent again within the call when that is safe (mayRepeat): every
-// operation but join, and a submit only with a request id.
+// operation but join, and a submit only with a request id. A request
+// answered coordinator_behind (the coordinator had not applied the
+// highest index this client has seen, and proposed nothing) is sent
+// again, any operation, after a short jittered pause, until another
+// answer or the call's timeout: then the answer is that
+// coordinator_behind.
 func (c *Client) Call(ctx context.Context, op string, req *api.Request) (*api.Reply, error) {
 	rep, _, err := c.call(ctx, op, req, 0)
 	return rep, err
@@ -82,30 +88,60 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 	wait := time.Duration(max(req.WaitMS, 0)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
 	defer cancel()
-	msg, again, err := c.request(ctx, subj, b, mayRepeat(op, req), wait+hold)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return nil, again, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return nil, again, api.Errorf(api.CodeTimeout, "")
-	case err != nil:
-		return nil, again, api.Errorf(api.CodeServiceUnavailable, "%v", err)
-	}
-	var rep api.Reply
-	if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
-		return nil, again, err
-	}
-	for {
-		seen := c.index.Load()
-		if rep.Index <= seen || c.index.CompareAndSwap(seen, rep.Index) {
-			break
+	var behind *api.Error
+	for pause := behindFirstPause; ; pause = min(2*pause, behindMaxPause) {
+		msg, sentAgain, err := c.request(ctx, subj, b, mayRepeat(op, req), wait+hold)
+		again = again || sentAgain
+		switch {
+		case err != nil && behind != nil && ctx.Err() != nil:
+			// Out of time while asking again: the answer is still that
+			// the coordinators were behind.
+			return nil, again, behind
+		case errors.Is(err, nats.ErrNoResponders):
+			return nil, again, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+			return nil, again, api.Errorf(api.CodeTimeout, "")
+		case err != nil:
+			return nil, again, api.Errorf(api.CodeServiceUnavailable, "%v", err)
+		}
+		var rep api.Reply
+		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
+			return nil, again, err
+		}
+		for {
+			seen := c.index.Load()
+			if rep.Index <= seen || c.index.CompareAndSwap(seen, rep.Index) {
+				break
+			}
+		}
+		if rep.Err == nil {
+			return &rep, again, nil
+		}
+		if rep.Err.Code != api.CodeCoordinatorBehind {
+			return &rep, again, rep.Err
+		}
+		// The coordinator that took it had not applied MinIndex (it
+		// proposed nothing): ask again, after a pause, within the call's
+		// timeout; NATS may hand it to another coordinator, or this one
+		// may have caught up.
+		behind = rep.Err
+		t := time.NewTimer(pause/2 + time.Duration(mrand.Int64N(int64(pause/2)+1)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &rep, again, behind
+		case <-t.C:
 		}
 	}
-	if rep.Err != nil {
-		return &rep, again, rep.Err
-	}
-	return &rep, again, nil
 }
+
+// The pause before a request answered coordinator_behind is sent again
+// (jittered, doubling up to the cap); the answering coordinator already
+// waited its own bound (coordinator.Timing.ReadWait) before answering.
+const (
+	behindFirstPause = 50 * time.Millisecond
+	behindMaxPause   = time.Second
+)
 
 // mayRepeat reports whether a request may be sent again when no answer
 // came (coordinator/DESIGN.md "Request path"): reads change nothing;

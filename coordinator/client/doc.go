@@ -7,7 +7,11 @@
 // again within the call's timeout when that is safe: reads, cancel,
 // put_set_part, put_baseline, and submits, which carry a request id so
 // that a repeat answers the job the first attempt created
-// (coordinator/DESIGN.md "Request path").
+// (coordinator/DESIGN.md "Request path"). A call answered
+// coordinator_behind (the coordinator had not applied the highest Raft
+// index this client has seen) is sent again, whatever its operation,
+// until another answer or the call's timeout (DESIGN.md
+// "Read-your-writes").
 //
 // It imports coordinator/api, store/evalrecord, bus and nats (and
 // evalengine and internal/canonjson, which coordinator/api builds on, to
