@@ -121,6 +121,13 @@ func serviceError(err error) *Error {
 		e := mk(http.StatusTooManyRequests, CodeCapacityReached)
 		e.Header = map[string]string{"retry-after": "1"}
 		return e
+	case api.CodeCoordinatorBehind:
+		// The client asked again until its timeout and every answer was
+		// a coordinator that had not applied this gateway's last seen
+		// index: a follower catching up; soon over.
+		e := mk(http.StatusServiceUnavailable, CodeServiceUnavailable)
+		e.Header = map[string]string{"retry-after": "1"}
+		return e
 	case api.CodeServiceUnavailable, api.CodeTimeout, api.CodeNotLeader, api.CodeInternal, api.CodeValidationTimeout,
 		api.CodeValidationFailed, api.CodeValidationUnavailable, api.CodeResultDigestMismatch, evalrecord.CodeEvalStoreRecoveryFailed:
 		return mk(http.StatusServiceUnavailable, CodeServiceUnavailable)

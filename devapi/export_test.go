@@ -15,3 +15,7 @@ func (s *Server) SpoolHeld() int64 { return s.spool.used.Load() }
 // StreamBytesRead is the bytes of stored result streams the server read
 // so far (adk_devapi_result_stream_bytes_total).
 func (s *Server) StreamBytesRead() int64 { return s.streamRead.Load() }
+
+// ServiceErrorOf is the API error a coordinator (or store, or engine)
+// error maps to.
+func ServiceErrorOf(err error) *Error { return serviceError(err) }
