@@ -390,13 +390,11 @@ func (c *Client) ResultSamples(ctx context.Context, scope, jobID string, tasks [
 		if len(rest) == len(tasks) {
 			lines, digest = rep.ResultSize, rep.ResultDigest
 		}
-		n := int64(bytes.Count(rep.Result, []byte{'\n'}))
-		switch {
-		case rep.ResultFormat != api.ResultJSONL:
-			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "samples of job %s are not stream lines", jobID)
-		case rep.ResultSize != lines || rep.ResultDigest != digest:
-			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
-		case n == 0 || n != rep.NextOffset || n > int64(len(rest)) || rep.Result[len(rep.Result)-1] != '\n':
+		n, err := streamPage(rep, "samples", jobID, lines, digest)
+		if err != nil {
+			return lines, digest, err
+		}
+		if n != rep.NextOffset || n > int64(len(rest)) {
 			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "a page of %d lines answers %d of %d tasks", n, rep.NextOffset, len(rest))
 		}
 		if _, err := w.Write(rep.Result); err != nil {
@@ -429,13 +427,11 @@ func (c *Client) ResultCases(ctx context.Context, scope, jobID string, from, to 
 		if next == from {
 			lines, digest = rep.ResultSize, rep.ResultDigest
 		}
-		n := int64(bytes.Count(rep.Result, []byte{'\n'}))
-		switch {
-		case rep.ResultFormat != api.ResultJSONL:
-			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "cases of job %s are not stream lines", jobID)
-		case rep.ResultSize != lines || rep.ResultDigest != digest:
-			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
-		case n == 0 || rep.NextOffset != int64(next)+n || rep.NextOffset > int64(to) || rep.Result[len(rep.Result)-1] != '\n':
+		n, err := streamPage(rep, "cases", jobID, lines, digest)
+		if err != nil {
+			return lines, digest, err
+		}
+		if rep.NextOffset != int64(next)+n || rep.NextOffset > int64(to) {
 			return lines, digest, api.Errorf(api.CodeResultDigestMismatch, "a page of %d lines from row %d ends at %d", n, next, rep.NextOffset)
 		}
 		if _, err := w.Write(rep.Result); err != nil {
@@ -444,6 +440,24 @@ func (c *Client) ResultCases(ctx context.Context, scope, jobID string, from, to 
 		next = int(rep.NextOffset)
 	}
 	return lines, digest, nil
+}
+
+// streamPage checks a page of stream lines that ResultSamples or
+// ResultCases asked for (what names them in errors): JSON Lines, the
+// stream's line count and digest as the first page had them, and at
+// whole lines only, at least one. It returns the page's lines; each caller checks
+// where the page ends.
+func streamPage(rep *api.Reply, what, jobID string, lines int64, digest string) (int64, error) {
+	n := int64(bytes.Count(rep.Result, []byte{'\n'}))
+	switch {
+	case rep.ResultFormat != api.ResultJSONL:
+		return 0, api.Errorf(api.CodeResultDigestMismatch, "%s of job %s are not stream lines", what, jobID)
+	case rep.ResultSize != lines || rep.ResultDigest != digest:
+		return 0, api.Errorf(api.CodeResultDigestMismatch, "result changed between pages")
+	case n == 0 || rep.Result[len(rep.Result)-1] != '\n':
+		return 0, api.Errorf(api.CodeResultDigestMismatch, "a page of %s of job %s holds no whole line or ends within one", what, jobID)
+	}
+	return n, nil
 }
 
 // resultLines is ResultStream and ResultLines: it returns the line it
