@@ -229,14 +229,7 @@ func TestFSM_RecordsCompletion(t *testing.T) {
 func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 	f, s := newFSM(t)
 	j := cacheJob(t, f, 13, 11, nil)
-	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
-	if r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
-		t.Fatal(r.Err)
-	}
+	completeRecordsJob(t, f, s, j)
 	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache()}
 	read := func(limit int, maxLines int64) (out []byte, pages int) {
 		t.Helper()
@@ -313,5 +306,20 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 	}
 	if _, err := evalengine.StreamToResult(st); err != nil {
 		t.Fatalf("the paged stream does not decode to its summary: %v", err)
+	}
+}
+
+// completeRecordsJob completes cacheJob's job j (scope "app", id
+// "eval-a") as records, as the leader's completion and its apply at
+// index 1000 do.
+func completeRecordsJob(t *testing.T, f *FSM, s *evalstore.Store, j *evalrecord.Job) {
+	t.Helper()
+	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
+	if r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 }

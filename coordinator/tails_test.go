@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
-	"github.com/hashicorp/raft"
 )
 
 // TestResultTail_ServesTheStreamWithoutAggregating completes a records
@@ -26,14 +24,7 @@ func TestResultTail_ServesTheStreamWithoutAggregating(t *testing.T) {
 	var queued []string
 	f.onRecordsCompleted = func(id string) { queued = append(queued, id) }
 	j := cacheJob(t, f, 13, 1, nil) // one sample a case: some cases pass
-	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
-	if r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
-		t.Fatal(r.Err)
-	}
+	completeRecordsJob(t, f, s, j)
 	if fmt.Sprint(queued) != "[eval-a]" {
 		t.Fatalf("completions told to the tail builder: %v", queued)
 	}
