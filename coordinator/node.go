@@ -179,6 +179,11 @@ type Config struct {
 	// with a result document every node builds (the second form), not as
 	// records: tests use it to check that such entries still apply.
 	ResultDocuments bool
+	// ResultTails says when this node builds the result tail of a
+	// completed records job: at completion (empty: the default), on the
+	// job's first read here, or never (coordinator/DESIGN.md "The result
+	// tail"). Nodes of one cluster may differ: a tail is node-local.
+	ResultTails ResultTails
 	// WithoutOps are adk.coord.v1 operations this node does not serve
 	// (it subscribes no responder for them). Tests stand a node in for
 	// a coordinator of an earlier build with it, which has no responder
@@ -238,6 +243,9 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.NATS == nil || cfg.DataDir == "" {
 		return nil, errors.New("coordinator: NATS and DataDir are required")
 	}
+	if cfg.ResultTails, err = resultTails(cfg.ResultTails); err != nil {
+		return nil, err
+	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	cfg.Timing = cfg.Timing.withDefaults()
 	if cfg.RaftAddr == "" {
@@ -294,10 +302,11 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.fsm.onFail = n.failStop // a storage failure in an apply stops the service, not the process
 	// Every completed records job gets its result tail, rendered off the
-	// apply goroutine by the service (tails.go); completions applied
-	// before the service starts (a replay) wait in the queue.
-	n.tails = newTailCache()
-	n.fsm.onRecordsCompleted = n.tails.enqueue
+	// apply goroutine by the service (tails.go), when it completes or on
+	// its first read as ResultTails says; completions applied before the
+	// service starts (a replay) wait in the queue.
+	n.tails = newTailCache(cfg.ResultTails)
+	n.tails.watch(n.fsm, cfg.ResultTails)
 	if n.js, err = jetstream.New(n.nc); err != nil {
 		return nil, err
 	}

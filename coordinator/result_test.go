@@ -230,7 +230,7 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 	f, s := newFSM(t)
 	j := cacheJob(t, f, 13, 11, nil)
 	completeRecordsJob(t, f, s, j)
-	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache()}
+	svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache(TailsAtCompletion)}
 	read := func(limit int, maxLines int64) (out []byte, pages int) {
 		t.Helper()
 		if err := s.View(func(tx *evalstore.Tx) error {

@@ -126,6 +126,44 @@ func (a *aggLines) line(k int) ([]byte, error) {
 	return a.buf.Bytes(), err
 }
 
+// ResultTails says when a node builds the result tail of a completed
+// records job (coordinator/DESIGN.md, "The result tail"): the operator's
+// choice between CPU spent on every job and the first read's latency.
+type ResultTails string
+
+// The values of ResultTails (Config.ResultTails; the settings key
+// coordinator.result_tails).
+const (
+	// TailsAtCompletion: every node builds a job's tail when it completes,
+	// read or not (the default), so no read, on any node, aggregates it.
+	TailsAtCompletion ResultTails = "completion"
+	// TailsOnFirstRead: a node's first read of a job aggregates it (the
+	// aggregate is kept for the last few jobs read) and asks for its tail,
+	// which serves the later reads, also after a restart.
+	TailsOnFirstRead ResultTails = "first_read"
+	// TailsNever: no tail is built; reads aggregate the job as nodes did
+	// before tails existed. A tail the store already holds (built earlier,
+	// or carried by a snapshot) is still read while it matches.
+	TailsNever ResultTails = "never"
+)
+
+// ResultTailsValues are the valid ResultTails, the default first.
+var ResultTailsValues = []ResultTails{TailsAtCompletion, TailsOnFirstRead, TailsNever}
+
+// ErrInvalidResultTails: Config.ResultTails is none of ResultTailsValues.
+var ErrInvalidResultTails = errors.New("coordinator: result tails must be completion, first_read or never")
+
+// resultTails is t, the default for empty, or ErrInvalidResultTails.
+func resultTails(t ResultTails) (ResultTails, error) {
+	switch t {
+	case "":
+		return TailsAtCompletion, nil
+	case TailsAtCompletion, TailsOnFirstRead, TailsNever:
+		return t, nil
+	}
+	return "", ErrInvalidResultTails
+}
+
 // tailCache keeps the last few tail heads decoded, and the queue of jobs
 // whose tail the builder renders.
 type tailCache struct {
@@ -133,11 +171,24 @@ type tailCache struct {
 	heads   map[string]*evalstore.TailHead
 	pending map[string]bool // queued or being built
 	queue   chan string
-	built   atomic.Int64 // tails this node rendered and stored (tests)
+	// onRead: a read that finds no tail for its job asks for one
+	// (TailsAtCompletion, TailsOnFirstRead).
+	onRead bool
+	built  atomic.Int64 // tails this node rendered and stored (tests)
+	asked  atomic.Int64 // jobs queued for their tail (tests)
 }
 
-func newTailCache() *tailCache {
-	return &tailCache{heads: map[string]*evalstore.TailHead{}, pending: map[string]bool{}, queue: make(chan string, maxTailQueue)}
+func newTailCache(policy ResultTails) *tailCache {
+	return &tailCache{heads: map[string]*evalstore.TailHead{}, pending: map[string]bool{}, queue: make(chan string, maxTailQueue),
+		onRead: policy != TailsNever}
+}
+
+// watch makes f tell c the jobs it completes as records when policy
+// builds their tails at completion.
+func (c *tailCache) watch(f *FSM, policy ResultTails) {
+	if policy == TailsAtCompletion {
+		f.onRecordsCompleted = c.enqueue
+	}
 }
 
 // enqueue asks for job's tail once; a full queue drops it (the job's
@@ -151,7 +202,16 @@ func (c *tailCache) enqueue(jobID string) {
 	select {
 	case c.queue <- jobID:
 		c.pending[jobID] = true
+		c.asked.Add(1)
 	default:
+	}
+}
+
+// wanted is a read's request for job's tail, which it did not find
+// (missing or stale): queued unless tails are never built.
+func (c *tailCache) wanted(jobID string) {
+	if c.onRead {
+		c.enqueue(jobID)
 	}
 }
 
@@ -188,7 +248,7 @@ func (s *service) tailOf(tx *evalstore.Tx, j *evalrecord.Job) (*evalstore.TailHe
 	}
 	h.JobID = j.JobID
 	if !tailMatches(h, j) {
-		s.tails.enqueue(j.JobID)
+		s.tails.wanted(j.JobID)
 		return nil, nil
 	}
 	s.tails.mu.Lock()
@@ -203,7 +263,7 @@ func (s *service) tailOf(tx *evalstore.Tx, j *evalrecord.Job) (*evalstore.TailHe
 
 // caseLinesOf is where job j's case lines come from: its tail (t), else
 // its aggregate, built now if this node has none in memory (and its tail
-// asked for).
+// asked for, unless tails are never built).
 func (s *service) caseLinesOf(tx *evalstore.Tx, j *evalrecord.Job, t *evalstore.TailHead, rj *recordJob) (caseLines, error) {
 	if t != nil {
 		return &tailLines{tx: tx, h: t}, nil
@@ -212,7 +272,7 @@ func (s *service) caseLinesOf(tx *evalstore.Tx, j *evalrecord.Job, t *evalstore.
 	if err != nil {
 		return nil, err
 	}
-	s.tails.enqueue(j.JobID)
+	s.tails.wanted(j.JobID)
 	return newAggLines(agg)
 }
 

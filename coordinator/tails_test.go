@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestResultTail_ServesTheStreamWithoutAggregating(t *testing.T) {
 		t.Fatalf("completions told to the tail builder: %v", queued)
 	}
 	node := func() *service {
-		return &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache()}
+		return &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache(TailsAtCompletion)}
 	}
 	// stream reads job eval-a's whole stream as result pages of 300 bytes.
 	stream := func(svc *service) []byte {
@@ -182,4 +183,76 @@ func TestResultTail_ServesTheStreamWithoutAggregating(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestResultTail_PolicyChoosesWhenTailsAreBuilt: Config.ResultTails
+// decides when a node asks for a job's tail. At completion the FSM's
+// completion asks for it, read or not; on first read the completion asks
+// nothing and the first read does (a restarted node's later reads then
+// use the tail); never, neither does, and every read aggregates the job
+// from its records, the same stream as from a tail.
+func TestResultTail_PolicyChoosesWhenTailsAreBuilt(t *testing.T) {
+	for _, c := range []struct {
+		policy                 ResultTails
+		atCompletion, fromRead int64
+	}{
+		{TailsAtCompletion, 1, 1},
+		{TailsOnFirstRead, 0, 1},
+		{TailsNever, 0, 0},
+	} {
+		t.Run(string(c.policy), func(t *testing.T) {
+			f, s := newFSM(t)
+			tails := newTailCache(c.policy)
+			tails.watch(f, c.policy)
+			j := cacheJob(t, f, 13, 1, nil)
+			completeRecordsJob(t, f, s, j)
+			if n := tails.asked.Load(); n != c.atCompletion {
+				t.Fatalf("the completion asked for %d tails, want %d", n, c.atCompletion)
+			}
+			svc := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: tails}
+			read := func(svc *service) *api.Reply {
+				t.Helper()
+				var rep *api.Reply
+				if err := s.View(func(tx *evalstore.Tx) (err error) {
+					rep, err = svc.casesPage(tx, &api.Request{Scope: "app", JobID: "eval-a", Limit: 13}, 1<<20)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+			want := read(svc)
+			if n := tails.asked.Load(); n != c.fromRead {
+				t.Fatalf("after a read %d tails were asked for, want %d", n, c.fromRead)
+			}
+			if svc.records.aggs.Load() != 1 {
+				t.Fatalf("the read without a tail aggregated %d times", svc.records.aggs.Load())
+			}
+			// What the builder goroutine does with each job asked for.
+			for len(tails.queue) > 0 {
+				id := <-tails.queue
+				if err := svc.buildTail(id); err != nil {
+					t.Fatal(err)
+				}
+				tails.done(id)
+			}
+			restarted := &service{n: &Node{store: s, fsm: f}, digests: map[string]string{}, tails: newTailCache(c.policy)}
+			if got := read(restarted); !bytes.Equal(got.Result, want.Result) {
+				t.Fatalf("the rows after a restart differ:\n%s\nwant\n%s", got.Result, want.Result)
+			}
+			wantAggs := int64(0)
+			if c.policy == TailsNever {
+				wantAggs = 1
+			}
+			if n := restarted.records.aggs.Load(); n != wantAggs {
+				t.Fatalf("a restarted node's read aggregated %d times, want %d", n, wantAggs)
+			}
+			if n := restarted.tails.asked.Load(); n != 0 {
+				t.Fatalf("a restarted node's read asked for %d tails", n)
+			}
+		})
+	}
+	if _, err := resultTails("lazy"); !errors.Is(err, ErrInvalidResultTails) {
+		t.Fatalf("an unknown policy: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/spf13/pflag"
@@ -11,6 +12,19 @@ import (
 type flagDef struct {
 	name, usage string
 	add         func(fs *pflag.FlagSet, name, usage string) func(*File)
+}
+
+// envDef is the environment variable that sets a key too: set writes
+// its value.
+type envDef struct {
+	name string
+	set  func(f *File, v string)
+}
+
+// envs are the keys an environment variable sets, by key: a command that
+// binds the key takes it (flag > variable > file > default).
+var envs = map[string]envDef{
+	"coordinator.result_tails": {EnvResultTails, func(f *File, v string) { f.Coordinator.ResultTails = v }},
 }
 
 func intFlag(get func(*File) *int) func(*pflag.FlagSet, string, string) func(*File) {
@@ -60,6 +74,8 @@ var flags = map[string]flagDef{
 		durFlag(func(f *File) *Duration { return &f.Coordinator.TaskTimeout })},
 	"coordinator.job_timeout": {"job-timeout", "upper bound of a job's timeout (coordinator.job_timeout)",
 		durFlag(func(f *File) *Duration { return &f.Coordinator.JobTimeout })},
+	"coordinator.result_tails": {"result-tails", "when a completed job's result tail is built: completion, first_read or never (coordinator.result_tails, $" + EnvResultTails + ")",
+		strFlag(func(f *File) *string { return &f.Coordinator.ResultTails })},
 	"worker.capacity": {"capacity", fmt.Sprintf("samples run at once, 1..%d (worker.capacity)", MaxWorkerCapacity),
 		intFlag(func(f *File) *int { return &f.Worker.Capacity })},
 	"serve.worker_capacity": {"capacity", fmt.Sprintf("samples the embedded worker runs at once, 1..%d (serve.worker_capacity)", MaxWorkerCapacity),
@@ -71,16 +87,23 @@ var flags = map[string]flagDef{
 		strFlag(func(f *File) *string { return &f.Store.ContentPolicy })},
 }
 
+// EnvResultTails sets coordinator.result_tails (over the file, under the
+// flag).
+const EnvResultTails = "ADK_COORDINATOR_RESULT_TAILS"
+
 // Flags binds a command's settings flags and its --config.
 type Flags struct {
 	fs     *pflag.FlagSet
 	config string
 	apply  map[string]func(*File) // by flag name
+	env    []envDef               // bound keys an environment variable sets
+	getenv func(string) string
 }
 
-// Bind registers --config and the flags of keys on fs.
+// Bind registers --config and the flags of keys on fs. A key with an
+// environment variable takes it too.
 func Bind(fs *pflag.FlagSet, keys ...string) *Flags {
-	b := &Flags{fs: fs, apply: map[string]func(*File){}}
+	b := &Flags{fs: fs, apply: map[string]func(*File){}, getenv: os.Getenv}
 	fs.StringVar(&b.config, "config", "", "settings file (JSON; adk config defaults prints every key); flags win over it")
 	for _, k := range keys {
 		d, ok := flags[k]
@@ -88,6 +111,9 @@ func Bind(fs *pflag.FlagSet, keys ...string) *Flags {
 			panic("settings: no flag for key " + k)
 		}
 		b.apply[d.name] = d.add(fs, d.name, d.usage)
+		if e, ok := envs[k]; ok {
+			b.env = append(b.env, e)
+		}
 	}
 	return b
 }
@@ -108,7 +134,8 @@ func (b *Flags) Link(flag string, set func(*File)) {
 func (b *Flags) ConfigPath() string { return b.config }
 
 // Resolve returns the settings in force: the defaults, the --config file
-// over them, and every flag given on the command line over both; then
+// over them, the bound keys' environment variables (when set, non-empty)
+// over that, and every flag given on the command line over all; then
 // validated.
 func (b *Flags) Resolve() (File, error) {
 	f := Defaults()
@@ -116,6 +143,11 @@ func (b *Flags) Resolve() (File, error) {
 		var err error
 		if f, err = Load(b.config); err != nil {
 			return f, err
+		}
+	}
+	for _, e := range b.env {
+		if v := b.getenv(e.name); v != "" {
+			e.set(&f, v)
 		}
 	}
 	names := make([]string, 0, len(b.apply))

@@ -71,6 +71,11 @@ type Coordinator struct {
 	TaskTimeout       Duration  `json:"task_timeout"`        // 1ms..24h, upper bound of one task
 	JobTimeout        Duration  `json:"job_timeout"`         // 1s..1h, upper bound of a job's timeout_ms
 	EvalStore         EvalStore `json:"eval_store"`
+	// ResultTails is when a coordinator builds a completed records job's
+	// result tail: completion (every node, read or not), first_read (a
+	// node's first read of the job), or never (coordinator.ResultTails).
+	// Node-local: coordinators of a cluster may differ.
+	ResultTails string `json:"result_tails"`
 }
 
 // EvalStore is the eval store's quotas (CONTRACTS §6 store contract).
@@ -215,6 +220,7 @@ func Defaults() File {
 			RaftAddr: "127.0.0.1:7100", Replicas: 1,
 			MaxRunningJobs: 4, MaxQueuedJobs: 1000, MaxQueuedBytes: 64 << 20, MaxPendingSubmits: 64,
 			TaskTimeout: Duration(time.Hour), JobTimeout: Duration(MaxJobTimeout),
+			ResultTails: string(coordinator.TailsAtCompletion),
 			EvalStore: EvalStore{MaxSets: es.MaxSets, MaxJobs: es.MaxJobs, MaxBaselines: es.MaxBaselines,
 				MaxPageLimit: es.MaxPageLimit, MaxPruneLimit: es.MaxPruneLimit, MaxRecordBytes: es.MaxRecordBytes,
 				MaxScopeBytes: es.MaxScopeBytes, MaxTotalBytes: es.MaxTotalBytes},
@@ -383,6 +389,9 @@ func (c Coordinator) Limits() coordinator.Limits {
 	return coordinator.Limits{MaxConcurrency: c.MaxRunningJobs, MaxQueue: q, MaxQueueBytes: c.MaxQueuedBytes,
 		TaskTimeout: c.TaskTimeout.D(), JobTimeout: c.JobTimeout.D(), MaxPendingSubmits: c.MaxPendingSubmits}
 }
+
+// Tails maps result_tails to coordinator.ResultTails.
+func (c Coordinator) Tails() coordinator.ResultTails { return coordinator.ResultTails(c.ResultTails) }
 
 // StoreLimits maps the eval_store keys to evalstore.Limits.
 func (c Coordinator) StoreLimits() evalstore.Limits {

@@ -255,6 +255,63 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// TestPrecedence_EnvironmentBetweenFileAndFlag: a key with an
+// environment variable (coordinator.result_tails) takes it over the file
+// and under the flag, only where the command binds the key; a bad value
+// from any of them is refused naming the key and the valid values.
+func TestPrecedence_EnvironmentBetweenFileAndFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "adk.json")
+	if err := os.WriteFile(path, []byte(`{"coordinator": {"result_tails": "never"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(env string, keys []string, args ...string) (File, error) {
+		t.Helper()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		b := Bind(fs, keys...)
+		b.getenv = func(name string) string {
+			if name == EnvResultTails {
+				return env
+			}
+			return ""
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return b.Resolve()
+	}
+	bound := []string{"coordinator.result_tails"}
+	for _, c := range []struct {
+		name, env string
+		keys      []string
+		args      []string
+		want      string
+	}{
+		{"default", "", bound, nil, "completion"},
+		{"file over default", "", bound, []string{"--config", path}, "never"},
+		{"environment over file", "first_read", bound, []string{"--config", path}, "first_read"},
+		{"flag over environment", "first_read", bound, []string{"--config", path, "--result-tails", "completion"}, "completion"},
+		{"environment of a key the command does not bind", "first_read", []string{"log.level"}, []string{"--config", path}, "never"},
+	} {
+		f, err := resolve(c.env, c.keys, c.args...)
+		if err != nil || f.Coordinator.ResultTails != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.name, f.Coordinator.ResultTails, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		env  string
+		args []string
+	}{
+		{"lazy", nil},
+		{"", []string{"--result-tails", "always"}},
+	} {
+		_, err := resolve(c.env, bound, c.args...)
+		var se *Error
+		if !errors.As(err, &se) || se.Key != "coordinator.result_tails" || se.Reason != "must be one of completion, first_read, never" {
+			t.Errorf("env %q args %q: %v, want the key and its values", c.env, c.args, err)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add(Defaults().JSON())
 	f.Add([]byte(`{"store": {"retention": "1h", "content_policy": "prune"}}`))

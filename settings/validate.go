@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/devapi"
 	"github.com/fadcedab/adk/store/tracestore"
 )
@@ -34,6 +35,11 @@ func (f File) Validate() error {
 	v.intRange("coordinator.max_pending_submits", int64(c.MaxPendingSubmits), 1, MaxPendingSubmits)
 	v.durRange("coordinator.task_timeout", c.TaskTimeout, time.Millisecond, MaxTaskTimeout)
 	v.durRange("coordinator.job_timeout", c.JobTimeout, time.Second, MaxJobTimeout)
+	tails := make([]string, len(coordinator.ResultTailsValues))
+	for i, t := range coordinator.ResultTailsValues {
+		tails[i] = string(t)
+	}
+	v.oneOf("coordinator.result_tails", c.ResultTails, tails...)
 	e := c.EvalStore
 	v.intRange("coordinator.eval_store.max_sets", int64(e.MaxSets), 1, MaxEvalStoreCount)
 	v.intRange("coordinator.eval_store.max_jobs", int64(e.MaxJobs), 1, MaxEvalStoreCount)

@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
 	"github.com/fadcedab/adk/coordinator"
+	"github.com/fadcedab/adk/settings"
 )
 
 // parseCoordinator parses args into a coordinatorOptions as the command
@@ -46,7 +49,8 @@ func TestCoordinatorConfigFile(t *testing.T) {
 	}
 	want := coordinator.Config{ID: "c2", DataDir: filepath.Join(dir, "data"), RaftAddr: "10.0.0.1:7100", Bootstrap: true,
 		Peers: []coordinator.Peer{{ID: "c1", Addr: "10.0.0.1:7100"}, {ID: "c2", Addr: "10.0.0.2:7100"}}, Workers: []string{"w9"},
-		Coordinators: []string{"c3"}, Limits: o.file.Coordinator.Limits(), StoreLimits: o.file.Coordinator.StoreLimits()}
+		Coordinators: []string{"c3"}, Limits: o.file.Coordinator.Limits(), StoreLimits: o.file.Coordinator.StoreLimits(),
+		ResultTails: coordinator.TailsAtCompletion}
 	want.Streams.Replicas = 3
 	// The leader creates ADK_SIGNALS with the file's signals section.
 	signals := o.file.Signals.StreamConfig()
@@ -102,5 +106,60 @@ func TestCoordinatorConfigFileErrors(t *testing.T) {
 	if code := run([]string{"worker", "--config", writeFile(t, dir, "w.json", `{"worker": {"id": "w1", "secret": "x"}}`)}, io.Discard, &errb); code != exitError ||
 		!strings.Contains(errb.String(), "invalid_settings: secret (unknown_field)") {
 		t.Errorf("worker config with an unknown key: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestReadme_ResultTails runs the README's result tails sentence: each
+// value it lists is the coordinator's (coordinator.ResultTailsValues, the
+// default first), taken from the file key, the environment variable and
+// the flag it names, in that order of precedence, and into
+// coordinator.Config; a value it does not list is refused naming the key.
+func TestReadme_ResultTails(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	at := strings.Index(text, "`coordinator.result_tails`, `--result-tails` or `$"+settings.EnvResultTails+"`")
+	if at < 0 {
+		t.Fatal("the README names no key, flag and variable of result tails")
+	}
+	sentence := text[at : at+strings.Index(text[at:], ". ")]
+	var values []coordinator.ResultTails
+	for _, span := range regexp.MustCompile("`([a-z_]+)` \\(").FindAllStringSubmatch(sentence, -1) {
+		values = append(values, coordinator.ResultTails(span[1]))
+	}
+	if !reflect.DeepEqual(values, coordinator.ResultTailsValues) || !strings.Contains(sentence, "`completion` (the default") {
+		t.Fatalf("the README lists %q, the coordinator takes %q (the default first)", values, coordinator.ResultTailsValues)
+	}
+	dir := t.TempDir()
+	for i, v := range values {
+		other := values[(i+1)%len(values)]
+		file := writeFile(t, dir, "tails.json", `{"coordinator": {"id": "c1", "data_dir": "d", "workers": ["w1"], "result_tails": "`+string(v)+`"}}`)
+		for _, c := range []struct {
+			name, env string
+			args      []string
+			want      coordinator.ResultTails
+		}{
+			{"file", "", []string{"--config", file}, v},
+			{"variable over file", string(other), []string{"--config", file}, other},
+			{"flag over variable", string(other), []string{"--config", file, "--result-tails", string(v)}, v},
+		} {
+			t.Setenv(settings.EnvResultTails, c.env)
+			o, err := parseCoordinator(t, c.args...)
+			if err != nil {
+				t.Fatalf("%s %s: %v", v, c.name, err)
+			}
+			cfg, err := o.config()
+			if err != nil || cfg.ResultTails != c.want {
+				t.Fatalf("%s %s: %q, %v; want %q", v, c.name, cfg.ResultTails, err, c.want)
+			}
+		}
+	}
+	t.Setenv(settings.EnvResultTails, "lazy")
+	var errb bytes.Buffer
+	code := run([]string{"coordinator", "--id", "c1", "--data-dir", dir, "--workers", "w1", "--nats", "nats://127.0.0.1:1"}, io.Discard, &errb)
+	if want := "invalid_settings: coordinator.result_tails (must be one of completion, first_read, never)"; code != exitError || !strings.Contains(errb.String(), want) {
+		t.Fatalf("%s=lazy: exit %d, stderr %q, want %q", settings.EnvResultTails, code, errb.String(), want)
 	}
 }

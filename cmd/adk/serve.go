@@ -59,7 +59,7 @@ type serveOptions struct {
 
 // serveSettingsKeys are the settings `adk serve` has flags for.
 var serveSettingsKeys = []string{"log.level", "log.format", "coordinator.max_running_jobs", "coordinator.max_queued_jobs",
-	"coordinator.task_timeout", "coordinator.job_timeout", "serve.worker_capacity",
+	"coordinator.task_timeout", "coordinator.job_timeout", "coordinator.result_tails", "serve.worker_capacity",
 	"store.max_events", "store.max_bytes", "store.retention", "store.content_policy"}
 
 // resolve merges the settings under the flags: serve's own flags fill from

@@ -90,7 +90,7 @@ func startServeEval(srv *bus.Server, dataDir string, o serveEvalOptions, c setti
 	s.conns = append(s.conns, nc)
 	s.coord, err = coordinator.Start(coordinator.Config{ID: serveWorkerID, DataDir: filepath.Join(dataDir, "coordinator"),
 		RaftAddr: o.raftAddr, Bootstrap: true, NATS: nc, Workers: []string{serveWorkerID},
-		Streams: bus.TaskStreamConfig{Replicas: 1}, Logger: log, Limits: c.Limits(), StoreLimits: c.StoreLimits()})
+		Streams: bus.TaskStreamConfig{Replicas: 1}, Logger: log, Limits: c.Limits(), StoreLimits: c.StoreLimits(), ResultTails: c.Tails()})
 	if err != nil {
 		return nil, coordinatorStartError(err)
 	}
