@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
-func newFSM(t *testing.T) (*FSM, *evalstore.Store) {
+func newFSM(t testing.TB) (*FSM, *evalstore.Store) {
 	t.Helper()
 	s, err := evalstore.Open(evalstore.Options{Dir: t.TempDir(), MemTableSize: 8 << 20})
 	if err != nil {
@@ -27,7 +27,7 @@ func newFSM(t *testing.T) (*FSM, *evalstore.Store) {
 	return NewFSM(s, nil), s
 }
 
-func entry(t *testing.T, idx uint64, ct cmdType, body any) *raft.Log {
+func entry(t testing.TB, idx uint64, ct cmdType, body any) *raft.Log {
 	t.Helper()
 	b, err := encodeCmd(ct, body)
 	if err != nil {

@@ -61,6 +61,7 @@ type recordCache struct {
 	jobs map[string]*recordJob
 	lru  []string
 	aggs atomic.Int64 // aggregates built (tests: once per job read)
+	sets atomic.Int64 // sets prepared (tests)
 }
 
 func (c *recordCache) get(tx *evalstore.Tx, j *evalrecord.Job) (*recordJob, error) {
@@ -78,6 +79,7 @@ func (c *recordCache) get(tx *evalstore.Tx, j *evalrecord.Job) (*recordJob, erro
 	if err != nil {
 		return nil, err
 	}
+	c.sets.Add(1)
 	rj = &recordJob{p: p}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,6 +112,13 @@ func (c *recordCache) keep(rj *recordJob, agg *evalengine.Result, doc []byte, su
 	if doc != nil && docs+len(doc) <= maxRecordDocsCached {
 		rj.doc, rj.docSum = doc, sum
 	}
+}
+
+// peek is job id's recordJob when the cache holds it.
+func (c *recordCache) peek(id string) *recordJob {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.jobs[id]
 }
 
 func (c *recordCache) aggOf(rj *recordJob) *evalengine.Result {
@@ -372,6 +381,48 @@ func (s *service) resultSamples(req *api.Request) *api.Reply {
 		if err != nil {
 			return nil, err
 		}
+		sc, err := s.sampleCasesOf(tx, j)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkTasks(req.Tasks, sc.cases*sc.samples); err != nil {
+			return nil, err
+		}
+		page, n, err := recordSamples(tx, j, sc, req.Tasks, s.pageLimit(req.MaxBytes))
+		if err != nil {
+			return nil, err
+		}
+		lines := 1 + j.Records + int64(sc.cases) + 1
+		return &api.Reply{Result: page, NextOffset: int64(n), ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
+	})
+}
+
+// sampleCases is what rendering a records job's sample lines needs of
+// its set: the case count and samples per case, each case's id (a
+// record's sample stands only for its own case), and for a sample that is
+// not its record's (a lost task, a sample that does not decode or names
+// another case or sample) the error sample the set gives. A node holding
+// the job's prepared set takes all of it from there; otherwise, with the
+// job's tail, the ids come from the tail's case lines (the case line of
+// case i names the set's case i: the tail was rendered from an aggregate
+// of this set) and the set is parsed only if an error sample is needed,
+// so reading one case's samples does not parse a 100,000-case set.
+type sampleCases struct {
+	cases, samples int
+	rj             *recordJob // the prepared set, once there
+	tail           *tailLines // the job's tail, when rj is not there
+	prep           func() (*recordJob, error)
+}
+
+// sampleCasesOf is job j's sampleCases: its prepared set when this node
+// holds it, else its tail (when its counts are the job's), else its set
+// prepared now.
+func (s *service) sampleCasesOf(tx *evalstore.Tx, j *evalrecord.Job) (*sampleCases, error) {
+	sc := &sampleCases{}
+	sc.prep = func() (*recordJob, error) {
+		if sc.rj != nil {
+			return sc.rj, nil
+		}
 		if err := s.verifyRecords(tx, j); err != nil {
 			return nil, err
 		}
@@ -379,16 +430,65 @@ func (s *service) resultSamples(req *api.Request) *api.Reply {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkTasks(req.Tasks, len(rj.p.Set.Cases)*rj.p.Options.Samples); err != nil {
-			return nil, err
-		}
-		page, n, err := recordSamples(tx, j, rj, req.Tasks, s.pageLimit(req.MaxBytes))
+		sc.rj = rj
+		return rj, nil
+	}
+	if rj := s.records.peek(j.JobID); rj == nil {
+		t, err := s.tailOf(tx, j)
 		if err != nil {
 			return nil, err
 		}
-		lines := 1 + j.Records + int64(len(rj.p.Set.Cases)) + 1
-		return &api.Reply{Result: page, NextOffset: int64(n), ResultSize: lines, ResultDigest: j.ResultDigest, ResultFormat: api.ResultJSONL}, nil
-	})
+		if t != nil && t.Cases == j.Spec.Cases && j.Spec.Samples > 0 {
+			sc.cases, sc.samples, sc.tail = t.Cases, j.Spec.Samples, &tailLines{tx: tx, h: t}
+			return sc, nil
+		}
+	}
+	rj, err := sc.prep()
+	if err != nil {
+		return nil, err
+	}
+	sc.cases, sc.samples = len(rj.p.Set.Cases), rj.p.Options.Samples
+	return sc, nil
+}
+
+// sample is task t's sample in the result (recordSample).
+func (sc *sampleCases) sample(t *evalrecord.Task) (evalengine.SampleResult, error) {
+	if sc.rj == nil {
+		ci, si := api.TaskIndex(t.Index, sc.cases)
+		var smp evalengine.SampleResult
+		if t.State == evalrecord.TaskDone && json.Unmarshal(t.Sample, &smp) == nil && smp.SampleIndex == si {
+			id, err := sc.caseID(ci)
+			if err != nil {
+				return smp, err
+			}
+			if smp.CaseID == id {
+				return smp, nil
+			}
+		}
+	}
+	rj, err := sc.prep()
+	if err != nil {
+		return evalengine.SampleResult{}, err
+	}
+	return recordSample(rj.p, t), nil
+}
+
+// caseID is the id of case ci, from its line in the tail.
+func (sc *sampleCases) caseID(ci int) (string, error) {
+	b, err := sc.tail.line(ci)
+	if err != nil {
+		return "", err
+	}
+	var line struct {
+		CaseIndex int `json:"case_index"`
+		Case      struct {
+			CaseID string `json:"case_id"`
+		} `json:"case"`
+	}
+	if err := json.Unmarshal(b, &line); err != nil || line.CaseIndex != ci || line.Case.CaseID == "" {
+		return "", api.Errorf(api.CodeResultDigestMismatch, "job %s: its result tail's case line %d does not read", sc.tail.h.JobID, ci)
+	}
+	return line.Case.CaseID, nil
 }
 
 // completedRecordsJob is the job req names, in req's scope, when it is
@@ -494,13 +594,13 @@ func checkTasks(tasks []int, total int) error {
 // page of at most limit bytes (at least one line), and returns how many
 // it wrote. A task's line is the one its record has in the stream
 // (recordLines): the task read by its index, as the records read it.
-func recordSamples(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, tasks []int, limit int) ([]byte, int, error) {
+func recordSamples(tx *evalstore.Tx, j *evalrecord.Job, sc *sampleCases, tasks []int, limit int) ([]byte, int, error) {
 	var page bytes.Buffer
 	sw, err := evalengine.NewStreamWriter(&page, nil, 0, 0)
 	if err != nil {
 		return nil, 0, err
 	}
-	cases := len(rj.p.Set.Cases)
+	cases := sc.cases
 	for n, idx := range tasks {
 		t, err := tx.Task(j.JobID, idx)
 		if errors.Is(err, evalrecord.ErrNotFound) {
@@ -510,7 +610,10 @@ func recordSamples(tx *evalstore.Tx, j *evalrecord.Job, rj *recordJob, tasks []i
 		} else if err != nil {
 			return nil, 0, err
 		}
-		smp := recordSample(rj.p, t)
+		smp, err := sc.sample(t)
+		if err != nil {
+			return nil, 0, err
+		}
 		ci, _ := api.TaskIndex(idx, cases)
 		before := page.Len()
 		if err := sw.WriteSample(ci, &smp); err != nil {

@@ -312,14 +312,14 @@ func TestRecordLines_AggregatesOncePerJob(t *testing.T) {
 // completeRecordsJob completes cacheJob's job j (scope "app", id
 // "eval-a") as records, as the leader's completion and its apply at
 // index 1000 do.
-func completeRecordsJob(t *testing.T, f *FSM, s *evalstore.Store, j *evalrecord.Job) {
+func completeRecordsJob(t testing.TB, f *FSM, s *evalstore.Store, j *evalrecord.Job) {
 	t.Helper()
 	tc, err := (&Node{store: s, fsm: f}).completeJob(j, time.UnixMilli(5000))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.Scope, tc.JobID, tc.Expected, tc.Now = "app", "eval-a", []evalrecord.Phase{evalrecord.PhaseRunning}, 5000
-	if r := f.ApplyBatch([]*raft.Log{entry(t, 1000, cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
+	if r := f.ApplyBatch([]*raft.Log{entry(t, max(1000, s.AppliedIndex()+1), cmdTransition, tc)})[0].(*applyResult); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // assign everything to w1, then finish it in entries of 7 outcomes, every
 // fifth task lost (worker_lost) and one done task with a sample that does
 // not decode. afterFirst (if not nil) runs after the first finish entry.
-func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *evalrecord.Job {
+func cacheJob(t testing.TB, f *FSM, cases, samples int, afterFirst func()) *evalrecord.Job {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(`{"schema_version":2,"id":"s","version":"1","cases":[`)
@@ -61,7 +61,9 @@ func cacheJob(t *testing.T, f *FSM, cases, samples int, afterFirst func()) *eval
 	for i := range total {
 		as = append(as, evalstore.Assignment{JobID: "eval-a", Index: i, Worker: "w1"})
 	}
-	apply(cmdAssign, &assignCmd{As: as, Now: 2})
+	for k := 0; k < len(as); k += 512 { // MaxTasksPerCommand: a Badger transaction's bound
+		apply(cmdAssign, &assignCmd{As: as[k:min(k+512, len(as))], Now: 2})
+	}
 	var outs []evalstore.Outcome
 	for i := range total {
 		ci, si := api.TaskIndex(i, cases)

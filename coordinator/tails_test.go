@@ -256,3 +256,55 @@ func TestResultTail_PolicyChoosesWhenTailsAreBuilt(t *testing.T) {
 		t.Fatalf("an unknown policy: %v", err)
 	}
 }
+
+// TestResultTail_SamplesWithoutTheSet: result_samples on a node that
+// holds a job's tail but not its prepared set answers every task's
+// sample line as a node with the set does; a sample that is its record's
+// is answered without parsing the set, and one that is not (a lost task,
+// a sample that does not decode) parses it once.
+func TestResultTail_SamplesWithoutTheSet(t *testing.T) {
+	f, s := newFSM(t)
+	j := cacheJob(t, f, 13, 2, nil)
+	completeRecordsJob(t, f, s, j)
+	node := &Node{store: s, fsm: f}
+	newService := func() *service {
+		return &service{n: node, digests: map[string]string{}, tails: newTailCache(TailsAtCompletion)}
+	}
+	if err := newService().buildTail("eval-a"); err != nil {
+		t.Fatal(err)
+	}
+	samples := func(svc *service, tasks ...int) []byte {
+		t.Helper()
+		rep := svc.resultSamples(&api.Request{Scope: "app", JobID: "eval-a", Tasks: tasks})
+		if rep.Err != nil || rep.NextOffset != int64(len(tasks)) {
+			t.Fatalf("tasks %v: %v (%d answered)", tasks, rep.Err, rep.NextOffset)
+		}
+		return rep.Result
+	}
+	withSet := newService()
+	if err := s.View(func(tx *evalstore.Tx) error {
+		_, err := withSet.records.get(tx, j)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for task := range 26 {
+		want := samples(withSet, task)
+		tail := newService()
+		if got := samples(tail, task); !bytes.Equal(got, want) {
+			t.Fatalf("task %d from the tail:\n%s\nwant\n%s", task, got, want)
+		}
+		record := task%5 != 4 && task != 1 // cacheJob: lost, and a sample that does not decode
+		if n := tail.records.sets.Load(); (n == 0) != record {
+			t.Fatalf("task %d (its record's sample: %t) parsed the set %d times", task, record, n)
+		}
+	}
+	all := make([]int, 26)
+	for i := range all {
+		all[i] = 25 - i
+	}
+	tail := newService()
+	if got, want := samples(tail, all...), samples(withSet, all...); !bytes.Equal(got, want) || tail.records.sets.Load() != 1 {
+		t.Fatalf("every task from the tail (set parsed %d times):\n%s\nwant\n%s", tail.records.sets.Load(), got, want)
+	}
+}
