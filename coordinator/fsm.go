@@ -53,6 +53,12 @@ type FSM struct {
 	// MinIndex (service.awaitApplied) after every Apply, ApplyBatch and
 	// Restore.
 	applied broadcast
+	// cluster is the identity the log recorded for its cluster ("" before
+	// one was applied): the store's, kept here for every request.
+	cluster atomic.Pointer[string]
+	// skipCluster makes this FSM apply a lease as an earlier build does,
+	// without its cluster identity (tests: Config.earlierBuild).
+	skipCluster bool
 }
 
 // NewFSM returns an FSM over store.
@@ -60,7 +66,34 @@ func NewFSM(store *evalstore.Store, log *slog.Logger) *FSM {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &FSM{store: store, log: log, samples: newSampleCache(DefaultSampleCacheBytes)}
+	f := &FSM{store: store, log: log, samples: newSampleCache(DefaultSampleCacheBytes)}
+	f.loadCluster()
+	return f
+}
+
+// Cluster is the identity of the cluster whose log this FSM applies, ""
+// while it has applied none (a log written by earlier builds only, or a
+// new cluster before its first leader's lease). A cluster wiped and
+// bootstrapped again draws a new one, so a client can tell its Raft
+// indexes from the old log's (coordinator/DESIGN.md "Read-your-writes").
+func (f *FSM) Cluster() string {
+	if c := f.cluster.Load(); c != nil {
+		return *c
+	}
+	return ""
+}
+
+// loadCluster reads the identity the store holds (at start, after a
+// restore).
+func (f *FSM) loadCluster() {
+	var c string
+	if err := f.store.View(func(tx *evalstore.Tx) (err error) {
+		c, err = tx.Cluster()
+		return err
+	}); err != nil {
+		f.log.Warn("fsm: read the cluster identity", "err", err)
+	}
+	f.cluster.Store(&c)
 }
 
 // Apply implements raft.FSM. A decode failure panics (this binary cannot
@@ -332,7 +365,21 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 	case cmdLease:
 		var c leaseCmd
 		decodeBody(t, body, &c)
-		fn = func(tx *evalstore.Tx) error { return tx.PutLease(c.Lease) }
+		if f.skipCluster {
+			c.Cluster = ""
+		}
+		cluster := ""
+		fn = func(tx *evalstore.Tx) (err error) {
+			if c.Cluster != "" {
+				if cluster, err = tx.SetCluster(c.Cluster); err != nil {
+					return err
+				}
+			}
+			return tx.PutLease(c.Lease)
+		}
+		if c.Cluster != "" {
+			after = func() { f.cluster.Store(&cluster) }
+		}
 	case cmdRecover:
 		var c recoverCmd
 		decodeBody(t, body, &c)
@@ -466,6 +513,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer f.samples.reset()
 	defer f.ended.notify()
 	defer f.applied.notify()
+	defer f.loadCluster()
 	return f.store.Restore(rc)
 }
 

@@ -199,7 +199,16 @@ func (n *Node) establish(ctx context.Context) error {
 		n.log.Info("full restart: failed active jobs", "jobs", res.Recovered,
 			"lease_age", now.Sub(time.UnixMilli(lease.At)).Round(time.Millisecond), "fence_lease", n.cfg.Timing.FenceLease)
 	}
-	if _, err := n.propose(ctx, cmdLease, &leaseCmd{Lease: evalrecord.Lease{LeaderID: n.cfg.ID, At: now.UnixMilli()}}); err != nil {
+	first := &leaseCmd{Lease: evalrecord.Lease{LeaderID: n.cfg.ID, At: now.UnixMilli()}}
+	if n.fsm.Cluster() == "" && !n.cfg.earlierBuild {
+		// The log has no cluster identity (a new cluster, or one whose
+		// leaders so far were of earlier builds): draw one. The barrier
+		// above applied every entry before this term, so an identity
+		// recorded earlier is known here; two drawn by successive leaders
+		// both reach the log and the first applied stays.
+		first.Cluster = newClusterID()
+	}
+	if _, err := n.propose(ctx, cmdLease, first); err != nil {
 		return err
 	}
 	for {

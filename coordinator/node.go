@@ -189,6 +189,11 @@ type Config struct {
 	// a coordinator of an earlier build with it, which has no responder
 	// for the operations added since (result_samples, result_cases).
 	WithoutOps []string
+	// earlierBuild stands this node in for a coordinator of a build
+	// before cluster identities (tests): it draws none when it leads, its
+	// FSM skips the one a lease carries, its replies name none and it
+	// reads no request's.
+	earlierBuild bool
 }
 
 // Node is one coordinator: a Raft peer with its FSM and eval store, the
@@ -300,6 +305,7 @@ func StartContext(ctx context.Context, cfg Config) (n *Node, err error) {
 		// the store instead.
 		n.fsm.samples.disable()
 	}
+	n.fsm.skipCluster = cfg.earlierBuild
 	n.fsm.onFail = n.failStop // a storage failure in an apply stops the service, not the process
 	// Every completed records job gets its result tail, rendered off the
 	// apply goroutine by the service (tails.go), when it completes or on

@@ -98,10 +98,10 @@ func startService(n *Node) (*service, error) {
 	if err := g.AddEndpoint(api.OpPutSetPart, micro.HandlerFunc(func(r micro.Request) {
 		req, err := decodeRequest(r.Data(), api.RequestLimits)
 		if err != nil {
-			respond(r, fail(err))
+			s.respond(r, fail(err))
 			return
 		}
-		respond(r, s.putSetPart(req))
+		s.respond(r, s.putSetPart(req))
 	})); err != nil {
 		_ = svc.Stop()
 		return nil, err
@@ -120,7 +120,11 @@ func (s *service) stop() {
 	s.wg.Wait()
 }
 
-func respond(r micro.Request, rep *api.Reply) {
+// respond sends rep, naming this node's cluster (api.Reply.Cluster).
+func (s *service) respond(r micro.Request, rep *api.Reply) {
+	if !s.n.cfg.earlierBuild {
+		rep.Cluster = s.n.fsm.Cluster()
+	}
 	b, err := wire.Encode(api.KindReply, rep)
 	if err != nil {
 		b, _ = wire.Encode(api.KindReply, &api.Reply{Err: api.Errorf(api.CodeInternal, "encode reply")})
@@ -142,16 +146,19 @@ func decodeRequest(data []byte, lim wire.DecodeLimits) (*api.Request, error) {
 	if err := evalstore.ValidScope(req.Scope); err != nil {
 		return nil, err
 	}
+	if !api.ValidCluster(req.Cluster) {
+		return nil, api.Errorf(api.CodeInvalidRequest, "cluster: want at most %d bytes of [A-Za-z0-9_-], got %d bytes", api.MaxClusterBytes, len(req.Cluster))
+	}
 	return &req, nil
 }
 
 func (s *service) serve(r micro.Request, h func(*api.Request) *api.Reply) {
 	req, err := decodeRequest(r.Data(), api.SmallLimits)
 	if err != nil {
-		respond(r, fail(err))
+		s.respond(r, fail(err))
 		return
 	}
-	respond(r, h(req))
+	s.respond(r, h(req))
 }
 
 func (s *service) ctx() (context.Context, context.CancelFunc) {
@@ -164,7 +171,7 @@ func (s *service) submit(r micro.Request) {
 	select {
 	case s.slots <- struct{}{}:
 	default:
-		respond(r, fail(api.Errorf(api.CodeValidationBusy, "")))
+		s.respond(r, fail(api.Errorf(api.CodeValidationBusy, "")))
 		return
 	}
 	s.pending.Add(1)
@@ -174,17 +181,17 @@ func (s *service) submit(r micro.Request) {
 		release := func() { s.pending.Add(-1); <-s.slots }
 		cmd, err := s.validate(r.Data(), release)
 		if err != nil {
-			respond(r, fail(err))
+			s.respond(r, fail(err))
 			return
 		}
 		ctx, cancel := s.ctx()
 		defer cancel()
 		res, err := s.n.propose(ctx, cmdSubmit, cmd)
 		if err != nil {
-			respond(r, fail(err))
+			s.respond(r, fail(err))
 			return
 		}
-		respond(r, &api.Reply{Job: res.Job, Index: res.Index})
+		s.respond(r, &api.Reply{Job: res.Job, Index: res.Index})
 	}()
 }
 
@@ -236,7 +243,7 @@ func (s *service) validationBound(data []byte) (time.Duration, error) {
 		return d, nil
 	}
 	if req.Submit.RequestID != "" || req.Submit.SetUpload != "" {
-		if err := s.awaitApplied(req.MinIndex); err != nil {
+		if err := s.awaitRequest(req); err != nil {
 			return 0, err
 		}
 	}
@@ -465,6 +472,23 @@ func reasonToken(s string) bool {
 	return true
 }
 
+// awaitRequest is awaitApplied of req.MinIndex, an index of the log of
+// the cluster req.Cluster names. An index of another cluster's log (this
+// cluster was wiped and bootstrapped again under a long-lived client)
+// says nothing about this log: req drops it and is answered from what
+// this node holds, and the reply's Cluster tells the client to start
+// over from this log's indexes. A node or a request without a cluster
+// (earlier builds, a log that recorded none yet) waits as before.
+func (s *service) awaitRequest(req *api.Request) error {
+	if req.Cluster != "" && !s.n.cfg.earlierBuild {
+		if own := s.n.fsm.Cluster(); own != "" && own != req.Cluster {
+			s.n.log.Debug("request names another cluster's raft index: answered from this one", "index", req.MinIndex)
+			req.MinIndex, req.Cluster = 0, ""
+		}
+	}
+	return s.awaitApplied(req.MinIndex)
+}
+
 // awaitApplied waits until this node applied index, woken by each apply
 // (FSM.applied), for at most Timing.ReadWait; then, or when the node
 // stops, it answers coordinator_behind naming both indexes: a request
@@ -517,6 +541,13 @@ func (n *Node) admission() evalstore.Admission {
 	return evalstore.Admission{MaxConcurrency: l.MaxConcurrency, MaxQueue: l.MaxQueue, MaxQueueBytes: l.MaxQueueBytes}
 }
 
+// newClusterID draws a cluster identity (leaseCmd.Cluster).
+func newClusterID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 func newJobID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -527,7 +558,7 @@ func newJobID() string {
 // this node to apply req.MinIndex: a client that wrote through the leader
 // reads its write on any follower, or gets coordinator_behind.
 func (s *service) view(req *api.Request, fn func(tx *evalstore.Tx) (*api.Reply, error)) *api.Reply {
-	if err := s.awaitApplied(req.MinIndex); err != nil {
+	if err := s.awaitRequest(req); err != nil {
 		return fail(err)
 	}
 	var rep *api.Reply
@@ -545,28 +576,28 @@ func (s *service) view(req *api.Request, fn func(tx *evalstore.Tx) (*api.Reply, 
 func (s *service) statusEndpoint(r micro.Request) {
 	req, err := decodeRequest(r.Data(), api.SmallLimits)
 	if err != nil {
-		respond(r, fail(err))
+		s.respond(r, fail(err))
 		return
 	}
 	if req.WaitMS < 0 || req.WaitMS > api.MaxStatusWait.Milliseconds() {
-		respond(r, fail(api.Errorf(api.CodeInvalidRequest, "wait_ms: %d is not in 0..%d", req.WaitMS, api.MaxStatusWait.Milliseconds())))
+		s.respond(r, fail(api.Errorf(api.CodeInvalidRequest, "wait_ms: %d is not in 0..%d", req.WaitMS, api.MaxStatusWait.Milliseconds())))
 		return
 	}
 	if req.WaitMS == 0 {
-		respond(r, s.status(req))
+		s.respond(r, s.status(req))
 		return
 	}
 	select {
 	case s.waiters <- struct{}{}:
 	default:
-		respond(r, s.status(req)) // too many held: answer now
+		s.respond(r, s.status(req)) // too many held: answer now
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.waiters }()
-		respond(r, s.statusWait(req, time.Duration(req.WaitMS)*time.Millisecond))
+		s.respond(r, s.statusWait(req, time.Duration(req.WaitMS)*time.Millisecond))
 	}()
 }
 

@@ -194,6 +194,12 @@ type Request struct {
 	// applied it within its bound answers CodeCoordinatorBehind, never
 	// older state.
 	MinIndex uint64 `msgpack:"min_index,omitempty"`
+	// Cluster is the identity of the cluster whose log issued MinIndex
+	// (Reply.Cluster of the reply it came in). A node of another cluster
+	// (the coordinators were wiped and bootstrapped again) answers without
+	// waiting for it; empty (earlier clients) waits as before. At most
+	// MaxClusterBytes of [A-Za-z0-9_-] (ValidCluster).
+	Cluster string `msgpack:"cluster,omitempty"`
 	// WaitMS (status) holds the answer until the job is terminal on the
 	// answering node, or WaitMS passed (then the job as it is): a client
 	// polling every WaitMS sees the end at once instead of up to a poll
@@ -316,6 +322,25 @@ type SubmitRequest struct {
 	RequestID string `msgpack:"request_id,omitempty"`
 }
 
+// MaxClusterBytes bounds a cluster identity (Request.Cluster,
+// Reply.Cluster); a coordinator draws 32 hex digits.
+const MaxClusterBytes = 64
+
+// ValidCluster says whether c may name a cluster: empty (none), or at
+// most MaxClusterBytes of [A-Za-z0-9_-].
+func ValidCluster(c string) bool {
+	if len(c) > MaxClusterBytes {
+		return false
+	}
+	for i := range len(c) {
+		b := c[i]
+		if (b < 'a' || b > 'z') && (b < 'A' || b > 'Z') && (b < '0' || b > '9') && b != '_' && b != '-' {
+			return false
+		}
+	}
+	return true
+}
+
 // MaxResultTasks bounds Request.Tasks: every sample of a case
 // (evalengine.MaxSamplesPerCase) fits one request.
 const MaxResultTasks = 256
@@ -380,6 +405,11 @@ type Reply struct {
 	ResultFormat string `msgpack:"result_format,omitempty"`
 	// join: the configuration after the change.
 	Members []Member `msgpack:"members,omitempty"`
+	// Cluster is the identity of the answering node's cluster, drawn when
+	// its log began (empty: a node of an earlier build, or a log that
+	// recorded none yet). Index counts that cluster's log: a client that
+	// sees another identity starts over from this reply's Index.
+	Cluster string `msgpack:"cluster,omitempty"`
 }
 
 // Capabilities describes a coordinator (CONTRACTS §6 capabilities).

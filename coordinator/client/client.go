@@ -12,7 +12,6 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
@@ -31,7 +30,47 @@ const DefaultTimeout = 30 * time.Second
 type Client struct {
 	nc      *nats.Conn
 	timeout time.Duration
-	index   atomic.Uint64 // highest Raft index seen: read-your-writes
+	seen    seenIndex // highest Raft index seen: read-your-writes
+}
+
+// seenIndex is the highest Raft index a client has seen in a reply, and
+// the identity of the cluster whose log issued it (api.Reply.Cluster; ""
+// while no reply named one). A reply naming another cluster (the
+// coordinators were wiped and bootstrapped again under this client)
+// starts it over from that reply's index; a reply naming none (a node of
+// an earlier build, a log that recorded none yet) only raises the index,
+// as before identities.
+type seenIndex struct {
+	mu      sync.Mutex
+	cluster string
+	index   uint64
+}
+
+// get is the (cluster, index) a request carries.
+func (s *seenIndex) get() (string, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cluster, s.index
+}
+
+// saw takes in a reply's cluster and index.
+func (s *seenIndex) saw(cluster string, index uint64) {
+	if !api.ValidCluster(cluster) {
+		cluster = ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case cluster != "" && s.cluster != "" && cluster != s.cluster:
+		s.cluster, s.index = cluster, index
+	case cluster != "" && s.cluster == "":
+		// The first identity this client sees: the indexes it saw before
+		// may be this log's (a cluster upgraded from earlier builds), so
+		// they still count.
+		s.cluster, s.index = cluster, max(s.index, index)
+	default:
+		s.index = max(s.index, index)
+	}
 }
 
 // New returns a client; timeout 0 means DefaultTimeout.
@@ -68,7 +107,7 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 		return nil, false, err
 	}
 	if req.MinIndex == 0 {
-		req.MinIndex = c.index.Load()
+		req.Cluster, req.MinIndex = c.seen.get()
 	}
 	b, err := wire.Encode(api.KindRequest, req)
 	if err != nil {
@@ -108,12 +147,7 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
 			return nil, again, err
 		}
-		for {
-			seen := c.index.Load()
-			if rep.Index <= seen || c.index.CompareAndSwap(seen, rep.Index) {
-				break
-			}
-		}
+		c.seen.saw(rep.Cluster, rep.Index)
 		if rep.Err == nil {
 			return &rep, again, nil
 		}

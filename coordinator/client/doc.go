@@ -11,7 +11,10 @@
 // coordinator_behind (the coordinator had not applied the highest Raft
 // index this client has seen) is sent again, whatever its operation,
 // until another answer or the call's timeout (DESIGN.md
-// "Read-your-writes").
+// "Read-your-writes"). The index travels with the identity of the
+// cluster whose log issued it: a reply from another cluster (the
+// coordinators were wiped and bootstrapped again under a long-lived
+// client) starts the client over from that cluster's index.
 //
 // It imports coordinator/api, store/evalrecord, bus and nats (and
 // evalengine and internal/canonjson, which coordinator/api builds on, to

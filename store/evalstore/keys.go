@@ -11,7 +11,7 @@ import (
 // prefix seek never crosses into another scope and ids containing any
 // byte (NUL included) order and page without collisions.
 const (
-	pMeta     = 'm' // m<name>                               counters, applied index, lease
+	pMeta     = 'm' // m<name>                               counters, applied index, lease, cluster identity
 	pUsage    = 'u' // u<scope16>                            bytes charged to a scope
 	pSet      = 's' // s<scope16><id16><version>             SetRecord
 	pSetRef   = 'f' // f<scope16><id16><version16><job>      key only: job refs a set revision

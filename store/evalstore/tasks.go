@@ -2,6 +2,7 @@ package evalstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"sort"
 
@@ -276,6 +277,31 @@ func (tx *Tx) PutLease(l evalrecord.Lease) error {
 		return err
 	}
 	return tx.txn.Set(metaKey("lease"), v)
+}
+
+// Cluster is the identity the log recorded for its cluster (SetCluster),
+// "" before one was.
+func (tx *Tx) Cluster() (string, error) {
+	item, err := tx.txn.Get(metaKey("cluster"))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	v, err := item.ValueCopy(nil)
+	return string(v), err
+}
+
+// SetCluster records id as the cluster's identity unless the store holds
+// one: the first one applied stays, on every node alike. It returns the
+// identity in force.
+func (tx *Tx) SetCluster(id string) (string, error) {
+	cur, err := tx.Cluster()
+	if err != nil || cur != "" || id == "" {
+		return cur, err
+	}
+	return id, tx.txn.Set(metaKey("cluster"), []byte(id))
 }
 
 func sortedJobs(m map[string]*evalrecord.Job) []*evalrecord.Job {
