@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
+	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/devapi"
@@ -157,7 +158,9 @@ func BenchmarkGatewayCasesPage(b *testing.B) {
 // the gateway read per page; and the CPU of the whole process in the 3 s
 // after the job completed (work a node does for the job in the
 // background, before any read). ADK_BENCH_COLD bounds the cold reads
-// (default 5: each restarts the coordinator).
+// (default 5: each restarts the coordinator); ADK_BENCH_TAILS is the
+// coordinator's result tails setting (coordinator.ResultTails; empty:
+// the default, at completion).
 func BenchmarkGatewayCasePage(b *testing.B) {
 	n := 10_000
 	if v := os.Getenv("ADK_BENCH_CASES"); v != "" {
@@ -166,7 +169,8 @@ func BenchmarkGatewayCasePage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	e := startEnv(b, testcluster.EvalOptions{NATSNodes: 1, Workers: []string{"w0", "w1"}, Capacity: 64})
+	e := startEnv(b, testcluster.EvalOptions{NATSNodes: 1, Workers: []string{"w0", "w1"}, Capacity: 64,
+		ResultTails: coordinator.ResultTails(os.Getenv("ADK_BENCH_TAILS"))})
 	slow := client.New(e.nc, 2*time.Minute)
 	j, err := slow.Submit(context.Background(), "team-a", api.SubmitRequest{Set: testcluster.EvalSet("bench-case", n), Agent: "scripted"})
 	if err != nil {

@@ -66,6 +66,9 @@ type EvalOptions struct {
 	// coordinator: the cluster's coordinators then stand in for an
 	// earlier build's, which has no responder for operations added since.
 	CoordWithoutOps []string
+	// ResultTails is coordinator.Config.ResultTails of every coordinator
+	// (empty: the default, at completion).
+	ResultTails coordinator.ResultTails
 }
 
 // Test defaults: small timeouts sized for a 2-core machine. DispatchGrace
@@ -253,6 +256,7 @@ func (c *EvalCluster) StartCoordinator(i int, bootstrap bool) *coordinator.Node 
 		Workers: c.opts.Workers, Streams: bus.TaskStreamConfig{Replicas: min(3, c.opts.NATSNodes), MaxBytes: 64 << 20}, Limits: c.opts.Limits,
 		Timing: c.opts.Timing, MemTableSize: c.opts.MemTableSize, Logger: c.opts.Logger, StoreLimits: c.opts.StoreLimits,
 		TrailingLogs: c.opts.TrailingLogs, ResultDocuments: c.opts.ResultDocuments, WithoutOps: c.opts.CoordWithoutOps,
+		ResultTails: c.opts.ResultTails,
 	})
 	if err != nil {
 		c.t.Fatalf("start coordinator %s: %v", cn.ID, err)
