@@ -237,6 +237,13 @@ func TestCluster_AClientOutlivesAWipedCluster(t *testing.T) {
 			if rep.Err != nil || rep.Job == nil || rep.Cluster != fresh.lead.fsm.Cluster() || rep.Index == 0 || rep.Index >= oldIndex {
 				t.Fatalf("the first cluster's index: %v, cluster %q index %d", rep.Err, rep.Cluster, rep.Index)
 			}
+			caps, err := cl.Capabilities(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if caps.Cluster != fresh.lead.fsm.Cluster() {
+				t.Fatalf("capabilities name cluster %q, want %q", caps.Cluster, fresh.lead.fsm.Cluster())
+			}
 			rep = rawCall(t, nc, api.OpStatus, &api.Request{Scope: behindScope, JobID: j2.JobID, Cluster: strings.Repeat("x", api.MaxClusterBytes+1)})
 			if rep.Err == nil || rep.Err.Code != api.CodeInvalidRequest || !strings.HasPrefix(rep.Err.Detail, "cluster:") {
 				t.Fatalf("an identity over its bound: %v", rep.Err)

@@ -868,6 +868,9 @@ func (s *service) capabilities(*api.Request) *api.Reply {
 		c.Members = ms
 	}
 	c.CommitIndex, c.AppliedIndex = s.n.RaftIndexes()
+	if !s.n.cfg.earlierBuild {
+		c.Cluster = s.n.fsm.Cluster()
+	}
 	c.WorkerStates = s.n.live.states(s.n.cfg.Workers, time.Now())
 	c.Agents = s.n.liveAgents(time.Now())
 	err := s.n.store.View(func(tx *evalstore.Tx) error {

@@ -436,6 +436,9 @@ type Capabilities struct {
 	// CommitIndex and AppliedIndex are the answering node's Raft indexes.
 	CommitIndex  uint64 `msgpack:"commit_index,omitempty" json:"commit_index"`
 	AppliedIndex uint64 `msgpack:"applied_index,omitempty" json:"applied_index"`
+	// Cluster is the answering node's cluster identity (Reply.Cluster):
+	// it changes when the coordinators are wiped and bootstrapped again.
+	Cluster      string `msgpack:"cluster,omitempty" json:"cluster,omitempty"`
 	Transport    string `msgpack:"transport" json:"transport"`
 	Cancellation string `msgpack:"cancellation" json:"cancellation"`
 	Replay       string `msgpack:"replay" json:"replay"`
