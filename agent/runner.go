@@ -9,6 +9,7 @@ import (
 
 	"github.com/fadcedab/adk/agent/model"
 	"github.com/fadcedab/adk/agent/session"
+	"github.com/fadcedab/adk/internal/samplescope"
 	"github.com/fadcedab/adk/observability"
 	"github.com/fadcedab/adk/plugins"
 )
@@ -145,6 +146,11 @@ var errConsumerStopped = errors.New("agent: event consumer stopped")
 // (the user's own message is appended but not yielded). A failed turn
 // yields one final (nil, err). Breaking out of the loop cancels the run;
 // every goroutine the run started has ended when the loop is left.
+//
+// The run's context is ctx's child, cancelled when Run returns, unless
+// ctx is an eval sample's context whose scope the sample's owner lends
+// (internal/samplescope): the run then uses ctx itself, which ends when
+// the sample ends, and breaking out of the loop cancels the sample.
 func (r *Runner) Run(ctx context.Context, req RunRequest) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		ic, err := r.newInvocation(req)
@@ -152,8 +158,16 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) iter.Seq2[*session.Eve
 			yield(nil, err)
 			return
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		// The run's cancel scope: its own, or an eval sample's that the
+		// sample's owner lends it (samplescope), whose context ends with
+		// the sample rather than with the run.
+		scope := samplescope.Of(ctx)
+		ctx, cancel, claim := runContext(ctx, scope)
+		if cancel != nil {
+			defer cancel()
+		} else {
+			defer scope.ReleaseRun(claim)
+		}
 		stopped := false
 		ic.sink = func(_ context.Context, ev *session.Event) error {
 			if stopped {
@@ -161,7 +175,11 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) iter.Seq2[*session.Eve
 			}
 			if !yield(ev, nil) {
 				stopped = true
-				cancel()
+				if cancel != nil {
+					cancel()
+				} else {
+					scope.CancelSample(claim)
+				}
 				return errConsumerStopped
 			}
 			return nil
@@ -170,6 +188,16 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) iter.Seq2[*session.Eve
 			yield(nil, err)
 		}
 	}
+}
+
+// runContext is a run's context and its cancel: ctx itself, a nil cancel
+// and the claim's token when ctx's sample scope is lent to the run (Run).
+func runContext(ctx context.Context, scope *samplescope.Scope) (context.Context, context.CancelFunc, uint64) {
+	if claim := scope.ClaimRun(ctx); claim != 0 {
+		return ctx, nil, claim
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return ctx, cancel, 0
 }
 
 func (r *Runner) newInvocation(req RunRequest) (*invocation, error) {

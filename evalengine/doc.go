@@ -95,8 +95,13 @@
 // there is no goroutine per sample or per turn.
 //
 // Each sample gets a context with deadline min(run deadline, start +
-// case_timeout_ms). Adapters must honour it; a reply that arrives after
-// the deadline is recorded as "timeout" (contract: late reply ⇒ timeout).
+// case_timeout_ms). It is the sample's one cancel scope: Run's worker
+// lends it to the agent Runner and the model call path
+// (internal/samplescope), which use it instead of nesting a context or a
+// context.AfterFunc of their own; a single-sample run (RunSample, the
+// fleet's workers) lends nothing, and they nest theirs as before.
+// Adapters must honour it; a reply that arrives after the deadline is
+// recorded as "timeout" (contract: late reply ⇒ timeout).
 // Samples not started when the run deadline passes are recorded as
 // "timeout". A caller that cancels ctx gets evaluation_cancelled and no
 // result. Panics in adapters and metrics are recovered into error tags

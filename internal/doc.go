@@ -2,7 +2,9 @@
 // bounded JSON reader (jsonlimit), secret pruning (secrets), canonical JSON
 // and digests (canonjson), free loopback addresses for processes named
 // before they listen (loopback), a writer that counts its bytes
-// (iocount), and test helpers (testutil).
+// (iocount), an eval sample's cancel scope that the engine, the agent
+// Runner and the model call path share (samplescope), and test helpers
+// (testutil).
 //
 // Nothing under internal may import another adk package outside internal.
 package internal

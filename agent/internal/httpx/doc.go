@@ -16,7 +16,11 @@
 // a call writes those, its length and its body without building an
 // http.Request. A done context or the attempt's deadline (a timer the
 // connection keeps, armed per call: no context per attempt) ends the call
-// at once through the connection's deadline and closes the connection; only a
+// at once through the connection's deadline and closes the connection. A
+// context's end reaches the call through context.AfterFunc, or, for an
+// eval sample's context whose scope is free (internal/samplescope), through
+// the scope, with the sample's deadline on the attempt's timer when it
+// comes first, so a sample's call registers nothing with its context; only a
 // connection whose answer was read to its end and not marked
 // "Connection: close" goes back to the pool, which checks an idle one is
 // still open and silent before reusing it and closes idle ones after
@@ -27,5 +31,6 @@
 // redirect (a 3xx is a client error; model APIs do not redirect). LeanEnv
 // ("off") sends every call through the Transport.
 //
-// It imports only agent/model and the standard library.
+// It imports only agent/model, internal/samplescope and the standard
+// library.
 package httpx

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/internal/samplescope"
 )
 
 // LeanEnv names the environment variable that switches the lean call path
@@ -143,10 +144,11 @@ func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanReque
 		if err != nil {
 			return nil, -1, c.transportErr(ctx, timedOut())
 		}
-		conn.arm(ctx, deadline)
+		sampleEnd := conn.arm(ctx, deadline)
 		plain, resp, err := conn.roundTrip(lr, body, c.responseLimit())
 		if err != nil {
 			conn.release(false)
+			awaitSampleEnd(ctx, sampleEnd)
 			if reused && conn.written == 0 && ctx.Err() == nil && !timedOut() {
 				fresh = true
 				continue
@@ -157,14 +159,34 @@ func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanReque
 			data := make([]byte, plain.length)
 			if _, err := io.ReadFull(conn.br, data); err != nil {
 				conn.release(false)
+				awaitSampleEnd(ctx, sampleEnd)
 				return nil, -1, c.transportErr(ctx, timedOut())
 			}
 			conn.release(!plain.close)
 			return data, -1, nil
 		}
+		if !sampleEnd.IsZero() {
+			// answer classifies a failed read by ctx: once the sample's
+			// deadline has aborted it, ctx must say so.
+			timedOut = func() bool {
+				awaitSampleEnd(ctx, sampleEnd)
+				return !time.Now().Before(deadline)
+			}
+		}
 		data, ra, merr, done := c.answer(ctx, timedOut, resp)
 		conn.release(done && !resp.Close && resp.StatusCode >= 200)
 		return data, ra, merr
+	}
+}
+
+// awaitSampleEnd waits, after a failed call that its eval sample's scope
+// bounded (conn.arm returned the sample's deadline, sampleEnd), for ctx
+// to be done if the sample's deadline has passed: the call's own timer
+// aborted it there, and the context's timer fires at the same time, so
+// the call is classified by ctx as through context.AfterFunc.
+func awaitSampleEnd(ctx context.Context, sampleEnd time.Time) {
+	if !sampleEnd.IsZero() && !time.Now().Before(sampleEnd) {
+		<-ctx.Done()
 	}
 }
 
@@ -313,14 +335,17 @@ type conn struct {
 	idleTimer *time.Timer
 	// attempt aborts the call in flight at its deadline (arm); made by
 	// the connection's first call. stopCtx unregisters the abort from
-	// the call's context.
-	attempt   *time.Timer
-	stopCtx   func() bool
-	abortFn   func() // abort, as a func made once
-	abortOnce atomic.Bool
-	peek      [1]byte
-	length    [20]byte      // a request's Content-Length, formatted
-	aborted   chan struct{} // closed by abort
+	// the call's context, or scope, when set, from the call's eval
+	// sample scope instead.
+	attempt    *time.Timer
+	stopCtx    func() bool
+	scope      *samplescope.Scope
+	scopeToken uint64
+	abortFn    func() // abort, as a func made once
+	abortOnce  atomic.Bool
+	peek       [1]byte
+	length     [20]byte      // a request's Content-Length, formatted
+	aborted    chan struct{} // closed by abort
 }
 
 func (c *conn) Read(b []byte) (int, error) {
@@ -356,20 +381,43 @@ func (c *conn) abort() {
 }
 
 // arm makes ctx's end and deadline abort the call about to start on c
-// (release disarms both).
-func (c *conn) arm(ctx context.Context, deadline time.Time) {
-	if c.attempt == nil {
-		c.attempt = time.AfterFunc(time.Until(deadline), c.abortFn)
-	} else {
-		c.attempt.Reset(time.Until(deadline))
+// (release disarms both). When ctx is an eval sample's context with its
+// scope free (samplescope), the abort is armed on the scope, which runs it
+// when the sample is cancelled, and the attempt's timer also stops the
+// call at the sample's deadline, if that comes first; arm then returns
+// the sample's deadline (zero otherwise: ctx's end reaches the call
+// through context.AfterFunc).
+func (c *conn) arm(ctx context.Context, deadline time.Time) (sampleEnd time.Time) {
+	at := deadline
+	if scope := samplescope.Of(ctx); scope != nil {
+		if token, end := scope.Arm(ctx, c.abortFn); token != 0 {
+			c.scope, c.scopeToken = scope, token
+			if !end.IsZero() && end.Before(at) {
+				at, sampleEnd = end, end
+			}
+		}
 	}
-	c.stopCtx = context.AfterFunc(ctx, c.abortFn)
+	if c.scope == nil {
+		c.stopCtx = context.AfterFunc(ctx, c.abortFn)
+	}
+	if c.attempt == nil {
+		c.attempt = time.AfterFunc(time.Until(at), c.abortFn)
+	} else {
+		c.attempt.Reset(time.Until(at))
+	}
+	return sampleEnd
 }
 
 // disarm undoes arm; it reports whether neither abort had begun.
 func (c *conn) disarm() bool {
-	ctxStopped := c.stopCtx()
-	c.stopCtx = nil
+	var ctxStopped bool
+	if c.scope != nil {
+		ctxStopped = c.scope.Disarm(c.scopeToken)
+		c.scope = nil
+	} else {
+		ctxStopped = c.stopCtx()
+		c.stopCtx = nil
+	}
 	return c.attempt.Stop() && ctxStopped
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/internal/canonjson"
+	"github.com/fadcedab/adk/internal/samplescope"
 	"github.com/fadcedab/adk/internal/secrets"
 	"github.com/fadcedab/adk/observability"
 )
@@ -135,7 +136,7 @@ func (r *SampleRunner) RunObserved(ctx context.Context, adapter Adapter, obs obs
 	e := r.e
 	e.adapter = adapter
 	e.observer = obs
-	return e.runSample(ctx, caseIndex, sampleIndex), nil
+	return e.runSample(ctx, nil, caseIndex, sampleIndex), nil
 }
 
 // noAdapter stands in while a SampleRunner validates: each Run names its
@@ -466,12 +467,17 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 			// reaches every sample through wctx all the same.
 			wctx, wcancel := context.WithCancel(runCtx)
 			defer wcancel()
+			// One cancel scope per sample: the Runner and the model
+			// call share the sample's context instead of nesting their
+			// own (samplescope; the scope's one hook is on wctx).
+			wctx, scope, stopScope := samplescope.New(wctx)
+			defer stopScope()
 			for {
 				c, s, ok := sched.next()
 				if !ok || runCtx.Err() != nil {
 					return // an undispatched sample is recorded as timeout below
 				}
-				res := e.runSample(wctx, c, s)
+				res := e.runSample(wctx, scope, c, s)
 				// A sample the run's end cut off is not finished: a resume
 				// runs it again.
 				cut := runCtx.Err() != nil && (res.Error == TagTimeout || res.Error == TagCancelled)
@@ -619,8 +625,10 @@ func resultSize(r *Result, sampleBytes int) (int, error) {
 }
 
 // runSample runs one (case, sample). It never panics and never returns
-// before the session is closed.
-func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
+// before the session is closed. scope, when set, is the calling worker's
+// (parent carries it): the sample's context is lent to it, so that the
+// Runner and the model calls share it (samplescope).
+func (e *engine) runSample(parent context.Context, scope *samplescope.Scope, ci, si int) SampleResult {
 	start := time.Now()
 	c := &e.set.Cases[ci]
 	res := SampleResult{
@@ -633,7 +641,12 @@ func (e *engine) runSample(parent context.Context, ci, si int) SampleResult {
 		Metadata:    MetaOrEmpty(c.Metadata),
 	}
 	ctx, cancel := context.WithTimeout(parent, e.caseTimeout)
-	defer cancel()
+	if scope != nil {
+		scope.Begin(ctx, cancel)
+		defer scope.End()
+	} else {
+		defer cancel()
+	}
 	fail := func(tag string) {
 		if res.Error == "" {
 			res.Error = tag
