@@ -151,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.cons, err = n.startConsumer(ctx, js); err != nil {
 		return nil, err
 	}
-	if n.iter, err = n.cons.Messages(n.pullLimits()); err != nil {
+	if n.iter, err = n.cons.Messages(n.pullOpts()...); err != nil {
 		return nil, fmt.Errorf("tracenode: consume: %w", err)
 	}
 	if cfg.Auth != nil {
@@ -420,10 +420,27 @@ func (n *Node) applyLoop() {
 	}
 }
 
-// pullLimits bound what the consumer's client buffers, in messages and
-// bytes.
-func (n *Node) pullLimits() jetstream.PullMessagesOpt {
-	return jetstream.PullMaxMessagesWithBytesLimit(n.cfg.FetchBatch, n.cfg.FetchBytes)
+// PullExpiry bounds each pull request of a node's iterator, and so how
+// long a lost one goes unnoticed: the client pulls again once it has
+// missed two heartbeats, sent every half expiry. A pull is lost when it
+// reaches no consumer leader, as the first pull on a consumer whose first
+// leader is still being elected can: NATS answers no responders, which
+// the iterator drops, and nothing else tells it. With the client's
+// default expiry (30 s) such a node ingested nothing for 30 s (seen under
+// load in TestClusterStoreNodeKilledMidIngest…). Not shorter: a pull
+// taken for lost while it was not (a process stalled longer than the
+// expiry) is sent again beside the live one, and the two together can
+// deliver more than the client buffers. An idle node sends one pull
+// request per expiry.
+const PullExpiry = 10 * time.Second
+
+// pullOpts bound what the consumer's client buffers, in messages and
+// bytes, and each pull request's life.
+func (n *Node) pullOpts() []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{
+		jetstream.PullMaxMessagesWithBytesLimit(n.cfg.FetchBatch, n.cfg.FetchBytes),
+		jetstream.PullExpiry(PullExpiry),
+	}
 }
 
 func (n *Node) iterator() jetstream.MessagesContext {
@@ -483,7 +500,7 @@ func (n *Node) resync() bool {
 		cancel()
 		if err == nil {
 			var it jetstream.MessagesContext
-			if it, err = cons.Messages(n.pullLimits()); err == nil {
+			if it, err = cons.Messages(n.pullOpts()...); err == nil {
 				n.mu.Lock()
 				n.iter = it
 				n.mu.Unlock()

@@ -437,3 +437,49 @@ func TestNode_StartWaitsForTheStream(t *testing.T) {
 		}
 	}
 }
+
+// TestNode_PullsExpireWithinPullExpiry: a pull that reaches no consumer
+// leader (the first pull on a consumer whose first leader is still being
+// elected: NATS answers no responders, which the client drops) is
+// replaced only once its heartbeats are missed. The node's pulls must ask
+// for PullExpiry and heartbeats at least twice within it, not the client's
+// default 30 s expiry, in which such a node ingested nothing
+// (TestClusterStoreNodeKilledMidIngestCatchesUpWithoutLossOrDuplicates
+// under load).
+func TestNode_PullsExpireWithinPullExpiry(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	srv.SignalStream(t, bus.SignalStreamConfig{})
+	pulls, err := srv.NC.SubscribeSync("$JS.API.CONSUMER.MSG.NEXT." + bus.SignalStreamName + "." + tracenode.ConsumerName("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	node, err := tracenode.Start(ctx, tracenode.Config{Name: "p", Conn: srv.NC, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	msg, err := pulls.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no pull request: %v", err)
+	}
+	var req struct {
+		Expires   time.Duration `json:"expires"`
+		Heartbeat time.Duration `json:"idle_heartbeat"`
+	}
+	if err := json.Unmarshal(msg.Data, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Expires != tracenode.PullExpiry || req.Heartbeat <= 0 || 2*req.Heartbeat > tracenode.PullExpiry {
+		t.Fatalf("pull request %s: want expires %v with heartbeats at least twice within it", msg.Data, tracenode.PullExpiry)
+	}
+}
