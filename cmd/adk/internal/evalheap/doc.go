@@ -7,7 +7,9 @@
 // a GC cycle; the heap below it collapsed into huge pages) begins in the
 // package's init when the process's arguments are `eval run`, so that its
 // GC cycle runs while the rest of the binary's packages initialise instead
-// of after them, and Ready waits for it before the run allocates. Without
+// of after them, and Ready waits for it before the run allocates. With one
+// CPU (GOMAXPROCS 1: a pinned run, a one-CPU container) nothing runs beside
+// the inits, so the init runs the cycle itself before them. Without
 // that early start (another argument order, tests) Ready prepares the heap
 // itself. The same init turns off heap profile sampling for a run that
 // writes no heap profile.

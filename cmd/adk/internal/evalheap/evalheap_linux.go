@@ -46,6 +46,9 @@ var (
 	// early is closed when the preparation init began has freed its
 	// block; nil when init began none.
 	early chan struct{}
+	// preparedInInit reports that init ran the preparation's GC cycle
+	// itself (one CPU) rather than in a goroutine.
+	preparedInInit bool
 )
 
 // init begins the preparation for `adk eval run` (a cluster run's client
@@ -68,6 +71,18 @@ func init() {
 	}
 	adviseHugeBlock()
 	early = make(chan struct{})
+	if runtime.GOMAXPROCS(0) == 1 {
+		// One CPU (a pinned run, a one-CPU container): a goroutine would
+		// get it only once main blocked on Ready, so the inits after this
+		// one would allocate while the block is live, above it, a 4 KiB
+		// fault at a time: ~230-360 more faults a run, and Ready's ~2.6
+		// ms wait (bench/RESULTS.md, session 19 (h25u)). The cycle is
+		// the same work here, before them.
+		runtime.GC()
+		preparedInInit = true
+		close(early)
+		return
+	}
 	go func() {
 		defer close(early)
 		runtime.GC()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,11 +85,23 @@ func TestImports_KeepInitEarly(t *testing.T) {
 
 // TestInit_BeginsEarlyForEvalRun runs this test binary again with the
 // arguments of `adk eval run`: its init has begun the preparation, and
-// after Ready the range is advised.
+// after Ready the range is advised. With one CPU the init has finished it
+// (no goroutine could run it beside the inits); with two it runs beside
+// them.
 func TestInit_BeginsEarlyForEvalRun(t *testing.T) {
 	if os.Getenv("EVALHEAP_CHILD") == "1" {
 		if early == nil {
 			t.Fatal("init began no preparation for eval run")
+		}
+		if one := runtime.GOMAXPROCS(0) == 1; preparedInInit != one {
+			t.Fatalf("GOMAXPROCS %d: init ran the cycle itself = %v, want %v", runtime.GOMAXPROCS(0), preparedInInit, one)
+		}
+		if preparedInInit {
+			select {
+			case <-early:
+			default:
+				t.Fatal("init ran the cycle but left early open")
+			}
 		}
 		Ready()
 		if got := biggestHugeVMA(t); got < evalHeapHuge-2*hugePage {
@@ -96,17 +109,21 @@ func TestInit_BeginsEarlyForEvalRun(t *testing.T) {
 		}
 		return
 	}
-	if early != nil {
+	if early != nil || preparedInInit {
 		t.Fatal("init began a preparation in a test process")
 	}
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
 		t.Skip("kernel without transparent huge pages")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInit_BeginsEarlyForEvalRun$", "-test.v", "eval", "run", "--config", "agent.json")
-	cmd.Env = append(os.Environ(), "EVALHEAP_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("child: %v\n%s", err, out)
+	for _, procs := range []string{"1", "2"} {
+		t.Run("GOMAXPROCS="+procs, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestInit_BeginsEarlyForEvalRun$", "-test.v", "eval", "run", "--config", "agent.json")
+			cmd.Env = append(os.Environ(), "EVALHEAP_CHILD=1", "GOMAXPROCS="+procs)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "--- PASS") {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+		})
 	}
 }
 
