@@ -21,14 +21,19 @@ import (
 	"github.com/fadcedab/adk/store/evalstore"
 )
 
-// TestFSM_ClusterIdentityFirstAppliedStays: the first identity a lease
-// carries is the cluster's, on every node that applies the log (a later
-// one, and leases without one, change nothing); a snapshot carries it to
-// a node that installs it; an FSM standing in for an earlier build skips
-// it. The entry still reads as the previous build's lease command (its
-// FSM decodes leaseCmd's fields and skips unknown ones), and the
-// snapshot holds only keys that build restores as they are.
-func TestFSM_ClusterIdentityFirstAppliedStays(t *testing.T) {
+// TestFSM_ClusterIdentityLastAppliedHolds: the last identity a lease
+// carries is the cluster's, on every node that applies the log (leases
+// without one change nothing); a snapshot carries it to a node that
+// installs it; an FSM standing in for an earlier build skips it. The
+// entry still reads as the previous build's lease command (its FSM
+// decodes leaseCmd's fields and skips unknown ones), and the snapshot
+// holds only keys that build restores as they are. A node that installed
+// an earlier build's snapshot (no identity) and then applies a second
+// one, drawn by a leader that had installed the same, agrees with a node
+// that held the first: before, the first applied stayed and the two
+// nodes of one log named two clusters, so each answered the other's
+// clients without waiting for their index.
+func TestFSM_ClusterIdentityLastAppliedHolds(t *testing.T) {
 	f, s := newFSM(t)
 	lease := func(idx uint64, cluster string) *raft.Log {
 		return entry(t, idx, cmdLease, &leaseCmd{Lease: evalrecord.Lease{LeaderID: "c0", At: int64(idx)}, Cluster: cluster})
@@ -36,8 +41,8 @@ func TestFSM_ClusterIdentityFirstAppliedStays(t *testing.T) {
 	for i, c := range []struct{ cluster, want string }{
 		{"", ""},
 		{"0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"},
-		{"fedcba9876543210fedcba9876543210", "0123456789abcdef0123456789abcdef"},
-		{"", "0123456789abcdef0123456789abcdef"},
+		{"fedcba9876543210fedcba9876543210", "fedcba9876543210fedcba9876543210"},
+		{"", "fedcba9876543210fedcba9876543210"},
 	} {
 		if r := f.Apply(lease(uint64(i+1), c.cluster)).(*applyResult); r.Err != nil {
 			t.Fatal(r.Err)
@@ -93,6 +98,34 @@ func TestFSM_ClusterIdentityFirstAppliedStays(t *testing.T) {
 	earlier.Apply(lease(1, "0123456789abcdef0123456789abcdef"))
 	if got := earlier.Cluster(); got != "" {
 		t.Fatalf("an earlier build's FSM recorded %q", got)
+	}
+
+	// A mixed cluster: node a applied the first identity; node r
+	// installed the earlier build's snapshot (none), led, and drew a
+	// second; both apply it.
+	a, _ := newFSM(t)
+	a.Apply(lease(1, "0123456789abcdef0123456789abcdef"))
+	snap, err = earlier.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink = &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	r, _ := newFSM(t)
+	if err := r.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Cluster(); got != "" {
+		t.Fatalf("an earlier build's snapshot restored identity %q", got)
+	}
+	for _, n := range []*FSM{a, r} {
+		n.Apply(lease(2, "fedcba9876543210fedcba9876543210"))
+	}
+	if a.Cluster() != r.Cluster() {
+		t.Fatalf("two nodes of one log name clusters %q and %q", a.Cluster(), r.Cluster())
 	}
 }
 
@@ -251,5 +284,49 @@ func TestCluster_AClientOutlivesAWipedCluster(t *testing.T) {
 				t.Fatalf("an identity over its bound: %v", rep.Err)
 			}
 		})
+	}
+}
+
+// TestCluster_AClientNeverTakesTheClusterItLeft: after a wipe, a node of
+// the old cluster comes back (it was not wiped: restarted from its data
+// directory, it finds no leader) and answers beside the new cluster, NATS
+// handing each request to any of the three. Every read of the job the
+// client submitted to the new cluster finds it. Before, the old node
+// dropped the new cluster's index, answered not_found from the old state,
+// and the client took that answer and went back to the old cluster.
+func TestCluster_AClientNeverTakesTheClusterItLeft(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cl := client.New(nc, 20*time.Second)
+	ctx := context.Background()
+
+	old := startCluster(t, srv, time.Hour, false)
+	submit(t, cl)
+	cfg := old.follow.cfg
+	old.stop()
+	fresh := startCluster(t, srv, time.Hour, false)
+	j := submit(t, cl)
+
+	cfg.RaftAddr = "127.0.0.1:0"
+	back, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(back.Stop)
+	if back.fsm.Cluster() == "" || back.fsm.Cluster() == fresh.lead.fsm.Cluster() {
+		t.Fatalf("the old node names cluster %q, the new one %q", back.fsm.Cluster(), fresh.lead.fsm.Cluster())
+	}
+	for n := 0; n < 20 || taken(back, api.OpStatus) == 0; n++ {
+		if n == 100 {
+			t.Fatal("the old node took none of 100 reads")
+		}
+		got, err := cl.Status(ctx, behindScope, j.JobID)
+		if err != nil || got.JobID != j.JobID {
+			t.Fatalf("read %d of the new cluster's job: %v", n, err)
+		}
 	}
 }

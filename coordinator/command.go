@@ -110,8 +110,8 @@ type transitionCmd struct {
 type leaseCmd struct {
 	Lease evalrecord.Lease `msgpack:"lease"`
 	// Cluster, when set, is an identity for the cluster, drawn by a leader
-	// whose store holds none (its first lease): the FSM records the first
-	// one applied and keeps it (evalstore.Tx.SetCluster). Earlier builds
+	// whose store holds none (its first lease): the FSM records it, the
+	// last one applied holding (evalstore.Tx.SetCluster). Earlier builds
 	// skip the field.
 	Cluster string `msgpack:"cluster,omitempty"`
 }

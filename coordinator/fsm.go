@@ -368,17 +368,16 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		if f.skipCluster {
 			c.Cluster = ""
 		}
-		cluster := ""
-		fn = func(tx *evalstore.Tx) (err error) {
+		fn = func(tx *evalstore.Tx) error {
 			if c.Cluster != "" {
-				if cluster, err = tx.SetCluster(c.Cluster); err != nil {
+				if err := tx.SetCluster(c.Cluster); err != nil {
 					return err
 				}
 			}
 			return tx.PutLease(c.Lease)
 		}
 		if c.Cluster != "" {
-			after = func() { f.cluster.Store(&cluster) }
+			after = func() { f.cluster.Store(&c.Cluster) }
 		}
 	case cmdRecover:
 		var c recoverCmd

@@ -204,8 +204,8 @@ func (n *Node) establish(ctx context.Context) error {
 		// The log has no cluster identity (a new cluster, or one whose
 		// leaders so far were of earlier builds): draw one. The barrier
 		// above applied every entry before this term, so an identity
-		// recorded earlier is known here; two drawn by successive leaders
-		// both reach the log and the first applied stays.
+		// recorded earlier is known here; if two drawn by successive
+		// leaders both reach the log, the last applied holds.
 		first.Cluster = newClusterID()
 	}
 	if _, err := n.propose(ctx, cmdLease, first); err != nil {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,12 +40,18 @@ type Client struct {
 // coordinators were wiped and bootstrapped again under this client)
 // starts it over from that reply's index; a reply naming none (a node of
 // an earlier build, a log that recorded none yet) only raises the index,
-// as before identities.
+// as before identities. The clusters it moved on from are remembered
+// (left): a node of one of them still answering (not wiped, or not yet
+// stopped) answers from a state this client no longer reads.
 type seenIndex struct {
 	mu      sync.Mutex
 	cluster string
 	index   uint64
+	left    []string // clusters this client moved on from, latest last
 }
+
+// maxLeftClusters bounds seenIndex.left.
+const maxLeftClusters = 8
 
 // get is the (cluster, index) a request carries.
 func (s *seenIndex) get() (string, uint64) {
@@ -53,24 +60,47 @@ func (s *seenIndex) get() (string, uint64) {
 	return s.cluster, s.index
 }
 
-// saw takes in a reply's cluster and index.
-func (s *seenIndex) saw(cluster string, index uint64) {
+// saw takes in a reply's cluster and index. It reports false, changing
+// nothing, for a reply of a cluster this client left: the caller asks
+// again rather than answer that cluster's state.
+//
+// Another identity (the first one included) starts the client over from
+// the reply's index: a node naming an identity has applied every index
+// issued before it was drawn (a leader draws one after its barrier), so
+// when it is the same log nothing seen is lost, and when it is another
+// log the old index would be waited for in vain. A reply without an index
+// (an error) says nothing about its log and moves nothing.
+func (s *seenIndex) saw(cluster string, index uint64) bool {
 	if !api.ValidCluster(cluster) {
 		cluster = ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case cluster != "" && s.cluster != "" && cluster != s.cluster:
-		s.cluster, s.index = cluster, index
-	case cluster != "" && s.cluster == "":
-		// The first identity this client sees: the indexes it saw before
-		// may be this log's (a cluster upgraded from earlier builds), so
-		// they still count.
-		s.cluster, s.index = cluster, max(s.index, index)
-	default:
+	case cluster == "" || cluster == s.cluster:
 		s.index = max(s.index, index)
+	case slices.Contains(s.left, cluster):
+		return false
+	case index > 0:
+		if s.cluster != "" {
+			s.left = append(s.left, s.cluster)
+			if len(s.left) > maxLeftClusters {
+				s.left = slices.Delete(s.left, 0, 1)
+			}
+		}
+		s.cluster, s.index = cluster, index
 	}
+	return true
+}
+
+// readmit forgets that the client left cluster: a call heard only that
+// cluster's nodes for its whole timeout, so it is what answers now (an
+// operator brought its coordinators back), and the next call takes its
+// replies rather than wait for a cluster that is gone.
+func (s *seenIndex) readmit(cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left = slices.DeleteFunc(s.left, func(c string) bool { return c == cluster })
 }
 
 // New returns a client; timeout 0 means DefaultTimeout.
@@ -128,6 +158,18 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
 	defer cancel()
 	var behind *api.Error
+	// refused is a cluster this client left whose answer this call
+	// refused; taken, that another answer was taken.
+	refused, taken := "", false
+	giveUp := func(rep *api.Reply) (*api.Reply, bool, error) {
+		if refused != "" && !taken {
+			c.seen.readmit(refused)
+		}
+		if rep != nil && refused != "" && rep.Cluster == refused {
+			rep = nil
+		}
+		return rep, again, behind
+	}
 	for pause := behindFirstPause; ; pause = min(2*pause, behindMaxPause) {
 		msg, sentAgain, err := c.request(ctx, subj, b, mayRepeat(op, req), wait+hold)
 		again = again || sentAgain
@@ -135,7 +177,7 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 		case err != nil && behind != nil && ctx.Err() != nil:
 			// Out of time while asking again: the answer is still that
 			// the coordinators were behind.
-			return nil, again, behind
+			return giveUp(nil)
 		case errors.Is(err, nats.ErrNoResponders):
 			return nil, again, api.Errorf(api.CodeServiceUnavailable, "no coordinator")
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
@@ -147,23 +189,32 @@ func (c *Client) call(ctx context.Context, op string, req *api.Request, hold tim
 		if err := wire.Decode(msg.Data, api.ReplyLimits, api.KindReply, &rep); err != nil {
 			return nil, again, err
 		}
-		c.seen.saw(rep.Cluster, rep.Index)
-		if rep.Err == nil {
-			return &rep, again, nil
+		if c.seen.saw(rep.Cluster, rep.Index) {
+			taken = true
+			if rep.Err == nil {
+				return &rep, again, nil
+			}
+			if rep.Err.Code != api.CodeCoordinatorBehind {
+				return &rep, again, rep.Err
+			}
+			// The coordinator that took it had not applied MinIndex (it
+			// proposed nothing): ask again, after a pause, within the
+			// call's timeout; NATS may hand it to another coordinator, or
+			// this one may have caught up.
+			behind = rep.Err
+		} else {
+			// A node of a cluster this client left answered from that
+			// cluster's state: ask again as if it were behind, so that
+			// the cluster this client moved to answers; a write it may
+			// have made there is on a cluster being retired.
+			refused = rep.Cluster
+			behind = api.Errorf(api.CodeCoordinatorBehind, "a coordinator of cluster %s answered, which this client left when another cluster answered (the coordinators were bootstrapped again)", refused)
 		}
-		if rep.Err.Code != api.CodeCoordinatorBehind {
-			return &rep, again, rep.Err
-		}
-		// The coordinator that took it had not applied MinIndex (it
-		// proposed nothing): ask again, after a pause, within the call's
-		// timeout; NATS may hand it to another coordinator, or this one
-		// may have caught up.
-		behind = rep.Err
 		t := time.NewTimer(pause/2 + time.Duration(mrand.Int64N(int64(pause/2)+1)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return &rep, again, behind
+			return giveUp(&rep)
 		case <-t.C:
 		}
 	}

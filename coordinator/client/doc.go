@@ -14,7 +14,8 @@
 // "Read-your-writes"). The index travels with the identity of the
 // cluster whose log issued it: a reply from another cluster (the
 // coordinators were wiped and bootstrapped again under a long-lived
-// client) starts the client over from that cluster's index.
+// client) starts the client over from that cluster's index, and an
+// answer of a cluster it left since is asked again, as coordinator_behind.
 //
 // It imports coordinator/api, store/evalrecord, bus and nats (and
 // evalengine and internal/canonjson, which coordinator/api builds on, to

@@ -293,15 +293,11 @@ func (tx *Tx) Cluster() (string, error) {
 	return string(v), err
 }
 
-// SetCluster records id as the cluster's identity unless the store holds
-// one: the first one applied stays, on every node alike. It returns the
-// identity in force.
-func (tx *Tx) SetCluster(id string) (string, error) {
-	cur, err := tx.Cluster()
-	if err != nil || cur != "" || id == "" {
-		return cur, err
-	}
-	return id, tx.txn.Set(metaKey("cluster"), []byte(id))
+// SetCluster records id as the cluster's identity: the last one applied
+// holds, on every node that applied the same entries, whatever its store
+// held before (a snapshot of an earlier build carries none).
+func (tx *Tx) SetCluster(id string) error {
+	return tx.txn.Set(metaKey("cluster"), []byte(id))
 }
 
 func sortedJobs(m map[string]*evalrecord.Job) []*evalrecord.Job {
