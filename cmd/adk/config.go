@@ -16,7 +16,9 @@ func newConfigCmd() *cobra.Command {
 store and api read with --config: one JSON document with a section per
 role ("coordinator", "worker", "store", "signals", "serve", "api") and
 the "log" section every one of them reads (--log-level, --log-format).
-Flags of those commands win over the file, the file over the defaults.`,
+Flags of those commands win over the file, the file over the defaults;
+a key with an environment variable (coordinator.result_tails:
+$ADK_COORDINATOR_RESULT_TAILS) takes it between the flag and the file.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(&cobra.Command{

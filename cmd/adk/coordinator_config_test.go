@@ -156,10 +156,22 @@ func TestReadme_ResultTails(t *testing.T) {
 			}
 		}
 	}
-	t.Setenv(settings.EnvResultTails, "lazy")
-	var errb bytes.Buffer
-	code := run([]string{"coordinator", "--id", "c1", "--data-dir", dir, "--workers", "w1", "--nats", "nats://127.0.0.1:1"}, io.Discard, &errb)
-	if want := "invalid_settings: coordinator.result_tails (must be one of completion, first_read, never)"; code != exitError || !strings.Contains(errb.String(), want) {
-		t.Fatalf("%s=lazy: exit %d, stderr %q, want %q", settings.EnvResultTails, code, errb.String(), want)
+	// A bad value, from the variable, stops both commands that bind the
+	// key, naming the key and never echoing the value (a variable may
+	// hold anything, a pasted secret included).
+	const bad = "lazy-s3cr3t-value"
+	t.Setenv(settings.EnvResultTails, bad)
+	for _, args := range [][]string{
+		{"coordinator", "--id", "c1", "--data-dir", dir, "--workers", "w1", "--nats", "nats://127.0.0.1:1"},
+		{"serve", "--data-dir", filepath.Join(dir, "serve"), "--port", "-1"},
+	} {
+		var errb bytes.Buffer
+		code := run(args, io.Discard, &errb)
+		if want := "invalid_settings: coordinator.result_tails (must be one of completion, first_read, never)"; code != exitError || !strings.Contains(errb.String(), want) {
+			t.Fatalf("%s %s=%s: exit %d, stderr %q, want %q", args[0], settings.EnvResultTails, bad, code, errb.String(), want)
+		}
+		if strings.Contains(errb.String(), "s3cr3t") {
+			t.Fatalf("%s echoed the variable's value: %q", args[0], errb.String())
+		}
 	}
 }
