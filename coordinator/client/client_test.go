@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fadcedab/adk/internal/testutil"
@@ -70,6 +71,22 @@ func TestSeenIndex_AnotherClusterStartsOver(t *testing.T) {
 		}
 		if s.saw("b", 6) {
 			t.Fatal("b, now left, taken")
+		}
+	})
+	t.Run("replies taken at once keep the highest index", func(t *testing.T) {
+		var s seenIndex
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 500 {
+					s.saw("a", uint64(4*i+g+1))
+					s.get()
+				}
+			})
+		}
+		wg.Wait()
+		if cl, idx := s.get(); cl != "a" || idx != 2000 {
+			t.Fatalf("(%q, %d), want (a, 2000)", cl, idx)
 		}
 	})
 	t.Run("at most maxLeftClusters are remembered", func(t *testing.T) {
