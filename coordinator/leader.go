@@ -125,19 +125,8 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		case <-n.kick:
 		}
 		// Without NATS this leader hears no heartbeats, results or
-		// owners, yet Raft keeps it leader: take no liveness decision,
-		// and hand leadership to a peer that can reach NATS.
-		if !n.nc.IsConnected() {
-			if offNATSSince.IsZero() {
-				offNATSSince = time.Now()
-			}
-			if time.Since(offNATSSince) >= t.WorkerTTL/2 {
-				n.log.Warn("no NATS connection: transferring leadership")
-				if err := n.raft.LeadershipTransfer().Error(); err != nil {
-					n.log.Warn("leadership transfer", "err", err)
-				}
-				offNATSSince = time.Now()
-			}
+		// owners: take no liveness decision.
+		if n.handOffWithoutNATS(&offNATSSince) {
 			continue
 		}
 		if !offNATSSince.IsZero() {
@@ -211,18 +200,48 @@ func (n *Node) establish(ctx context.Context) error {
 	if _, err := n.propose(ctx, cmdLease, first); err != nil {
 		return err
 	}
+	// A leader elected while it has no NATS connection cannot set up the
+	// streams, and nothing else would end its leadership: it hands it on
+	// as a serving leader does (seen: a partitioned leader stuck here, the
+	// cluster without a serving leader for as long as the partition).
+	var offNATSSince time.Time
 	for {
-		err := n.ensureTopology(ctx)
-		if err == nil {
-			return nil
+		if !n.handOffWithoutNATS(&offNATSSince) {
+			offNATSSince = time.Time{}
+			err := n.ensureTopology(ctx)
+			if err == nil {
+				return nil
+			}
+			n.log.Warn("ensure topology", "err", err)
 		}
-		n.log.Warn("ensure topology", "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// handOffWithoutNATS reports whether the node's NATS connection is down.
+// Raft keeps a leader without NATS leader, so once it has been down for
+// WorkerTTL/2 (since *since, which it sets; the caller clears it once
+// connected) the node transfers leadership to a peer that may reach
+// NATS, and again every WorkerTTL/2 while still down.
+func (n *Node) handOffWithoutNATS(since *time.Time) bool {
+	if n.nc.IsConnected() {
+		return false
+	}
+	if since.IsZero() {
+		*since = time.Now()
+	}
+	if time.Since(*since) >= n.cfg.Timing.WorkerTTL/2 {
+		n.log.Warn("no NATS connection: transferring leadership")
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer", "err", err)
+		}
+		*since = time.Now()
+	}
+	return true
 }
 
 func (n *Node) ensureTopology(ctx context.Context) error {

@@ -92,3 +92,29 @@ func TestClusterEval_LeaderPartitionedFromNATSStepsDown(t *testing.T) {
 		t.Fatalf("%d distinct samples executed", n)
 	}
 }
+
+// TestClusterEval_LeaderElectedWithoutNATSHandsOn: a coordinator that
+// wins an election while it has no NATS connection cannot set up the task
+// streams, yet Raft keeps it leader. It must hand leadership on, as a
+// serving leader without NATS does, until a peer that reaches NATS serves.
+// (Seen under load in LeaderPartitionedFromNATSStepsDown: the partition
+// came while the leader was setting up, and no other leader came.)
+func TestClusterEval_LeaderElectedWithoutNATSHandsOn(t *testing.T) {
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0"}, Timing: steadyRaft()})
+	l := -1
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { l = c.LeaderIndex(); return l >= 0 })
+	// Both followers lose NATS; the leader stops, so one of them wins the
+	// next election without NATS.
+	for i := range 3 {
+		if i != l {
+			c.CoordConn(i).Close()
+		}
+	}
+	c.StopCoordinator(l)
+	testutil.WaitFor(t, 15*time.Second, "a leader without NATS", func() bool { i := c.LeaderIndex(); return i >= 0 && i != l })
+	c.StartCoordinator(l, false)
+	testutil.WaitFor(t, 30*time.Second, "the coordinator with NATS to serve", func() bool {
+		n := c.Coordinator(l)
+		return n != nil && n.Serving()
+	})
+}
