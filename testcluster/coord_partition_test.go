@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/testcluster"
@@ -72,7 +73,17 @@ func checkNoExecutedWorkLost(t *testing.T, a *testcluster.ScriptedAgent, doc []b
 // steps down, another coordinator takes over, and the job completes with
 // every task executed at most once.
 func TestClusterEval_LeaderPartitionedFromNATSStepsDown(t *testing.T) {
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond}})
+	// steadyRaft and the production fence lease (5 s), not the tests'
+	// 300 ms Raft timeouts and 1.5 s lease: the hand-off is a Raft
+	// leadership transfer, which does not wait for an election timeout,
+	// but under -race at load 10-17 the short timeouts made leaders churn
+	// before the partition (workers fenced 3-19 times a run) and a gap
+	// over 1.5 s failed the job evaluation_service_restarted (1 of 20
+	// runs), a full restart by design and not what this test is about.
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond},
+		Timing: timing(func(t *coordinator.Timing) {
+			t.RaftHeartbeat, t.RaftLeaderLease, t.FenceLease = time.Second, 500*time.Millisecond, 5*time.Second
+		})})
 	cl := c.Client()
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2
