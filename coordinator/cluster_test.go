@@ -1,15 +1,14 @@
 package coordinator
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/nats-io/nats.go"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/fadcedab/adk/bus"
@@ -65,19 +64,7 @@ func TestFSM_ClusterIdentityLastAppliedHolds(t *testing.T) {
 		t.Fatalf("the previous build reads %+v (%v)", before, err)
 	}
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	b, bs := newFSM(t)
-	if err := b.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	b, bs := restored(t, f)
 	if b.Cluster() != f.Cluster() || bs.AppliedIndex() != 4 {
 		t.Fatalf("restored: cluster %q at %d", b.Cluster(), bs.AppliedIndex())
 	}
@@ -105,19 +92,7 @@ func TestFSM_ClusterIdentityLastAppliedHolds(t *testing.T) {
 	// second; both apply it.
 	a, _ := newFSM(t)
 	a.Apply(lease(1, "0123456789abcdef0123456789abcdef"))
-	snap, err = earlier.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink = &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	r, _ := newFSM(t)
-	if err := r.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := restored(t, earlier)
 	if got := r.Cluster(); got != "" {
 		t.Fatalf("an earlier build's snapshot restored identity %q", got)
 	}
@@ -134,6 +109,22 @@ func TestFSM_ClusterIdentityLastAppliedHolds(t *testing.T) {
 type cluster struct {
 	lead, follow *Node
 	stop         func()
+}
+
+// clientOnNewBus starts a NATS server and a client on a connection to
+// it (for raw requests too). The client's timeout, 20 s, leaves a loaded
+// machine room for the first answers, which take well under 1 s; before
+// cluster identities, a submit ended in coordinator_behind at that
+// timeout.
+func clientOnNewBus(t *testing.T) (*bustest.Server, *nats.Conn, *client.Client) {
+	t.Helper()
+	srv := bustest.Start(t, bus.ServerConfig{})
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return srv, nc, client.New(nc, 20*time.Second)
 }
 
 // startCluster starts a cluster as startPair does, renewing the lease
@@ -209,13 +200,7 @@ func TestCluster_AClientOutlivesAWipedCluster(t *testing.T) {
 		{"a follower of an earlier build", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := bustest.Start(t, bus.ServerConfig{})
-			nc, err := srv.Connect()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(nc.Close)
-			cl := client.New(nc, 20*time.Second)
+			srv, nc, cl := clientOnNewBus(t)
 			ctx := context.Background()
 
 			old := startCluster(t, srv, 10*time.Millisecond, c.earlier)
@@ -295,13 +280,7 @@ func TestCluster_AClientOutlivesAWipedCluster(t *testing.T) {
 // dropped the new cluster's index, answered not_found from the old state,
 // and the client took that answer and went back to the old cluster.
 func TestCluster_AClientNeverTakesTheClusterItLeft(t *testing.T) {
-	srv := bustest.Start(t, bus.ServerConfig{})
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	cl := client.New(nc, 20*time.Second)
+	srv, _, cl := clientOnNewBus(t)
 	ctx := context.Background()
 
 	old := startCluster(t, srv, time.Hour, false)

@@ -71,19 +71,7 @@ func TestFSM_ReplayNeverDoubleApplies(t *testing.T) {
 func TestFSM_SnapshotInstallThenReplay(t *testing.T) {
 	a, _ := newFSM(t)
 	a.Apply(submitEntry(t, 1, "eval-a"))
-	snap, err := a.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	b, bs := newFSM(t)
-	if err := b.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	b, bs := restored(t, a)
 	// Entry 1 is in the snapshot: replaying it must be a no-op; entry 2 applies.
 	b.Apply(submitEntry(t, 1, "eval-a"))
 	if r := b.Apply(submitEntry(t, 2, "eval-b")).(*applyResult); r.Err != nil || r.Job.Phase != evalrecord.PhaseQueued {
@@ -109,6 +97,26 @@ type memSink struct{ bytes.Buffer }
 func (m *memSink) ID() string    { return "mem" }
 func (m *memSink) Cancel() error { return nil }
 func (m *memSink) Close() error  { return nil }
+
+// restored is a new node's FSM and store, restored from a snapshot of
+// from, as a follower installing it.
+func restored(t *testing.T, from *FSM) (*FSM, *evalstore.Store) {
+	t.Helper()
+	snap, err := from.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	f, s := newFSM(t)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return f, s
+}
 
 func TestCommand_LargeBodiesAreCompressed(t *testing.T) {
 	sample := []byte(`{"case_id":"c1","sample_index":0,"status":"passed","turns":[{"turn_id":"t","input":"q","actual":"echo: q","passed":true}],"criteria":[{"metric_id":"response","score":1,"threshold":1,"passed":true}]}`)

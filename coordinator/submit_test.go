@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -104,19 +102,7 @@ func TestFSM_SubmitWithARequestIDCreatesOneJob(t *testing.T) {
 	}
 
 	// A new node from a snapshot, then the retry in a batch.
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	g, gs := newFSM(t)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	g, gs := restored(t, f)
 	out := g.ApplyBatch([]*raft.Log{keyed(7, "eval-e", "d1", 7), keyed(8, "eval-f", "d1", 8)})
 	for i, o := range out {
 		if r := o.(*applyResult); r.Err != nil || r.Job == nil || r.Job.JobID != "eval-a" {
