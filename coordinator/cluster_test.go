@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -149,9 +148,8 @@ func startCluster(t *testing.T, srv *bustest.Server, leaseEvery time.Duration, e
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := sync.OnceFunc(n.Stop)
-		t.Cleanup(stop)
-		stops = append(stops, stop)
+		t.Cleanup(n.Stop) // Stop may run twice: the test's and the clean-up's
+		stops = append(stops, n.Stop)
 		return n
 	}
 	c := &cluster{lead: start("c0", true, false)}

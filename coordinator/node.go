@@ -211,13 +211,14 @@ type Node struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 
-	allow  map[string]bool
-	peers  map[string]bool // coordinator ids allowed to join
-	joinMu sync.Mutex      // one membership change at a time
-	live   *liveness
-	owned  atomic.Pointer[map[string]ownedJob] // running owned jobs, while leading (setOwned)
-	limits *fleetLimits                        // provider rate limits split among workers (ratelimits.go)
-	svc    *service
+	allow    map[string]bool
+	peers    map[string]bool // coordinator ids allowed to join
+	joinMu   sync.Mutex      // one membership change at a time
+	stopOnce sync.Once       // Stop runs once; later calls wait for it
+	live     *liveness
+	owned    atomic.Pointer[map[string]ownedJob] // running owned jobs, while leading (setOwned)
+	limits   *fleetLimits                        // provider rate limits split among workers (ratelimits.go)
+	svc      *service
 
 	rejected atomic.Int64  // results refused: not allowlisted, undecodable
 	leading  atomic.Bool   // leader loop established (barrier, recovery done)
@@ -457,7 +458,14 @@ func (n *Node) failStop(err error) {
 	n.fatal <- err
 }
 
-func (n *Node) Stop() {
+// Stop stops the node: its service, leader loop and handlers, then Raft,
+// its transport and stores. It may be called more than once and from
+// more than one goroutine (a test's clean-up and its body, a signal
+// handler and a fail-closed exit): the first call stops the node, and
+// every other call returns once that stop is done.
+func (n *Node) Stop() { n.stopOnce.Do(n.stop) }
+
+func (n *Node) stop() {
 	if n.svc != nil {
 		n.svc.stop()
 	}

@@ -72,7 +72,7 @@ func stopWaitsForGoroutines() bool {
 		lines := strings.Split(g, "\n")
 		for i, l := range lines {
 			if strings.HasPrefix(l, "sync.(*WaitGroup).Wait(") && i+2 < len(lines) &&
-				strings.HasPrefix(lines[i+2], "github.com/fadcedab/adk/coordinator.(*Node).Stop(") {
+				strings.HasPrefix(lines[i+2], "github.com/fadcedab/adk/coordinator.(*Node).stop(") {
 				return true
 			}
 		}
@@ -164,5 +164,44 @@ func TestNodeStop_AnswersAppliesQueuedInRaft(t *testing.T) {
 			}
 		}
 		t.Fatalf("Stop did not return: an apply queued in Raft at its shutdown is never answered\n%s", b.String())
+	}
+}
+
+// Stop may be called more than once, from more than one goroutine: every
+// call returns once the node is stopped. Before, a second call closed the
+// service's quit channel again and panicked.
+func TestNodeStop_MoreThanOnce(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	n, err := Start(Config{ID: "c0", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", Bootstrap: true, NATS: srv.NC,
+		Workers: []string{"w0"}, Streams: bus.TaskStreamConfig{Replicas: 1}, MemTableSize: 16 << 20,
+		Timing: Timing{RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond, Tick: 20 * time.Millisecond,
+			LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond, WorkerTTL: time.Second,
+			DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second, ResultAckWait: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, "a serving leader", n.Serving)
+	var wg sync.WaitGroup
+	panics := make(chan any, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					panics <- p
+				}
+			}()
+			n.Stop()
+		}()
+	}
+	wg.Wait()
+	close(panics)
+	for p := range panics {
+		t.Errorf("a concurrent Stop panicked: %v", p)
+	}
+	n.Stop() // and once more after the others returned
+	if n.raft.State() != raft.Shutdown {
+		t.Fatalf("raft state after Stop: %v, want Shutdown", n.raft.State())
 	}
 }

@@ -1,7 +1,6 @@
 package devapi_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -45,10 +44,9 @@ func TestClusterDevAPI_GatewayOutlivesAWipedCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := sync.OnceFunc(n.Stop)
-		t.Cleanup(stop)
+		t.Cleanup(n.Stop) // Stop may run twice: the test's and the clean-up's
 		testutil.WaitFor(t, 20*time.Second, "the coordinator leads and serves", n.Serving)
-		return n, stop
+		return n, n.Stop
 	}
 	_, base := newServer(t, devapi.Options{Coord: client.New(nc, 20*time.Second), NATS: nc, Agents: []string{"scripted"}})
 	submit := func(name string) evalrecord.Job {
