@@ -100,14 +100,7 @@ func TestNodeStop_AnswersAppliesQueuedInRaft(t *testing.T) {
 	defer openGate()
 
 	srv := bustest.Start(t, bus.ServerConfig{})
-	n, err := Start(Config{ID: "c0", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", Bootstrap: true, NATS: srv.NC,
-		Workers: []string{"w0"}, Streams: bus.TaskStreamConfig{Replicas: 1}, MemTableSize: 16 << 20,
-		Timing: Timing{RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond, Tick: 20 * time.Millisecond,
-			LeaseInterval: 200 * time.Millisecond, FenceLease: 1500 * time.Millisecond, WorkerTTL: time.Second,
-			DispatchGrace: 2 * time.Second, TaskAckWait: 2 * time.Second, ResultAckWait: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startOneNode(t, srv)
 	stopped := make(chan struct{})
 	stopping := false
 	defer func() {
@@ -167,11 +160,10 @@ func TestNodeStop_AnswersAppliesQueuedInRaft(t *testing.T) {
 	}
 }
 
-// Stop may be called more than once, from more than one goroutine: every
-// call returns once the node is stopped. Before, a second call closed the
-// service's quit channel again and panicked.
-func TestNodeStop_MoreThanOnce(t *testing.T) {
-	srv := bustest.Start(t, bus.ServerConfig{})
+// startOneNode starts coordinator c0 alone, bootstrapping a cluster of
+// one on srv. The caller stops it.
+func startOneNode(t *testing.T, srv *bustest.Server) *Node {
+	t.Helper()
 	n, err := Start(Config{ID: "c0", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", Bootstrap: true, NATS: srv.NC,
 		Workers: []string{"w0"}, Streams: bus.TaskStreamConfig{Replicas: 1}, MemTableSize: 16 << 20,
 		Timing: Timing{RaftHeartbeat: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond, Tick: 20 * time.Millisecond,
@@ -180,6 +172,15 @@ func TestNodeStop_MoreThanOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// Stop may be called more than once, from more than one goroutine: every
+// call returns once the node is stopped. Before, a second call closed the
+// service's quit channel again and panicked.
+func TestNodeStop_MoreThanOnce(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	n := startOneNode(t, srv)
 	testutil.WaitFor(t, 20*time.Second, "a serving leader", n.Serving)
 	var wg sync.WaitGroup
 	panics := make(chan any, 3)
