@@ -17,7 +17,7 @@ ARG TAG=
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 WORKDIR /src
 COPY go.mod go.sum ./
-# go.mod replaces a dependency with a patched copy in third_party/.
+# go.mod replaces two dependencies with patched copies in third_party/.
 COPY third_party/ third_party/
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 COPY . .

@@ -17,8 +17,6 @@ require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 //
 require (
 	github.com/benbjohnson/immutable v0.4.0 // indirect
 	github.com/coreos/etcd v3.3.27+incompatible // indirect
-	github.com/coreos/go-systemd v0.0.0-20191104093116-d3cd4ed1dbcf // indirect
-	github.com/coreos/pkg v0.0.0-20220810130054-c7d1c02cb6cf // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	golang.org/x/exp v0.0.0-20220827204233-334a2380cb91 // indirect
@@ -93,3 +91,8 @@ require (
 )
 
 replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
+
+// raft-wal uses one function of etcd (pkg/fileutil.Preallocate); the rest
+// of that package linked capnslog and go-systemd's journal, whose inits ran
+// in every adk process: third_party/etcd/ADK-PATCH.md.
+replace github.com/coreos/etcd => ./third_party/etcd

@@ -24,6 +24,8 @@ var externals = map[string]string{
 	"nats":   "github.com/nats-io/nats.go",
 	"Raft":   "github.com/hashicorp/raft",
 	"gRPC":   "google.golang.org/grpc",
+	// capnslog takes over the standard log package in its init.
+	"capnslog": "github.com/coreos/pkg/capnslog",
 }
 
 type goPkg struct {

@@ -8,4 +8,8 @@
 // package a binary links is initialised at each start, `adk eval run`'s
 // included (internal/otlpwire holds the OTLP pieces pdata keeps beside
 // its gRPC services).
+//
+// It must not import capnslog: its init takes over the standard log
+// package in every process, and with it the default slog logger's output
+// (third_party/etcd/ADK-PATCH.md says how raft-wal linked it).
 package main

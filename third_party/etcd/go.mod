@@ -1,0 +1,3 @@
+module github.com/coreos/etcd
+
+go 1.21
