@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -890,21 +891,25 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// scrubReport replaces every secret in rendered report bytes. It copies
-// only when one is present.
 // htmlTextTemplate writes a string the way the HTML report's text does.
-var htmlTextTemplate = template.Must(template.New("text").Parse("{{.}}"))
+// It is parsed on first use, by a run with secrets, not in the package
+// init of every adk process.
+var htmlTextTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("text").Parse("{{.}}"))
+})
 
 // htmlText is s as html/template writes it in text (it escapes more than
 // template.HTMLEscapeString: + and NUL too).
 func htmlText(s string) string {
 	var b strings.Builder
-	if err := htmlTextTemplate.Execute(&b, s); err != nil {
+	if err := htmlTextTemplate().Execute(&b, s); err != nil {
 		return s
 	}
 	return b.String()
 }
 
+// scrubReport replaces every secret in rendered report bytes. It copies
+// only when one is present.
 func scrubReport(data []byte, secrets []string) []byte {
 	for _, s := range secrets {
 		// An HTML report holds a secret's escaped spelling (+, &, < and
