@@ -4,15 +4,21 @@
 // calls Ready too: the range covers its GC floor (cmd/adk/gcfloor.go).
 //
 // The preparation (a block the size of a run's heap, advised and freed by
-// a GC cycle; the heap below it collapsed into huge pages) begins in the
-// package's init when the process's arguments are `eval run`, so that its
-// GC cycle runs while the rest of the binary's packages initialise instead
-// of after them, and Ready waits for it before the run allocates. With one
-// CPU (GOMAXPROCS 1: a pinned run, a one-CPU container) nothing runs beside
-// the inits, so the init runs the cycle itself before them. Without
-// that early start (another argument order, tests) Ready prepares the heap
-// itself. The same init turns off heap profile sampling for a run that
-// writes no heap profile.
+// a GC cycle; the heap below it collapsed into huge pages) runs in the
+// package's init when the process's arguments are `eval run`, before the
+// rest of the binary's packages initialise, so that their allocations and
+// the run's land in the freed, advised range; Ready then has nothing left
+// to do. The init runs the GC cycles itself, whatever the CPU count: they
+// take ~1 ms (gctrace: the heap is small but for the block). In a
+// goroutine beside the later inits (two CPUs did so until session 20) they
+// overlapped those inits, which then allocated above the still-live block,
+// outside the advised range, a 4 KiB fault at a time, and the second
+// cycle's end flushed the spans they had cached into fresh span-set
+// blocks: ~230 more faults a run. With one CPU the goroutine ran only once
+// main blocked on Ready, after every later init. Without that early start
+// (another argument order, tests) Ready prepares the heap itself. The same
+// init turns off heap profile sampling for a run that writes no heap
+// profile.
 //
 // The linker runs a package's init once every package it imports, even
 // one with no init, has been scheduled, and schedules the ready packages

@@ -43,19 +43,15 @@ const madvCollapse = 25
 
 var (
 	readyOnce sync.Once
-	// early is closed when the preparation init began has freed its
-	// block; nil when init began none.
-	early chan struct{}
-	// preparedInInit reports that init ran the preparation's GC cycle
-	// itself (one CPU) rather than in a goroutine.
+	// preparedInInit reports that init prepared the heap (its block
+	// advised and freed by a GC cycle) before the later package inits.
 	preparedInInit bool
 )
 
-// init begins the preparation for `adk eval run` (a cluster run's client
-// gets it too: an advised range costs it only address space). Its GC
-// cycles run in a goroutine while the packages after this one initialise
-// (about 90% of the binary's init time: the package imports nothing the
-// linker initialises late, doc.go); Ready waits for them.
+// init prepares the heap for `adk eval run` (a cluster run's client
+// gets it too: an advised range costs it only address space) before the
+// packages after this one initialise, so that they and the run allocate
+// into the freed, advised range; Ready then has nothing left to do.
 func init() {
 	if !evalRunArgs(os.Args[1:]) {
 		return
@@ -66,40 +62,28 @@ func init() {
 		// other run stack walks and first touches of their tables.
 		runtime.MemProfileRate = 0
 	}
-	if thpDisabled(os.Getenv("GODEBUG")) {
-		return
-	}
-	adviseHugeBlock()
-	early = make(chan struct{})
-	if runtime.GOMAXPROCS(0) == 1 {
-		// One CPU (a pinned run, a one-CPU container): a goroutine would
-		// get it only once main blocked on Ready, so the inits after this
-		// one would allocate while the block is live, above it, a 4 KiB
-		// fault at a time: ~230-360 more faults a run, and Ready's ~2.6
-		// ms wait (bench/RESULTS.md, session 19 (h25u)). The cycle is
-		// the same work here, before them.
-		runtime.GC()
-		preparedInInit = true
-		close(early)
-		return
-	}
-	go func() {
-		defer close(early)
-		runtime.GC()
-	}()
+	// The cycles run here, whatever the CPU count, not in a goroutine
+	// beside the later inits (as with two CPUs until session 20): they
+	// take ~1 ms, and beside them the inits allocated above the
+	// still-live block, outside the advised range, a 4 KiB fault at a
+	// time, and the second cycle's end flushed the spans they had
+	// cached into fresh span-set blocks: ~230 more faults a run. With
+	// one CPU a goroutine ran only once main blocked on Ready, after
+	// every later init. bench/RESULTS.md, sessions 19 (h25u) and 20
+	// (h26u).
+	prepare()
+	preparedInInit = true
 }
 
 // Ready returns once the next evalHeapHuge bytes of the heap are eligible
-// for transparent huge pages: after the GC cycle init began, or after
-// preparing them now when init began nothing. Later calls return at once:
-// a process prepares its heap once (tests run many evals in one).
+// for transparent huge pages: at once when init prepared them, else after
+// preparing them now (another argument order, tests). Later calls return
+// at once: a process prepares its heap once (tests run many evals in one).
 func Ready() {
 	readyOnce.Do(func() {
-		if early != nil {
-			<-early
-			return
+		if !preparedInInit {
+			prepare()
 		}
-		prepare()
 	})
 }
 
