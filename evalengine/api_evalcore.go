@@ -585,6 +585,16 @@ func RunSample(ctx context.Context, set *Set, cfg RunConfig, caseIndex int, samp
 // set once, not once per task.
 type SampleRunner = evalcore.SampleRunner
 
+// SampleSlot is a cancel scope for samples run one at a time (a fleet
+// worker's run slot): a sample run in it (SampleRunner.RunInSlot) makes
+// one context, shared by the agent Runner and the model call.
+type SampleSlot = evalcore.SampleSlot
+
+// NewSampleSlot returns a slot whose samples' contexts derive from parent.
+func NewSampleSlot(parent context.Context) *SampleSlot {
+	return evalcore.NewSampleSlot(parent)
+}
+
 // NewSampleRunner validates set, metrics and options as Run does.
 func NewSampleRunner(set *Set, metrics []Metric, opts Options) (*SampleRunner, error) {
 	return evalcore.NewSampleRunner(set, metrics, opts)

@@ -98,8 +98,11 @@
 // case_timeout_ms). It is the sample's one cancel scope: Run's worker
 // lends it to the agent Runner and the model call path
 // (internal/samplescope), which use it instead of nesting a context or a
-// context.AfterFunc of their own; a single-sample run (RunSample, the
-// fleet's workers) lends nothing, and they nest theirs as before.
+// context.AfterFunc of their own. A fleet worker's run slot lends its
+// samples one the same way (SampleSlot, SampleRunner.RunInSlot, with the
+// task's deadline folded into the sample's); a single-sample run
+// elsewhere (RunSample, SampleRunner.Run) lends nothing, and they nest
+// theirs as before.
 // Adapters must honour it; a reply that arrives after the deadline is
 // recorded as "timeout" (contract: late reply ⇒ timeout).
 // Samples not started when the run deadline passes are recorded as

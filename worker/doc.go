@@ -5,8 +5,9 @@
 //
 // It pulls tasks one at a time from its own durable consumer on ADK_TASKS
 // (created by the coordinator, MaxDeliver 1), acks each on receipt before
-// running it (at most once), runs the (case, sample) with
-// evalengine.RunSample in a fresh session of the named adapter, and
+// running it (at most once), runs the (case, sample) with the job's
+// evalengine.SampleRunner in a fresh session of the named adapter (in the
+// run slot's evalengine.SampleSlot: one cancel scope per sample), and
 // publishes a bounded result to adk.result.<job>. It heartbeats its
 // running task ids to the coordinator leader, kills the tasks the leader
 // names (cancelled, lost, timed out), and fences itself (kills everything,

@@ -136,11 +136,47 @@ type Worker struct {
 }
 
 // heldTask is a task the worker holds (running or waiting for a run
-// slot): cancel kills it; fenced says the worker killed it itself (a
+// slot): kill kills it; fenced says the worker killed it itself (a
 // fence), so it reports the task failed (worker_lost) at once.
 type heldTask struct {
-	cancel context.CancelFunc
+	cancel context.CancelFunc // the task's context's
 	fenced atomic.Bool
+
+	mu     sync.Mutex
+	killed bool
+	// slot is the run slot the task's sample runs in (enter), which a
+	// kill cancels: the sample's context derives from the slot's, not
+	// from the task's.
+	slot *evalengine.SampleSlot
+}
+
+// kill ends the task's context and the sample it runs, if any.
+func (h *heldTask) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.killed = true
+	h.cancel()
+	if h.slot != nil {
+		h.slot.Cancel()
+	}
+}
+
+// enter makes slot the one h's sample runs in, unless h was killed; leave
+// undoes it. A kill between the two cancels the slot.
+func (h *heldTask) enter(slot *evalengine.SampleSlot) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.killed {
+		return false
+	}
+	h.slot = slot
+	return true
+}
+
+func (h *heldTask) leave() {
+	h.mu.Lock()
+	h.slot = nil
+	h.mu.Unlock()
 }
 
 type jobSpec struct {
@@ -416,7 +452,7 @@ func (w *Worker) killAll(fenced bool) {
 		if fenced {
 			h.fenced.Store(true)
 		}
-		h.cancel()
+		h.kill()
 	}
 }
 
@@ -678,7 +714,7 @@ func (w *Worker) kill(refs []api.TaskRef) {
 	defer w.mu.Unlock()
 	for _, r := range refs {
 		if h, ok := w.running[r]; ok {
-			h.cancel()
+			h.kill()
 		}
 	}
 }
@@ -911,7 +947,7 @@ func (w *Worker) hold(j holdJob, r *runReq) {
 	// finishes a sample takes the next waiting task itself, with no other
 	// goroutine to schedule between a model answer and the next sample's
 	// start.
-	*r = runReq{ctx: h.ctx, task: h.task, done: r.done}
+	*r = runReq{ctx: h.ctx, task: h.task, h: h.h, done: r.done}
 	select {
 	case w.runq <- r:
 		// The run slot is the sample's; the result's group commit
@@ -979,6 +1015,7 @@ func (w *Worker) ack(m jetstream.Msg) error {
 type runReq struct {
 	ctx  context.Context
 	task api.Task
+	h    *heldTask
 	res  api.Result
 	ok   bool
 	done chan struct{} // one send when the runner is done with it
@@ -992,7 +1029,14 @@ type runReq struct {
 // it every task (runtime.newstack was ~43 µs a task in
 // BenchmarkClusterEval_10kTasks' CPU profile, more with tracing on). A
 // runner keeps its grown stack.
+//
+// Each runner runs its samples in a slot of its own (evalengine's
+// SampleSlot): a sample makes one context, which the agent Runner and
+// the model call share, rather than three nested ones. A kill of the
+// running task cancels the slot; the runner then makes a new one.
 func (w *Worker) runner() {
+	slot := evalengine.NewSampleSlot(w.ctx)
+	defer func() { slot.Close() }()
 	for {
 		select {
 		case r := <-w.runq:
@@ -1000,9 +1044,13 @@ func (w *Worker) runner() {
 			// stop asks first, and the answer kills the tasks the leader
 			// failed meanwhile.
 			if w.waitStartable(r.ctx, r.task) {
-				r.res, r.ok = w.run(r.ctx, r.task)
+				r.res, r.ok = w.run(r.ctx, r.task, r.h, slot)
 			}
 			r.done <- struct{}{}
+			if slot.Context().Err() != nil && w.ctx.Err() == nil {
+				slot.Close()
+				slot = evalengine.NewSampleSlot(w.ctx)
+			}
 		case <-w.ctx.Done():
 			return
 		}
@@ -1011,8 +1059,11 @@ func (w *Worker) runner() {
 
 // run runs one sample and returns its result to publish; ok is false when
 // there is none (no job spec, a bad index, or the task was killed: the
-// leader owns the outcome).
-func (w *Worker) run(ctx context.Context, task api.Task) (res api.Result, ok bool) {
+// leader owns the outcome). ctx is the task's; the sample runs in slot
+// (its context derives from the slot's, with ctx's deadline, and a kill
+// of h cancels the slot), or, with no slot or h, or h killed already,
+// under ctx.
+func (w *Worker) run(ctx context.Context, task api.Task, h *heldTask, slot *evalengine.SampleSlot) (res api.Result, ok bool) {
 	w.executed.Add(1)
 	spec, err := w.spec(ctx, task.JobID)
 	var sample evalengine.SampleResult
@@ -1035,9 +1086,8 @@ func (w *Worker) run(ctx context.Context, task api.Task) (res api.Result, ok boo
 		var obs observability.Observer // nil: untraced (a nil *Tracer is not)
 		if w.tracer != nil {
 			obs = w.tracer
-			ctx = observability.ContextWithEval(ctx, observability.EvalIDs{JobID: task.JobID, WorkerID: w.cfg.ID})
 		}
-		sample, err = spec.runner.RunObserved(ctx, ta.adapter(spec.p.Options.CaptureEvents), obs, task.CaseIndex, task.Sample)
+		sample, err = w.runSample(ctx, task, h, slot, spec, ta.adapter(spec.p.Options.CaptureEvents), obs)
 		if err != nil {
 			sample = evalengine.ErrorSample(spec.p.Set, task.CaseIndex, task.Sample, evalengine.TagAdapterFailed)
 		}
@@ -1051,6 +1101,27 @@ func (w *Worker) run(ctx context.Context, task api.Task) (res api.Result, ok boo
 	}
 	return api.Result{JobID: task.JobID, Index: task.Index, Worker: w.cfg.ID, Sample: body,
 		Error: sample.Status == evalengine.SampleStatusError}, true
+}
+
+// runSample runs task's sample in slot when h enters it (see run), else
+// under ctx, the task's context. A spent slot (a kill's; the runner
+// replaces it) is never entered: its sample would end cancelled without
+// the task's having been.
+func (w *Worker) runSample(ctx context.Context, task api.Task, h *heldTask, slot *evalengine.SampleSlot, spec *jobSpec, a evalengine.Adapter, obs observability.Observer) (evalengine.SampleResult, error) {
+	parent := ctx
+	inSlot := h != nil && slot != nil && slot.Context().Err() == nil && h.enter(slot)
+	if inSlot {
+		defer h.leave()
+		parent = slot.Context()
+	}
+	if obs != nil {
+		parent = observability.ContextWithEval(parent, observability.EvalIDs{JobID: task.JobID, WorkerID: w.cfg.ID})
+	}
+	if !inSlot {
+		return spec.runner.RunObserved(parent, a, obs, task.CaseIndex, task.Sample)
+	}
+	deadline, _ := ctx.Deadline()
+	return spec.runner.RunInSlot(parent, slot, deadline, a, obs, task.CaseIndex, task.Sample)
 }
 
 // maxSpecs bounds the job-spec cache.

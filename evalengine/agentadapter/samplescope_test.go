@@ -96,8 +96,9 @@ func masked(t *testing.T, s evalengine.SampleResult) any {
 // TestRun_OneScopePerSample runs samples that pass, time out in the model
 // call and are halted by a plugin, on one worker (concurrency 1: each
 // sample reuses the worker's scope), and checks each against the same
-// sample run alone (RunSample: the fleet's path, which lends no scope and
-// nests the Runner's and the call's own): same tags, same results.
+// sample run alone (SampleRunner.Run, which lends no scope and nests the
+// Runner's and the call's own) and in a run slot (RunInSlot, the fleet
+// worker's path, one slot for all): same tags, same results.
 func TestRun_OneScopePerSample(t *testing.T) {
 	a := scopeAdapter(t, scopeServer(t))
 	set := mustSet(t, `{"id":"scope","version":"1","cases":[
@@ -121,6 +122,8 @@ func TestRun_OneScopePerSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slot := evalengine.NewSampleSlot(context.Background())
+	defer slot.Close()
 	for ci, c := range r.Cases {
 		for si, s := range c.Samples {
 			if s.Error != want[c.CaseID] || (s.Error == "") != s.Passed {
@@ -132,6 +135,13 @@ func TestRun_OneScopePerSample(t *testing.T) {
 			}
 			if got, want := masked(t, s), masked(t, alone); !reflect.DeepEqual(got, want) {
 				t.Fatalf("case %s sample %d differs from the sample run alone:\n%v\n%v", c.CaseID, si, got, want)
+			}
+			inSlot, err := single.RunInSlot(slot.Context(), slot, time.Time{}, a, nil, ci, si)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := masked(t, inSlot), masked(t, alone); !reflect.DeepEqual(got, want) {
+				t.Fatalf("case %s sample %d in a slot differs from the sample run alone:\n%v\n%v", c.CaseID, si, got, want)
 			}
 		}
 	}

@@ -10,9 +10,10 @@
 // done channel; together they were the largest adk-own CPU site per
 // sample (bench/RESULTS.md, session 18 (h24p)).
 //
-// A Scope belongs to one engine worker, which runs one sample at a time.
-// New registers it once with the worker's context (one context.AfterFunc
-// per worker, not per call). Per sample, the engine makes the sample's
+// A Scope belongs to one engine worker, which runs one sample at a time
+// (Run's workers, and a fleet worker's run slots through
+// evalengine.SampleSlot). New registers it once with the worker's
+// context (one context.AfterFunc per worker, not per call). Per sample, the engine makes the sample's
 // context as before (context.WithTimeout: a real context, so
 // DeadlineExceeded, Canceled and context.Cause are Go's own) and lends it
 // to the scope with Begin; End cancels it and takes the scope back.

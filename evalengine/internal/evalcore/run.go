@@ -127,6 +127,11 @@ func (r *SampleRunner) Run(ctx context.Context, adapter Adapter, caseIndex, samp
 
 // RunObserved is Run traced through obs (RunConfig.Observer); nil is Run.
 func (r *SampleRunner) RunObserved(ctx context.Context, adapter Adapter, obs observability.Observer, caseIndex, sampleIndex int) (SampleResult, error) {
+	return r.run(ctx, nil, time.Time{}, adapter, obs, caseIndex, sampleIndex)
+}
+
+// run runs one sample; scope and deadline are runSample's.
+func (r *SampleRunner) run(ctx context.Context, scope *samplescope.Scope, deadline time.Time, adapter Adapter, obs observability.Observer, caseIndex, sampleIndex int) (SampleResult, error) {
 	if adapter == nil {
 		return SampleResult{}, NewErr(CodeInvalidAdapter, "nil adapter")
 	}
@@ -136,7 +141,74 @@ func (r *SampleRunner) RunObserved(ctx context.Context, adapter Adapter, obs obs
 	e := r.e
 	e.adapter = adapter
 	e.observer = obs
-	return e.runSample(ctx, nil, caseIndex, sampleIndex), nil
+	return e.runSample(ctx, scope, deadline, caseIndex, sampleIndex), nil
+}
+
+// SampleSlot is a cancel scope for samples run one at a time, the way
+// Run's workers lend one to theirs (internal/samplescope): a sample run
+// in the slot (SampleRunner.RunInSlot) makes one context, which the
+// agent Runner and the model call share, instead of each nesting its own.
+// It is for a caller that runs single samples in a loop, one after the
+// other, on a goroutine of its own (a fleet worker's run slot).
+//
+// Its context derives from the parent given to NewSampleSlot and ends with
+// it or with Cancel, which also ends the sample running in the slot, as
+// cancelling that sample's parent would (a killed task). A cancelled slot
+// runs every later sample as cancelled: make a new one. Close releases it.
+type SampleSlot struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	scope  *samplescope.Scope
+	stop   func()
+	// busy is set while a sample runs in the slot: a second, concurrent
+	// RunInSlot does not get the scope.
+	busy atomic.Bool
+}
+
+// NewSampleSlot returns a slot whose samples' contexts derive from
+// parent; the caller closes it.
+func NewSampleSlot(parent context.Context) *SampleSlot {
+	ctx, cancel := context.WithCancel(parent)
+	ctx, scope, stop := samplescope.New(ctx)
+	return &SampleSlot{ctx: ctx, cancel: cancel, scope: scope, stop: stop}
+}
+
+// Context is the slot's context: RunInSlot's ctx is it, or it with values
+// added (context.WithValue).
+func (s *SampleSlot) Context() context.Context { return s.ctx }
+
+// Cancel ends the slot's context, and so the sample running in it.
+func (s *SampleSlot) Cancel() { s.cancel() }
+
+// Close releases the slot (and cancels it); it runs no sample after.
+func (s *SampleSlot) Close() {
+	s.stop()
+	s.cancel()
+}
+
+// RunInSlot is RunObserved with the sample's context lent to slot (see
+// SampleSlot). ctx is the slot's context, or it with values added; the
+// sample's deadline is the earliest of deadline (zero: none), ctx's and
+// the case timeout, and it ends when the slot's context does. A ctx of
+// another slot or with a cancel of its own, or a call while another
+// sample runs in the slot, runs as RunObserved(ctx) does, deadline
+// applied, with no scope lent.
+func (r *SampleRunner) RunInSlot(ctx context.Context, slot *SampleSlot, deadline time.Time, adapter Adapter, obs observability.Observer, caseIndex, sampleIndex int) (SampleResult, error) {
+	scope := slot.lend(ctx)
+	if scope != nil {
+		defer slot.busy.Store(false)
+	}
+	return r.run(ctx, scope, deadline, adapter, obs, caseIndex, sampleIndex)
+}
+
+// lend returns the slot's scope for a sample whose parent is ctx, or nil
+// when ctx is not the slot's context (values aside) or a sample runs in
+// the slot already.
+func (s *SampleSlot) lend(ctx context.Context) *samplescope.Scope {
+	if s == nil || ctx.Done() != s.ctx.Done() || samplescope.Of(ctx) != s.scope || !s.busy.CompareAndSwap(false, true) {
+		return nil
+	}
+	return s.scope
 }
 
 // noAdapter stands in while a SampleRunner validates: each Run names its
@@ -477,7 +549,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				if !ok || runCtx.Err() != nil {
 					return // an undispatched sample is recorded as timeout below
 				}
-				res := e.runSample(wctx, scope, c, s)
+				res := e.runSample(wctx, scope, time.Time{}, c, s)
 				// A sample the run's end cut off is not finished: a resume
 				// runs it again.
 				cut := runCtx.Err() != nil && (res.Error == TagTimeout || res.Error == TagCancelled)
@@ -627,8 +699,10 @@ func resultSize(r *Result, sampleBytes int) (int, error) {
 // runSample runs one (case, sample). It never panics and never returns
 // before the session is closed. scope, when set, is the calling worker's
 // (parent carries it): the sample's context is lent to it, so that the
-// Runner and the model calls share it (samplescope).
-func (e *engine) runSample(parent context.Context, scope *samplescope.Scope, ci, si int) SampleResult {
+// Runner and the model calls share it (samplescope). The sample's
+// deadline is the case timeout's, or deadline when that is earlier
+// (zero: none), or parent's.
+func (e *engine) runSample(parent context.Context, scope *samplescope.Scope, deadline time.Time, ci, si int) SampleResult {
 	start := time.Now()
 	c := &e.set.Cases[ci]
 	res := SampleResult{
@@ -640,7 +714,11 @@ func (e *engine) runSample(parent context.Context, scope *samplescope.Scope, ci,
 		Criteria:    make([]MetricResult, 0, len(e.caseMetrics)),
 		Metadata:    MetaOrEmpty(c.Metadata),
 	}
-	ctx, cancel := context.WithTimeout(parent, e.caseTimeout)
+	end := time.Now().Add(e.caseTimeout)
+	if !deadline.IsZero() && deadline.Before(end) {
+		end = deadline
+	}
+	ctx, cancel := context.WithDeadline(parent, end)
 	if scope != nil {
 		scope.Begin(ctx, cancel)
 		defer scope.End()
