@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -288,6 +291,84 @@ func TestStreamWriter_Bound(t *testing.T) {
 	}
 	if _, err := evalengine.ReadStream(&buf); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writerOnly hides a destination's type: a stream into it is batched.
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(b []byte) (int, error) { return w.w.Write(b) }
+
+// TestStreamWriter_IntoMemoryLikeIntoAWriter writes the same lines into a
+// bytes.Buffer (each line straight into it) and into a writer of another
+// type (batched): the bytes and every error are the same, with and
+// without a byte bound, a line filter and a line over the line bound.
+func TestStreamWriter_IntoMemoryLikeIntoAWriter(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "golden", "result.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := evalengine.ReadStream(bytes.NewReader(golden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := evalengine.StreamToResult(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := st.Samples[0].Sample
+	huge.Error = strings.Repeat("x", evalengine.MaxStreamLineBytes)
+	write := func(w io.Writer, maxBytes int64, filter bool) []string {
+		var errs []string
+		note := func(err error) {
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		sw, err := evalengine.NewStreamWriter(w, &st.Header, 0, maxBytes)
+		note(err)
+		if sw == nil {
+			return errs
+		}
+		if filter {
+			sw.SetLineFilter(func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("passed"), []byte("PASSED")) })
+		}
+		for i, s := range st.Samples {
+			note(sw.WriteSample(s.CaseIndex, &s.Sample))
+			if i == 0 {
+				note(sw.WriteSample(0, &huge))
+			}
+		}
+		note(sw.WriteSummary(r))
+		note(sw.Flush())
+		errs = append(errs, strconv.FormatInt(sw.Written(), 10))
+		return errs
+	}
+	for _, tc := range []struct {
+		name     string
+		maxBytes int64
+		filter   bool
+	}{{"unbounded", 0, false}, {"bounded", int64(len(golden) / 2), false}, {"filtered", 0, true}, {"filtered, bounded", int64(len(golden) / 3), true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mem, batched bytes.Buffer
+			memErrs := write(&mem, tc.maxBytes, tc.filter)
+			batchedErrs := write(writerOnly{&batched}, tc.maxBytes, tc.filter)
+			if !bytes.Equal(mem.Bytes(), batched.Bytes()) {
+				t.Fatalf("into memory:\n%s\nbatched:\n%s", mem.Bytes(), batched.Bytes())
+			}
+			if !slices.Equal(memErrs, batchedErrs) {
+				t.Fatalf("errors and size into memory %q, batched %q", memErrs, batchedErrs)
+			}
+			if len(memErrs) < 2 || !strings.Contains(memErrs[0], "line_too_large") {
+				t.Fatalf("errors %q: want the huge line refused first", memErrs)
+			}
+			if tc.maxBytes > 0 && (int64(mem.Len()) > tc.maxBytes || !strings.Contains(strings.Join(memErrs, " "), evalengine.ErrStreamFull.Error())) {
+				t.Fatalf("%d bytes with a bound of %d, errors %q", mem.Len(), tc.maxBytes, memErrs)
+			}
+			if tc.maxBytes == 0 && !tc.filter && !bytes.Equal(mem.Bytes(), golden) {
+				t.Fatalf("the stream rewritten differs from the one read:\n%s\n%s", mem.Bytes(), golden)
+			}
+		})
 	}
 }
 

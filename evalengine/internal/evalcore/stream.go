@@ -89,18 +89,28 @@ type streamSummary struct {
 // StreamWriter appends a stream to w. Lines are buffered and written out
 // in batches: when 64 KiB are pending, when 100 ms passed since the last
 // write-out, and on Flush. A crash loses at most the last batch (those
-// samples run again on resume). It stops writing, and reports
-// ErrStreamFull from then on, once the bytes written would pass maxBytes
-// (> 0), so a journal is bounded. Safe for concurrent use.
+// samples run again on resume). A stream into a *bytes.Buffer is not
+// batched: each line goes into it whole as it is written. It stops
+// writing, and reports ErrStreamFull from then on, once the bytes written
+// would pass maxBytes (> 0), so a journal is bounded. Safe for concurrent
+// use.
 type StreamWriter struct {
-	mu        sync.Mutex
-	w         *bufio.Writer
+	mu sync.Mutex
+	w  *bufio.Writer // nil when mem is set
+	// mem is the stream's destination when it is memory: a page of a
+	// stored result (the coordinator renders a page's lines through
+	// several writers), which batching would only copy, and whose 64 KiB
+	// buffer per writer was most of what a page allocated.
+	mem       *bytes.Buffer
 	lastFlush time.Time
 	written   int64
 	maxBytes  int64
 	err       error
 	line      bytes.Buffer
-	filter    func([]byte) []byte
+	// lineEnc encodes into line, memEnc into mem (writeMemLocked); each
+	// is made at its first line.
+	lineEnc, memEnc *json.Encoder
+	filter          func([]byte) []byte
 }
 
 // SetLineFilter makes every later line pass through f before it is
@@ -119,7 +129,12 @@ var ErrStreamFull = errors.New("evalengine: sample stream reached its byte bound
 // header line first (a new stream); without, it appends to an existing
 // one (a resumed journal). already is the size of what w already holds.
 func NewStreamWriter(w io.Writer, header *StreamHeader, already, maxBytes int64) (*StreamWriter, error) {
-	sw := &StreamWriter{w: bufio.NewWriterSize(w, streamBufferBytes), lastFlush: time.Now(), written: already, maxBytes: maxBytes}
+	sw := &StreamWriter{lastFlush: time.Now(), written: already, maxBytes: maxBytes}
+	if b, ok := w.(*bytes.Buffer); ok {
+		sw.mem = b
+	} else {
+		sw.w = bufio.NewWriterSize(w, streamBufferBytes)
+	}
 	if header != nil {
 		if err := sw.writeLine(header, true); err != nil {
 			return nil, err
@@ -205,7 +220,9 @@ func (sw *StreamWriter) Flush() error {
 	if sw.err != nil {
 		return sw.err
 	}
-	sw.err = sw.w.Flush()
+	if sw.w != nil {
+		sw.err = sw.w.Flush()
+	}
 	sw.lastFlush = time.Now()
 	return sw.err
 }
@@ -223,10 +240,11 @@ func (sw *StreamWriter) writeLine(v any, flush bool) error {
 	if sw.err != nil {
 		return sw.err
 	}
+	if sw.mem != nil && sw.filter == nil {
+		return sw.writeMemLocked(v)
+	}
 	sw.line.Reset()
-	enc := json.NewEncoder(&sw.line)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // Encode ends the line with '\n'
+	if err := lineEncoder(&sw.lineEnc, &sw.line).Encode(v); err != nil { // Encode ends the line with '\n'
 		return err
 	}
 	line := sw.line.Bytes()
@@ -239,12 +257,19 @@ func (sw *StreamWriter) writeLine(v any, flush bool) error {
 	}
 	if sw.maxBytes > 0 && sw.written+n > sw.maxBytes {
 		// Keep what is there whole: no partial line is ever written.
-		if err := sw.w.Flush(); err != nil {
-			sw.err = err
-			return err
+		if sw.w != nil {
+			if err := sw.w.Flush(); err != nil {
+				sw.err = err
+				return err
+			}
 		}
 		sw.err = ErrStreamFull
 		return sw.err
+	}
+	if sw.mem != nil {
+		sw.mem.Write(line)
+		sw.written += n
+		return nil
 	}
 	if _, err := sw.w.Write(line); err != nil {
 		sw.err = err
@@ -259,6 +284,38 @@ func (sw *StreamWriter) writeLine(v any, flush bool) error {
 		sw.lastFlush = time.Now()
 	}
 	return nil
+}
+
+// writeMemLocked is writeLine into mem without a filter: the line is
+// encoded in place, and taken back whole if it breaks a bound.
+func (sw *StreamWriter) writeMemLocked(v any) error {
+	before := sw.mem.Len()
+	if err := lineEncoder(&sw.memEnc, sw.mem).Encode(v); err != nil { // nothing written
+		return err
+	}
+	n := int64(sw.mem.Len() - before)
+	if n > MaxStreamLineBytes {
+		sw.mem.Truncate(before)
+		return ReasonErr(CodeInvalidEvalStream, "line_too_large", strconv.FormatInt(n, 10))
+	}
+	if sw.maxBytes > 0 && sw.written+n > sw.maxBytes {
+		sw.mem.Truncate(before)
+		sw.err = ErrStreamFull
+		return sw.err
+	}
+	sw.written += n
+	return nil
+}
+
+// lineEncoder returns *enc, a stream's line encoder into w, made at the
+// first call: an Encoder keeps nothing of a line between Encode calls
+// (only a write error, which a bytes.Buffer never returns).
+func lineEncoder(enc **json.Encoder, w io.Writer) *json.Encoder {
+	if *enc == nil {
+		*enc = json.NewEncoder(w)
+		(*enc).SetEscapeHTML(false)
+	}
+	return *enc
 }
 
 // StreamSample is one decoded sample line.
