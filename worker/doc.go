@@ -10,7 +10,8 @@
 // run slot's evalengine.SampleSlot: one cancel scope per sample), and
 // publishes a bounded result to adk.result.<job>. It heartbeats its
 // running task ids to the coordinator leader, kills the tasks the leader
-// names (cancelled, lost, timed out), and fences itself (kills everything,
+// names (cancelled, lost, timed out; one not yet delivered is refused when
+// it comes), and fences itself (kills everything,
 // fetches nothing) when no leader has answered for FenceAfter.
 //
 // Agents are adapters handed to Start, or AGENT.json files named in

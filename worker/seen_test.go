@@ -28,3 +28,23 @@ func TestTaskSetRunsEachTaskOnce(t *testing.T) {
 		t.Fatalf("%d jobs remembered, want %d", len(s.jobs), maxSeenJobs)
 	}
 }
+
+// TestKillMarksUnheldTasksSeen: a kill naming a task the worker does not
+// hold yet (its message still in JetStream) makes its later delivery a
+// task seen before, refused unrun; a held one is killed.
+func TestKillMarksUnheldTasksSeen(t *testing.T) {
+	held, late := api.TaskRef{JobID: "j1", Index: 1}, api.TaskRef{JobID: "j1", Index: 2}
+	h := &heldTask{cancel: func() {}}
+	w := &Worker{running: map[api.TaskRef]*heldTask{held: h}}
+	w.seen.add(held)
+	w.kill([]api.TaskRef{held, late})
+	if !h.killed {
+		t.Fatal("the held task was not killed")
+	}
+	if w.seen.add(late) {
+		t.Fatal("a task killed before it came would be accepted when it comes")
+	}
+	if !w.seen.add(api.TaskRef{JobID: "j1", Index: 3}) {
+		t.Fatal("a task no kill named is refused")
+	}
+}

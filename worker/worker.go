@@ -111,7 +111,7 @@ type Worker struct {
 	heldJobs map[string]int // len(running) by job: a result batch holding them all leaves at once
 	recent   map[api.TaskRef]time.Time
 	specs    map[string]*jobSpec
-	seen     taskSet       // every task this process accepted: run at most once
+	seen     taskSet       // every task this process accepted or was told to kill: run at most once
 	answered chan struct{} // closed and replaced at each leader answer
 	hbKick   chan struct{} // a held task waits for an answer: heartbeat now
 	// owners holds, per job with an owner, when the leader last knew the
@@ -122,7 +122,7 @@ type Worker struct {
 
 	ownerWaits atomic.Int64 // held tasks waiting for their owner to be heard
 
-	dropped atomic.Int64 // tasks refused: another epoch, or seen before
+	dropped atomic.Int64 // tasks refused: another epoch, seen before, or killed before they came
 
 	results *resultBatcher
 
@@ -319,8 +319,9 @@ func (w *Worker) LastAnswer() time.Time {
 }
 
 // Dropped counts task deliveries refused unrun: addressed to another
-// incarnation, or a task this process already accepted (a message the
-// NATS server redelivered after forgetting its ack in a crash).
+// incarnation, a task this process already accepted (a message the
+// NATS server redelivered after forgetting its ack in a crash), or one a
+// kill named before its message came (kill).
 func (w *Worker) Dropped() int64 { return w.dropped.Load() }
 
 // lastEpoch makes epochs strictly increase within a process (tests start
@@ -709,12 +710,20 @@ func (w *Worker) heldOf(jobID string) int {
 	return w.heldJobs[jobID]
 }
 
+// kill kills the named tasks the worker holds and marks the others seen,
+// so a message of theirs that comes later is refused unrun (accept). A
+// kill notice names every in-flight task of the ended job on this
+// worker, delivered or not: one still in JetStream when the notice came
+// would otherwise start on arrival (an owner-lost job's while its owner
+// window is open) and run until the next heartbeat answer killed it.
 func (w *Worker) kill(refs []api.TaskRef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range refs {
 		if h, ok := w.running[r]; ok {
 			h.kill()
+		} else {
+			w.seen.add(r)
 		}
 	}
 }
@@ -818,7 +827,9 @@ func (w *Worker) releaseSlots(n int) {
 // A task addressed to another incarnation of this worker id, or one this
 // process has accepted before, is dropped unrun: JetStream flushes its
 // consumer state periodically, so a server killed -9 can deliver an acked
-// message again, to this process or to a successor under the same id.
+// message again, to this process or to a successor under the same id. So
+// is one a kill named before it came (its job ended): no result, the
+// leader decided it with the job.
 func (w *Worker) accept(m jetstream.Msg) {
 	tasks, err := api.DecodeTasks(m.Data(), w.cfg.ID)
 	if err != nil {
