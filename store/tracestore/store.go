@@ -543,10 +543,13 @@ func (s *Store) commitGroup(g *applyGroup, seq uint64) error {
 	for _, p := range g.created {
 		s.byDigest[p.digest] = p
 	}
+	// The sequence before the wake-up: a waiter woken before it was stored
+	// saw the old one, armed itself on the new channel and slept until the
+	// next apply, which may never come.
+	s.applied.Store(seq)
 	close(s.appliedC)
 	s.appliedC = make(chan struct{})
 	s.mu.Unlock()
-	s.applied.Store(seq)
 	s.publishStatus()
 	g.wb = s.db.NewWriteBatch()
 	clear(g.touched)
