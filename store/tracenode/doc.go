@@ -6,6 +6,11 @@
 // own counters, aggregates only, so one request gathers the fleet's view
 // (GatherStatus).
 //
+// The node skips nothing the stream holds: a delivery its NATS client
+// lost shows as a jump in the consumer's delivery sequence, and the node
+// counts it (delivery_gaps) and restarts the consumer at its applied
+// sequence + 1 (store/DESIGN.md, "Delivery gaps").
+//
 // It may import bus, bus/wire, store/tracestore and internal; nothing in
 // store/tracestore imports it.
 package tracenode

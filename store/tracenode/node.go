@@ -71,13 +71,20 @@ type Stats struct {
 	ApplyFailures    uint64 `json:"apply_failures"`
 	// StreamGapMessages counts stream sequences the node never received:
 	// the stream discarded them (its limits) before the node applied
-	// them. A new node on a stream that no longer starts at sequence 1
-	// counts the history it will never hold (store/DESIGN.md, "Catching
-	// up").
+	// them (a message its client lost is pulled again: DeliveryGaps). A
+	// new node on a stream that no longer starts at sequence 1 counts the
+	// history it will never hold (store/DESIGN.md, "Catching up").
 	StreamGapMessages uint64 `json:"stream_gap_messages"`
-	Queries           uint64 `json:"queries"`
-	AuthRejected      uint64 `json:"auth_rejected"`
-	BadRequests       uint64 `json:"bad_requests"`
+	// DeliveryGaps counts deliveries the node's client lost: jumps in the
+	// consumer's delivery sequence (one per delivery, redeliveries
+	// included), such as a message nats.go dropped because the
+	// iterator's buffer was full. The stream still holds what was lost:
+	// each gap restarts consumption at applied+1, so no message is
+	// skipped (store/DESIGN.md, "Delivery gaps").
+	DeliveryGaps uint64 `json:"delivery_gaps"`
+	Queries      uint64 `json:"queries"`
+	AuthRejected uint64 `json:"auth_rejected"`
+	BadRequests  uint64 `json:"bad_requests"`
 	// PrepareTime and ApplyTime are the wall time spent decoding and
 	// projecting (summed over the prepare workers), and applying to
 	// Badger.
@@ -103,7 +110,7 @@ type Node struct {
 	stopping chan struct{}
 
 	applied, redelivered, malformed, applyFailures atomic.Uint64
-	streamGap                                      atomic.Uint64
+	streamGap, deliveryGaps                        atomic.Uint64
 	queries, authRejected, badRequests             atomic.Uint64
 	prepareNS, applyNS                             atomic.Int64
 }
@@ -258,10 +265,18 @@ type item struct {
 // decode and project it (the CPU-heavy, state-free half of an apply) ahead
 // of applyLoop, and, in stream order, to applyLoop, which waits until its
 // message is prepared. It owns the iterator and the resync.
+//
+// It checks every delivery's consumer sequence: JetStream numbers a
+// consumer's deliveries 1, 2, 3, …, so a jump is a delivery this node's
+// client never handed over, a message the stream still holds. Applying
+// on would leave a hole that nothing fills (the lost message is
+// redelivered only after AckWait, when it is below the applied sequence
+// and ignored), so the node restarts the consumer at applied+1 instead.
 func (n *Node) prepareLoop() {
 	defer n.wg.Done()
 	defer close(n.items)
 	defer close(n.work)
+	nextDelivery := uint64(1) // every iterator reads a freshly created consumer
 	for {
 		msg, err := n.iterator().Next()
 		if err != nil {
@@ -273,23 +288,12 @@ func (n *Node) prepareLoop() {
 			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				continue // transient (heartbeats missed, reconnecting): the iterator recovers
 			}
-			// applyLoop stopped the iterator after a failed apply: wait
-			// until it has discarded what is in flight, then restart the
-			// consumer at applied+1.
-			marker := make(chan struct{})
-			select {
-			case n.items <- &item{marker: marker}:
-			case <-n.stopping:
+			// The iterator was stopped (a failed apply, a reconnect, a
+			// delivery gap): restart the consumer at applied+1.
+			if !n.restartConsumer() {
 				return
 			}
-			select {
-			case <-marker:
-			case <-n.stopping:
-				return
-			}
-			if !n.resync() {
-				return
-			}
+			nextDelivery = 1
 			continue
 		}
 		md, err := msg.Metadata()
@@ -297,6 +301,17 @@ func (n *Node) prepareLoop() {
 			_ = msg.Term()
 			continue
 		}
+		if d := md.Sequence.Consumer; d > nextDelivery {
+			n.deliveryGaps.Add(1)
+			n.log.Warn("trace node: deliveries lost before they reached the node: restarting the consumer at the applied sequence",
+				"first_missing_delivery", nextDelivery, "delivery", d, "stream_seq", md.Sequence.Stream)
+			n.iterator().Stop() // Next now returns ErrMsgIteratorClosed
+			continue
+		}
+		// A sequence below the expected one is a consumer whose new leader
+		// numbers from its replicated state: its redeliveries are already
+		// applied and ignored as such.
+		nextDelivery = md.Sequence.Consumer + 1
 		it := &item{msg: msg, seq: md.Sequence.Stream, timeMS: md.Timestamp.UnixMilli(), ready: make(chan struct{})}
 		for _, ch := range [...]chan *item{n.work, n.items} {
 			select {
@@ -477,6 +492,24 @@ func (n *Node) watchReconnects() {
 	}
 }
 
+// restartConsumer waits until applyLoop has handled everything in flight
+// (applied it, or discarded it after a failed apply), then restarts the
+// consumer at applied+1. It returns false if the node is stopping.
+func (n *Node) restartConsumer() bool {
+	marker := make(chan struct{})
+	select {
+	case n.items <- &item{marker: marker}:
+	case <-n.stopping:
+		return false
+	}
+	select {
+	case <-marker:
+	case <-n.stopping:
+		return false
+	}
+	return n.resync()
+}
+
 // resync restarts consumption at the store's applied sequence + 1. It
 // returns false if the node is stopping.
 func (n *Node) resync() bool {
@@ -534,7 +567,7 @@ func (n *Node) Stop() {
 func (n *Node) Stats() Stats {
 	return Stats{
 		Applied: n.applied.Load(), Redelivered: n.redelivered.Load(), MalformedBatches: n.malformed.Load(),
-		ApplyFailures: n.applyFailures.Load(), StreamGapMessages: n.streamGap.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
+		ApplyFailures: n.applyFailures.Load(), StreamGapMessages: n.streamGap.Load(), DeliveryGaps: n.deliveryGaps.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
 		BadRequests: n.badRequests.Load(), PrepareTime: time.Duration(n.prepareNS.Load()), ApplyTime: time.Duration(n.applyNS.Load()),
 	}
 }

@@ -483,3 +483,221 @@ func TestNode_PullsExpireWithinPullExpiry(t *testing.T) {
 		t.Fatalf("pull request %s: want expires %v with heartbeats at least twice within it", msg.Data, tracenode.PullExpiry)
 	}
 }
+
+// TestNode_RepullsADeliveryItsClientNeverSaw: a message JetStream
+// delivered to the node's consumer that never reached the node (nats.go
+// drops a delivery its iterator has no room for: store/DESIGN.md,
+// "Delivery gaps") shows as a jump in the consumer's delivery sequence.
+// The node must pull it again from the stream, not apply on past it:
+// before the check it applied the next message, counted the lost one as
+// a stream gap and never held it (the redelivery after AckWait is below
+// its applied sequence, so ignored). A second pull on the node's
+// consumer takes one delivery here, which makes the loss deterministic.
+func TestNode_RepullsADeliveryItsClientNeverSaw(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{})
+	srv.SignalStream(t, bus.SignalStreamConfig{})
+	nc, js := srv.NC, srv.JS
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	publish := func(i int) uint64 {
+		t.Helper()
+		data, err := json.Marshal(span(trace, "run-1", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, err := js.Publish(ctx, "adk.signal.alice", msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	// Small pulls: the server serves them and the test's in turn.
+	node, err := tracenode.Start(ctx, tracenode.Config{Name: "g", Conn: nc, Store: store, FetchBatch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+
+	cons, err := js.Consumer(ctx, bus.SignalStreamName, tracenode.ConsumerName("g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) func() bool {
+		return func() bool {
+			ci, err := cons.Info(ctx)
+			return err == nil && ci.NumWaiting >= n
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "the node's pull", waiting(1))
+	taken, err := nc.SubscribeSync(nats.NewInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pull := fmt.Appendf(nil, `{"batch":1,"expires":%d}`, int64(time.Minute))
+	if err := nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+bus.SignalStreamName+"."+tracenode.ConsumerName("g"), taken.Subject, pull); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the second pull", waiting(2))
+
+	// Publish until the second pull has taken a message, then one more.
+	var last uint64
+	for i := 0; ; i++ {
+		if i == 20 {
+			t.Fatal("the second pull took no message")
+		}
+		last = publish(i)
+		var n int
+		testutil.WaitFor(t, 10*time.Second, "the message applied or taken", func() bool {
+			n, _, _ = taken.Pending()
+			return n > 0 || store.AppliedSeq() >= last
+		})
+		if n > 0 {
+			last = publish(i + 1)
+			break
+		}
+	}
+	if err := store.WaitApplied(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	p, err := store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(p.Events)) != last {
+		t.Fatalf("the store holds %d events, the stream %d: a hole", len(p.Events), last)
+	}
+	var s tracenode.Stats // the counters may lag the store's apply a moment
+	testutil.WaitFor(t, 10*time.Second, "the node's counters", func() bool {
+		s = node.Stats()
+		return s.Applied >= last
+	})
+	if s.DeliveryGaps != 1 || s.StreamGapMessages != 0 {
+		t.Fatalf("stats %+v, want one delivery gap and no stream gap", s)
+	}
+}
+
+// TestNode_DeliveriesDroppedAfterAReconnectArePulledAgain: after its
+// connection reconnects, a node's iterator sends a fresh pull while the
+// server still holds the one from before, and the two deliver more than
+// the iterator buffers (FetchBatch): nats.go drops the excess as a slow
+// consumer, and reports it only to the connection's error handler. The
+// node applied on past the dropped messages and never held them (a hole
+// in 10 of 10 runs before it checked the delivery sequence); now it
+// pulls them again, before or after its reconnect watcher's resync.
+func TestNode_DeliveriesDroppedAfterAReconnectArePulledAgain(t *testing.T) {
+	srv := bustest.Start(t, bus.ServerConfig{Port: -1})
+	srv.SignalStream(t, bus.SignalStreamConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dropped := make(chan struct{}, 1)
+	nc, err := srv.Connect(nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			select {
+			case dropped <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	node, err := tracenode.Start(ctx, tracenode.Config{Name: "r", Conn: nc, Store: store, FetchBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	cons, err := srv.JS.Consumer(ctx, bus.SignalStreamName, tracenode.ConsumerName("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	var last uint64
+	publish := func(n int) {
+		t.Helper()
+		var acks []jetstream.PubAckFuture
+		for range n {
+			data, err := json.Marshal(span(trace, "run-1", int(last)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ack, err := srv.JS.PublishAsync("adk.signal.alice", msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acks = append(acks, ack)
+			last++
+		}
+		for _, ack := range acks {
+			select {
+			case <-ack.Ok():
+			case err := <-ack.Err():
+				t.Fatalf("publish: %v", err)
+			case <-ctx.Done():
+				t.Fatalf("publish: no ack: %v", ctx.Err())
+			}
+		}
+		if err := store.WaitApplied(ctx, last); err != nil {
+			t.Fatalf("apply %d: %v", last, err)
+		}
+	}
+	// twoPulls waits a while for the pull from before the reconnect and
+	// the iterator's new one to be both waiting on the server.
+	twoPulls := func() bool {
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if ci, err := cons.Info(ctx); err == nil && ci.NumWaiting >= 2 {
+				return true
+			}
+		}
+		return false
+	}
+	publish(1)
+	// The server may drop the old pull with the old connection, and the
+	// node's reconnect watcher (once a second) replaces both with a fresh
+	// consumer: then nothing overflows, and the test tries again once
+	// that consumer is there.
+	for attempt := 1; len(dropped) == 0; attempt++ {
+		if attempt > 8 {
+			t.Fatal("the client dropped nothing: the test no longer exercises the loss")
+		}
+		reconnects, at := nc.Stats().Reconnects, time.Now()
+		if err := nc.ForceReconnect(); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 10*time.Second, "the reconnect", func() bool { return nc.Stats().Reconnects > reconnects && nc.IsConnected() })
+		if twoPulls() {
+			publish(60)
+			continue
+		}
+		testutil.WaitFor(t, 10*time.Second, "the consumer the watcher restarts", func() bool {
+			ci, err := cons.Info(ctx)
+			return err == nil && ci.Created.After(at) && ci.NumWaiting >= 1
+		})
+	}
+	p, err := store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := node.Stats(); uint64(len(p.Events)) != last || s.StreamGapMessages != 0 {
+		t.Fatalf("the store holds %d events, the stream %d; stats %+v", len(p.Events), last, s)
+	}
+}
