@@ -12,11 +12,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/fadcedab/adk/agent"
 	"github.com/fadcedab/adk/evalengine"
+	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/observability"
 )
 
@@ -160,41 +160,7 @@ func cannedServer(t *testing.T) string {
 	t.Helper()
 	const body = `{"id":"chatcmpl-fake","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`
 	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, nc)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				serveCanned(nc, answer)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return "http://" + testutil.ServeConns(t, func(nc net.Conn) { serveCanned(nc, answer) })
 }
 
 // serveCanned answers every request on nc with answer until nc closes.
