@@ -122,15 +122,7 @@ func TestNode_ReadsCompressedAndPlainBatches(t *testing.T) {
 
 	// The older adk's messages: plain envelopes, no encoding header.
 	for i := range 3 {
-		data, err := json.Marshal(span(trace, "run-1", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := js.Publish(ctx, "adk.signal.alice", msg); err != nil {
+		if _, err := js.Publish(ctx, "adk.signal.alice", spanBatch(t, trace, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,15 +247,7 @@ func TestNode_CatchesUpFromACopyOfAPeersStoreOnceTheStreamHasRolled(t *testing.T
 	const trace = "0af7651916cd43dd8448eb211c80319c"
 	publish := func(i int) uint64 {
 		t.Helper()
-		data, err := json.Marshal(span(trace, "run-1", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := js.Publish(ctx, "adk.signal.alice", msg)
+		ack, err := js.Publish(ctx, "adk.signal.alice", spanBatch(t, trace, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -502,15 +486,7 @@ func TestNode_RepullsADeliveryItsClientNeverSaw(t *testing.T) {
 	const trace = "0af7651916cd43dd8448eb211c80319c"
 	publish := func(i int) uint64 {
 		t.Helper()
-		data, err := json.Marshal(span(trace, "run-1", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := js.Publish(ctx, "adk.signal.alice", msg)
+		ack, err := js.Publish(ctx, "adk.signal.alice", spanBatch(t, trace, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,15 +608,7 @@ func TestNode_DeliveriesDroppedAfterAReconnectArePulledAgain(t *testing.T) {
 		t.Helper()
 		var acks []jetstream.PubAckFuture
 		for range n {
-			data, err := json.Marshal(span(trace, "run-1", int(last)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ack, err := srv.JS.PublishAsync("adk.signal.alice", msg)
+			ack, err := srv.JS.PublishAsync("adk.signal.alice", spanBatch(t, trace, int(last)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -700,4 +668,19 @@ func TestNode_DeliveriesDroppedAfterAReconnectArePulledAgain(t *testing.T) {
 	if s := node.Stats(); uint64(len(p.Events)) != last || s.StreamGapMessages != 0 {
 		t.Fatalf("the store holds %d events, the stream %d; stats %+v", len(p.Events), last, s)
 	}
+}
+
+// spanBatch is the signal message of one span (span(trace, "run-1", i)),
+// as a publisher sends it.
+func spanBatch(t *testing.T, trace string, i int) []byte {
+	t.Helper()
+	data, err := json.Marshal(span(trace, "run-1", i))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := bus.EncodeSignalBatch(bus.SignalBatch{Records: []bus.SignalRecord{{Kind: bus.RecordObservability, Data: data}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
 }
