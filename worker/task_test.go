@@ -1,12 +1,10 @@
 package worker
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,60 +21,23 @@ import (
 	"github.com/fadcedab/adk/observability"
 )
 
-// providerFake is an OpenAI-compatible fake on 127.0.0.1 that answers
-// every request with one canned completion ("ok"), allocating next to
-// nothing per request, except a request whose body holds "slow", which
-// gets no answer until the client closes its connection; slow has a
-// value for each such request as it arrives. It is stopped with the
-// test.
+// providerFake is testutil.CannedProvider, except that a request whose
+// body holds "slow" gets no answer until the client closes its
+// connection; slow has a value for each such request as it arrives.
 func providerFake(tb testing.TB) (url string, slow <-chan struct{}) {
 	tb.Helper()
-	const body = `{"id":"chatcmpl-fake","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`
-	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 	arrived := make(chan struct{}, 16)
-	addr := testutil.ServeConns(tb, func(nc net.Conn) { serveFake(nc, answer, arrived) })
-	return "http://" + addr, arrived
-}
-
-// serveFake answers the requests on nc until nc closes (providerFake).
-func serveFake(nc net.Conn, answer []byte, slow chan<- struct{}) {
-	br := bufio.NewReaderSize(nc, 16<<10)
-	for {
-		n := 0
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
-				n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-			}
-			if len(line) == 2 {
-				break
-			}
+	url = testutil.CannedProvider(tb, func(body []byte) bool {
+		if !bytes.Contains(body, []byte("slow")) {
+			return false
 		}
-		req, err := br.Peek(min(n, br.Size()))
-		if err != nil {
-			return
+		select {
+		case arrived <- struct{}{}:
+		default:
 		}
-		if bytes.Contains(req, []byte("slow")) {
-			select {
-			case slow <- struct{}{}:
-			default:
-			}
-			for {
-				if _, err := br.ReadByte(); err != nil {
-					return // the client gave up on the call
-				}
-			}
-		}
-		if _, err := br.Discard(n); err != nil {
-			return
-		}
-		if _, err := nc.Write(answer); err != nil {
-			return
-		}
-	}
+		return true
+	})
+	return url, arrived
 }
 
 // taskSetDoc is the set the task tests run: a case the fake answers and one

@@ -1,16 +1,12 @@
 package agentadapter
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -133,7 +129,7 @@ const (
 // traced, event-capturing run and its JSON report.
 func TestRunOpenAISamples_BytesPerSample(t *testing.T) {
 	const samples, perCase = 400, 40
-	set, rc := openAISampleRun(t, cannedServer(t), perCase, 16, true)
+	set, rc := openAISampleRun(t, testutil.CannedProvider(t, nil), perCase, 16, true)
 	runAndRender(t, set, rc) // connections, pools and type caches
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -150,41 +146,5 @@ func TestRunOpenAISamples_BytesPerSample(t *testing.T) {
 	if perSample > maxBytes || allocs > maxAllocs {
 		t.Fatalf("a sample allocates %d bytes in %d allocations, over the bound of %d bytes and %d allocations",
 			perSample, allocs, maxBytes, maxAllocs)
-	}
-}
-
-// cannedServer is an OpenAI-compatible fake on 127.0.0.1 that reads each
-// request and writes one canned answer, allocating next to nothing per
-// request. It is stopped with the test.
-func cannedServer(t *testing.T) string {
-	t.Helper()
-	const body = `{"id":"chatcmpl-fake","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`
-	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	return "http://" + testutil.ServeConns(t, func(nc net.Conn) { serveCanned(nc, answer) })
-}
-
-// serveCanned answers every request on nc with answer until nc closes.
-func serveCanned(nc net.Conn, answer []byte) {
-	br := bufio.NewReaderSize(nc, 16<<10)
-	for {
-		n := 0
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
-				n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-			}
-			if len(line) == 2 {
-				break
-			}
-		}
-		if _, err := br.Discard(n); err != nil {
-			return
-		}
-		if _, err := nc.Write(answer); err != nil {
-			return
-		}
 	}
 }
