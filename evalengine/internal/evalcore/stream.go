@@ -107,10 +107,9 @@ type StreamWriter struct {
 	maxBytes  int64
 	err       error
 	line      bytes.Buffer
-	// lineEnc encodes into line, memEnc into mem (writeMemLocked); each
-	// is made at its first line.
-	lineEnc, memEnc *json.Encoder
-	filter          func([]byte) []byte
+	// lineEnc encodes into line; it is made at the first line.
+	lineEnc *json.Encoder
+	filter  func([]byte) []byte
 }
 
 // SetLineFilter makes every later line pass through f before it is
@@ -240,9 +239,6 @@ func (sw *StreamWriter) writeLine(v any, flush bool) error {
 	if sw.err != nil {
 		return sw.err
 	}
-	if sw.mem != nil && sw.filter == nil {
-		return sw.writeMemLocked(v)
-	}
 	sw.line.Reset()
 	if err := lineEncoder(&sw.lineEnc, &sw.line).Encode(v); err != nil { // Encode ends the line with '\n'
 		return err
@@ -283,27 +279,6 @@ func (sw *StreamWriter) writeLine(v any, flush bool) error {
 		}
 		sw.lastFlush = time.Now()
 	}
-	return nil
-}
-
-// writeMemLocked is writeLine into mem without a filter: the line is
-// encoded in place, and taken back whole if it breaks a bound.
-func (sw *StreamWriter) writeMemLocked(v any) error {
-	before := sw.mem.Len()
-	if err := lineEncoder(&sw.memEnc, sw.mem).Encode(v); err != nil { // nothing written
-		return err
-	}
-	n := int64(sw.mem.Len() - before)
-	if n > MaxStreamLineBytes {
-		sw.mem.Truncate(before)
-		return ReasonErr(CodeInvalidEvalStream, "line_too_large", strconv.FormatInt(n, 10))
-	}
-	if sw.maxBytes > 0 && sw.written+n > sw.maxBytes {
-		sw.mem.Truncate(before)
-		sw.err = ErrStreamFull
-		return sw.err
-	}
-	sw.written += n
 	return nil
 }
 
