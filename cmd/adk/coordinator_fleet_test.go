@@ -70,6 +70,22 @@ func (f *fleet) stopAll() {
 	for _, p := range running {
 		p.wait(f.t, syscall.SIGTERM)
 	}
+	if f.t.Failed() {
+		for _, p := range f.procs {
+			f.t.Logf("%s's stderr (the last %d bytes):\n%s", p.name, fleetLogTail, lastBytes(p.stderr.String(), fleetLogTail))
+		}
+	}
+}
+
+// fleetLogTail bounds each process's log a failed test prints.
+const fleetLogTail = 16 << 10
+
+// lastBytes is the last n bytes of s.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }
 
 // kill ends the process with SIGKILL and waits for it.

@@ -63,6 +63,10 @@ type signalWatch struct {
 	pending  [5]uint64 // lost since the last line, by reason
 	lastWarn time.Time // when the last warning line was logged
 	failing  bool      // a warning was logged and no delivery since
+	// lossExported is the delivered count at the last check that saw a
+	// loss: a count above it means signals went out after that loss,
+	// even if they did so while the interval held its line back.
+	lossExported uint64
 
 	stopOnce sync.Once
 	done     chan struct{}
@@ -103,7 +107,10 @@ func (w *signalWatch) stop() {
 // check compares the counters with the last check's and logs what a
 // change calls for: a warning on a loss (the first at once, then at most
 // one per interval, each with the losses since the previous line), and
-// one line when signals are delivered with no loss after a warning.
+// one line when signals were delivered after the last loss, once that
+// loss's warning is out. The delivery may have come while the interval
+// held the warning back: a publisher that delivered then and sends
+// nothing more is still said to deliver again.
 func (w *signalWatch) check(now time.Time, t signalTotals) {
 	cur, prev := t.losses(), w.last.losses()
 	lost := false
@@ -113,7 +120,9 @@ func (w *signalWatch) check(now time.Time, t signalTotals) {
 			lost = true
 		}
 	}
-	delivered := t.exported > w.last.exported
+	if lost {
+		w.lossExported = t.exported
+	}
 	w.last = t
 	var pending uint64
 	for _, n := range w.pending {
@@ -138,7 +147,7 @@ func (w *signalWatch) check(now time.Time, t signalTotals) {
 		attrs = append(attrs, "reason", reasons, "hint", w.hint())
 		w.log.Warn(w.prefix+": signals not delivered", attrs...)
 		w.pending, w.lastWarn, w.failing = [5]uint64{}, now, true
-	case w.failing && delivered && !lost && pending == 0:
+	case w.failing && pending == 0 && t.exported > w.lossExported:
 		w.log.Warn(w.prefix+": signals delivered again", "stream", bus.SignalStreamName)
 		w.failing = false
 	}

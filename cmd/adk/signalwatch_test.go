@@ -62,9 +62,16 @@ func TestSignalWatch_RateLimitsWarnings(t *testing.T) {
 		{40 * time.Second, func() { tot.queueFull, tot.tooLarge, tot.refused = 1, 1, 1 }, ""},
 		{50 * time.Second, func() { tot.exported = 13 }, ""},
 		{61 * time.Second, func() {}, "not delivered lost=3 since=30s refused=1 queue_full=1 too_large=1"},
-		{62 * time.Second, func() {}, ""}, // no delivery: still failing, nothing to say
-		{70 * time.Second, func() { tot.exported = 14 }, "delivered again"},
-		{200 * time.Second, func() { tot.exported = 15 }, ""},
+		// the delivery at 50s came after the losses at 40s: said once
+		// their line is out, though nothing more is delivered
+		{62 * time.Second, func() {}, "delivered again"},
+		{70 * time.Second, func() { tot.exported = 14 }, ""},
+		{80 * time.Second, func() { tot.notAcked = 11 }, ""}, // held back: 19s since the last line
+		{90 * time.Second, func() { tot.exported, tot.notAcked = 15, 12 }, ""},
+		{92 * time.Second, func() {}, "not delivered lost=2 since=31s not_acknowledged=2"},
+		{93 * time.Second, func() {}, ""}, // delivered and lost in one check: not a delivery after the loss
+		{95 * time.Second, func() { tot.exported = 16 }, "delivered again"},
+		{200 * time.Second, func() { tot.exported = 17 }, ""},
 	}
 	seen := 0
 	for _, s := range steps {
