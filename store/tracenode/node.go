@@ -80,8 +80,14 @@ type Stats struct {
 	// included), such as a message nats.go dropped because the
 	// iterator's buffer was full. The stream still holds what was lost:
 	// each gap restarts consumption at applied+1, so no message is
-	// skipped (store/DESIGN.md, "Delivery gaps").
+	// skipped (store/DESIGN.md, "Delivery gaps"). A lost last delivery,
+	// with nothing after it to reveal the jump, is found by an idle check.
 	DeliveryGaps uint64 `json:"delivery_gaps"`
+	// IdleChecks counts the consumer-info requests that look for such a
+	// lost last delivery: one once the node has applied nothing for a
+	// second, then one per PullExpiry while it stays idle; none while it
+	// applies.
+	IdleChecks   uint64 `json:"idle_checks"`
 	Queries      uint64 `json:"queries"`
 	AuthRejected uint64 `json:"auth_rejected"`
 	BadRequests  uint64 `json:"bad_requests"`
@@ -99,18 +105,24 @@ type Node struct {
 	log   *slog.Logger
 	js    jetstream.JetStream
 	cons  jetstream.Consumer
-	mu    sync.Mutex // guards iter
+	mu    sync.Mutex // guards iter and wakeIdle
 	iter  jetstream.MessagesContext
 	items chan *item // prepareLoop → applyLoop in stream order, bounded
 	work  chan *item // prepareLoop → prepare workers, bounded
 	svc   micro.Service
 	wg    sync.WaitGroup
 
+	// wakeIdle ends the context prepareLoop's Next waits with: watch's
+	// request for an idle check.
+	wakeIdle context.CancelFunc
+
 	stopOnce sync.Once
 	stopping chan struct{}
+	life     context.Context // ends at Stop
+	endLife  context.CancelFunc
 
 	applied, redelivered, malformed, applyFailures atomic.Uint64
-	streamGap, deliveryGaps                        atomic.Uint64
+	streamGap, deliveryGaps, idleChecks            atomic.Uint64
 	queries, authRejected, badRequests             atomic.Uint64
 	prepareNS, applyNS                             atomic.Int64
 }
@@ -167,12 +179,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	n.life, n.endLife = context.WithCancel(context.Background())
 	n.items = make(chan *item, 4+2*cfg.PrepareWorkers)
 	n.work = make(chan *item, 2*cfg.PrepareWorkers)
 	n.wg.Add(3 + cfg.PrepareWorkers)
 	go n.prepareLoop()
 	go n.applyLoop()
-	go n.watchReconnects()
+	go n.watch()
 	for range cfg.PrepareWorkers {
 		go n.prepareWorker()
 	}
@@ -272,20 +285,47 @@ type item struct {
 // on would leave a hole that nothing fills (the lost message is
 // redelivered only after AckWait, when it is below the applied sequence
 // and ignored), so the node restarts the consumer at applied+1 instead.
+//
+// A lost last delivery has no later one to reveal it. When the node has
+// applied nothing for a while, watch ends the context Next waits with,
+// and the loop asks the consumer for the last delivery it sent: one this
+// loop has not seen must arrive within deliveryWait, or it was lost, and
+// the consumer restarts as after a jump.
 func (n *Node) prepareLoop() {
 	defer n.wg.Done()
 	defer close(n.items)
 	defer close(n.work)
 	nextDelivery := uint64(1) // every iterator reads a freshly created consumer
+	// sent is the last delivery the consumer had sent at an idle check;
+	// while this loop has not seen it, Next waits at most deliveryWait.
+	var sent uint64
+	idle := n.armIdleWake()
+	awaitSent := []jetstream.NextOpt{jetstream.NextMaxWait(deliveryWait)}
 	for {
-		msg, err := n.iterator().Next()
+		opts := idle // built once per idle check: nothing per message
+		if sent >= nextDelivery {
+			opts = awaitSent
+		}
+		msg, err := n.iterator().Next(opts...)
 		if err != nil {
 			select {
 			case <-n.stopping:
 				return
 			default:
 			}
-			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			switch {
+			case errors.Is(err, context.Canceled): // watch: the node is idle
+				idle = n.armIdleWake()
+				sent = n.lastSentDelivery()
+				continue
+			case errors.Is(err, nats.ErrTimeout) && sent >= nextDelivery:
+				n.deliveryGaps.Add(1)
+				n.log.Warn("trace node: a delivery sent before the node went idle never reached it: restarting the consumer at the applied sequence",
+					"first_missing_delivery", nextDelivery, "last_sent_delivery", sent)
+				sent = 0
+				n.iterator().Stop() // Next now returns ErrMsgIteratorClosed
+				continue
+			case !errors.Is(err, jetstream.ErrMsgIteratorClosed):
 				continue // transient (heartbeats missed, reconnecting): the iterator recovers
 			}
 			// The iterator was stopped (a failed apply, a reconnect, a
@@ -293,7 +333,7 @@ func (n *Node) prepareLoop() {
 			if !n.restartConsumer() {
 				return
 			}
-			nextDelivery = 1
+			nextDelivery, sent = 1, 0
 			continue
 		}
 		md, err := msg.Metadata()
@@ -464,19 +504,43 @@ func (n *Node) iterator() jetstream.MessagesContext {
 	return n.iter
 }
 
-// watchReconnects restarts consumption at applied+1 after every NATS
-// reconnect, through the same path as a failed apply (stopping the
-// iterator makes prepareLoop resync). Acks in flight when the connection
-// dropped are lost, and a server killed -9 forgets the acks it had not
-// flushed: it then holds those messages as pending for the consumer's
-// AckWait (5 min), so Lag and readiness stayed non-zero for five minutes
-// after a NATS crash although the node had applied everything, and the
-// redelivery would come after newer messages. A fresh consumer at
-// applied+1 has no such pending messages.
-func (n *Node) watchReconnects() {
+// The idle check (store/DESIGN.md, "Delivery gaps"). watch ticks every
+// watchTick; a node that applied nothing between two ticks has been idle
+// for at least one (an apply takes milliseconds), and watch asks
+// prepareLoop for a check: one consumer-info request. While the node
+// stays idle it asks again every idleRecheck: a lone message lost after
+// the first check changes nothing the node can see, only the server
+// knows. idleRecheck is PullExpiry, the period at which an idle iterator
+// already sends a pull request. A node that applies something every tick
+// asks nothing.
+const (
+	watchTick   = time.Second
+	idleRecheck = PullExpiry
+	// deliveryWait bounds how long a delivery the consumer reported sent
+	// may take to reach the node before it counts as lost. JetStream
+	// answers the info request and sends deliveries from different
+	// goroutines (in a cluster over a route too), so a delivery may trail
+	// the answer, by milliseconds; the bound allows for a loaded machine.
+	deliveryWait = 2 * time.Second
+)
+
+// watch runs the node's timers on one ticker: it restarts consumption
+// after a NATS reconnect, and it asks for idle checks.
+//
+// After a reconnect it restarts consumption at applied+1, through the
+// same path as a failed apply (stopping the iterator makes prepareLoop
+// resync). Acks in flight when the connection dropped are lost, and a
+// server killed -9 forgets the acks it had not flushed: it then holds
+// those messages as pending for the consumer's AckWait (5 min), so Lag
+// and readiness stayed non-zero for five minutes after a NATS crash
+// although the node had applied everything, and the redelivery would
+// come after newer messages. A fresh consumer at applied+1 has no such
+// pending messages.
+func (n *Node) watch() {
 	defer n.wg.Done()
 	last := n.cfg.Conn.Stats().Reconnects
-	tick := time.NewTicker(time.Second)
+	applied, idleTicks := n.cfg.Store.AppliedSeq(), 0
+	tick := time.NewTicker(watchTick)
 	defer tick.Stop()
 	for {
 		select {
@@ -489,7 +553,44 @@ func (n *Node) watchReconnects() {
 			n.log.Info("nats reconnected: restarting the store consumer at the applied sequence", "node", n.cfg.Name)
 			n.iterator().Stop()
 		}
+		if a := n.cfg.Store.AppliedSeq(); a != applied {
+			applied, idleTicks = a, 0
+			continue
+		}
+		idleTicks++
+		if idleTicks == 1 || idleTicks%int(idleRecheck/watchTick) == 0 {
+			n.mu.Lock()
+			if n.wakeIdle != nil {
+				n.wakeIdle()
+			}
+			n.mu.Unlock()
+		}
 	}
+}
+
+// armIdleWake returns Next's options for prepareLoop: a fresh context,
+// which watch ends to ask for an idle check.
+func (n *Node) armIdleWake() []jetstream.NextOpt {
+	ctx, cancel := context.WithCancel(n.life)
+	n.mu.Lock()
+	n.wakeIdle = cancel
+	n.mu.Unlock()
+	return []jetstream.NextOpt{jetstream.NextContext(ctx)}
+}
+
+// lastSentDelivery asks the node's consumer (by name: the one prepareLoop
+// last created) for the last delivery it sent, 0 if it did not answer;
+// the next idle check asks again.
+func (n *Node) lastSentDelivery() uint64 {
+	n.idleChecks.Add(1)
+	ctx, cancel := context.WithTimeout(n.life, deliveryWait)
+	defer cancel()
+	ci, err := n.cons.Info(ctx)
+	if err != nil {
+		n.log.Debug("trace node: idle check: consumer info", "err", err)
+		return 0
+	}
+	return ci.Delivered.Consumer
 }
 
 // restartConsumer waits until applyLoop has handled everything in flight
@@ -555,6 +656,7 @@ func (n *Node) resync() bool {
 func (n *Node) Stop() {
 	n.stopOnce.Do(func() {
 		close(n.stopping)
+		n.endLife()
 		if n.svc != nil {
 			_ = n.svc.Stop()
 		}
@@ -567,7 +669,7 @@ func (n *Node) Stop() {
 func (n *Node) Stats() Stats {
 	return Stats{
 		Applied: n.applied.Load(), Redelivered: n.redelivered.Load(), MalformedBatches: n.malformed.Load(),
-		ApplyFailures: n.applyFailures.Load(), StreamGapMessages: n.streamGap.Load(), DeliveryGaps: n.deliveryGaps.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
+		ApplyFailures: n.applyFailures.Load(), StreamGapMessages: n.streamGap.Load(), DeliveryGaps: n.deliveryGaps.Load(), IdleChecks: n.idleChecks.Load(), Queries: n.queries.Load(), AuthRejected: n.authRejected.Load(),
 		BadRequests: n.badRequests.Load(), PrepareTime: time.Duration(n.prepareNS.Load()), ApplyTime: time.Duration(n.applyNS.Load()),
 	}
 }

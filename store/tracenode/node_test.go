@@ -504,44 +504,8 @@ func TestNode_RepullsADeliveryItsClientNeverSaw(t *testing.T) {
 	}
 	t.Cleanup(node.Stop)
 
-	cons, err := js.Consumer(ctx, bus.SignalStreamName, tracenode.ConsumerName("g"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := func(n int) func() bool {
-		return func() bool {
-			ci, err := cons.Info(ctx)
-			return err == nil && ci.NumWaiting >= n
-		}
-	}
-	testutil.WaitFor(t, 10*time.Second, "the node's pull", waiting(1))
-	taken, err := nc.SubscribeSync(nats.NewInbox())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pull := fmt.Appendf(nil, `{"batch":1,"expires":%d}`, int64(time.Minute))
-	if err := nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+bus.SignalStreamName+"."+tracenode.ConsumerName("g"), taken.Subject, pull); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 10*time.Second, "the second pull", waiting(2))
-
-	// Publish until the second pull has taken a message, then one more.
-	var last uint64
-	for i := 0; ; i++ {
-		if i == 20 {
-			t.Fatal("the second pull took no message")
-		}
-		last = publish(i)
-		var n int
-		testutil.WaitFor(t, 10*time.Second, "the message applied or taken", func() bool {
-			n, _, _ = taken.Pending()
-			return n > 0 || store.AppliedSeq() >= last
-		})
-		if n > 0 {
-			last = publish(i + 1)
-			break
-		}
-	}
+	_, next := publishUntilStolen(t, ctx, nc, store, "g", publish)
+	last := publish(next)
 	if err := store.WaitApplied(ctx, last); err != nil {
 		t.Fatal(err)
 	}
@@ -667,6 +631,136 @@ func TestNode_DeliveriesDroppedAfterAReconnectArePulledAgain(t *testing.T) {
 	}
 	if s := node.Stats(); uint64(len(p.Events)) != last || s.StreamGapMessages != 0 {
 		t.Fatalf("the store holds %d events, the stream %d; stats %+v", len(p.Events), last, s)
+	}
+}
+
+// publishUntilStolen sends a second pull to the named node's consumer,
+// which takes one delivery the node then never sees (as when nats.go
+// drops it), and publishes one message at a time, publish(0),
+// publish(1), …, until that pull has taken one: the last one published.
+// It returns that message's stream sequence and the next i to publish.
+func publishUntilStolen(t *testing.T, ctx context.Context, nc *nats.Conn, store *tracestore.Store, node string, publish func(i int) uint64) (stolen uint64, next int) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, bus.SignalStreamName, tracenode.ConsumerName(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) func() bool {
+		return func() bool {
+			ci, err := cons.Info(ctx)
+			return err == nil && ci.NumWaiting >= n
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "the node's pull", waiting(1))
+	taken, err := nc.SubscribeSync(nats.NewInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = taken.Unsubscribe() })
+	pull := fmt.Appendf(nil, `{"batch":1,"expires":%d}`, int64(time.Minute))
+	if err := nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+bus.SignalStreamName+"."+tracenode.ConsumerName(node), taken.Subject, pull); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the second pull", waiting(2))
+	for i := range 20 {
+		last := publish(i)
+		var n int
+		testutil.WaitFor(t, 10*time.Second, "the message applied or taken", func() bool {
+			n, _, _ = taken.Pending()
+			return n > 0 || store.AppliedSeq() >= last
+		})
+		if n > 0 {
+			return last, i + 1
+		}
+	}
+	t.Fatal("the second pull took no message")
+	return 0, 0
+}
+
+// TestNode_PullsALostLastDeliveryAgainOnceIdle: a lost delivery with no
+// later one to reveal the jump (the last before the stream goes quiet)
+// was applied only at its redelivery after AckWait (5 min): a
+// min_sequence query waited in vain and a trace looked incomplete
+// meanwhile. Once the node has applied nothing for a second, it asks its
+// consumer for the last delivery sent, sees one it never got, and pulls
+// it again: within seconds, with nothing published after it. A second
+// pull on the node's consumer takes the last delivery here. The node's
+// later idle checks find nothing more, and ask at most once a second.
+func TestNode_PullsALostLastDeliveryAgainOnceIdle(t *testing.T) {
+	began := time.Now()
+	srv := bustest.Start(t, bus.ServerConfig{})
+	st := srv.SignalStream(t, bus.SignalStreamConfig{})
+	nc, js := srv.NC, srv.JS
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	publish := func(i int) uint64 {
+		t.Helper()
+		ack, err := js.Publish(ctx, "adk.signal.alice", spanBatch(t, trace, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	var logs testutil.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node log:\n%s", logs.String())
+		}
+	})
+	node, err := tracenode.Start(ctx, tracenode.Config{Name: "l", Conn: nc, Store: store, FetchBatch: 2,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+
+	last, _ := publishUntilStolen(t, ctx, nc, store, "l", publish)
+	taken := time.Now()
+	// The old node applied it only after AckWait (5 min).
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := store.WaitApplied(wctx, last); err != nil {
+		t.Fatalf("the lost last message (sequence %d) was not applied within 30 s: %v (applied %d; stats %+v)", last, err, store.AppliedSeq(), node.Stats())
+	}
+	t.Logf("the lost last message (sequence %d) applied %v after it was taken", last, time.Since(taken).Round(time.Millisecond))
+	if info, err := st.Info(ctx); err != nil || info.State.LastSeq != last {
+		t.Fatalf("stream: %v %+v, want nothing published after sequence %d", err, info, last)
+	}
+	p, err := store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(p.Events)) != last {
+		t.Fatalf("the store holds %d events, the stream %d: a hole", len(p.Events), last)
+	}
+	// Two more idle checks: the first is asked after the last apply, and
+	// a gap it found would be counted before the second is asked (one
+	// loop does both). The node, now whole, must find none.
+	var s tracenode.Stats
+	testutil.WaitFor(t, 10*time.Second, "the node's counters", func() bool {
+		s = node.Stats()
+		return s.Applied >= last && s.DeliveryGaps >= 1
+	})
+	checks := s.IdleChecks
+	testutil.WaitFor(t, 60*time.Second, "two idle checks after the last apply", func() bool {
+		s = node.Stats()
+		return s.IdleChecks >= checks+2
+	})
+	if s.DeliveryGaps != 1 || s.StreamGapMessages != 0 || s.Applied != last || store.AppliedSeq() != last {
+		t.Fatalf("stats %+v (applied %d), want one delivery gap, no stream gap, %d applied", s, store.AppliedSeq(), last)
+	}
+	if limit := uint64(time.Since(began)/time.Second) + 1; s.IdleChecks > limit {
+		t.Fatalf("%d idle checks in %v: more than one a second", s.IdleChecks, time.Since(began))
 	}
 }
 
