@@ -8,7 +8,9 @@
 //
 // Answers are decoded without encoding/json when they have the shape
 // providers send (decode.go); anything else is decoded by encoding/json,
-// whose value and verdict stand either way.
+// whose value and verdict stand either way. Requests are written without
+// reflection (encode.go), byte for byte what encoding/json gives for the
+// request struct.
 //
 // It imports only agent/model, agent/internal/httpx (the shared HTTP
 // helper) and the standard library.

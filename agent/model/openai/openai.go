@@ -159,7 +159,8 @@ func (p *Provider) Endpoint() string { return p.base }
 // Name reports "openai".
 func (p *Provider) Name() string { return ProviderName }
 
-// Wire shapes of the chat completions API (only what we use).
+// Wire shapes of the chat completions API (only what we use). encode
+// writes chatRequest's encoding without building one (encode.go).
 type (
 	chatRequest struct {
 		Model          string          `json:"model"`
@@ -238,74 +239,6 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 		return nil, err
 	}
 	return p.decode(data)
-}
-
-func (p *Provider) encode(req *model.Request) ([]byte, error) {
-	cr := chatRequest{Model: p.cfg.Model, Temperature: p.cfg.Temperature, MaxTokens: p.cfg.MaxOutputTokens}
-	if req.Model != "" {
-		cr.Model = req.Model
-	}
-	if req.Temperature != nil {
-		cr.Temperature = req.Temperature
-	}
-	if req.MaxOutputTokens > 0 {
-		cr.MaxTokens = req.MaxOutputTokens
-	}
-	if p.completionTokens(cr.Model) {
-		cr.MaxCompletionTokens, cr.MaxTokens = cr.MaxTokens, 0
-	}
-	if len(req.Messages) > 0 {
-		cr.Messages = make([]chatMessage, 0, len(req.Messages))
-	}
-	for _, m := range req.Messages {
-		switch m.Role {
-		case model.RoleSystem, model.RoleUser:
-			t := m.Text()
-			cr.Messages = append(cr.Messages, chatMessage{Role: string(m.Role), Content: &t})
-		case model.RoleModel:
-			cm := chatMessage{Role: "assistant"}
-			if t := m.Text(); t != "" {
-				cm.Content = &t
-			}
-			for _, tc := range m.ToolCalls() {
-				args, err := json.Marshal(nonNil(tc.Args))
-				if err != nil {
-					return nil, err
-				}
-				c := chatToolCall{ID: tc.ID, Type: "function"}
-				c.Function.Name, c.Function.Arguments = tc.Name, string(args)
-				cm.ToolCalls = append(cm.ToolCalls, c)
-			}
-			cr.Messages = append(cr.Messages, cm)
-		case model.RoleTool:
-			for _, part := range m.Parts {
-				if part.ToolResult == nil {
-					continue
-				}
-				content, err := toolContent(part.ToolResult)
-				if err != nil {
-					return nil, err
-				}
-				cr.Messages = append(cr.Messages, chatMessage{Role: "tool", Content: &content, ToolCallID: part.ToolResult.ID})
-			}
-		}
-	}
-	if len(cr.Messages) == 0 {
-		cr.Messages = nil // "messages":null, as before the room above
-	}
-	for _, d := range req.Tools {
-		params := d.Parameters
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		cr.Tools = append(cr.Tools, chatTool{Type: "function", Function: chatFunction{Name: d.Name, Description: d.Description, Parameters: params}})
-	}
-	if req.OutputSchema != nil {
-		rf := &responseFormat{Type: "json_schema"}
-		rf.JSONSchema.Name, rf.JSONSchema.Schema = "output", req.OutputSchema
-		cr.ResponseFormat = rf
-	}
-	return json.Marshal(cr)
 }
 
 func toolContent(r *model.ToolResult) (string, error) {
