@@ -91,10 +91,14 @@ func NewLLMAgent(cfg LLMConfig) (*LLMAgent, error) {
 		instruction:  cfg.Instruction,
 		provider:     cfg.Model,
 		modelName:    cfg.ModelName,
-		tools:        make(map[string]boundTool, len(cfg.Tools)),
 		maxSteps:     steps,
 		outputSchema: cfg.OutputSchema,
 		outputKey:    cfg.OutputKey,
+	}
+	if len(cfg.Tools) > 0 || len(cfg.SubAgents) > 0 {
+		// An agent without tools keeps a nil map (read only): agents are
+		// built per eval sample.
+		a.tools = make(map[string]boundTool, len(cfg.Tools)+1)
 	}
 	for _, t := range cfg.Tools {
 		if t == nil {
@@ -212,8 +216,10 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 		if err != nil {
 			return nil, err
 		}
-		ev := ic.newEvent(a.name)
-		content := resp.Message
+		// The event with its content and usage in one allocation.
+		me := &modelEvent{ev: ic.eventHead(a.name), content: resp.Message, usage: resp.Usage}
+		ev := &me.ev
+		content := &me.content
 		content.Role = model.RoleModel
 		for i := range content.Parts {
 			if tc := content.Parts[i].ToolCall; tc != nil && tc.ID == "" {
@@ -223,9 +229,8 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 			}
 		}
 		calls := content.ToolCalls()
-		ev.Content = &content
-		usage := resp.Usage
-		ev.Usage = &usage
+		ev.Content = content
+		ev.Usage = &me.usage
 		final := len(calls) == 0
 		ev.Final = final
 		if final {
@@ -278,6 +283,14 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 		}
 	}
 	return nil, &Error{Code: CodeMaxStepsExceeded, Agent: a.name}
+}
+
+// modelEvent is a model turn's event with the content and usage it points
+// to (body).
+type modelEvent struct {
+	ev      session.Event
+	content model.Message
+	usage   model.Usage
 }
 
 func (a *LLMAgent) validateOutput(text string) error {

@@ -210,22 +210,32 @@ func (r *Runner) newInvocation(req RunRequest) (*invocation, error) {
 	if err := r.sessions.ensure(r.appName, req.UserID, req.SessionID); err != nil {
 		return nil, err
 	}
-	msg := req.Message
-	msg.Role = model.RoleUser
 	inv := req.InvocationID
 	if inv == "" {
 		inv = r.ids.NewID("inv")
 	}
-	return &invocation{
+	// The invocation, its input and its failure counter in one allocation.
+	b := &newInvocationAlloc{msg: req.Message}
+	b.msg.Role = model.RoleUser
+	b.ic = invocation{
 		r:            r,
 		runID:        r.ids.NewID("run"),
 		invocationID: inv,
 		sessionID:    req.SessionID,
 		userID:       req.UserID,
-		input:        &msg,
+		input:        &b.msg,
 		historyCut:   -1,
-		toolFailures: &failureCounter{},
-	}, nil
+		toolFailures: &b.failures,
+	}
+	return &b.ic, nil
+}
+
+// newInvocationAlloc is what newInvocation allocates: a run's invocation
+// with the input message and the failure counter it points to.
+type newInvocationAlloc struct {
+	ic       invocation
+	msg      model.Message
+	failures failureCounter
 }
 
 // failureCounter counts failed tool executions per (agent, tool) within one
@@ -298,7 +308,14 @@ func (ic *invocation) localContext(agentName string) *CallbackContext {
 
 // newEvent starts an event of this invocation.
 func (ic *invocation) newEvent(author string) *session.Event {
-	return &session.Event{
+	ev := ic.eventHead(author)
+	return &ev
+}
+
+// eventHead is newEvent's event as a value, for a caller that allocates
+// it together with what it points to.
+func (ic *invocation) eventHead(author string) session.Event {
+	return session.Event{
 		ID:           ic.r.ids.NewID("evt"),
 		InvocationID: ic.invocationID,
 		Author:       author,

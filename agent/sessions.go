@@ -59,9 +59,17 @@ func (s *InMemorySessionService) ensureLocked(appName, userID, id string) (*sess
 	// State is made by the first state delta (copySession gives readers
 	// an empty one): most sessions of an eval run never hold state.
 	// Room for a turn's two events (the user's message and the answer).
-	sess := &session.Session{ID: id, AppName: appName, UserID: userID, Events: make([]session.Event, 0, 2)}
-	s.sessions[id] = sess
-	return sess, nil
+	b := &newSessionAlloc{}
+	b.sess = session.Session{ID: id, AppName: appName, UserID: userID, Events: b.events[:0:len(b.events)]}
+	s.sessions[id] = &b.sess
+	return &b.sess, nil
+}
+
+// newSessionAlloc is a new session with room for two events, in one
+// allocation (ensureLocked).
+type newSessionAlloc struct {
+	sess   session.Session
+	events [2]session.Event
 }
 
 // Get returns a copy of the session: its events slice and state map are
