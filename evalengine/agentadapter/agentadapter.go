@@ -350,7 +350,11 @@ func appendEvents(dst []any, ev *session.Event) []any {
 	}
 	var calls []any
 	var results []map[string]any
-	var text strings.Builder
+	// text is the text parts joined: the one part's own string when there
+	// is one (a model's answer, not copied), else joined.
+	var text string
+	var joined strings.Builder
+	texts := 0
 	for i := range ev.Content.Parts {
 		p := &ev.Content.Parts[i]
 		switch {
@@ -359,8 +363,18 @@ func appendEvents(dst []any, ev *session.Event) []any {
 		case p.ToolResult != nil:
 			results = append(results, map[string]any{"type": "tool_response", "name": p.ToolResult.Name, "result": toolResult(p.ToolResult), "call_id": p.ToolResult.ID})
 		default:
-			text.WriteString(p.Text)
+			if texts++; texts == 1 {
+				text = p.Text
+				break
+			}
+			if texts == 2 {
+				joined.WriteString(text)
+			}
+			joined.WriteString(p.Text)
 		}
+	}
+	if texts > 1 {
+		text = joined.String()
 	}
 	switch {
 	case len(results) > 0:
@@ -370,13 +384,29 @@ func appendEvents(dst []any, ev *session.Event) []any {
 		return dst
 	case len(calls) > 0:
 		c := map[string]any{"type": "tool_calls", "calls": calls}
-		if text.Len() > 0 {
-			c["text"] = text.String()
+		if text != "" {
+			c["text"] = text
 		}
 		return append(dst, head(c))
 	default:
-		return append(dst, head(map[string]any{"type": "text", "role": string(ev.Content.Role), "text": text.String()}))
+		return append(dst, head(map[string]any{"type": "text", "role": roleValue(ev.Content.Role), "text": text}))
 	}
+}
+
+// roleValue is string(r) as a JSON value: the runtime's roles are boxed
+// constants, so an event's role costs no allocation.
+func roleValue(r model.Role) any {
+	switch r {
+	case model.RoleModel:
+		return string(model.RoleModel)
+	case model.RoleUser:
+		return string(model.RoleUser)
+	case model.RoleTool:
+		return string(model.RoleTool)
+	case model.RoleSystem:
+		return string(model.RoleSystem)
+	}
+	return string(r)
 }
 
 // jsonValue maps a Go value to its generic JSON form (maps, slices,

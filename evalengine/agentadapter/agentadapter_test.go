@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/agent"
+	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/agent/session"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 )
@@ -265,5 +267,36 @@ func BenchmarkAdapterSample(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = sess.Close()
+	}
+}
+
+// TestAppendEvents_Texts checks an event's text: its parts' texts joined
+// (one part's own string, several concatenated), beside tool calls too,
+// and its role as a plain string.
+func TestAppendEvents_Texts(t *testing.T) {
+	call := &model.ToolCall{ID: "c1", Name: "f"}
+	for _, tc := range []struct {
+		name  string
+		role  model.Role
+		parts []model.Part
+		want  map[string]any
+	}{
+		{"one part", model.RoleModel, []model.Part{{Text: "ok"}}, map[string]any{"type": "text", "role": "model", "text": "ok"}},
+		{"no part", model.RoleUser, nil, map[string]any{"type": "text", "role": "user", "text": ""}},
+		{"three parts", model.RoleModel, []model.Part{{Text: ""}, {Text: "a"}, {Text: "bc"}}, map[string]any{"type": "text", "role": "model", "text": "abc"}},
+		{"other role", model.Role("critic"), []model.Part{{Text: "x"}}, map[string]any{"type": "text", "role": "critic", "text": "x"}},
+		{"calls and texts", model.RoleModel, []model.Part{{Text: "a"}, {ToolCall: call}, {Text: "b"}},
+			map[string]any{"type": "tool_calls", "text": "ab", "calls": []any{map[string]any{"name": "f", "args": map[string]any{}, "call_id": "c1"}}}},
+		{"calls, no text", model.RoleModel, []model.Part{{ToolCall: call}},
+			map[string]any{"type": "tool_calls", "calls": []any{map[string]any{"name": "f", "args": map[string]any{}, "call_id": "c1"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &session.Event{ID: "evt-1", InvocationID: "inv-1", Author: "a", Content: &model.Message{Role: tc.role, Parts: tc.parts}}
+			got := appendEvents(nil, ev)
+			want := []any{map[string]any{"id": "evt-1", "invocation_id": "inv-1", "author": "a", "final": false, "content": tc.want}}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %#v\nwant %#v", got, want)
+			}
+		})
 	}
 }
