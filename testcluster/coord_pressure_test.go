@@ -8,19 +8,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
+	"github.com/fadcedab/adk/coordinator/client"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/store/evalstore"
 	"github.com/fadcedab/adk/testcluster"
+	"github.com/fadcedab/adk/worker"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -152,6 +157,107 @@ func TestClusterEval_FencedTasksFailAtOnceAsWorkerLost(t *testing.T) {
 	}
 	if got := sampleErrors(t, res); got[evalengine.TagWorkerLost] != 4 {
 		t.Fatalf("sample errors %v, want 4 %s", got, evalengine.TagWorkerLost)
+	}
+}
+
+// TestClusterEval_TasksHeldBeforeTheFirstAnswerAreNotFenced: a worker
+// that starts before its leader serves (adk serve's embedded one on a
+// loaded machine) is heard, and the leader, once serving, dispatches to
+// it before answering it. Its FenceAfter since start then passes with no
+// answer. It fetches nothing more, but kills none of its held tasks (none
+// could start): they run once the leader answers. Before, its fence
+// killed them and the job's samples failed as worker_lost
+// (TestClusterEvalTraces_QueryByJobFromASecondStoreNode in CI, its
+// coordinator serving over 5 s after the worker started). Here the worker
+// sends no heartbeat after its first until its fence time has passed.
+func TestClusterEval_TasksHeldBeforeTheFirstAnswerAreNotFenced(t *testing.T) {
+	const fenceAfter = 10 * time.Second // generous: the leader must serve and dispatch within it
+	logs := &testutil.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("coordinator and worker logs:\n%s", logs.String())
+		}
+	})
+	ns := testcluster.StartNATS(t, 1, testcluster.WithUsers(bus.User{Name: testcluster.CoordUser, Password: testcluster.CoordPassword},
+		bus.WorkerPermissions("w0", "w0-secret")))
+	cnc := ns.ConnectAll(t, bus.WithUserPassword(testcluster.CoordUser, testcluster.CoordPassword))
+	heard := make(chan struct{})
+	var once sync.Once
+	sub, err := cnc.Subscribe(bus.HeartbeatSubjectPrefix+"w0", func(*nats.Msg) { once.Do(func() { close(heard) }) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	// The coordinator first, as adk serve starts it: subscribed to
+	// heartbeats at once, serving only after an election (at least
+	// RaftHeartbeat) and its set-up. The worker's first heartbeat comes
+	// well before: heard, never answered.
+	coord, err := coordinator.Start(coordinator.Config{ID: "c0", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", Bootstrap: true,
+		NATS: ns.ConnectAll(t, bus.WithUserPassword(testcluster.CoordUser, testcluster.CoordPassword)), Workers: []string{"w0"},
+		Streams: bus.TaskStreamConfig{Replicas: 1, MaxBytes: 64 << 20}, Logger: log.With("node", "c0"),
+		Timing: timing(func(t *coordinator.Timing) {
+			t.RaftHeartbeat, t.RaftLeaderLease = time.Second, 500*time.Millisecond
+			// Heard once, at start: neither lost nor its tasks, for the test.
+			t.WorkerTTL, t.DispatchGrace = time.Minute, time.Minute
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(coord.Stop)
+	agent := &testcluster.ScriptedAgent{}
+	w, err := worker.Start(worker.Config{ID: "w0", Capacity: 2, Agents: map[string]evalengine.Adapter{"scripted": agent},
+		NATS:              ns.ConnectAll(t, bus.WithUserPassword("w0", "w0-secret"), bus.WithNATSOptions(nats.CustomInboxPrefix(bus.WorkerInboxPrefix("w0")))),
+		HeartbeatInterval: 2 * time.Second, FenceAfter: fenceAfter, Logger: log.With("node", "w0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeat from w0")
+	}
+	w.SuspendHeartbeats(true)
+	started := time.Now()
+
+	testutil.WaitFor(t, 10*time.Second, "c0 serving", coord.Serving)
+	cl := client.New(cnc, 10*time.Second)
+	id := submit(t, cl, testcluster.EvalSet("held-before-answer", 4), evalengine.DefaultOptions(), "")
+	testutil.WaitFor(t, fenceAfter, "w0 holding the job's 4 tasks", func() bool { return w.Running() == 4 })
+	if !w.LastAnswer().IsZero() {
+		t.Fatal("the leader answered w0: its first heartbeat came after the leader served, so the case this test is about did not arise")
+	}
+	if n, _ := agent.Calls(); n != 0 {
+		t.Fatalf("%d provider calls: a task started without an answer", n)
+	}
+	// Fenced, and its fence check ran: the worker said why.
+	testutil.WaitFor(t, 2*fenceAfter, "w0 past its fence time without an answer", func() bool {
+		return w.Fenced() && strings.Contains(logs.String(), `msg="no leader`)
+	})
+	if d := time.Since(started); d < fenceAfter-time.Second {
+		t.Fatalf("w0 fenced %v after its first heartbeat, before FenceAfter (%v)", d, fenceAfter)
+	}
+	if w.Running() != 4 {
+		t.Fatalf("w0 holds %d tasks past its fence time, want 4: it killed tasks no leader had let start", w.Running())
+	}
+
+	w.SuspendHeartbeats(false)
+	testutil.WaitFor(t, 20*time.Second, "the job completed", func() bool {
+		j, err := cl.Status(context.Background(), scope, id)
+		return err == nil && j.Phase == "completed"
+	})
+	res, err := cl.Result(context.Background(), scope, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleErrors(t, res); len(got) != 0 {
+		t.Fatalf("sample errors %v, want none", got)
+	}
+	checkAtMostOnce(t, agent)
+	if n := len(agent.Executions()); n != 4 {
+		t.Fatalf("%d samples executed, want 4", n)
 	}
 }
 

@@ -12,7 +12,9 @@
 // running task ids to the coordinator leader, kills the tasks the leader
 // names (cancelled, lost, timed out; one not yet delivered is refused when
 // it comes), and fences itself (kills everything,
-// fetches nothing) when no leader has answered for FenceAfter.
+// fetches nothing) when no leader has answered for FenceAfter. Before a
+// leader's first answer none of its tasks has started, so past
+// FenceAfter it only stops fetching.
 //
 // Agents are adapters handed to Start, or AGENT.json files named in
 // Config.AgentFiles and parsed once into the default adapter

@@ -90,7 +90,10 @@ type Worker struct {
 	limits *ratelimit.Registry
 
 	fenced     atomic.Bool
-	lastLeader atomic.Int64 // unix nanos of the last leader answer
+	lastLeader atomic.Int64 // unix nanos of the last leader answer (of the start, before the first)
+	// unansweredLogged: the worker said no leader answered it in its
+	// first FenceAfter.
+	unansweredLogged atomic.Bool
 
 	// epoch names this incarnation (api.Heartbeat.Epoch): tasks addressed
 	// to another are dropped unrun.
@@ -431,8 +434,12 @@ func (w *Worker) waitStartable(ctx context.Context, task api.Task) bool {
 // ID returns the worker id.
 func (w *Worker) ID() string { return w.cfg.ID }
 
-// Fenced reports whether the worker has fenced itself (no leader).
-func (w *Worker) Fenced() bool { return w.fenced.Load() }
+// Fenced reports whether the worker has fenced itself (no leader), or no
+// leader has answered it in the FenceAfter since it started: either way
+// it fetches nothing.
+func (w *Worker) Fenced() bool {
+	return w.fenced.Load() || w.answeredSent.Load() == 0 && time.Since(time.Unix(0, w.lastLeader.Load())) > w.cfg.FenceAfter
+}
 
 // Running returns the number of tasks in flight.
 func (w *Worker) Running() int {
@@ -693,8 +700,25 @@ func (w *Worker) noteOwners(seen []api.OwnerSeen, sent time.Time) {
 }
 
 // fenceIfSilent fences the worker when no leader answered for FenceAfter.
+// A worker no leader has answered yet has nothing to fence: none of its
+// tasks has started (startable), and the first answer's kills land before
+// any does. It only stops fetching (Fenced) until that answer. Killing
+// its held tasks failed, as worker_lost, the tasks a leader dispatched
+// in its first moments of serving while the worker's heartbeat sent just
+// before (which no leader answers) still waited: adk serve on a loaded
+// machine, whose coordinator began serving over 4 s after its worker
+// started.
 func (w *Worker) fenceIfSilent() {
-	if time.Since(time.Unix(0, w.lastLeader.Load())) > w.cfg.FenceAfter && !w.fenced.Swap(true) {
+	if time.Since(time.Unix(0, w.lastLeader.Load())) <= w.cfg.FenceAfter {
+		return
+	}
+	if w.answeredSent.Load() == 0 {
+		if !w.unansweredLogged.Swap(true) {
+			w.log.Warn("no leader has answered yet: fetching nothing until one does")
+		}
+		return
+	}
+	if !w.fenced.Swap(true) {
 		// Owner death kills remote work: without a leader nobody can take
 		// our results, and a full restart will fail these jobs anyway.
 		w.log.Warn("no leader: fencing, killing running tasks")
@@ -755,7 +779,7 @@ func (w *Worker) fetchLoop() {
 			return
 		case w.slots <- struct{}{}:
 		}
-		if w.fenced.Load() {
+		if w.Fenced() {
 			<-w.slots
 			select {
 			case <-w.ctx.Done():
