@@ -143,6 +143,12 @@ type applyResult struct {
 	Prune     *evalrecord.PruneResult `msgpack:"prune,omitempty"`
 	Recovered int                     `msgpack:"recovered,omitempty"`
 	Index     uint64                  `msgpack:"index,omitempty"` // set by applyLocal
+
+	// kills are the in-flight tasks, by worker, of the jobs the entry
+	// ended (a transition or a recovery): the leader's kill notices
+	// (applyLocal). Never encoded: a forwarded apply's notices leave from
+	// the leader.
+	kills map[string][]api.TaskRef
 }
 
 // A command whose body is at least compressAbove bytes is stored

@@ -355,7 +355,10 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		to = c.To
 		after = func() {
 			if res.Job != nil && res.Job.Phase.Terminal() {
-				f.inflight.invalidate() // its assignments were dropped
+				// Its assignments were dropped: so are its tasks in the
+				// index, and they are what the leader's kill notices name
+				// (none for a completion: every task had its outcome).
+				res.kills = f.inflight.endJob(c.JobID)
 				f.samples.ended(c.JobID)
 			}
 			if records && f.onRecordsCompleted != nil && res.Job != nil && res.Job.Phase == evalrecord.PhaseCompleted {
@@ -384,7 +387,7 @@ func (f *FSM) prepare(l *raft.Log) *fsmCmd {
 		decodeBody(t, body, &c)
 		fn = func(tx *evalstore.Tx) error { return f.applyRecover(tx, &c, res) }
 		after = func() {
-			f.inflight.invalidate()
+			res.kills = f.inflight.endAll()
 			f.samples.reset()
 		}
 	case cmdBaseline:

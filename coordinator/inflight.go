@@ -13,12 +13,14 @@ import (
 // instead of Badger scans (a scan of the assigned prefix walks the
 // tombstones of every finished task). The store stays the truth: the
 // index is rebuilt from it whenever it is invalid (start, snapshot
-// restore, a job ending), and every decision taken from it still goes
-// through Raft, where the FSM fences outcomes by assignment.
+// restore, a recovery), and every decision taken from it still goes
+// through Raft, where the FSM fences outcomes by assignment. A job ending
+// drops its tasks (endJob), as the store does in the same entry.
 //
 // Deltas are applied after the store commit, under mu; a rebuild reads
 // the store under mu. A delta that lands after a rebuild that already saw
-// its commit is applied twice, so deltas are idempotent (set, delete).
+// its commit is applied twice, so deltas are idempotent (set, delete,
+// drop a job's tasks).
 type inflightIndex struct {
 	mu    sync.Mutex
 	valid bool
@@ -50,6 +52,49 @@ func (x *inflightIndex) invalidate() {
 	x.mu.Lock()
 	x.valid, x.tasks = false, nil
 	x.mu.Unlock()
+}
+
+// endJob drops the tasks of a job whose end was just committed (the entry
+// dropped their assignments in the store) and returns them by worker:
+// what the leader's kill notices name (applyLocal). Dropping them, rather
+// than invalidating the whole index, keeps it valid for the next job
+// ending in the same tick or batch, whose notices need it too. Nothing
+// while the index is invalid: the next rebuild reads the store, which no
+// longer holds them.
+func (x *inflightIndex) endJob(jobID string) map[string][]api.TaskRef {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.valid {
+		return nil
+	}
+	var out map[string][]api.TaskRef
+	for ref, t := range x.tasks {
+		if ref.JobID != jobID {
+			continue
+		}
+		if out == nil {
+			out = map[string][]api.TaskRef{}
+		}
+		out[t.worker] = append(out[t.worker], ref)
+		delete(x.tasks, ref)
+	}
+	return out
+}
+
+// endAll returns every task in flight by worker (a recovery ended every
+// job) and invalidates the index; nothing while it is invalid.
+func (x *inflightIndex) endAll() map[string][]api.TaskRef {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out map[string][]api.TaskRef
+	if x.valid && len(x.tasks) > 0 {
+		out = map[string][]api.TaskRef{}
+		for ref, t := range x.tasks {
+			out[t.worker] = append(out[t.worker], ref)
+		}
+	}
+	x.valid, x.tasks = false, nil
+	return out
 }
 
 // count returns the number of tasks in flight; false while the index is

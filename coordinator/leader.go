@@ -180,7 +180,13 @@ func (n *Node) establish(ctx context.Context) error {
 	if stale && counts.Active+counts.Queued > 0 {
 		// No leader renewed the lease for longer than the workers' fence:
 		// every worker has killed its tasks, nobody owned the work through
-		// the gap. A full restart, not a failover (DESIGN.md).
+		// the gap. A full restart, not a failover (DESIGN.md). The
+		// in-flight index is read first so that the recovery's kill
+		// notices name their tasks: a worker that fences no more refuses
+		// the ones still in JetStream when it fetches again.
+		if _, err := n.fsm.inflight.byWorker(n.store); err != nil {
+			return err
+		}
 		res, err := n.propose(ctx, cmdRecover, &recoverCmd{Reason: evalrecord.ReasonServiceRestarted, Now: now.UnixMilli()})
 		if err != nil {
 			return err
@@ -505,9 +511,6 @@ func (n *Node) checkJobs(ctx context.Context, v *leaderView, now, gainedAt time.
 		if tc.doc != nil {
 			n.fsm.withdrawResult(j.JobID)
 		}
-		if err == nil && tc.To != evalrecord.PhaseCompleted {
-			n.pushKills(v, j.JobID)
-		}
 		if tc.To == evalrecord.PhaseCompleted && tc.timing != nil {
 			t := tc.timing
 			commit := time.Since(proposed)
@@ -553,34 +556,34 @@ func (n *Node) agentUnavailable(j *evalrecord.Job, now, gainedAt time.Time) bool
 	return true
 }
 
-// pushKills tells the workers holding a job's in-flight tasks to kill
-// them now (adk.kill.<worker>, core NATS), instead of at their next
-// heartbeat answer: an ended job (owner lost, cancelled, timed out) stops
-// calling its provider within a round trip. Best effort: the heartbeat
-// answer still kills whatever a lost notice missed.
-func (n *Node) pushKills(v *leaderView, jobID string) {
-	for w, tasks := range v.inflight {
-		var rep api.HeartbeatReply
-		for _, tk := range tasks {
-			if tk.JobID == jobID {
-				rep.Kill = append(rep.Kill, api.TaskRef{JobID: tk.JobID, Index: tk.Index})
-			}
-		}
-		if len(rep.Kill) == 0 {
-			continue
-		}
+// pushKills tells the workers holding the in-flight tasks of jobs that
+// just ended (kills, by worker: applyResult.kills) to kill them now
+// (adk.kill.<worker>, core NATS), instead of at their next heartbeat
+// answer: an ended job stops calling its provider within a round trip,
+// and a task of it still in JetStream is refused when it comes. Only the
+// leader sends them (applyLocal). Best effort: the heartbeat answer still
+// kills whatever a lost notice missed.
+func (n *Node) pushKills(kills map[string][]api.TaskRef) {
+	if len(kills) == 0 {
+		return
+	}
+	tasks := 0
+	for _, refs := range kills {
+		tasks += len(refs)
+	}
+	n.log.Info("kill notices sent", "workers", len(kills), "tasks", tasks)
+	for w, refs := range kills {
 		subj, err := bus.KillSubject(w)
 		if err != nil {
 			continue
 		}
-		rep.Leader = n.cfg.ID
-		for len(rep.Kill) > 0 {
-			k := min(len(rep.Kill), maxKillRefs)
-			part := api.HeartbeatReply{Leader: rep.Leader, Kill: rep.Kill[:k]}
+		for len(refs) > 0 {
+			k := min(len(refs), maxKillRefs)
+			part := api.HeartbeatReply{Leader: n.cfg.ID, Kill: refs[:k]}
 			if b, err := wire.Encode(api.KindHBReply, &part); err == nil {
 				_ = n.nc.Publish(subj, b)
 			}
-			rep.Kill = rep.Kill[k:]
+			refs = refs[k:]
 		}
 	}
 }

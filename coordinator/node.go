@@ -595,6 +595,10 @@ func (n *Node) applyLocal(data []byte) (*applyResult, error) {
 	if res.Err != nil {
 		return res, res.Err
 	}
+	// Whatever ended the jobs (a user's cancel, owner lost, timed out,
+	// failed, a recovery), and whichever node proposed it: their tasks
+	// stop now, not at their workers' next heartbeat answer.
+	n.pushKills(res.kills)
 	if nudges(data) {
 		n.nudgeFollowers()
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fadcedab/adk/bus"
 	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/coordinator/client"
@@ -20,7 +19,6 @@ import (
 	"github.com/fadcedab/adk/store/evalrecord"
 	"github.com/fadcedab/adk/testcluster"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ownedJobCluster starts 3 coordinators on one NATS node and two
@@ -162,77 +160,7 @@ func TestClusterEval_LiveOwnerJobRunsThroughFailover(t *testing.T) {
 // late one started (its owner heard within api.OwnerStartWindow) until
 // the next heartbeat answer killed it: the model calls
 // TestClusterEval_OwnerKilledCancelsJobAndStopsTasks saw, 1 run in 14
-// under load. The worker's consumer is paused to hold the message in
-// flight; its heartbeats are suspended so no answer can kill the task
-// or close its owner window first (worker lease and fence of a minute).
+// under load (lateTaskNeverStarts, coord_cancel_test.go).
 func TestClusterEval_OwnerLostTaskDeliveredLateNeverStarts(t *testing.T) {
-	gate := make(chan struct{})
-	c := testcluster.StartEval(t, testcluster.EvalOptions{NATSNodes: 1, Workers: []string{"w0"}, Capacity: 1,
-		Agent: &testcluster.ScriptedAgent{Gate: gate},
-		Timing: timing(func(t *coordinator.Timing) {
-			t.WorkerTTL, t.FenceLease, t.DispatchGrace = time.Minute, time.Minute, time.Minute
-		}), FenceAfter: time.Minute})
-	cl := c.Client()
-	lease, err := cl.KeepOwner("cli-late", 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := evalengine.DefaultOptions()
-	opts.CaseTimeoutMS = 60_000
-	// A 6 s lease: the owner window (7.5 s) is still open 1.5 s after the
-	// cancel (6 s), longer than the late task takes to arrive (up to a
-	// fetch's 1 s wait after the resume), so only the kill notice can stop
-	// it.
-	j, err := cl.Submit(context.Background(), scope, api.SubmitRequest{Set: testcluster.EvalSet("owner-late", 20), Agent: "scripted",
-		Options: mustJSON(t, opts), Owner: "cli-late", OwnerTTLMS: 6000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := c.Worker(0)
-	// Capacity 1 and the default prefetch: 3 tasks held, 1 running.
-	testutil.WaitFor(t, 20*time.Second, "w0 holds 3 tasks, 1 running", func() bool {
-		n, _ := c.Agent.Calls()
-		return n == 1 && w.Running() == 3
-	})
-	js, err := jetstream.New(c.ConnectCoord())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	consumer := bus.WorkerConsumer("w0")
-	if _, err := js.PauseConsumer(ctx, bus.TasksStream, consumer, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	// One sample ends: the leader dispatches the next task to w0, which
-	// stays in the stream.
-	gate <- struct{}{}
-	testutil.WaitFor(t, 20*time.Second, "a 4th task published to w0, undelivered", func() bool {
-		cons, err := js.Consumer(ctx, bus.TasksStream, consumer)
-		if err != nil {
-			return false
-		}
-		ci, err := cons.Info(ctx)
-		n, _ := c.Agent.Calls()
-		return err == nil && ci.NumPending == 1 && n == 2 && progress(t, c, j.JobID).Dispatched == 4
-	})
-	w.SuspendHeartbeats(true)
-	lease.Stop()
-	c.WaitJob(cl, scope, j.JobID, 20*time.Second, "cancelled")
-	// No heartbeat answers: only the kill notice can have stopped them.
-	testutil.WaitFor(t, 10*time.Second, "w0's held tasks killed", func() bool { return w.Running() == 0 })
-	calls, _ := c.Agent.Calls()
-	if _, err := js.ResumeConsumer(ctx, bus.TasksStream, consumer); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 20*time.Second, "the late task refused, started or waiting for its owner", func() bool {
-		n, _ := c.Agent.Calls()
-		return w.Dropped() > 0 || n > calls || w.OwnerWaits() > 0
-	})
-	if n, _ := c.Agent.Calls(); n > calls {
-		t.Fatalf("%d model calls started by a task delivered after its job's kill notice", n-calls)
-	}
-	if w.Dropped() != 1 {
-		t.Fatalf("late task not refused on delivery: dropped %d, held %d, waiting for its owner %d", w.Dropped(), w.Running(), w.OwnerWaits())
-	}
-	checkAtMostOnce(t, c.Agent)
+	lateTaskNeverStarts(t, "owner-late", true)
 }

@@ -10,10 +10,12 @@
 // run slot's evalengine.SampleSlot: one cancel scope per sample), and
 // publishes a bounded result to adk.result.<job>. It heartbeats its
 // running task ids to the coordinator leader, kills the tasks the leader
-// names (cancelled, lost, timed out; one not yet delivered is refused when
-// it comes), and fences itself (kills everything,
-// fetches nothing) when no leader has answered for FenceAfter. Before a
-// leader's first answer none of its tasks has started, so past
+// names in its answers (lost, decided, another incarnation's) and in the
+// kill notice it sends when a job ends other than by completing
+// (cancelled by a user or for its lost owner, timed out, failed; one not
+// yet delivered is refused when it comes), and fences itself (kills
+// everything, fetches nothing) when no leader has answered for FenceAfter.
+// Before a leader's first answer none of its tasks has started, so past
 // FenceAfter it only stops fetching.
 //
 // Agents are adapters handed to Start, or AGENT.json files named in
