@@ -171,14 +171,22 @@ func TestClusterEval_OwnerKilledCancelsJobAndStopsTasks(t *testing.T) {
 	checkAtMostOnce(t, c.Agent)
 }
 
+// The production fence lease (5 s), as in
+// TestClusterEval_OwnerKilledCancelsJobAndStopsTasks: with the tests' 1.5
+// s a leader gap under load was a full restart, which failed a job this
+// test waits to complete (evaluation_service_restarted).
 func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 	c := testcluster.StartEval(t, testcluster.EvalOptions{
 		Agent:  &testcluster.ScriptedAgent{TurnDelay: 100 * time.Millisecond},
 		Limits: coordinator.Limits{MaxConcurrency: 1, MaxQueue: 1},
+		Timing: timing(func(t *coordinator.Timing) { t.FenceLease = 5 * time.Second }),
 	})
 	cl := c.Client()
 	ctx := context.Background()
-	a := submit(t, cl, testcluster.EvalSet("cancel-a", 40), evalengine.DefaultOptions(), "")
+	// a runs until its cancel below: 1,000 samples of 100 ms on 16 slots
+	// take over 6 s. With 40 it sometimes completed first under load (the
+	// cancel answered already_terminal (completed)).
+	a := submit(t, cl, testcluster.EvalSet("cancel-a", 1000), evalengine.DefaultOptions(), "")
 	b := submit(t, cl, testcluster.EvalSet("cancel-b", 2), evalengine.DefaultOptions(), "")
 	if j, _ := cl.Status(ctx, scope, b); j.Phase != evalrecord.PhaseQueued {
 		t.Fatalf("b %s", j.Phase)
