@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,8 +27,11 @@ import (
 // restored, half replayed). The stream is the local jsonl form of the
 // document a client reads (built on read).
 func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
+	logs := &testutil.Buffer{}
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Workers: []string{"w0", "w1"}, Capacity: 8,
-		Agent: &testcluster.ScriptedAgent{TurnDelay: 5 * time.Millisecond}, TrailingLogs: 2, Timing: steadyRaft()})
+		Agent: &testcluster.ScriptedAgent{TurnDelay: 5 * time.Millisecond}, TrailingLogs: 2, Timing: steadyRaft(),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	t.Cleanup(func() { logClusterOnFailure(t, c, 3, logs) })
 	leader := -1
 	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { leader = c.LeaderIndex(); return leader >= 0 })
 	late := (leader + 1) % 3 // down for the job, back by snapshot
@@ -38,10 +42,10 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 	opts.Samples = 2
 	cl := c.Client()
 	id := submit(t, cl, testcluster.EvalSet("everywhere", 100), opts, "")
-	testutil.WaitFor(t, 30*time.Second, "a third of the tasks done", func() bool {
-		j, err := cl.Status(context.Background(), scope, id)
-		return err == nil && j.Progress.Done >= 60
-	})
+	// A job failed by a full restart (a leader change longer than the
+	// fence lease) fails here at once, naming its reason: before, the
+	// wait ran out its 30 s and said only that no third was done.
+	waitDone(t, cl, id, 60, 30*time.Second)
 	// Snapshot mid-job on every running node (whoever leads now sends
 	// its own), so the log the late node missed is compacted away.
 	for i := range 3 {
@@ -51,7 +55,10 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 			}
 		}
 	}
-	c.WaitJob(cl, scope, id, 60*time.Second, "completed")
+	if ph := c.WaitJob(cl, scope, id, 60*time.Second, "completed", "failed", "cancelled"); ph != "completed" {
+		j, err := cl.Status(context.Background(), scope, id)
+		t.Fatalf("job %s ended %s, not completed: %+v (status error %v)", id, ph, j, err)
+	}
 	if ents, _ := os.ReadDir(lateDir); len(ents) != 0 {
 		t.Fatalf("the late node had snapshots before it restarted: %v", ents)
 	}
@@ -162,4 +169,31 @@ func TestClusterEval_ResultBuiltOnEveryNode(t *testing.T) {
 		t.Fatalf("the late node caught up without installing a snapshot:\n%s", out)
 	}
 	checkAtMostOnce(t, c.Agent)
+}
+
+// logClusterOnFailure logs, once t has failed, what a stalled cluster
+// test needs to be diagnosed: each worker's counters, the Raft view of
+// each of the first coords coordinators and the processes' logs
+// (EvalOptions.Logger into logs). Register it with t.Cleanup after
+// StartEval, so it runs while the cluster is still up.
+func logClusterOnFailure(t *testing.T, c *testcluster.EvalCluster, coords int, logs *testutil.Buffer) {
+	if !t.Failed() {
+		return
+	}
+	for i := range c.Workers() {
+		if w := c.Worker(i); w != nil {
+			t.Logf("worker %s: running %d, executed %d, dropped %d, fenced %v, owner waits %d, last answer %s",
+				w.ID(), w.Running(), w.Executed(), w.Dropped(), w.Fenced(), w.OwnerWaits(), w.LastAnswer().Format(time.RFC3339Nano))
+		}
+	}
+	for i := range coords {
+		if n := c.Coordinator(i); n != nil {
+			commit, applied := n.RaftIndexes()
+			t.Logf("coordinator %s: leader %v, serving %v, leader seen %q, commit %d, applied %d",
+				n.ID(), n.IsLeader(), n.Serving(), n.Leader(), commit, applied)
+		} else {
+			t.Logf("coordinator %d: stopped", i)
+		}
+	}
+	t.Logf("logs:\n%s", logs.String())
 }
