@@ -56,7 +56,7 @@ func TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce(t *testing.T) {
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2
 	id := submit(t, cl, testcluster.EvalSet("leader-kill", 30), opts, "")
-	testutil.WaitFor(t, 10*time.Second, "some progress", func() bool { return progress(t, c, id).Done >= 8 })
+	waitDone(t, cl, id, 8, progressBudget)
 	// An election can be under way at any moment on two loaded cores.
 	old := -1
 	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { old = c.LeaderIndex(); return old >= 0 })

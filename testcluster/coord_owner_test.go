@@ -141,7 +141,7 @@ func TestClusterEval_LiveOwnerJobRunsThroughFailover(t *testing.T) {
 	}
 	defer lease.Stop()
 	id := submit(t, cl, testcluster.EvalSet("owner-live", 60), evalengine.DefaultOptions(), "cli-live")
-	testutil.WaitFor(t, 10*time.Second, "progress", func() bool { return progress(t, c, id).Done >= 10 })
+	waitDone(t, cl, id, 10, progressBudget)
 	l := -1
 	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { l = c.LeaderIndex(); return l >= 0 })
 	c.StopCoordinator(l)

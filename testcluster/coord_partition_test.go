@@ -22,7 +22,7 @@ func TestClusterEval_NATSServerRestartNoDuplicateWork(t *testing.T) {
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2
 	id := submit(t, cl, testcluster.EvalSet("nats-restart", 30), opts, "")
-	testutil.WaitFor(t, 10*time.Second, "some progress", func() bool { return progress(t, c, id).Done >= 8 })
+	waitDone(t, cl, id, 8, progressBudget)
 	c.NATS.Kill(0)
 	c.NATS.Restart(0)
 	c.WaitJob(cl, scope, id, 30*time.Second, "completed")
@@ -88,7 +88,7 @@ func TestClusterEval_LeaderPartitionedFromNATSStepsDown(t *testing.T) {
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2
 	id := submit(t, cl, testcluster.EvalSet("partition", 30), opts, "")
-	testutil.WaitFor(t, 10*time.Second, "some progress", func() bool { return progress(t, c, id).Done >= 8 })
+	waitDone(t, cl, id, 8, progressBudget)
 	old := -1
 	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { old = c.LeaderIndex(); return old >= 0 })
 	c.CoordConn(old).Close()
