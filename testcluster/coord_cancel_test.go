@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fadcedab/adk/bus"
-	"github.com/fadcedab/adk/coordinator"
 	"github.com/fadcedab/adk/coordinator/api"
 	"github.com/fadcedab/adk/evalengine"
 	"github.com/fadcedab/adk/internal/testutil"
@@ -41,19 +40,21 @@ func clusterLogs(t *testing.T) *slog.Logger {
 // wait for gate; the worker heartbeats once a minute (the tasks that wait
 // for an answer ask for one sooner), and worker lease, fence and dispatch
 // grace are a minute: once its heartbeats are suspended nothing but a
-// kill notice can stop its tasks. A failing test prints the cluster's
-// logs and w0's state.
+// kill notice can stop its tasks. The Raft timeouts are production's
+// (steadyRaft): the test is not about elections, and a leader change
+// under load stalled its dispatch past the test's waits (1 run in 30 at
+// load 10). A failing test prints the cluster's logs and state.
 func noAnswerCluster(t *testing.T, gate chan struct{}) *testcluster.EvalCluster {
+	tm := steadyRaft()
+	tm.WorkerTTL, tm.FenceLease, tm.DispatchGrace = time.Minute, time.Minute, time.Minute
 	c := testcluster.StartEval(t, testcluster.EvalOptions{NATSNodes: 1, Workers: []string{"w0"}, Capacity: 1,
-		Agent: &testcluster.ScriptedAgent{Gate: gate},
-		Timing: timing(func(t *coordinator.Timing) {
-			t.WorkerTTL, t.FenceLease, t.DispatchGrace = time.Minute, time.Minute, time.Minute
-		}), HeartbeatInterval: time.Minute, FenceAfter: time.Minute, Logger: clusterLogs(t)})
+		Agent: &testcluster.ScriptedAgent{Gate: gate}, Timing: tm,
+		HeartbeatInterval: time.Minute, FenceAfter: time.Minute, Logger: clusterLogs(t)})
 	t.Cleanup(func() { // before the cluster stops
 		if w := c.Worker(0); t.Failed() && w != nil {
 			n, last := c.Agent.Calls()
-			t.Logf("w0: held %d, dropped %d, waiting for an owner %d, fenced %v, last answered heartbeat sent %v; model calls %d, the last at %v",
-				w.Running(), w.Dropped(), w.OwnerWaits(), w.Fenced(), w.LastAnswer().Format(time.StampMilli), n, last.Format(time.StampMilli))
+			t.Logf("w0: held %d, dropped %d, waiting for an owner %d, fenced %v, last answered heartbeat sent %v; model calls %d, the last at %v; leader c%d",
+				w.Running(), w.Dropped(), w.OwnerWaits(), w.Fenced(), w.LastAnswer().Format(time.StampMilli), n, last.Format(time.StampMilli), c.LeaderIndex())
 		}
 	})
 	return c
@@ -156,14 +157,25 @@ func lateTaskNeverStarts(t *testing.T, name string, owned bool) {
 	// One sample ends: the leader dispatches the next task to w0, which
 	// stays in the stream.
 	gate <- struct{}{}
+	var pending uint64
+	var dispatched int
+	defer func() {
+		if t.Failed() {
+			t.Logf("w0's consumer: %d pending; job: %d tasks dispatched", pending, dispatched)
+		}
+	}()
 	testutil.WaitFor(t, 20*time.Second, "a 4th task published to w0, undelivered", func() bool {
 		cons, err := js.Consumer(ctx, bus.TasksStream, consumer)
 		if err != nil {
 			return false
 		}
 		ci, err := cons.Info(ctx)
+		if err != nil {
+			return false
+		}
 		n, _ := c.Agent.Calls()
-		return err == nil && ci.NumPending == 1 && n == 2 && progress(t, c, j.JobID).Dispatched == 4
+		pending, dispatched = ci.NumPending, progress(t, c, j.JobID).Dispatched
+		return pending == 1 && n == 2 && dispatched == 4
 	})
 	w.SuspendHeartbeats(true)
 	reason := evalrecord.ReasonUserCancelled
