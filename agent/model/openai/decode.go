@@ -14,8 +14,12 @@ func decodeResponse(data []byte, cr *chatResponse) error {
 	if decodeFast(data, cr) {
 		return nil
 	}
-	*cr = chatResponse{} // what decodeFast left
-	return json.Unmarshal(data, cr)
+	// A value of its own, so that cr (the caller's, on its stack) does not
+	// escape to the heap on the fast path; it replaces what decodeFast left.
+	var slow chatResponse
+	err := json.Unmarshal(data, &slow)
+	*cr = slow
+	return err
 }
 
 // decodeFast decodes data into cr when data is a JSON object that
