@@ -204,12 +204,15 @@ func (s *agentSession) Turn(ctx context.Context, in evalengine.TurnInput) (evale
 		Message:   model.Message{Role: model.RoleUser, Parts: []model.Part{{Text: inputText(in.Input)}}},
 	}
 	// The loop body is a closure (range over func): every variable it
-	// sets would be its own heap allocation, so they are one struct.
+	// sets would be its own heap allocation, so they are one struct, and
+	// it breaks rather than returns (a return in it moves the results to
+	// the heap).
 	st := &struct {
 		out          evalengine.TurnOutput
 		final        string
 		invocationID string
 		inTok, outTk int64
+		err          error // the run's failure, its last yield
 	}{}
 	capture := s.a.opts.CaptureEvents
 	if capture {
@@ -217,10 +220,8 @@ func (s *agentSession) Turn(ctx context.Context, in evalengine.TurnInput) (evale
 	}
 	for ev, err := range s.r.Run(ctx, req) {
 		if err != nil {
-			if ctx.Err() != nil {
-				return evalengine.TurnOutput{}, ctx.Err()
-			}
-			return evalengine.TurnOutput{}, &evalengine.AdapterError{Tag: errorTag(err), Err: err}
+			st.err = err
+			break
 		}
 		st.invocationID = ev.InvocationID
 		if ev.Usage != nil {
@@ -251,6 +252,9 @@ func (s *agentSession) Turn(ctx context.Context, in evalengine.TurnInput) (evale
 	}
 	if ctx.Err() != nil {
 		return evalengine.TurnOutput{}, ctx.Err()
+	}
+	if st.err != nil {
+		return evalengine.TurnOutput{}, &evalengine.AdapterError{Tag: errorTag(st.err), Err: st.err}
 	}
 	out := st.out
 	out.Output = st.final

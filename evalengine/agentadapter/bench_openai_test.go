@@ -112,14 +112,14 @@ func runAndRender(tb testing.TB, set *evalengine.Set, rc evalengine.RunConfig) {
 // Session 19's one cancel scope per sample (internal/samplescope) took
 // them to 10,750-10,860 bytes and 102 allocations (11,925 and 106 under
 // -race). Session 21's request encoder and merged allocations (agent,
-// agentadapter, openai) took them to 10,340-10,360 bytes and 89
-// allocations (11,300-11,450 and 92 under -race). The bounds leave room
+// agentadapter, openai) took them to 10,120-10,190 bytes and 86
+// allocations (11,130-11,230 and 89 under -race). The bounds leave room
 // for noise, not for another copy or another context per sample.
 const (
-	maxBytesPerSample      = 11_300
-	maxAllocsPerSample     = 96
-	maxBytesPerSampleRace  = 12_600
-	maxAllocsPerSampleRace = 100
+	maxBytesPerSample      = 11_100
+	maxAllocsPerSample     = 93
+	maxBytesPerSampleRace  = 12_400
+	maxAllocsPerSampleRace = 97
 )
 
 // TestRunOpenAISamples_BytesPerSample holds what a sample allocates on the
