@@ -6,19 +6,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/fadcedab/adk/internal/jsonquote"
 )
 
 // The one home of the signal record's JSON encoding: every package that
 // writes a span record (the bus publisher, the OTLP receiver) or a stored
 // record (the trace store) writes it through these appenders, so there is
-// one encoder and one string quoter. The span appender writes exactly the
+// one encoder; strings are quoted by internal/jsonquote, the module's one
+// quoter. The span appender writes exactly the
 // bytes json.Marshal(*SpanSignal) writes, without reflection (reflection
 // was the largest cost of the publisher and a fifth of the receiver's),
 // and gives up (ok false) on anything whose encoding it does not
 // reproduce (an attribute value of another type, NaN, very deep
 // nesting): the caller then uses json.Marshal, so the output and every
-// error stay encoding/json's. FuzzAppendJSONString, bus's
+// error stay encoding/json's. jsonquote's FuzzAppend, bus's
 // FuzzEncodeSignal and the receiver's FuzzOTLPDecode hold it to that.
 
 // AppendSpanHead appends s's fields in json.Marshal's order, with its
@@ -368,86 +370,6 @@ func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
 	return b, true
 }
 
-// appendHTMLString is AppendJSONString with json.Marshal's default
-// HTML-safe escaping, the form of span records.
-func appendHTMLString(b []byte, s string) []byte { return AppendJSONString(b, s, true) }
-
-// AppendJSONString quotes s as encoding/json does: with html, <, > and &
-// are escaped (json.Marshal's default, the span records' form); without,
-// they are not (an Encoder with SetEscapeHTML(false), the stored records'
-// form). Control bytes, U+2028, U+2029 and invalid UTF-8 are escaped
-// either way.
-func AppendJSONString[T string | []byte](b []byte, s T, html bool) []byte {
-	b = append(b, '"')
-	safe := &plainSafe
-	if html {
-		safe = &htmlSafe
-	}
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if safe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := decodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// plainSafe and htmlSafe are the ASCII bytes a JSON string holds as they
-// are (encoding/json's safeSet and htmlSafeSet): one lookup per byte is
-// the quoter's fast path, and ids and keys are all such bytes.
-var plainSafe, htmlSafe = func() (p, h [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		p[c] = c != '"' && c != '\\'
-		h[c] = p[c] && c != '<' && c != '>' && c != '&'
-	}
-	return p, h
-}()
-
-// decodeRune is utf8.DecodeRune for either string type, without
-// converting (which would allocate for []byte).
-func decodeRune[T string | []byte](s T) (rune, int) {
-	var buf [utf8.UTFMax]byte
-	n := copy(buf[:], s)
-	return utf8.DecodeRune(buf[:n])
-}
+// appendHTMLString quotes s with json.Marshal's default HTML-safe
+// escaping, the form of span records.
+func appendHTMLString(b []byte, s string) []byte { return jsonquote.Append(b, s, true) }

@@ -1,7 +1,6 @@
 package observability_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -33,30 +32,6 @@ func TestAppendSpanHead_IsJSONMarshalsPrefix(t *testing.T) {
 			t.Fatalf("AppendSpanJSON\n got %s\nwant %s", whole, want)
 		}
 	}
-}
-
-// FuzzAppendJSONString holds the one quoter to encoding/json for both
-// forms: json.Marshal's HTML-safe default and an Encoder with
-// SetEscapeHTML(false); control bytes, U+2028/2029 and invalid UTF-8
-// included, from a string and from bytes.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "<>&\"\\", "\x00\x1f\t\n\r\b\f", "\u2028\u2029", "\xff\xfe", "é日本", "a\xe2\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := observability.AppendJSONString([]byte("x"), s, true); string(got) != "x"+string(want) {
-			t.Fatalf("html %q: got %s want %s", s, got[1:], want)
-		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(s)
-		plain := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := observability.AppendJSONString(nil, []byte(s), false); string(got) != string(plain) {
-			t.Fatalf("plain %q: got %s want %s", s, got, plain)
-		}
-	})
 }
 
 // TestAppendEnvelopeJSON_IsJSONMarshal: every envelope shape a tracer

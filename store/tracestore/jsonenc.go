@@ -3,7 +3,7 @@ package tracestore
 import (
 	"strconv"
 
-	"github.com/fadcedab/adk/observability"
+	"github.com/fadcedab/adk/internal/jsonquote"
 )
 
 // appendRecord encodes the stored record {content_pruned?, cursor, event,
@@ -43,7 +43,7 @@ func appendRecord(b []byte, cursor uint64, kind string, tsMS int64, pj *projecte
 func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
 // appendJSONString quotes s as encoding/json does without HTML escaping
-// (the stored records' form), through observability's one quoter.
+// (the stored records' form), through the module's one quoter.
 func appendJSONString[T string | []byte](b []byte, s T) []byte {
-	return observability.AppendJSONString(b, s, false)
+	return jsonquote.Append(b, s, false)
 }
