@@ -13,5 +13,6 @@
 // request struct.
 //
 // It imports only agent/model, agent/internal/httpx (the shared HTTP
-// helper) and the standard library.
+// helper), internal/jsonquote (the one JSON string quoter) and the
+// standard library.
 package openai

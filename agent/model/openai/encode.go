@@ -3,9 +3,9 @@ package openai
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/fadcedab/adk/agent/model"
+	"github.com/fadcedab/adk/internal/jsonquote"
 )
 
 // encode writes the chat completions request for req: the bytes
@@ -204,59 +204,6 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 	return append(b, data...), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string exactly as encoding/json writes
-// a string (HTML escaping on, as json.Marshal has it): ", \ and control
-// bytes escaped, <, > and & as \u003c, \u003e, \u0026, U+2028 and U+2029
-// as \u2028 and \u2029, and each byte of invalid UTF-8 as \ufffd.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string exactly as json.Marshal writes
+// it (HTML escaping on), through the module's one quoter.
+func appendString(b []byte, s string) []byte { return jsonquote.Append(b, s, true) }
