@@ -372,4 +372,4 @@ func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
 
 // appendHTMLString quotes s with json.Marshal's default HTML-safe
 // escaping, the form of span records.
-func appendHTMLString(b []byte, s string) []byte { return jsonquote.Append(b, s, true) }
+func appendHTMLString(b []byte, s string) []byte { return jsonquote.Append(b, s, jsonquote.HTML) }

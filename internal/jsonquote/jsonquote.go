@@ -4,15 +4,30 @@ import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
-// Append quotes s as encoding/json does: with html, <, > and &
-// are escaped (json.Marshal's default, the span records' form); without,
-// they are not (an Encoder with SetEscapeHTML(false), the stored records'
-// form). Control bytes, U+2028, U+2029 and invalid UTF-8 are escaped
-// either way.
-func Append[T string | []byte](b []byte, s T, html bool) []byte {
+// Mode is the dialect Append writes.
+type Mode uint8
+
+const (
+	// HTML is json.Marshal's default: <, > and & escaped as \u003c,
+	// \u003e and \u0026 (the span records' form).
+	HTML Mode = iota
+	// Plain is an encoding/json Encoder with SetEscapeHTML(false) (the
+	// stored records' form).
+	Plain
+	// Iter is json-iterator's Stream.WriteString, what pdata writes
+	// with: '"', '\\' and control bytes escaped (\n, \r and \t short,
+	// the others as \u00XX), every other byte as it is: no HTML escapes,
+	// no UTF-8 repair, U+2028 and U+2029 as they are.
+	Iter
+)
+
+// Append quotes s in mode's dialect. In both of encoding/json's (HTML and
+// Plain), control bytes, U+2028, U+2029 and invalid UTF-8 are escaped as
+// encoding/json escapes them.
+func Append[T string | []byte](b []byte, s T, mode Mode) []byte {
 	b = append(b, '"')
 	safe := &plainSafe
-	if html {
+	if mode == HTML {
 		safe = &htmlSafe
 	}
 	start := 0
@@ -27,10 +42,14 @@ func Append[T string | []byte](b []byte, s T, html bool) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
+			case '\b', '\f':
+				if mode == Iter {
+					b = append(b, '\\', 'u', '0', '0', '0', hexDigits[c])
+				} else if c == '\b' {
+					b = append(b, '\\', 'b')
+				} else {
+					b = append(b, '\\', 'f')
+				}
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':
@@ -42,6 +61,10 @@ func Append[T string | []byte](b []byte, s T, html bool) []byte {
 			}
 			i++
 			start = i
+			continue
+		}
+		if mode == Iter {
+			i++
 			continue
 		}
 		r, size := decodeRune(s[i:])

@@ -3,9 +3,10 @@ package otlpwire
 import (
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	jsoniter "github.com/json-iterator/go"
+
+	"github.com/fadcedab/adk/internal/jsonquote"
 )
 
 // Signal is what an export response answers for; it names the rejected
@@ -86,37 +87,9 @@ func AppendResponseJSON(b []byte, sig Signal, ps PartialSuccess) []byte {
 	return append(b, "}}"...)
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString quotes s as json-iterator's Stream.WriteString does
-// (what pdata writes with): '"', '\\' and control bytes escaped, every
-// other byte as it is (no HTML escapes, no UTF-8 repair).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf || (c >= 0x20 && c != '"' && c != '\\') {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// (what pdata writes with), through the module's one quoter.
+func appendJSONString(b []byte, s string) []byte { return jsonquote.Append(b, s, jsonquote.Iter) }
 
 // ParseResponseProto reads a protobuf export response (traces or logs:
 // the same fields) as pdata's ExportResponse.UnmarshalProto does: unknown

@@ -45,5 +45,5 @@ func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 // appendJSONString quotes s as encoding/json does without HTML escaping
 // (the stored records' form), through the module's one quoter.
 func appendJSONString[T string | []byte](b []byte, s T) []byte {
-	return jsonquote.Append(b, s, false)
+	return jsonquote.Append(b, s, jsonquote.Plain)
 }

@@ -206,4 +206,4 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 
 // appendString appends s as a JSON string exactly as json.Marshal writes
 // it (HTML escaping on), through the module's one quoter.
-func appendString(b []byte, s string) []byte { return jsonquote.Append(b, s, true) }
+func appendString(b []byte, s string) []byte { return jsonquote.Append(b, s, jsonquote.HTML) }
