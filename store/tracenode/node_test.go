@@ -478,25 +478,10 @@ func TestNode_PullsExpireWithinPullExpiry(t *testing.T) {
 // its applied sequence, so ignored). A second pull on the node's
 // consumer takes one delivery here, which makes the loss deterministic.
 func TestNode_RepullsADeliveryItsClientNeverSaw(t *testing.T) {
-	srv := bustest.Start(t, bus.ServerConfig{})
-	srv.SignalStream(t, bus.SignalStreamConfig{})
-	nc, js := srv.NC, srv.JS
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const trace = "0af7651916cd43dd8448eb211c80319c"
-	publish := func(i int) uint64 {
-		t.Helper()
-		ack, err := js.Publish(ctx, "adk.signal.alice", spanBatch(t, trace, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
-	}
-	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	rig := newDeliveryRig(t, ctx)
+	nc, store, publish := rig.srv.NC, rig.store, rig.publish
 	// Small pulls: the server serves them and the test's in turn.
 	node, err := tracenode.Start(ctx, tracenode.Config{Name: "g", Conn: nc, Store: store, FetchBatch: 2})
 	if err != nil {
@@ -509,13 +494,7 @@ func TestNode_RepullsADeliveryItsClientNeverSaw(t *testing.T) {
 	if err := store.WaitApplied(ctx, last); err != nil {
 		t.Fatal(err)
 	}
-	p, err := store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if uint64(len(p.Events)) != last {
-		t.Fatalf("the store holds %d events, the stream %d: a hole", len(p.Events), last)
-	}
+	rig.holdsAll(t, last)
 	var s tracenode.Stats // the counters may lag the store's apply a moment
 	testutil.WaitFor(t, 10*time.Second, "the node's counters", func() bool {
 		s = node.Stats()
@@ -692,25 +671,10 @@ func publishUntilStolen(t *testing.T, ctx context.Context, nc *nats.Conn, store 
 // later idle checks find nothing more, and ask at most once a second.
 func TestNode_PullsALostLastDeliveryAgainOnceIdle(t *testing.T) {
 	began := time.Now()
-	srv := bustest.Start(t, bus.ServerConfig{})
-	st := srv.SignalStream(t, bus.SignalStreamConfig{})
-	nc, js := srv.NC, srv.JS
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	const trace = "0af7651916cd43dd8448eb211c80319c"
-	publish := func(i int) uint64 {
-		t.Helper()
-		ack, err := js.Publish(ctx, "adk.signal.alice", spanBatch(t, trace, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
-	}
-	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	rig := newDeliveryRig(t, ctx)
+	nc, st, store, publish := rig.srv.NC, rig.stream, rig.store, rig.publish
 	var logs testutil.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -736,13 +700,7 @@ func TestNode_PullsALostLastDeliveryAgainOnceIdle(t *testing.T) {
 	if info, err := st.Info(ctx); err != nil || info.State.LastSeq != last {
 		t.Fatalf("stream: %v %+v, want nothing published after sequence %d", err, info, last)
 	}
-	p, err := store.Query("alice", tracestore.Selector{"trace_id": trace}, tracestore.QueryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if uint64(len(p.Events)) != last {
-		t.Fatalf("the store holds %d events, the stream %d: a hole", len(p.Events), last)
-	}
+	rig.holdsAll(t, last)
 	// Two more idle checks: the first is asked after the last apply, and
 	// a gap it found would be counted before the second is asked (one
 	// loop does both). The node, now whole, must find none.
@@ -761,6 +719,52 @@ func TestNode_PullsALostLastDeliveryAgainOnceIdle(t *testing.T) {
 	}
 	if limit := uint64(time.Since(began)/time.Second) + 1; s.IdleChecks > limit {
 		t.Fatalf("%d idle checks in %v: more than one a second", s.IdleChecks, time.Since(began))
+	}
+}
+
+// deliveryRig is the delivery tests' set-up: a JetStream server with the
+// signal stream, a store, and publish, which sends span i of one trace
+// and returns its stream sequence.
+type deliveryRig struct {
+	srv     *bustest.Server
+	stream  jetstream.Stream
+	store   *tracestore.Store
+	publish func(i int) uint64
+}
+
+const rigTrace = "0af7651916cd43dd8448eb211c80319c"
+
+func newDeliveryRig(t *testing.T, ctx context.Context) *deliveryRig {
+	t.Helper()
+	r := &deliveryRig{srv: bustest.Start(t, bus.ServerConfig{})}
+	r.stream = r.srv.SignalStream(t, bus.SignalStreamConfig{})
+	store, err := tracestore.Open(tracestore.Config{Dir: t.TempDir(), Small: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	r.store = store
+	r.publish = func(i int) uint64 {
+		t.Helper()
+		ack, err := r.srv.JS.Publish(ctx, "adk.signal.alice", spanBatch(t, rigTrace, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	return r
+}
+
+// holdsAll fails unless the store holds the trace's every event up to
+// stream sequence last: no hole.
+func (r *deliveryRig) holdsAll(t *testing.T, last uint64) {
+	t.Helper()
+	p, err := r.store.Query("alice", tracestore.Selector{"trace_id": rigTrace}, tracestore.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(p.Events)) != last {
+		t.Fatalf("the store holds %d events, the stream %d: a hole", len(p.Events), last)
 	}
 }
 
