@@ -348,7 +348,8 @@ func newEpoch() int64 {
 // SuspendHeartbeats stops (true) or resumes (false) sending heartbeats,
 // as a stopped process (SIGSTOP) or a lost route looks to the leader;
 // fault tests use it in-process. Tasks keep running, and the worker still
-// fences itself after FenceAfter without an answer.
+// fences itself after FenceAfter without an answer (one no leader has
+// answered yet only stops fetching: fenceIfSilent).
 func (w *Worker) SuspendHeartbeats(on bool) { w.suspended.Store(on) }
 
 func (w *Worker) onKill(m *nats.Msg) {
@@ -580,6 +581,8 @@ func (w *Worker) onAnswer(m *nats.Msg) {
 		return
 	}
 	defer close(hb.done)
+	// lastLeader before answeredSent (below): fenceIfSilent and Fenced
+	// read them in the other order.
 	if at := hb.at.UnixNano(); at > w.lastLeader.Load() {
 		w.lastLeader.Store(at)
 	}
@@ -708,11 +711,17 @@ func (w *Worker) noteOwners(seen []api.OwnerSeen, sent time.Time) {
 // before (which no leader answers) still waited: adk serve on a loaded
 // machine, whose coordinator began serving over 4 s after its worker
 // started.
+//
+// answeredSent is read before lastLeader: onAnswer stores them in the
+// other order, so an answer seen here has its time in lastLeader. Read
+// the other way round, a first answer that landed between the two reads
+// looked answered and stale, and its held tasks were killed.
 func (w *Worker) fenceIfSilent() {
+	answered := w.answeredSent.Load() != 0
 	if time.Since(time.Unix(0, w.lastLeader.Load())) <= w.cfg.FenceAfter {
 		return
 	}
-	if w.answeredSent.Load() == 0 {
+	if !answered {
 		if !w.unansweredLogged.Swap(true) {
 			w.log.Warn("no leader has answered yet: fetching nothing until one does")
 		}

@@ -1,0 +1,71 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fadcedab/adk/coordinator/api"
+)
+
+// TestFenceIfSilent_FirstAnswerDuringTheCheckKillsNothing: the fence
+// check of a worker no leader has answered, past FenceAfter since its
+// start, can run while the first answer is applied. onAnswer stores the
+// answer's time in lastLeader, then marks the worker answered
+// (answeredSent); a second goroutine does those two stores in that order
+// while the check runs, the check started a little later each round so
+// that the stores fall at every point of it. Whatever the interleaving,
+// the check must kill none of the held tasks (none can have started: it
+// saw no answer yet, or a fresh one). It read lastLeader first: a first
+// answer that landed between its two reads looked like an answer gone
+// stale, and the held task was killed as worker_lost.
+func TestFenceIfSilent_FirstAnswerDuringTheCheckKillsNothing(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("the check and the answer must run at once: GOMAXPROCS < 2")
+	}
+	// At most 20,000 rounds or 3 s: on a machine whose other core is
+	// busy the two rarely overlap, and the test is then only slower.
+	const rounds = 20_000
+	deadline := time.Now().Add(3 * time.Second)
+	var spin atomic.Int64 // the check's delay, in atomic adds
+	for i := 0; i < rounds && time.Now().Before(deadline); i++ {
+		// A FenceAfter of an hour: an answer stays fresh through any stall
+		// of a loaded machine, so only a stale reading can fence.
+		w := &Worker{cfg: Config{ID: "w0", FenceAfter: time.Hour}, log: slog.New(slog.DiscardHandler), running: map[api.TaskRef]*heldTask{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		h := &heldTask{cancel: cancel}
+		w.running[api.TaskRef{JobID: "j1", Index: 0}] = h
+		w.lastLeader.Store(time.Now().Add(-2 * time.Hour).UnixNano()) // started 2 h ago, never answered
+		var ready, start atomic.Bool
+		answered := make(chan struct{})
+		go func() {
+			defer close(answered)
+			ready.Store(true)
+			for !start.Load() {
+				runtime.Gosched()
+			}
+			// onAnswer's two stores, in its order.
+			at := time.Now().UnixNano()
+			w.lastLeader.Store(at)
+			w.answeredSent.Store(at)
+		}()
+		for !ready.Load() {
+			runtime.Gosched()
+		}
+		start.Store(true)
+		for range i % 256 {
+			spin.Add(1)
+		}
+		w.fenceIfSilent()
+		<-answered
+		if w.fenced.Load() || h.fenced.Load() || ctx.Err() != nil {
+			cancel()
+			t.Fatalf("round %d (check after %d adds): the check fenced the worker (%v) and killed its held task (fenced %v, killed %v) while its first answer came",
+				i, i%256, w.fenced.Load(), h.fenced.Load(), ctx.Err() != nil)
+		}
+		cancel()
+	}
+}
