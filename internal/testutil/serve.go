@@ -23,7 +23,7 @@ func CannedProvider(tb testing.TB, hold func(body []byte) bool) string {
 	tb.Helper()
 	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(cannedCompletion)) + "\r\n\r\n" + cannedCompletion)
-	return "http://" + serveConns(tb, func(nc net.Conn) { serveCanned(nc, answer, hold) })
+	return "http://" + ServeConns(tb, func(nc net.Conn) { serveCanned(nc, answer, hold) })
 }
 
 // serveCanned answers the requests on nc until nc closes (CannedProvider).
@@ -65,12 +65,12 @@ func serveCanned(nc net.Conn, answer []byte, hold func([]byte) bool) {
 	}
 }
 
-// serveConns listens on 127.0.0.1 and runs serve on each accepted
+// ServeConns listens on 127.0.0.1 and runs serve on each accepted
 // connection in its own goroutine until the test ends: the test's cleanup
 // closes the listener and every accepted connection, then waits for every
 // goroutine, so serve must return once its connection is closed. It returns
 // the listener's address (host:port).
-func serveConns(tb testing.TB, serve func(net.Conn)) string {
+func ServeConns(tb testing.TB, serve func(net.Conn)) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -439,61 +439,40 @@ func TestLean_WhichCallsTakeIt(t *testing.T) {
 // server receives are exactly what http.Request.Write writes for the same
 // POST with the same headers (Content-Type and Accept added).
 func TestLean_RequestBytesAreRequestWrites(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	received := make(chan []byte, 1)
-	var wg sync.WaitGroup
-	// After the client's cleanup (registered below), which closes its
-	// connections and so ends the server's goroutines.
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	addr := testutil.ServeConns(t, func(nc net.Conn) {
+		br := bufio.NewReader(nc)
 		for {
-			nc, err := ln.Accept()
-			if err != nil {
+			// Read one request as raw bytes: headers, then
+			// Content-Length bytes of body.
+			var raw bytes.Buffer
+			n := -1
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				raw.WriteString(line)
+				if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+					n, _ = strconv.Atoi(strings.TrimSpace(v))
+				}
+				if line == "\r\n" {
+					break
+				}
+			}
+			body := make([]byte, max(n, 0))
+			if _, err := io.ReadFull(br, body); err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				br := bufio.NewReader(nc)
-				for {
-					// Read one request as raw bytes: headers, then
-					// Content-Length bytes of body.
-					var raw bytes.Buffer
-					n := -1
-					for {
-						line, err := br.ReadString('\n')
-						if err != nil {
-							return
-						}
-						raw.WriteString(line)
-						if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-							n, _ = strconv.Atoi(strings.TrimSpace(v))
-						}
-						if line == "\r\n" {
-							break
-						}
-					}
-					body := make([]byte, max(n, 0))
-					if _, err := io.ReadFull(br, body); err != nil {
-						return
-					}
-					raw.Write(body)
-					received <- raw.Bytes()
-					if _, err := io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-						return
-					}
-				}
-			}()
+			raw.Write(body)
+			received <- raw.Bytes()
+			if _, err := io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	c := leanClient(t, newPool(4, 4, time.Minute))
-	base := "http://" + ln.Addr().String()
+	base := "http://" + addr
 	for _, tc := range []struct {
 		name, path string
 		header     http.Header
