@@ -294,6 +294,7 @@ func storeCollectors(n *tracenode.Node) []prometheus.Collector {
 		counter("adk_store_malformed_batches_total", "Stream messages that could not be decoded.", func(s tracenode.Stats) uint64 { return s.MalformedBatches }),
 		counter("adk_store_stream_gap_messages_total", "Stream messages the stream discarded before this node applied them.", func(s tracenode.Stats) uint64 { return s.StreamGapMessages }),
 		counter("adk_store_delivery_gaps_total", "Deliveries this node's client lost, each pulled again from the stream.", func(s tracenode.Stats) uint64 { return s.DeliveryGaps }),
+		counter("adk_store_idle_checks_total", "Consumer-info requests an idle node made to find a lost last delivery.", func(s tracenode.Stats) uint64 { return s.IdleChecks }),
 		counter("adk_store_queries_total", "Trace queries answered.", func(s tracenode.Stats) uint64 { return s.Queries }),
 		counter("adk_store_auth_rejected_total", "Trace queries refused for their token.", func(s tracenode.Stats) uint64 { return s.AuthRejected }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "adk_store_lag_messages", Help: "Stream messages not yet applied by this node (asks JetStream on each scrape)."},
