@@ -16,7 +16,9 @@
 // yet delivered is refused when it comes), and fences itself (kills
 // everything, fetches nothing) when no leader has answered for FenceAfter.
 // Before a leader's first answer none of its tasks has started, so past
-// FenceAfter it only stops fetching.
+// FenceAfter it only stops fetching. A fence check and an answer take one
+// lock: an answer that lands during a check is seen by it, or comes after
+// the check's kills and unfences.
 //
 // Agents are adapters handed to Start, or AGENT.json files named in
 // Config.AgentFiles and parsed once into the default adapter

@@ -89,6 +89,12 @@ type Worker struct {
 	// by every agent calling it.
 	limits *ratelimit.Registry
 
+	// fenceMu makes a fence check (fenceIfSilent: its reads, the fence
+	// and the kills) and an answer's lastLeader and unfence (onAnswer)
+	// happen one after the other: an answer is applied wholly before the
+	// check reads, or after its kills. Taken before mu (killAll), never
+	// while holding it.
+	fenceMu    sync.Mutex
 	fenced     atomic.Bool
 	lastLeader atomic.Int64 // unix nanos of the last leader answer (of the start, before the first)
 	// unansweredLogged: the worker said no leader answered it in its
@@ -582,11 +588,16 @@ func (w *Worker) onAnswer(m *nats.Msg) {
 	}
 	defer close(hb.done)
 	// lastLeader before answeredSent (below): fenceIfSilent and Fenced
-	// read them in the other order.
+	// read them in the other order. Under fenceMu: a fence check running
+	// now either sees this answer or has finished its kills, which the
+	// unfence then ends.
+	w.fenceMu.Lock()
 	if at := hb.at.UnixNano(); at > w.lastLeader.Load() {
 		w.lastLeader.Store(at)
 	}
-	if w.fenced.Swap(false) {
+	unfenced := w.fenced.Swap(false)
+	w.fenceMu.Unlock()
+	if unfenced {
 		w.log.Info("leader back, unfenced", "leader", rep.Leader)
 	}
 	// Kills first, then the answer counts: a held task waiting
@@ -716,22 +727,36 @@ func (w *Worker) noteOwners(seen []api.OwnerSeen, sent time.Time) {
 // other order, so an answer seen here has its time in lastLeader. Read
 // the other way round, a first answer that landed between the two reads
 // looked answered and stale, and its held tasks were killed.
+//
+// The check holds fenceMu from its reads to its kills, as onAnswer does
+// around its lastLeader and unfence: an answer that came during the check
+// is either seen (no fence) or applied after the kills (and unfences).
+// Without it, an answer landing between a stale read and the fence was
+// followed by the fence and the kills, and the worker stayed fenced until
+// the next answer.
 func (w *Worker) fenceIfSilent() {
+	w.fenceMu.Lock()
 	answered := w.answeredSent.Load() != 0
 	if time.Since(time.Unix(0, w.lastLeader.Load())) <= w.cfg.FenceAfter {
+		w.fenceMu.Unlock()
 		return
 	}
 	if !answered {
+		w.fenceMu.Unlock()
 		if !w.unansweredLogged.Swap(true) {
 			w.log.Warn("no leader has answered yet: fetching nothing until one does")
 		}
 		return
 	}
-	if !w.fenced.Swap(true) {
+	fence := !w.fenced.Swap(true)
+	if fence {
 		// Owner death kills remote work: without a leader nobody can take
 		// our results, and a full restart will fail these jobs anyway.
-		w.log.Warn("no leader: fencing, killing running tasks")
 		w.killAll(true)
+	}
+	w.fenceMu.Unlock()
+	if fence {
+		w.log.Warn("no leader: fencing, killing running tasks")
 	}
 }
 
