@@ -279,27 +279,33 @@ func (e *encoder) value(v any) error {
 
 // object writes a map with its keys in UTF-16 code unit order.
 func object[V any](e *encoder, m map[string]V) error {
-	// Most objects are small: their keys are sorted on the stack.
-	var small [8]string
-	keys := small[:0]
+	// Most objects are small: their members are sorted on the stack, each
+	// taken with its value so that none is looked up again.
+	type member struct {
+		key string
+		val V
+	}
+	var small [8]member
+	members := small[:0]
 	if len(m) > len(small) {
-		keys = make([]string, 0, len(m))
+		members = make([]member, 0, len(m))
 	}
-	for k := range m {
-		keys = append(keys, k)
+	for k, v := range m {
+		members = append(members, member{k, v})
 	}
-	slices.SortFunc(keys, compareUTF16)
+	slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.key, b.key) })
 	e.buf = append(e.buf, '{')
-	for i, k := range keys {
+	for i := range members {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
+		k := members[i].key
 		e.path = append(e.path, segment{key: k, isKey: true})
 		if err := e.str(k); err != nil {
 			return err
 		}
 		e.buf = append(e.buf, ':')
-		if err := e.value(any(m[k])); err != nil {
+		if err := e.value(any(members[i].val)); err != nil {
 			return err
 		}
 		e.path = e.path[:len(e.path)-1]
@@ -338,6 +344,21 @@ func (e *encoder) viaEncodingJSON(v any) error {
 // UTF-16 order only where a supplementary character (a surrogate pair,
 // 0xD800..0xDFFF) meets a character in U+E000..U+FFFF.
 func compareUTF16(a, b string) int {
+	// Most keys are ASCII: past an equal ASCII prefix, two ASCII bytes
+	// order as their runes do, and an ASCII prefix of the other string
+	// orders by length.
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] && a[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == n {
+		return cmp.Compare(len(a), len(b))
+	}
+	if a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
+		return cmp.Compare(a[i], b[i])
+	}
+	a, b = a[i:], b[i:]
 	for a != "" && b != "" {
 		ra, na := utf8.DecodeRuneInString(a)
 		rb, nb := utf8.DecodeRuneInString(b)
@@ -363,17 +384,27 @@ func firstUnit(r rune) rune {
 
 // str writes s as a JSON string: ", \ and control characters escaped (the
 // short forms where JSON has one, else \u00xx in lowercase hex), everything
-// else verbatim.
+// else verbatim. Invalid UTF-8 is an error, and nothing is written.
 func (e *encoder) str(s string) error {
-	if !utf8.ValidString(s) {
-		return e.fail(CodeInvalidUTF8, nil)
-	}
 	const hexDigits = "0123456789abcdef"
+	mark := len(e.buf)
 	e.buf = append(e.buf, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	// One pass: runs of plain ASCII are copied whole; a multi-byte rune
+	// is checked where it starts (utf8.ValidString's rules).
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if plainASCII[c] {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				e.buf = e.buf[:mark]
+				return e.fail(CodeInvalidUTF8, nil)
+			}
+			i += size
 			continue
 		}
 		e.buf = append(e.buf, s[start:i]...)
@@ -393,12 +424,22 @@ func (e *encoder) str(s string) error {
 		default:
 			e.buf = append(e.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
+		i++
+		start = i
 	}
 	e.buf = append(e.buf, s[start:]...)
 	e.buf = append(e.buf, '"')
 	return nil
 }
+
+// plainASCII holds the bytes str copies as they are: ASCII from space up,
+// but " and \\.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // number writes a json.Number: an integer literal keeps its digits (minus
 // zero becomes 0); anything with a fraction or exponent is read as a float64
