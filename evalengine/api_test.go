@@ -26,7 +26,7 @@ var internalOnly = map[string][]string{
 		"CanonicalResult", "WriteCanonicalResult", "CheckComparison", "CheckResult", "ExcerptString", "ExpectedResponse", "MetaFirstMismatch",
 		"MetaOrEmpty", "NotEvaluatedCases", "SeriesOfResult", "StreamResult", "UsageOf", "ValidateMetrics", "ZFor",
 		// The root's tests (export_test.go).
-		"ResultSize", "ScanDecodersAgree", "ScanTypesMirror", "SpliceSamples", "TrajectoryKey", "TrajectoriesEqual",
+		"EncodeSample", "ResultSize", "ScanDecodersAgree", "ScanTypesMirror", "SpliceSamples", "TrajectoryKey", "TrajectoriesEqual",
 	},
 	"llm":       {"JudgeConfigKeys"},
 	"googleadk": {"IsScenarioCase"},

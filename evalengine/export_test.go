@@ -10,6 +10,7 @@ var (
 	ResultSize = evalcore.ResultSize
 
 	SpliceSamples = evalcore.SpliceSamples
+	EncodeSample  = evalcore.EncodeSample
 
 	IsScenarioCase = googleadk.IsScenarioCase
 

@@ -556,7 +556,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 				var enc []byte
 				var encErr error
 				if !e.drop {
-					enc, encErr = canonjson.Marshal(&res)
+					enc, encErr = encodeSample(&res)
 				}
 				mu.Lock()
 				if !e.drop {

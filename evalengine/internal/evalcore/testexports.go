@@ -14,6 +14,10 @@ import (
 // export_test.go), which own the result fixtures. Nothing else calls it.
 var ResultSize = resultSize
 
+// EncodeSample is the workers' sample encoding (sample_encode.go), for
+// the root package's tests, which hold it to canonjson.Marshal.
+var EncodeSample = encodeSample
+
 // SpliceSamples renders r as the JSON report does after Run: every
 // sample encoded on its own beforehand (CanonicalResult). ok is false
 // when it fell back.
