@@ -36,8 +36,12 @@ func encodeSample(s *SampleResult) ([]byte, error) {
 	return out, nil
 }
 
-// sampleBufs keeps encodeSample's scratch buffers.
-var sampleBufs = sync.Pool{New: func() any { return new([]byte) }}
+// sampleBufs keeps encodeSample's scratch buffers, each made with room
+// for a single-turn sample (~1 KB) rather than grown from empty.
+var sampleBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 2<<10)
+	return &b
+}}
 
 // maxPooledSampleBuf is the largest scratch buffer kept in sampleBufs.
 const maxPooledSampleBuf = 64 << 10
