@@ -158,7 +158,9 @@
 //     samples that fits the 16 MiB report. The final document is measured
 //     for real (eval_report_too_large): its canonical encoding, which is
 //     what the JSON report and every reader of a saved result see. The
-//     workers encode each sample as it finishes, and the JSON report
+//     workers encode each sample as it finishes (canonjson's bytes,
+//     written without reflection by evalcore's sample_encode.go, which
+//     falls back to canonjson on any error), and the JSON report
 //     splices those bytes rather than encoding every sample again after
 //     the last one (the run's tail).
 //  11. Render output always ends with a newline, so library, API and CLI
