@@ -44,6 +44,37 @@ func normalize(k string) string {
 // integer usage counters) use IsSensitiveKeyExcept or a Pruner with an
 // allowlist.
 func IsSensitiveKey(k string) bool {
+	if v, ok := knownKeys[k]; ok {
+		return v
+	}
+	return sensitiveByRule(k)
+}
+
+// knownKeys holds the rule's verdict on the keys adk's own values carry
+// in every eval sample (a captured event's, a turn's adapter metadata,
+// the built-in criteria's metadata), which pruning checks on every
+// sample: one map lookup instead of the rule's normalization and its
+// seven comparisons. The verdicts are the rule's, taken at init.
+var knownKeys = func() map[string]bool {
+	keys := []string{
+		// agentadapter's event objects and their content.
+		"id", "invocation_id", "author", "final", "content", "transfer_to_agent",
+		"type", "role", "text", "workflow", "calls", "name", "args", "call_id", "result", "error",
+		// A turn's adapter metadata, its usage counters.
+		"usage", "runtime_latency_ms", "input_tokens", "output_tokens", "prompt_tokens",
+		"completion_tokens", "total_tokens", "reasoning_tokens",
+		// The built-in criteria's metadata.
+		"criterion", "expected_count", "matched_count", "normalization",
+	}
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = sensitiveByRule(k)
+	}
+	return m
+}()
+
+// sensitiveByRule is IsSensitiveKey without its table of known keys.
+func sensitiveByRule(k string) bool {
 	// An ASCII key short enough (all of a run's metadata keys) is
 	// normalized into a stack buffer: the rule runs on every key of every
 	// sample's metadata, and normalize allocates for any key with a
@@ -60,13 +91,22 @@ func sensitiveNormalized(n []byte) bool {
 	if exactKeys[string(n)] {
 		return true
 	}
-	for _, c := range containedKeys {
-		if bytes.Contains(n, []byte(c)) {
+	for _, c := range containedKeyBytes {
+		if bytes.Contains(n, c) {
 			return true
 		}
 	}
 	return false
 }
+
+// containedKeyBytes is containedKeys as byte slices, made once.
+var containedKeyBytes = func() [][]byte {
+	b := make([][]byte, len(containedKeys))
+	for i, c := range containedKeys {
+		b[i] = []byte(c)
+	}
+	return b
+}()
 
 // normalizeASCII appends normalize(k) to dst when k is ASCII and fits
 // dst's capacity; ok is false otherwise (strings.ToLower's Unicode rules

@@ -269,6 +269,19 @@ func TestIsSensitiveKey_ASCIIPathAgreesWithNormalize(t *testing.T) {
 	}
 }
 
+// TestIsSensitiveKey_KnownKeysAreTheRules holds the table of known keys
+// to the rule as the contract states it, and shows the table is used.
+func TestIsSensitiveKey_KnownKeysAreTheRules(t *testing.T) {
+	if len(knownKeys) < 20 || !knownKeys["input_tokens"] || knownKeys["invocation_id"] {
+		t.Fatalf("knownKeys = %v: not the rule's verdicts on adk's sample keys", knownKeys)
+	}
+	for k, v := range knownKeys {
+		if want := exactOrContained(normalize(k)); v != want || IsSensitiveKey(k) != want {
+			t.Errorf("known key %q: table %v, IsSensitiveKey %v, the rule %v", k, v, IsSensitiveKey(k), want)
+		}
+	}
+}
+
 // exactOrContained is the rule as the contract states it, on a
 // normalized key.
 func exactOrContained(n string) bool {
@@ -375,5 +388,22 @@ func TestPruneShared_Allocs(t *testing.T) {
 		"content": map[string]any{"type": "text", "role": "model", "text": "ok"}}
 	if n := testing.AllocsPerRun(100, func() { _ = PruneShared(ev) }); n != 0 {
 		t.Fatalf("PruneShared of a clean event: %v allocations, want 0", n)
+	}
+}
+
+// BenchmarkPruneShared_Sample is what an eval sample against the openai
+// fake prunes: its captured event, its criterion's metadata and its
+// turn's adapter metadata (evalcore's turnResult and metricResult).
+func BenchmarkPruneShared_Sample(b *testing.B) {
+	ev := map[string]any{"id": "evt-2", "invocation_id": "inv-1", "author": "bench", "final": true,
+		"content": map[string]any{"role": "model", "text": "ok", "type": "text"}}
+	meta := map[string]any{"criterion": "exact_response", "expected_count": 1, "matched_count": 1, "normalization": "exact"}
+	am := map[string]any{"invocation_id": "inv-1", "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}
+	p := NewPruner("input_tokens", "output_tokens")
+	b.ReportAllocs()
+	for b.Loop() {
+		PruneShared(ev)
+		PruneShared(meta)
+		p.PruneShared(am)
 	}
 }
