@@ -236,3 +236,50 @@ func TestRun_ProgressCountsEverySampleOnce(t *testing.T) {
 		t.Fatalf("last progress %+v; result: %d passed, %d errors (want 15, 10)", last, passed, errs)
 	}
 }
+
+// TestRun_ResumedDropSamplesRunsConcurrentSamples: a resumed run that
+// streams its samples (DropSamples with Finished) runs the samples of a
+// case with nothing finished several at a time, as a fresh one does:
+// every sample is streamed once, the finished ones are not run again.
+// Under -race it also checks that the scheduler's look at what is
+// finished does not read the case slots the recording writes.
+func TestRun_ResumedDropSamplesRunsConcurrentSamples(t *testing.T) {
+	set := mustSet(t, `{"id":"s","version":"1","cases":[{"id":"a","input":"x"},{"id":"b","input":"x"},{"id":"c","input":"x"}]}`)
+	o := opts(func(o *evalengine.Options) { o.Concurrency, o.Samples = 4, 8 })
+	first, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{
+		Adapter: &fakeAdapter{echo: true}, Metrics: evalengine.DefaultCriteria(), Options: o,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Case a is done but for its last sample; b and c have nothing.
+	var finished []evalengine.StreamSample
+	for _, s := range first.Cases[0].Samples[:7] {
+		finished = append(finished, evalengine.StreamSample{CaseIndex: 0, Sample: s})
+	}
+	for round := range 20 {
+		a := &fakeAdapter{echo: true}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		_, err := evalengine.Run(context.Background(), set, evalengine.RunConfig{
+			Adapter: a, Metrics: evalengine.DefaultCriteria(), Options: o,
+			Finished: finished, DropSamples: true,
+			OnSample: func(_ int, s *evalengine.SampleResult) {
+				mu.Lock()
+				seen[s.SampleID]++
+				mu.Unlock()
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 17 || a.inits.Load() != 17 {
+			t.Fatalf("round %d: streamed %d samples, ran %d; want 17 (24 less 7 finished)", round, len(seen), a.inits.Load())
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("round %d: %s streamed %d times", round, id, n)
+			}
+		}
+	}
+}

@@ -457,10 +457,20 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	}
 	var have func(c, s int) bool
 	if len(e.finished) > 0 {
+		// The scheduler asks under its own lock, while the workers record
+		// samples into byCase (and, dropping samples, make and drop its
+		// cases' slots) under theirs: it asks a set of its own, made
+		// before they start, a bit per sample.
+		had := make([]uint64, (total+63)/64)
 		for _, f := range e.finished {
 			slots(f.CaseIndex)[f.Sample.SampleIndex] = f.Sample
+			i := f.CaseIndex*nSamples + f.Sample.SampleIndex
+			had[i/64] |= 1 << (i % 64)
 		}
-		have = func(c, s int) bool { return byCase[c] != nil && byCase[c][s].SampleID != "" }
+		have = func(c, s int) bool {
+			i := c*nSamples + s
+			return had[i/64]&(1<<(i%64)) != 0
+		}
 	}
 	sched := newScheduler(nCases, nSamples, e.opts.SampleConcurrency, have)
 	sched.caseMajor = e.drop
