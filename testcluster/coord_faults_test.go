@@ -47,12 +47,17 @@ func sampleErrors(t *testing.T, doc []byte) map[string]int {
 }
 
 func TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce(t *testing.T) {
-	// The production fence lease (5 s), not the tests' 1.5 s: under CI
-	// load the new leader can take longer than 1.5 s to establish, and a
-	// gap over the lease is a full restart by design (the job fails
-	// evaluation_service_restarted), which is not what this test is about.
+	// Production's Raft timeouts and a 30 s fence lease, not the tests'
+	// 300 ms and 1.5 s: under CI load the new leader can take longer than
+	// the lease to establish (over 5 s once, at load ~4, with the tests'
+	// Raft timing), and a gap over the lease is a full restart by design
+	// (the job fails evaluation_service_restarted), which is not what
+	// this test is about.
 	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 40 * time.Millisecond},
-		Timing: timing(func(t *coordinator.Timing) { t.FenceLease = 5 * time.Second })})
+		Timing: timing(func(t *coordinator.Timing) {
+			t.RaftHeartbeat, t.RaftLeaderLease = time.Second, 500*time.Millisecond
+			t.FenceLease = 30 * time.Second
+		})})
 	cl := c.Client()
 	opts := evalengine.DefaultOptions()
 	opts.Samples = 2
@@ -62,8 +67,8 @@ func TestClusterEval_LeaderKilledMidJobCompletesAtMostOnce(t *testing.T) {
 	old := -1
 	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { old = c.LeaderIndex(); return old >= 0 })
 	c.StopCoordinator(old)
-	testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool { i := c.LeaderIndex(); return i >= 0 && i != old })
-	c.WaitJob(cl, scope, id, 15*time.Second, "completed")
+	testutil.WaitFor(t, 30*time.Second, "a new leader", func() bool { i := c.LeaderIndex(); return i >= 0 && i != old })
+	c.WaitJob(cl, scope, id, 30*time.Second, "completed")
 	j, _ := cl.Status(context.Background(), scope, id)
 	if j.Progress.Done != 60 {
 		t.Fatalf("progress %+v", j.Progress)
@@ -279,32 +284,63 @@ func TestClusterEval_CancelQueueFullConflictsAndScopes(t *testing.T) {
 }
 
 func TestClusterEval_FullRestartFailsActiveJobs(t *testing.T) {
+	// Production's Raft timeouts (steadyRaft; FenceLease and so the
+	// workers' FenceAfter 5 s): the test is about the restart, not
+	// elections, and at load ~18 the three restarted coordinators of the
+	// tests' 300 ms Raft timing elected no leader within 10 s. The turns
+	// outlast the fence, so the fence kills them.
 	logs := &testutil.Buffer{}
-	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: 5 * time.Second},
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := testcluster.StartEval(t, testcluster.EvalOptions{Agent: &testcluster.ScriptedAgent{TurnDelay: time.Minute},
+		Timing: steadyRaft(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	t.Cleanup(func() { logClusterOnFailure(t, c, 3, logs) })
 	cl := c.Client()
 	id := submit(t, cl, testcluster.EvalSet("restart", 8), evalengine.DefaultOptions(), "")
-	testutil.WaitFor(t, 10*time.Second, "tasks running", func() bool { return progress(t, c, id).Dispatched > 0 })
+	testutil.WaitFor(t, 30*time.Second, "tasks running", func() bool { return progress(t, c, id).Dispatched > 0 })
 	for i := range 3 {
 		c.StopCoordinator(i)
 	}
-	// They fence FenceAfter (1.5 s) after the last answer, then their
-	// killed tasks end and are reported: a 5 s wait timed out once (1 run
-	// in 18, -race, beside a test keeping both cores busy).
-	testutil.WaitFor(t, 15*time.Second, "workers fenced", func() bool {
+	// They fence FenceAfter after the last answer, then their killed
+	// tasks end and are reported. A worker no leader answered before the
+	// stop (it comes soon after the first dispatch) fences too but kills
+	// nothing: its held tasks have not started, and the first answer
+	// after the restart kills them (worker/doc.go). The waits here are
+	// preconditions, not bounds: generous for a loaded machine.
+	testutil.WaitFor(t, 30*time.Second, "workers fenced", func() bool {
 		for i := range 4 {
-			if !c.Worker(i).Fenced() || c.Worker(i).Running() > 0 {
+			w := c.Worker(i)
+			if !w.Fenced() || !w.LastAnswer().IsZero() && w.Running() > 0 {
 				return false
 			}
 		}
 		return true
 	})
+	executed := make([]int64, 4)
+	for i := range 4 {
+		w := c.Worker(i)
+		executed[i] = w.Executed()
+		if w.LastAnswer().IsZero() {
+			t.Logf("worker %s had no answer before the stop: it holds %d tasks, started %d", w.ID(), w.Running(), executed[i])
+		}
+	}
 	for i := range 3 {
 		c.StartCoordinator(i, false)
 	}
-	c.WaitLeader(10 * time.Second)
-	c.WaitJob(cl, scope, id, 10*time.Second, "failed")
+	c.WaitLeader(30 * time.Second)
+	c.WaitJob(cl, scope, id, 30*time.Second, "failed")
+	// Nothing of the failed job runs or starts any more.
+	testutil.WaitFor(t, 30*time.Second, "every held task killed", func() bool {
+		for i := range 4 {
+			if c.Worker(i).Running() > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 4 {
+		if n := c.Worker(i).Executed(); n != executed[i] {
+			t.Fatalf("worker %s started %d tasks after the full restart", c.Worker(i).ID(), n-executed[i])
+		}
+	}
 	j, _ := cl.Status(context.Background(), scope, id)
 	if j.Reason != evalrecord.ReasonServiceRestarted {
 		t.Fatalf("reason %q", j.Reason)
@@ -312,7 +348,7 @@ func TestClusterEval_FullRestartFailsActiveJobs(t *testing.T) {
 	// Any coordinator answers capabilities: one that has not applied the
 	// recovery yet may answer first, so wait for all to count it.
 	var caps *api.Capabilities
-	testutil.WaitFor(t, 10*time.Second, "recovery counted on every coordinator", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "recovery counted on every coordinator", func() bool {
 		for range 6 {
 			var err error
 			if caps, err = cl.Capabilities(context.Background()); err != nil || caps.RecoveredJobs != 1 || caps.ActiveJobs != 0 {
