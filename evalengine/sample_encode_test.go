@@ -102,7 +102,7 @@ func TestEncodeSample_IsCanonjsons(t *testing.T) {
 			t2.TurnID, t2.Passed = "turn-2", false
 			t2.Metrics = []evalengine.MetricResult{
 				{MetricID: "m", Kind: "metric", Scope: "turn", Score: 0.1, Threshold: 1e-7, Status: "ok"},
-				{MetricID: "n", Kind: "metric", Scope: "turn", Score: 1e21, Threshold: -0.0, Metadata: map[string]any{"why": "x\ny"}},
+				{MetricID: "n", Kind: "metric", Scope: "turn", Score: 1e21, Threshold: math.Copysign(0, -1), Metadata: map[string]any{"why": "x\ny"}},
 				{Score: 5e-324, Threshold: 123456789.125},
 			}
 			s.Turns = append(s.Turns, t2)
