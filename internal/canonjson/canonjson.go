@@ -78,9 +78,16 @@ func Marshal(v any) ([]byte, error) {
 // many small values (the rows of a large document) through one buffer.
 // On an error dst is returned as it was.
 func Append(dst []byte, v any) ([]byte, error) {
+	return appendValue(dst, v, false, 0)
+}
+
+// appendValue is Append, and with reflecting AppendNested (v found inside
+// depth containers): one encoder from the pool writes v onto dst.
+func appendValue(dst []byte, v any, reflecting bool, depth int) ([]byte, error) {
 	e := encoders.Get().(*encoder)
 	scratch := e.buf
 	e.buf = dst
+	e.reflecting, e.rdepth = reflecting, depth
 	err := e.value(v)
 	out := e.buf
 	e.buf = scratch

@@ -34,16 +34,5 @@ func AppendFloat(dst []byte, f float64) ([]byte, error) {
 // through encoding/json to repair or refuse) is an error instead. On an
 // error dst is returned as it was.
 func AppendNested(dst []byte, v any, depth int) ([]byte, error) {
-	e := encoders.Get().(*encoder)
-	scratch := e.buf
-	e.buf = dst
-	e.reflecting, e.rdepth = true, depth
-	err := e.value(v)
-	out := e.buf
-	e.buf = scratch
-	e.release()
-	if err != nil {
-		return dst, err
-	}
-	return out, nil
+	return appendValue(dst, v, true, depth)
 }
