@@ -41,28 +41,12 @@ func TestFenceIfSilent_FirstAnswerDuringTheCheckKillsNothing(t *testing.T) {
 		h := &heldTask{cancel: cancel}
 		w.running[api.TaskRef{JobID: "j1", Index: 0}] = h
 		w.lastLeader.Store(time.Now().Add(-2 * time.Hour).UnixNano()) // started 2 h ago, never answered
-		var ready, start atomic.Bool
-		answered := make(chan struct{})
-		go func() {
-			defer close(answered)
-			ready.Store(true)
-			for !start.Load() {
-				runtime.Gosched()
-			}
+		raceCheckWithAnswer(w, &spin, i%256, func() {
 			// onAnswer's two stores, in its order.
 			at := time.Now().UnixNano()
 			w.lastLeader.Store(at)
 			w.answeredSent.Store(at)
-		}()
-		for !ready.Load() {
-			runtime.Gosched()
-		}
-		start.Store(true)
-		for range i % 256 {
-			spin.Add(1)
-		}
-		w.fenceIfSilent()
-		<-answered
+		})
 		if w.fenced.Load() || h.fenced.Load() || ctx.Err() != nil {
 			cancel()
 			t.Fatalf("round %d (check after %d adds): the check fenced the worker (%v) and killed its held task (fenced %v, killed %v) while its first answer came",
@@ -114,25 +98,9 @@ func TestFenceIfSilent_AnswerDuringTheCheckIsNeverFencedAfter(t *testing.T) {
 			cancel()
 		}}
 		w.running[api.TaskRef{JobID: "j1", Index: 0}] = h
-		var ready, start atomic.Bool
-		answered := make(chan struct{})
-		go func() {
-			defer close(answered)
-			ready.Store(true)
-			for !start.Load() {
-				runtime.Gosched()
-			}
+		raceCheckWithAnswer(w, &spin, i%1024, func() {
 			w.onAnswer(&nats.Msg{Subject: "_INBOX.w0.1", Data: reply})
-		}()
-		for !ready.Load() {
-			runtime.Gosched()
-		}
-		start.Store(true)
-		for range i % 1024 {
-			spin.Add(1)
-		}
-		w.fenceIfSilent()
-		<-answered
+		})
 		if w.lastLeader.Load() == stale {
 			cancel()
 			t.Fatalf("round %d: the answer was not applied", i)
@@ -144,4 +112,30 @@ func TestFenceIfSilent_AnswerDuringTheCheckIsNeverFencedAfter(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// raceCheckWithAnswer runs answer on a second goroutine and w's fence
+// check on this one, released together, the check after adds atomic adds
+// to spin, so that over rounds the answer falls at every point of the
+// check. It returns once both are done.
+func raceCheckWithAnswer(w *Worker, spin *atomic.Int64, adds int, answer func()) {
+	var ready, start atomic.Bool
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		ready.Store(true)
+		for !start.Load() {
+			runtime.Gosched()
+		}
+		answer()
+	}()
+	for !ready.Load() {
+		runtime.Gosched()
+	}
+	start.Store(true)
+	for range adds {
+		spin.Add(1)
+	}
+	w.fenceIfSilent()
+	<-answered
 }
