@@ -11,13 +11,29 @@ import (
 // state, with each appended event's state delta applied as it is appended.
 // It is safe for concurrent use; its lock is never held across a callback.
 type InMemorySessionService struct {
-	mu       sync.Mutex
-	sessions map[string]*session.Session
+	mu sync.Mutex
+	// first is the first session created, stored in firstAlloc (used
+	// once, so a deleted first session's events are never overwritten):
+	// an eval sample's service holds one session, and a map for it was
+	// three of the sample's allocations. Later sessions go in sessions,
+	// made by the second.
+	first      *session.Session // nil: none, or deleted
+	firstUsed  bool
+	firstAlloc newSessionAlloc
+	sessions   map[string]*session.Session
 }
 
 // NewInMemorySessionService returns an empty service.
 func NewInMemorySessionService() *InMemorySessionService {
-	return &InMemorySessionService{sessions: map[string]*session.Session{}}
+	return &InMemorySessionService{}
+}
+
+// lookupLocked returns the stored session with that id, or nil.
+func (s *InMemorySessionService) lookupLocked(id string) *session.Session {
+	if s.first != nil && s.first.ID == id {
+		return s.first
+	}
+	return s.sessions[id]
 }
 
 // Create creates an empty session, or returns the existing one with that id
@@ -50,7 +66,7 @@ func (s *InMemorySessionService) ensureLocked(appName, userID, id string) (*sess
 	if id == "" {
 		return nil, &Error{Code: CodeInvalidRunRequest, Detail: "empty session id"}
 	}
-	if cur, ok := s.sessions[id]; ok {
+	if cur := s.lookupLocked(id); cur != nil {
 		if cur.AppName != appName || cur.UserID != userID {
 			return nil, &Error{Code: CodeSessionNotFound, Detail: "session belongs to another app or user"}
 		}
@@ -59,9 +75,21 @@ func (s *InMemorySessionService) ensureLocked(appName, userID, id string) (*sess
 	// State is made by the first state delta (copySession gives readers
 	// an empty one): most sessions of an eval run never hold state.
 	// Room for a turn's two events (the user's message and the answer).
-	b := &newSessionAlloc{}
+	var b *newSessionAlloc
+	if !s.firstUsed {
+		b, s.firstUsed = &s.firstAlloc, true
+	} else {
+		b = &newSessionAlloc{}
+	}
 	b.sess = session.Session{ID: id, AppName: appName, UserID: userID, Events: b.events[:0:len(b.events)]}
-	s.sessions[id] = &b.sess
+	switch {
+	case s.first == nil:
+		s.first = &b.sess
+	case s.sessions == nil:
+		s.sessions = map[string]*session.Session{id: &b.sess}
+	default:
+		s.sessions[id] = &b.sess
+	}
 	return &b.sess, nil
 }
 
@@ -77,8 +105,8 @@ type newSessionAlloc struct {
 func (s *InMemorySessionService) Get(id string) (*session.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.sessions[id]
-	if !ok {
+	cur := s.lookupLocked(id)
+	if cur == nil {
 		return nil, ErrSessionNotFound
 	}
 	return copySession(cur), nil
@@ -87,7 +115,11 @@ func (s *InMemorySessionService) Get(id string) (*session.Session, error) {
 // Delete removes a session.
 func (s *InMemorySessionService) Delete(id string) {
 	s.mu.Lock()
-	delete(s.sessions, id)
+	if s.first != nil && s.first.ID == id {
+		s.first = nil
+	} else {
+		delete(s.sessions, id)
+	}
 	s.mu.Unlock()
 }
 
@@ -95,8 +127,8 @@ func (s *InMemorySessionService) Delete(id string) {
 func (s *InMemorySessionService) Append(id string, ev *session.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.sessions[id]
-	if !ok {
+	cur := s.lookupLocked(id)
+	if cur == nil {
 		return ErrSessionNotFound
 	}
 	cur.Events = append(cur.Events, *ev)
@@ -117,7 +149,7 @@ func (s *InMemorySessionService) withEvents(id string, n int, fn func([]session.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var evs []session.Event
-	if cur, ok := s.sessions[id]; ok {
+	if cur := s.lookupLocked(id); cur != nil {
 		evs = cur.Events
 	}
 	if n >= 0 && n < len(evs) {
@@ -130,7 +162,7 @@ func (s *InMemorySessionService) withEvents(id string, n int, fn func([]session.
 func (s *InMemorySessionService) eventCount(id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.sessions[id]; ok {
+	if cur := s.lookupLocked(id); cur != nil {
 		return len(cur.Events)
 	}
 	return 0
