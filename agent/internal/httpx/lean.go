@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fadcedab/adk/agent/model"
@@ -343,9 +344,14 @@ type conn struct {
 	scopeToken uint64
 	abortFn    func() // abort, as a func made once
 	abortOnce  atomic.Bool
-	peek       [1]byte
-	length     [20]byte      // a request's Content-Length, formatted
-	aborted    chan struct{} // closed by abort
+	// The idle check's raw connection, its peek as a func and the
+	// peek's verdict (idleConnAlive; made by the first check).
+	raw       syscall.RawConn
+	peekFn    func(fd uintptr) bool
+	peekAlive bool
+	peek      [1]byte
+	length    [20]byte      // a request's Content-Length, formatted
+	aborted   chan struct{} // closed by abort
 }
 
 func (c *conn) Read(b []byte) (int, error) {
