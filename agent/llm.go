@@ -285,6 +285,13 @@ func (a *LLMAgent) body(ctx context.Context, ic *invocation) (*model.Message, er
 	return nil, &Error{Code: CodeMaxStepsExceeded, Agent: a.name}
 }
 
+// outcomeAlloc is what a model call's outcome points to: its usage and
+// its one finish reason (callModel).
+type outcomeAlloc struct {
+	usage   observability.Usage
+	reasons [1]string
+}
+
 // modelEvent is a model turn's event with the content and usage it points
 // to (body).
 type modelEvent struct {
@@ -326,14 +333,17 @@ func (a *LLMAgent) callModel(ctx context.Context, ic *invocation, req *model.Req
 	defer func() {
 		o := observability.Outcome{Err: err, ErrorType: ErrorType(err)}
 		if resp != nil && err == nil {
-			o.Usage = &observability.Usage{
+			// The usage and the finish reason in one allocation.
+			b := &outcomeAlloc{usage: observability.Usage{
 				InputTokens:         resp.Usage.InputTokens,
 				OutputTokens:        resp.Usage.OutputTokens,
 				CacheReadTokens:     resp.Usage.CacheReadTokens,
 				CacheCreationTokens: resp.Usage.CacheCreationTokens,
-			}
+			}}
+			o.Usage = &b.usage
 			if resp.FinishReason != "" {
-				o.FinishReasons = []string{resp.FinishReason}
+				b.reasons[0] = resp.FinishReason
+				o.FinishReasons = b.reasons[:]
 			}
 			o.ResponseModel, o.ResponseID = resp.Model, resp.ID
 		}
