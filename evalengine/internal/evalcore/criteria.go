@@ -270,7 +270,7 @@ func (c exactResponse) ScoreCase(_ context.Context, e CaseEval) Score {
 	}
 	meta := map[string]any{
 		"criterion":      CriterionExactResponse,
-		"normalization":  c.normalization,
+		"normalization":  normalizationValue(c.normalization),
 		"matched_count":  matched,
 		"expected_count": pairs,
 	}
@@ -278,6 +278,20 @@ func (c exactResponse) ScoreCase(_ context.Context, e CaseEval) Score {
 		meta[MetaFirstMismatch] = mismatch
 	}
 	return OK(float64(matched)/float64(pairs), meta)
+}
+
+// normalizationValue is a normalization as a metadata value: a known one
+// is a constant, which boxes without an allocation.
+func normalizationValue(n string) any {
+	switch n {
+	case NormalizeExact:
+		return NormalizeExact
+	case NormalizeTrim:
+		return NormalizeTrim
+	case NormalizeCasefoldTrim:
+		return NormalizeCasefoldTrim
+	}
+	return n
 }
 
 func (c exactResponse) equal(exp, act any) bool {
