@@ -25,7 +25,10 @@ func encodeSample(s *SampleResult) ([]byte, error) {
 	w.sample(s)
 	if w.err != nil {
 		sampleBufs.Put(p)
-		return canonjson.Marshal(s)
+		// A copy goes to Marshal, so that s does not escape: the
+		// worker's sample stays on its stack.
+		c := *s
+		return canonjson.Marshal(&c)
 	}
 	// One allocation of the encoding's size, as canonjson.Marshal's.
 	out := append(make([]byte, 0, len(w.b)), w.b...)
