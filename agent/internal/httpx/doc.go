@@ -24,8 +24,12 @@
 // connection whose answer was read to its end and not marked
 // "Connection: close" goes back to the pool, which checks an idle one is
 // still open and silent before reusing it and closes idle ones after
-// Transport's idle timeout, within its idle bounds. The pool owns no
-// goroutine. https:// and proxied URLs keep the Transport (and HTTP/2), as
+// Transport's idle timeout, within its idle bounds (the idle check's raw
+// connection is taken once per connection). PostBorrow lends a caller a
+// plain answer's body where it lies in the connection's buffer, when it
+// fits there, instead of copying it: the connection goes back to the pool
+// when the caller says it is done reading (the openai provider decodes
+// there). The pool owns no goroutine. https:// and proxied URLs keep the Transport (and HTTP/2), as
 // does a provider given an http.Client of its caller's. Unlike the
 // Transport, the lean path asks for no compression and follows no
 // redirect (a 3xx is a client error; model APIs do not redirect). LeanEnv

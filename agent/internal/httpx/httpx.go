@@ -141,6 +141,24 @@ func (c *Client) PostJSON(ctx context.Context, url string, header http.Header, b
 // Retry-After when the server sends one (capped by MaxBackoff) or an
 // exponential, jittered backoff otherwise.
 func (c *Client) Post(ctx context.Context, ep *Endpoint, body []byte) ([]byte, error) {
+	data, _, err := c.post(ctx, ep, body, false)
+	return data, err
+}
+
+// PostBorrow is Post for a caller that only reads the answer's body
+// before it calls done: on the lean path, a body that fits in the
+// connection's read buffer is not copied out of it, and the connection
+// goes back to its pool when done is called. On success done is never
+// nil and must be called exactly once; data must not be read, nor kept,
+// after it.
+func (c *Client) PostBorrow(ctx context.Context, ep *Endpoint, body []byte) (data []byte, done func(), err error) {
+	return c.post(ctx, ep, body, true)
+}
+
+// noDone is the done of an answer that borrows nothing.
+func noDone() {}
+
+func (c *Client) post(ctx context.Context, ep *Endpoint, body []byte, borrow bool) ([]byte, func(), error) {
 	attempts := c.MaxAttempts
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
@@ -150,43 +168,47 @@ func (c *Client) Post(ctx context.Context, ep *Endpoint, body []byte) ([]byte, e
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
 			if err := sleep(ctx, c.backoff(attempt, retryAfter)); err != nil {
-				return nil, c.ctxErr(ctx)
+				return nil, nil, c.ctxErr(ctx)
 			}
 		}
-		out, ra, err := c.once(ctx, ep, body)
+		out, done, ra, err := c.once(ctx, ep, body, borrow)
 		if err == nil {
-			return out, nil
+			if done == nil {
+				done = noDone
+			}
+			return out, done, nil
 		}
 		if ra >= 0 {
 			err.RetryAfter = ra
 		}
 		if !err.Retryable || c.CallerRetries429 && err.Class == model.ClassRateLimited {
-			return nil, err
+			return nil, nil, err
 		}
 		last, retryAfter = err, ra
 	}
-	return nil, last
+	return nil, nil, last
 }
 
 // once performs one attempt. For a retryable status it also returns the
-// server's Retry-After (-1 when absent).
-func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte) ([]byte, time.Duration, *model.Error) {
+// server's Retry-After (-1 when absent). With borrow, a lean answer's body
+// may be left in its connection's buffer: done, when not nil, releases it.
+func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte, borrow bool) (data []byte, done func(), ra time.Duration, merr *model.Error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	if ep.invalid {
-		return nil, -1, c.fail(model.ClassConfig, 0, false)
+		return nil, nil, -1, c.fail(model.ClassConfig, 0, false)
 	}
 	if ep.lean != nil && c.pool != nil && c.HTTP == nil {
-		return c.onceLean(ctx, time.Now().Add(timeout), ep.lean, body)
+		return c.onceLean(ctx, time.Now().Add(timeout), ep.lean, body, borrow)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	timedOut := func() bool { return errors.Is(actx.Err(), context.DeadlineExceeded) }
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, ep.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, -1, c.fail(model.ClassConfig, 0, false)
+		return nil, nil, -1, c.fail(model.ClassConfig, 0, false)
 	}
 	// A copy: the Client may add to it (a cookie jar's cookies).
 	req.Header = ep.header.Clone()
@@ -196,11 +218,11 @@ func (c *Client) once(ctx context.Context, ep *Endpoint, body []byte) ([]byte, t
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, -1, c.transportErr(ctx, timedOut())
+		return nil, nil, -1, c.transportErr(ctx, timedOut())
 	}
 	defer resp.Body.Close()
-	data, ra, merr, _ := c.answer(ctx, timedOut, resp)
-	return data, ra, merr
+	data, ra, merr, _ = c.answer(ctx, timedOut, resp)
+	return data, nil, ra, merr
 }
 
 // answer reads resp within the client's bounds: a 2xx body, or for any

@@ -136,14 +136,16 @@ func newLeanRequest(req *http.Request, header http.Header) *leanRequest {
 // as ctx's end does, so an attempt registers with ctx only once. A
 // connection goes back to the pool only after an answer read to its end
 // that did not ask to close it. A request is sent again only when none of
-// its bytes left on a reused connection.
-func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanRequest, body []byte) ([]byte, time.Duration, *model.Error) {
+// its bytes left on a reused connection. With borrow, a plain answer's
+// body that fits in the read buffer is returned from it, not copied, and
+// done releases the connection after the caller has read it.
+func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanRequest, body []byte, borrow bool) ([]byte, func(), time.Duration, *model.Error) {
 	timedOut := func() bool { return !time.Now().Before(deadline) }
 	fresh := false
 	for {
 		conn, reused, err := c.pool.get(ctx, lr.addr, fresh, deadline)
 		if err != nil {
-			return nil, -1, c.transportErr(ctx, timedOut())
+			return nil, nil, -1, c.transportErr(ctx, timedOut())
 		}
 		sampleEnd := conn.arm(ctx, deadline)
 		plain, resp, err := conn.roundTrip(lr, body, c.responseLimit())
@@ -154,17 +156,30 @@ func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanReque
 				fresh = true
 				continue
 			}
-			return nil, -1, c.transportErr(ctx, timedOut())
+			return nil, nil, -1, c.transportErr(ctx, timedOut())
 		}
 		if plain.ok {
+			if borrow && plain.length <= int64(conn.br.Size()) {
+				data, err := conn.br.Peek(int(plain.length))
+				if err != nil {
+					conn.release(false)
+					awaitSampleEnd(ctx, sampleEnd)
+					return nil, nil, -1, c.transportErr(ctx, timedOut())
+				}
+				conn.lent, conn.lentKeep = len(data), !plain.close
+				if conn.returnFn == nil {
+					conn.returnFn = conn.returnLent
+				}
+				return data, conn.returnFn, -1, nil
+			}
 			data := make([]byte, plain.length)
 			if _, err := io.ReadFull(conn.br, data); err != nil {
 				conn.release(false)
 				awaitSampleEnd(ctx, sampleEnd)
-				return nil, -1, c.transportErr(ctx, timedOut())
+				return nil, nil, -1, c.transportErr(ctx, timedOut())
 			}
 			conn.release(!plain.close)
-			return data, -1, nil
+			return data, nil, -1, nil
 		}
 		if !sampleEnd.IsZero() {
 			// answer classifies a failed read by ctx: once the sample's
@@ -176,7 +191,7 @@ func (c *Client) onceLean(ctx context.Context, deadline time.Time, lr *leanReque
 		}
 		data, ra, merr, done := c.answer(ctx, timedOut, resp)
 		conn.release(done && !resp.Close && resp.StatusCode >= 200)
-		return data, ra, merr
+		return data, nil, ra, merr
 	}
 }
 
@@ -350,8 +365,13 @@ type conn struct {
 	peekFn    func(fd uintptr) bool
 	peekAlive bool
 	peek      [1]byte
-	length    [20]byte      // a request's Content-Length, formatted
-	aborted   chan struct{} // closed by abort
+	// A borrowed answer's body left in br (onceLean): its length, whether
+	// c may be reused after it, and returnLent as a func made once.
+	lent     int
+	lentKeep bool
+	returnFn func()
+	length   [20]byte      // a request's Content-Length, formatted
+	aborted  chan struct{} // closed by abort
 }
 
 func (c *conn) Read(b []byte) (int, error) {
@@ -597,6 +617,14 @@ func asciiEqualFold(b []byte, s string) bool {
 		}
 	}
 	return true
+}
+
+// returnLent ends a borrowed answer (onceLean): its body is dropped from
+// the buffer and c released as a copied answer's would have been.
+func (c *conn) returnLent() {
+	_, _ = c.br.Discard(c.lent)
+	c.lent = 0
+	c.release(c.lentKeep)
 }
 
 // release ends a call on c and disarms its aborts. c goes back to the
