@@ -234,10 +234,13 @@ func (p *Provider) Generate(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, p.client.Fail(model.ClassClient)
 	}
-	data, err := p.client.Post(ctx, p.ep, body)
+	// The answer is decoded where it was read (the decoder copies what
+	// it keeps), then its connection is handed back.
+	data, done, err := p.client.PostBorrow(ctx, p.ep, body)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	return p.decode(data)
 }
 

@@ -261,3 +261,39 @@ func TestOpenAI_AzureDeployment(t *testing.T) {
 		assertNoKey(t, err)
 	}
 }
+
+// TestOpenAI_AnswersOutliveTheirConnection: an answer is decoded where the
+// connection read it (httpx.PostBorrow), so what it keeps must be its own:
+// answers read one after another on one connection (the same buffer)
+// stay as they were, tool call arguments and escaped text included.
+func TestOpenAI_AnswersOutliveTheirConnection(t *testing.T) {
+	srv, attempts := server(t, func(w http.ResponseWriter, _ *http.Request, _ map[string]any, n int) {
+		body := fmt.Sprintf(`{"id":"id-%03d","model":"m-%03d","choices":[{"index":0,"finish_reason":"stop-%03d","message":{"role":"assistant","content":"answer \"%03d\"","tool_calls":[{"id":"call-%03d","type":"function","function":{"name":"tool_%03d","arguments":"{\"n\":%d}"}}]}}],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`, n, n, n, n, n, n, n, n)
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		_, _ = io.WriteString(w, body)
+	})
+	p := provider(t, srv, nil)
+	var got []*model.Response
+	for range 5 {
+		resp, err := p.Generate(context.Background(), request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, resp)
+	}
+	if attempts.Load() != 5 {
+		t.Fatalf("%d attempts, want 5", attempts.Load())
+	}
+	for i, r := range got {
+		n := i + 1
+		want := fmt.Sprintf("id-%03d m-%03d stop-%03d answer \"%03d\" call-%03d tool_%03d %v %d", n, n, n, n, n, n, float64(n), n)
+		if len(r.Message.Parts) != 2 || r.Message.Parts[1].ToolCall == nil {
+			t.Fatalf("answer %d: %+v", n, r.Message.Parts)
+		}
+		tc := r.Message.Parts[1].ToolCall
+		have := fmt.Sprintf("%s %s %s %s %s %s %v %d", r.ID, r.Model, r.FinishReason, r.Message.Parts[0].Text, tc.ID, tc.Name, tc.Args["n"], r.Usage.InputTokens)
+		if have != want {
+			t.Fatalf("answer %d after later ones: %s, want %s", n, have, want)
+		}
+	}
+}
