@@ -8,7 +8,11 @@
 //
 // Answers are decoded without encoding/json when they have the shape
 // providers send (decode.go); anything else is decoded by encoding/json,
-// whose value and verdict stand either way. Requests are written without
+// whose value and verdict stand either way. The answer is decoded where
+// its connection read it (httpx.PostBorrow), and the connection goes back
+// to its pool as Generate returns, so the decoder copies every string it
+// keeps and nothing of a Response may alias the answer's bytes
+// (TestOpenAI_AnswersOutliveTheirConnection). Requests are written without
 // reflection (encode.go), byte for byte what encoding/json gives for the
 // request struct.
 //
