@@ -92,7 +92,12 @@
 // as a sample ends. Concurrency is therefore the bound on samples in
 // flight (the Little's-law knob); SampleConcurrency limits one case's
 // fan-out. Turns of one sample run in order on the worker's goroutine, so
-// there is no goroutine per sample or per turn.
+// there is no goroutine per sample or per turn. A worker that finds no
+// sample left stops; RunConfig.WorkersRunning hears of each stop, with how
+// many workers still run, down to 0 before Run returns: `adk eval run`
+// closes the model providers' idle connections beyond that many as the
+// last wave ends (agent.KeepIdleConnections), so its exit, after the
+// report, has none to close (bench/RESULTS.md, session 23, h29x).
 //
 // Each sample gets a context with deadline min(run deadline, start +
 // case_timeout_ms). It is the sample's one cancel scope: Run's worker

@@ -352,6 +352,9 @@ type localRunner struct {
 	stream  *evalStream
 	spill   *evalSpill // a result over one document (evalspill.go)
 	cut     int        // samples --timeout cut off, not journaled
+	// callsAtOnce is how many model calls a sample of the agent can have
+	// in flight at once (agent.Config.CallsAtOnce).
+	callsAtOnce int
 	// limits are the run's provider rate limiters (agent, judge, user
 	// simulator), summed up on stderr at the end.
 	limits *evalengine.RateLimiters
@@ -455,7 +458,7 @@ func (l *localRunner) prepare(f *evalRunFlags, opts evalengine.Options) error {
 	if l.tracing, err = startLocalTracing(os.Getenv, "adk-eval", f.traceDrain, to); err != nil {
 		return err
 	}
-	if l.adapter, err = f.adapter(cfgData, opts, l.tracing.observer(), cacheWrap(l.cache), l.limits); err != nil {
+	if l.adapter, l.callsAtOnce, err = f.adapter(cfgData, opts, l.tracing.observer(), cacheWrap(l.cache), l.limits); err != nil {
 		return err
 	}
 	if userSim == nil {
@@ -545,6 +548,16 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 	var result *evalengine.Result
 	// A set whose cases alone pass the bound streams from the start.
 	streamNow := l.spill != nil && evalengine.ResultFixedBytes(len(l.set.Cases), len(l.metrics)) > opts.MaxReportBytes
+	// A stopped worker makes no model call: the provider connections
+	// beyond what the workers still running can use at once are closed as
+	// they stop, while the run waits for its last answers, so that the
+	// process's exit has none to close after the report
+	// (evalcore.RunConfig.WorkersRunning). A sample's judge and user
+	// simulator call one at a time, after or between its agent's calls.
+	// The bound is lifted before each run and after.
+	agent.KeepIdleConnections(-1)
+	defer agent.KeepIdleConnections(-1)
+	rc.WorkersRunning = func(n int) { agent.KeepIdleConnections(n * max(l.callsAtOnce, 1)) }
 	if !streamNow {
 		result, err = evalengine.Run(ctx, l.set, rc)
 	}
@@ -552,6 +565,7 @@ func (l *localRunner) run(ctx context.Context, cmd *cobra.Command, f *evalRunFla
 		var rc2 evalengine.RunConfig
 		rc2, err = l.spill.start(rc, journal, l.set, opts.Samples, f.digests, l.creds, time.Since(began))
 		if err == nil {
+			agent.KeepIdleConnections(-1)
 			result, err = evalengine.Run(ctx, l.set, rc2)
 		}
 		if err != nil {
@@ -811,28 +825,31 @@ func loadBaseline(path string) (*evalengine.Result, error) {
 
 // adapter builds the agent under evaluation: the AGENT.json agent (a fresh
 // runtime per sample) or, with --agent-url, the HTTP adapter.
-func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer, wrap func(model.Provider, string, evalengine.SampleInfo) model.Provider, limits *evalengine.RateLimiters) (evalengine.Adapter, error) {
+// callsAtOnce is how many model calls one sample can have in flight at
+// once in this process (agent.Config.CallsAtOnce; 1 with --agent-url,
+// where only a judge or a user simulator calls from here).
+func (f *evalRunFlags) adapter(cfgData []byte, opts evalengine.Options, obs observability.Observer, wrap func(model.Provider, string, evalengine.SampleInfo) model.Provider, limits *evalengine.RateLimiters) (_ evalengine.Adapter, callsAtOnce int, _ error) {
 	if f.agentURL != "" {
 		u, err := url.Parse(f.agentURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			// The URL itself is not echoed: it may carry a token.
-			return nil, &cliError{Code: codeInvalidAgentURL, Reason: "http_or_https_url_without_credentials"}
+			return nil, 0, &cliError{Code: codeInvalidAgentURL, Reason: "http_or_https_url_without_credentials"}
 		}
 		a, err := httpadapter.New(httpadapter.Config{URL: f.agentURL})
 		if err != nil {
-			return nil, &cliError{Code: codeInvalidAgentURL, Err: err}
+			return nil, 0, &cliError{Code: codeInvalidAgentURL, Err: err}
 		}
-		return a, nil
+		return a, 1, nil
 	}
 	cfg, err := agent.ParseConfigWith(cfgData, agent.ConfigOptions{RateLimits: limits, Source: "--config " + f.config})
 	if err != nil {
-		return nil, agentConfigError(err)
+		return nil, 0, agentConfigError(err)
 	}
 	a, err := agentadapter.New(cfg, agentadapter.Options{CaptureEvents: opts.CaptureEvents, Build: agent.BuildOptions{Observer: obs}, WrapModel: wrap})
 	if err != nil {
-		return nil, &cliError{Code: codeInvalidAgentConfig, Err: err}
+		return nil, 0, &cliError{Code: codeInvalidAgentConfig, Err: err}
 	}
-	return a, nil
+	return a, cfg.CallsAtOnce(), nil
 }
 
 // agentConfigError reports a bad AGENT.json as {invalid_agent_config,

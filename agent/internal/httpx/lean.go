@@ -70,6 +70,18 @@ func CloseIdleConnections() {
 	leanPool.closeIdle()
 }
 
+// KeepIdle bounds the lean pool's connections to each host, those in a
+// call and the idle ones together, at n from now on, below its own
+// bound: the idle ones beyond it are closed at once (the least recently
+// used first), and a connection a call puts back is closed instead of
+// kept when keeping it would pass n. n < 0 lifts the bound. It is for a
+// process that knows how many calls can still be in flight at once (an
+// eval run's workers still running, RunConfig.WorkersRunning): every one
+// of them still finds a connection, in its hands or idle, and the ones no
+// call can use any more are closed while the process waits for its last
+// answers rather than by the kernel at its exit.
+func KeepIdle(n int) { leanPool.keepIdle(n) }
+
 // leanApplies reports whether req may take the lean path: cleartext
 // HTTP/1.1 to a server reached without a proxy.
 func leanApplies(req *http.Request) bool {
@@ -218,6 +230,12 @@ type pool struct {
 	mu    sync.Mutex
 	idle  map[string][]*conn // most recently used last
 	nidle int
+	// keep bounds each host's busy and idle connections together
+	// (KeepIdle); -1: maxIdlePerHost alone bounds the idle ones.
+	keep int
+	// busy counts each host's connections that get handed to a call and
+	// that were not released yet (put back or closed).
+	busy map[string]int
 }
 
 func newPool(maxIdlePerHost, maxIdle int, idleTimeout time.Duration) *pool {
@@ -227,6 +245,8 @@ func newPool(maxIdlePerHost, maxIdle int, idleTimeout time.Duration) *pool {
 		maxIdle:        maxIdle,
 		idleTimeout:    idleTimeout,
 		idle:           map[string][]*conn{},
+		keep:           -1,
+		busy:           map[string]int{},
 	}
 }
 
@@ -242,6 +262,7 @@ func (p *pool) get(ctx context.Context, addr string, fresh bool, deadline time.T
 		if idle.br.Buffered() == 0 && idleConnAlive(idle) {
 			return idle, true, nil
 		}
+		p.closed(addr)
 		idle.close()
 	}
 	d := p.dialer
@@ -250,6 +271,9 @@ func (p *pool) get(ctx context.Context, addr string, fresh bool, deadline time.T
 	if err != nil {
 		return nil, false, err
 	}
+	p.mu.Lock()
+	p.busy[addr]++
+	p.mu.Unlock()
 	c = &conn{pool: p, nc: nc, addr: addr, readLimit: -1, aborted: make(chan struct{})}
 	c.abortFn = c.abort
 	c.br = bufio.NewReaderSize(c, 4<<10)
@@ -257,6 +281,7 @@ func (p *pool) get(ctx context.Context, addr string, fresh bool, deadline time.T
 	return c, false, nil
 }
 
+// takeIdle hands out addr's most recently used idle connection, if any.
 func (p *pool) takeIdle(addr string) *conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -268,15 +293,25 @@ func (p *pool) takeIdle(addr string) *conn {
 	list[len(list)-1] = nil
 	p.idle[addr] = list[:len(list)-1]
 	p.nidle--
+	p.busy[addr]++
 	// If the timer has fired, its expire finds c gone and does nothing.
 	c.idleTimer.Stop()
 	return c
 }
 
-// put keeps c idle, or closes it when the pool is full.
+// closed counts a connection to addr that get handed out as closed.
+func (p *pool) closed(addr string) {
+	p.mu.Lock()
+	p.busy[addr]--
+	p.mu.Unlock()
+}
+
+// put keeps c, which get handed out, idle, or closes it when the pool is
+// full (its own bounds, or KeepIdle's).
 func (p *pool) put(c *conn) {
 	p.mu.Lock()
-	if len(p.idle[c.addr]) >= p.maxIdlePerHost || p.nidle >= p.maxIdle {
+	p.busy[c.addr]--
+	if n := len(p.idle[c.addr]); n >= p.maxIdlePerHost || p.nidle >= p.maxIdle || (p.keep >= 0 && n+p.busy[c.addr] >= p.keep) {
 		p.mu.Unlock()
 		c.close()
 		return
@@ -308,6 +343,35 @@ func (p *pool) expire(c *conn) {
 	}
 	p.mu.Unlock()
 	if found {
+		c.close()
+	}
+}
+
+// keepIdle sets the pool's keep bound (KeepIdle) and closes the idle
+// connections beyond it, each host's least recently used first.
+func (p *pool) keepIdle(n int) {
+	p.mu.Lock()
+	p.keep = n
+	var drop []*conn
+	if n >= 0 {
+		for addr, list := range p.idle {
+			keep := max(n-p.busy[addr], 0)
+			if len(list) <= keep {
+				continue
+			}
+			k := len(list) - keep
+			for _, c := range list[:k] {
+				c.idleTimer.Stop()
+				drop = append(drop, c)
+			}
+			rest := copy(list, list[k:])
+			clear(list[rest:])
+			p.idle[addr] = list[:rest]
+			p.nidle -= k
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range drop {
 		c.close()
 	}
 }
@@ -638,5 +702,6 @@ func (c *conn) release(reusable bool) {
 		c.pool.put(c)
 		return
 	}
+	c.pool.closed(c.addr)
 	c.close()
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,6 +357,92 @@ func TestLean_IdleConnectionsAreBoundedAndExpire(t *testing.T) {
 		}
 		p.closeIdle()
 		testutil.WaitFor(t, 5*time.Second, "the pool's connection closed", func() bool { return s.closed.Load() == 1 && p.idleCount() == 0 })
+	})
+	t.Run("keepIdle", func(t *testing.T) {
+		// Four calls in flight at once leave four idle connections.
+		var arrived sync.WaitGroup
+		arrived.Add(4)
+		s := newLeanServer(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+			if n <= 4 {
+				arrived.Done()
+				arrived.Wait()
+			}
+			_, _ = io.WriteString(w, "ok")
+		})
+		p := newPool(8, 8, time.Minute)
+		c := leanClient(t, p)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, me := call(c, context.Background(), s.URL, "{}"); me != nil {
+					t.Error(me)
+				}
+			})
+		}
+		wg.Wait()
+		addr := s.Listener.Addr().String()
+		if p.idleCount() != 4 || p.busy[addr] != 0 {
+			t.Fatalf("%d idle, %d busy: want 4 idle", p.idleCount(), p.busy[addr])
+		}
+		get := func() *conn {
+			t.Helper()
+			got, _, err := p.get(context.Background(), addr, false, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		closed := func(n int32) {
+			t.Helper()
+			testutil.WaitFor(t, 5*time.Second, fmt.Sprintf("%d connections closed", n), func() bool { return s.closed.Load() == n })
+		}
+		// Bounded at 2: two are closed at once, the least recently used.
+		newest := slices.Clone(p.idle[addr][2:])
+		p.keepIdle(2)
+		if p.idleCount() != 2 || !slices.Equal(p.idle[addr], newest) {
+			t.Fatalf("%d idle after keepIdle(2), want the two most recently used", p.idleCount())
+		}
+		closed(2)
+		// A connection in a call counts: with one taken, a call takes the
+		// other and puts it back, kept (two in all).
+		taken := get()
+		if _, me := call(c, context.Background(), s.URL, "{}"); me != nil || p.idleCount() != 1 || p.busy[addr] != 1 {
+			t.Fatalf("%v, %d idle, %d busy: want the call's connection kept", me, p.idleCount(), p.busy[addr])
+		}
+		// Bounded at 1 with one taken: the idle one is closed; the taken
+		// one goes back, kept.
+		p.keepIdle(1)
+		closed(3)
+		p.put(taken)
+		if p.idleCount() != 1 || p.busy[addr] != 0 {
+			t.Fatalf("%d idle, %d busy: want the taken connection kept", p.idleCount(), p.busy[addr])
+		}
+		// A call beyond the bound (one taken, bounded at 1) dials, and its
+		// connection is closed when put back, not kept.
+		taken = get()
+		if _, me := call(c, context.Background(), s.URL, "{}"); me != nil || p.idleCount() != 0 {
+			t.Fatalf("%v, %d idle: want the call's connection closed", me, p.idleCount())
+		}
+		closed(4)
+		p.put(taken)
+		// Lifted, the pool keeps what its own bounds allow again (two
+		// connections, the idle one and a new one, put back: both kept);
+		// 0 closes every idle connection.
+		p.keepIdle(-1)
+		two := [2]*conn{get(), get()}
+		p.put(two[0])
+		p.put(two[1])
+		if p.idleCount() != 2 {
+			t.Fatalf("%d idle after keepIdle(-1), want 2", p.idleCount())
+		}
+		p.keepIdle(0)
+		if p.idleCount() != 0 || p.busy[addr] != 0 {
+			t.Fatalf("%d idle, %d busy after keepIdle(0)", p.idleCount(), p.busy[addr])
+		}
+		closed(6)
+		if s.opened.Load() != 6 {
+			t.Fatalf("%d connections opened, want 6", s.opened.Load())
+		}
 	})
 }
 

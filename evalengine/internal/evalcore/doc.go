@@ -17,6 +17,11 @@
 // Names that only evalengine's other parts need (NewErr, KeySet,
 // CheckResult, ...) are exported here and not re-exported by the root.
 //
+// The run engine knows nothing of connections: RunConfig.WorkersRunning
+// tells its caller, as each worker stops, how many still run (so how many
+// samples can still call a model at once), and the caller decides what to
+// release (`adk eval run`: the provider connections beyond them).
+//
 // It imports only internal, observability and the standard library. It
 // must not import evalengine, agent, bus, coordinator, worker, store or
 // devapi: the core never calls a model provider, never renders a report

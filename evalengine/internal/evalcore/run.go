@@ -76,6 +76,14 @@ type RunConfig struct {
 	// aggregates being kept compactly until WriteSummary builds each
 	// case's line. Needs OnSample.
 	DropSamples bool
+	// WorkersRunning, if set, is called each time one of the run's
+	// workers finds no sample left (or the run's end) and stops, with how
+	// many still run, one call at a time: the last call is 0, before Run
+	// returns. A worker that stopped makes no call any more, so at most
+	// that many samples can still call a model at once: the local runner
+	// closes the provider connections beyond them while the run waits for
+	// its last answers (agent.KeepIdleConnections). It must be quick.
+	WorkersRunning func(n int)
 }
 
 // Run evaluates set: every case Options.Samples times through the
@@ -249,6 +257,8 @@ type engine struct {
 	finished    []StreamSample
 	onSample    func(int, *SampleResult)
 	drop        bool
+	// workersRunning is RunConfig.WorkersRunning, or a no-op.
+	workersRunning func(int)
 }
 
 func newEngine(set *Set, cfg RunConfig) (*engine, error) {
@@ -281,6 +291,10 @@ func newEngine(set *Set, cfg RunConfig) (*engine, error) {
 		caseTimeout: time.Duration(opts.CaseTimeoutMS) * time.Millisecond,
 		onSample:    cfg.OnSample,
 		drop:        cfg.DropSamples,
+	}
+	e.workersRunning = cfg.WorkersRunning
+	if e.workersRunning == nil {
+		e.workersRunning = func(int) {}
 	}
 	if cfg.DropSamples && cfg.OnSample == nil {
 		return nil, NewErr(CodeInvalidEvalOptions, "drop_samples needs on_sample")
@@ -535,6 +549,16 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	}
 	workers := min(e.opts.Concurrency, total-len(e.finished))
 	var wg sync.WaitGroup
+	// stopped tells WorkersRunning of a worker's stop, one call at a
+	// time, so that the counts it hears only go down.
+	var stopMu sync.Mutex
+	running := workers
+	stopped := func() {
+		stopMu.Lock()
+		running--
+		e.workersRunning(running)
+		stopMu.Unlock()
+	}
 	// Run owns the workers: it waits for every one before returning.
 	for range workers {
 		wg.Add(1)
@@ -557,6 +581,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 			for {
 				c, s, ok := sched.next()
 				if !ok || runCtx.Err() != nil {
+					stopped()
 					return // an undispatched sample is recorded as timeout below
 				}
 				res := e.runSample(wctx, scope, time.Time{}, c, s)
