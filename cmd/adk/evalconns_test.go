@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,14 +38,7 @@ func newConnServer(t *testing.T, delay time.Duration) *connServer {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"x","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"`+text+`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
 	}))
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.opened.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			s.closed.Add(1)
-		}
-	}
+	testutil.CountConns(s.Server, &s.opened, &s.closed)
 	s.Start()
 	t.Cleanup(s.Close)
 	return s

@@ -50,14 +50,7 @@ func newLeanServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Requ
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		handle(w, r, n)
 	}))
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.opened.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			s.closed.Add(1)
-		}
-	}
+	testutil.CountConns(s.Server, &s.opened, &s.closed)
 	s.Start()
 	t.Cleanup(s.Close)
 	return s
