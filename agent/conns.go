@@ -12,12 +12,9 @@ import "github.com/fadcedab/adk/agent/internal/httpx"
 // where the kernel would close them one by one after the report is
 // written. Every call that can still come finds a connection the bound
 // kept. It bounds only the lean pool (httpx: http:// providers without a
-// proxy); CloseIdleConnections closes the rest.
+// proxy); https:// and proxied providers' connections are left to the
+// process's exit.
 func KeepIdleConnections(n int) { httpx.KeepIdle(n) }
-
-// CloseIdleConnections closes the model providers' idle connections, of
-// both HTTP call paths (httpx.CloseIdleConnections).
-func CloseIdleConnections() { httpx.CloseIdleConnections() }
 
 // CallsAtOnce is how many model calls one sample of the config's root
 // agent can have in flight at once: 1, or, through a parallel workflow,
