@@ -33,8 +33,9 @@ const (
 var Transport = &http.Transport{
 	Proxy: http.ProxyFromEnvironment,
 	DialContext: (&net.Dialer{
-		Timeout:   10 * time.Second,
-		KeepAlive: 30 * time.Second,
+		Timeout:        10 * time.Second,
+		KeepAlive:      30 * time.Second,
+		ControlContext: connectLoopbackNow,
 	}).DialContext,
 	ForceAttemptHTTP2:     true,
 	MaxIdleConns:          1024,

@@ -240,7 +240,7 @@ type pool struct {
 
 func newPool(maxIdlePerHost, maxIdle int, idleTimeout time.Duration) *pool {
 	return &pool{
-		dialer:         net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		dialer:         net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, ControlContext: connectLoopbackNow},
 		maxIdlePerHost: maxIdlePerHost,
 		maxIdle:        maxIdle,
 		idleTimeout:    idleTimeout,
