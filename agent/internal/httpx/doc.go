@@ -35,10 +35,10 @@
 // workers still running): the connections beyond them are closed as the
 // run's workers stop, not by the kernel at the process's exit, where
 // closing 256 of them took ~5.5 ms after the report. The pool owns no
-// goroutine. Both dialers start a loopback connect in their control
-// function (dialnow_unix.go): the handshake completes inside it, so the
-// dial returns without waiting for Go's network poller, which busy run
-// queues (256 workers starting at once) kept from polling for up to
+// goroutine. On Linux both dialers start a loopback connect in their
+// control function (dialnow_linux.go): the handshake completes inside it,
+// so the dial returns without waiting for Go's network poller, which busy
+// run queues (256 workers starting at once) kept from polling for up to
 // ~25 ms at a run's start. https:// and proxied URLs keep the Transport
 // (and HTTP/2), as does a provider given an http.Client of its caller's. Unlike the
 // Transport, the lean path asks for no compression and follows no

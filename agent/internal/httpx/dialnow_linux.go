@@ -1,5 +1,3 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
-
 package httpx
 
 import (
@@ -21,8 +19,12 @@ import (
 // ms after the first connect, with every worker's dial made before any
 // returned. A connect that is still in progress (the Dialer's own call then
 // answers EALREADY) or that failed (its error is the Dialer's answer) leaves
-// the Dialer's path as it was. Other addresses get nothing: their handshake
-// cannot complete inside the call.
+// the Dialer's path as it was: on Linux the second connect(2) answers 0
+// for a connected socket, EALREADY for one still connecting (a listener
+// with a full backlog drops the SYN) and the first call's error (connection
+// refused) for a failed one, all of which net's connect handles as for its
+// own first call. Other addresses get nothing: their handshake cannot
+// complete inside the call. Other systems get nothing (dialnow_other.go).
 func connectLoopbackNow(_ context.Context, network, address string, rc syscall.RawConn) error {
 	sa, ok := loopbackSockaddr(network, address)
 	if !ok {

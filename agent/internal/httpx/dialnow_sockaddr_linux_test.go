@@ -1,5 +1,3 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
-
 package httpx
 
 import (
