@@ -15,8 +15,10 @@ import (
 	"github.com/fadcedab/adk/evalengine"
 )
 
-// newEvalCmd groups the local evaluation commands.
-func newEvalCmd() *cobra.Command {
+// newEvalCmdFor builds `adk eval`, which groups the evaluation commands,
+// local and on a cluster, with the subcommands args can reach
+// (newRootCmdFor).
+func newEvalCmdFor(args []string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Evaluate agents: adk eval run, validate, convert, report, compare, stats",
@@ -25,8 +27,16 @@ func newEvalCmd() *cobra.Command {
 			return usageError{fmt.Errorf("adk eval needs a subcommand: run, validate, convert, report, compare or stats")}
 		},
 	}
-	cmd.AddCommand(newEvalRunCmd(), newEvalValidateCmd(), newEvalConvertCmd(), newEvalReportCmd(),
-		newEvalCompareCmd(), newEvalStatsCmd())
+	addSubcommands(cmd, args,
+		subcommand{name: "run", build: newEvalRunCmd}, subcommand{name: "validate", build: newEvalValidateCmd},
+		subcommand{name: "convert", build: newEvalConvertCmd}, subcommand{name: "report", build: newEvalReportCmd},
+		subcommand{name: "compare", build: newEvalCompareCmd}, subcommand{name: "stats", build: newEvalStatsCmd},
+		// On a cluster (eval_cluster.go, eval_admin.go).
+		subcommand{name: "submit", build: newEvalSubmitCmd}, subcommand{name: "status", build: newEvalStatusCmd},
+		subcommand{name: "result", build: newEvalResultCmd}, subcommand{name: "cancel", build: newEvalCancelCmd},
+		subcommand{name: "jobs", build: newEvalJobsCmd},
+		subcommand{name: "baselines", build: newEvalBaselinesCmd}, subcommand{name: "sets", build: newEvalSetsCmd},
+		subcommand{name: "prune", build: newEvalPruneCmd})
 	return cmd
 }
 

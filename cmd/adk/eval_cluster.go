@@ -229,13 +229,6 @@ func serviceError(err error) error {
 	return &cliError{Code: ae.Code, Reason: ae.Reason, Detail: ae.Detail, Err: err}
 }
 
-// attachClusterEvalCmds adds the cluster job commands to `adk eval`.
-func attachClusterEvalCmds(eval *cobra.Command) *cobra.Command {
-	eval.AddCommand(newEvalSubmitCmd(), newEvalStatusCmd(), newEvalResultCmd(), newEvalCancelCmd(), newEvalJobsCmd())
-	eval.AddCommand(newEvalBaselinesCmd(), newEvalSetsCmd(), newEvalPruneCmd())
-	return eval
-}
-
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
