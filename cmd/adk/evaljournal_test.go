@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -298,4 +299,30 @@ func firstDiff(a, b string) string {
 	}
 	lo := max(0, i-150)
 	return fmt.Sprintf("at byte %d:\n%s\n%s", i, a[lo:min(len(a), i+80)], b[lo:min(len(b), i+80)])
+}
+
+// A local run's digests are made once, when first needed; a cluster run
+// (no digestInputs) has none; a failure to make them is the run's error.
+func TestFillDigests_OnceWhenNeeded(t *testing.T) {
+	var f evalRunFlags
+	if err := f.fillDigests(); err != nil || f.digests != nil {
+		t.Fatalf("no inputs: %v, %v", f.digests, err)
+	}
+	calls := 0
+	f.digestInputs = func() (map[string]string, error) {
+		calls++
+		return map[string]string{"eval_set": "sha256:x"}, nil
+	}
+	for range 2 {
+		if err := f.fillDigests(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 || f.digests["eval_set"] != "sha256:x" {
+		t.Fatalf("%d calls, digests %v; want 1 call", calls, f.digests)
+	}
+	failing := evalRunFlags{digestInputs: func() (map[string]string, error) { return nil, errors.New("boom") }}
+	if err := failing.fillDigests(); err == nil || failing.digests != nil {
+		t.Fatalf("failing inputs: %v, %v", failing.digests, err)
+	}
 }
