@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fadcedab/adk/evalengine"
 )
 
 // The report bounds below are lowered with --max-report-bytes (the one
@@ -34,6 +37,10 @@ func TestEvalRun_OverOneDocument(t *testing.T) {
 	env := []string{"TMPDIR=" + tmp}
 	base := []string{"eval", "run", "--config", "bad.json", "--eval-set", "set.json", "--criteria", "criteria.json", "--samples", "2", "--concurrency", "2"}
 	perRun := regexp.MustCompile(`\(trace [0-9a-f]+\)|time="[0-9.]+"|[0-9]+ ms<|"duration_ms":[0-9]+`)
+	// The input digests of json's stream with --output (made before the
+	// run, for its journal), which the stream to stdout makes only when it
+	// starts streaming.
+	var outputDigests map[string]string
 	// Each binary run costs under -race: markdown takes both ways past
 	// the bound and the stdout-only run, the others the switch mid-run.
 	for _, format := range []string{"markdown", "junit", "sarif", "annotations", "html", "json"} {
@@ -69,6 +76,7 @@ func TestEvalRun_OverOneDocument(t *testing.T) {
 				if md.code != exitOK || !strings.Contains(md.stdout, "## Failures") {
 					t.Fatalf("json over %s: its stream does not render: exit %d, stderr %q", bound, md.code, md.stderr)
 				}
+				outputDigests = streamDigests(t, r.stdout)
 				continue
 			}
 			kept := out + ".jsonl"
@@ -99,6 +107,11 @@ func TestEvalRun_OverOneDocument(t *testing.T) {
 		}
 		if left, _ := os.ReadDir(tmp); len(left) != 0 {
 			t.Fatalf("%s to stdout: %d temporary files left", format, len(left))
+		}
+		if format == "json" {
+			if got := streamDigests(t, r.stdout); got["eval_set"] == "" || !maps.Equal(got, outputDigests) {
+				t.Fatalf("json to stdout: the stream's digests %v, want those of the run with --output %v", got, outputDigests)
+			}
 		}
 	}
 }
@@ -192,4 +205,14 @@ func TestEvalRun_AnnotationsCapBeforeRunning(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "a.json"+journalSuffix)); !os.IsNotExist(err) {
 		t.Fatalf("a journal was started: %v", err)
 	}
+}
+
+// streamDigests returns the input digests in a jsonl stream's header.
+func streamDigests(t *testing.T, stream string) map[string]string {
+	t.Helper()
+	st, err := evalengine.ReadStream(strings.NewReader(stream))
+	if err != nil {
+		t.Fatalf("read the stream: %v", err)
+	}
+	return st.Header.Digests
 }
