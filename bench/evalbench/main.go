@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command evalbench is the driver behind `make bench-eval`: it measures
 // `adk eval run` through the built binary, as issue 5 asks.
 //
@@ -108,6 +110,9 @@
 // named after the row: go tool pprof -top -cum DIR/scripted-json.cpu.pprof.
 // Profiling costs a few percent; take the table's figures from a run
 // without it.
+//
+// It builds on Linux only: it places processes with sched_setaffinity,
+// reads /proc and stops its fake with Pdeathsig.
 package main
 
 import (
