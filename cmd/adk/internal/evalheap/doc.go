@@ -8,8 +8,12 @@
 // package's init when the process's arguments are `eval run`, before the
 // rest of the binary's packages initialise, so that their allocations and
 // the run's land in the freed, advised range; Ready then has nothing left
-// to do. The init runs the GC cycles itself, whatever the CPU count: they
-// take ~1 ms (gctrace: the heap is small but for the block). In a
+// to do. The block is allocated with the collector off (through the
+// runtime's runtime/debug.setGCPercent, by linkname), so that one cycle,
+// run after it, frees it: its allocation had started a cycle of its own
+// that saw it live (session 24). The init runs the GC cycles itself,
+// whatever the CPU count: they take ~1 ms (gctrace: the heap is small but
+// for the block). In a
 // goroutine beside the later inits (two CPUs did so until session 20) they
 // overlapped those inits, which then allocated above the still-live block,
 // outside the advised range, a 4 KiB fault at a time, and the second

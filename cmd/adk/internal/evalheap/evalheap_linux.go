@@ -102,9 +102,9 @@ func prepare() {
 	adviseHugeBlock()
 	// The block is garbage now; a cycle while the heap is still small
 	// (start-up) frees its span for reuse at once, instead of at the
-	// first GC of the run, after the run had grown past it. Allocating
-	// the block started a cycle that may still see it live: runtime.GC
-	// waits for that one and runs the one that frees it.
+	// first GC of the run, after the run had grown past it. It is the
+	// only cycle: adviseHugeBlock allocates the block with the collector
+	// off.
 	runtime.GC()
 }
 
@@ -140,6 +140,21 @@ func evalRunArgs(args []string) bool {
 // collapse): without it the start is only slower. It returns the
 // collapse's errno, or errNoCollapse when there was nothing to collapse.
 func adviseHugeBlock() syscall.Errno {
+	// With the collector on, the block's allocation, 30 times the heap
+	// goal of a process's start, began a cycle that saw the block live
+	// (gc1 in gctrace), so that freeing it took a second one. Beside the
+	// first, the new mark workers' stacks and the other P's page cache
+	// came from above the live block, outside the advised range, which
+	// the heap then kept filling a 4 KiB fault at a time (~100 faults
+	// in half the runs), and the runtime's background scavenger, woken
+	// by each cycle's end, returned pieces of the collapsed huge page
+	// below the block to the kernel, splitting it (up to ~200 faults):
+	// bench/RESULTS.md, session 24 (h30s). The old percentage comes back
+	// before prepare's runtime.GC, which alone frees the block. Nothing
+	// else sets the percentage meanwhile: cmd/adk's GC floor is held
+	// only after Ready, which returns once this has run.
+	old := setGCPercent(-1)
+	defer setGCPercent(old)
 	b := make([]byte, evalHeapHuge)
 	base := uintptr(unsafe.Pointer(&b[0]))
 	lo := (base + hugePage - 1) &^ (hugePage - 1)
@@ -160,6 +175,16 @@ func adviseHugeBlock() syscall.Errno {
 	runtime.KeepAlive(b)
 	return errno
 }
+
+// setGCPercent is runtime/debug.SetGCPercent without its package: the
+// runtime provides it under that name (its `//go:linkname setGCPercent
+// runtime/debug.setGCPercent`), and importing runtime/debug would move
+// this package's init behind most of the binary's (doc.go). Were the
+// runtime to drop the name, the build would fail at link time, not run
+// without it.
+//
+//go:linkname setGCPercent runtime/debug.setGCPercent
+func setGCPercent(percent int32) int32
 
 // errNoCollapse is adviseHugeBlock's answer when the heap below the block
 // was not in reach (over maxCollapse) or there was no block to advise.

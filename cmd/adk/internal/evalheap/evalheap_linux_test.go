@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,6 +66,33 @@ func TestPrepare_CollapsesHeapBelowBlock(t *testing.T) {
 		}
 	}
 	t.Fatalf("the collapse succeeded, but the mapping of the first heap objects (%#x) has %d kB of huge pages, want at least %d", addr, kb, hugePage>>10)
+}
+
+// TestPrepare_OneCycleFreesBlock checks that preparing the heap runs one
+// GC cycle, the one that frees the block, and leaves the GC percentage as
+// it found it. Before session 24 the block's allocation began a cycle of
+// its own, which saw the block live, so prepare took two.
+func TestPrepare_OneCycleFreesBlock(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT set: the block's allocation may not start a cycle either way")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(137))
+	// Earlier tests leave blocks unfreed (adviseHugeBlock alone): a cycle
+	// first, so that none is due when prepare begins.
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	prepare()
+	runtime.ReadMemStats(&after)
+	if n := after.NumGC - before.NumGC; n != 1 {
+		t.Errorf("prepare ran %d GC cycles, want 1 (the block's allocation must not start one)", n)
+	}
+	if got := debug.SetGCPercent(137); got != 137 {
+		t.Errorf("GC percentage after prepare %d, want 137 as before it", got)
+	}
+	if after.HeapAlloc >= evalHeapHuge {
+		t.Errorf("heap after prepare %d bytes: the block (%d) was not freed", after.HeapAlloc, evalHeapHuge)
+	}
 }
 
 // TestImports_KeepInitEarly holds the package to the imports that let the
