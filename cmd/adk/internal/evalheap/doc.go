@@ -11,18 +11,17 @@
 // to do. The block is allocated with the collector off (through the
 // runtime's runtime/debug.setGCPercent, by linkname), so that one cycle,
 // run after it, frees it: its allocation had started a cycle of its own
-// that saw it live (session 24). The init runs the GC cycles itself,
-// whatever the CPU count: they take ~1 ms (gctrace: the heap is small but
-// for the block). In a
-// goroutine beside the later inits (two CPUs did so until session 20) they
-// overlapped those inits, which then allocated above the still-live block,
-// outside the advised range, a 4 KiB fault at a time, and the second
-// cycle's end flushed the spans they had cached into fresh span-set
-// blocks: ~230 more faults a run. With one CPU the goroutine ran only once
-// main blocked on Ready, after every later init. Without that early start
-// (another argument order, tests) Ready prepares the heap itself. The same
-// init turns off heap profile sampling for a run that writes no heap
-// profile.
+// that saw it live (session 24). The init runs the GC cycle itself,
+// whatever the CPU count: it takes ~1 ms (gctrace: the heap is small but
+// for the block). In a goroutine beside the later inits (two CPUs did so
+// until session 20) the cycles, two then, overlapped those inits, which
+// then allocated above the still-live block, outside the advised range, a
+// 4 KiB fault at a time, and the second cycle's end flushed the spans they
+// had cached into fresh span-set blocks: ~230 more faults a run. With one
+// CPU the goroutine ran only once main blocked on Ready, after every later
+// init. Without that early start (another argument order, tests) Ready
+// prepares the heap itself. The same init turns off heap profile sampling
+// for a run that writes no heap profile.
 //
 // The linker runs a package's init once every package it imports, even
 // one with no init, has been scheduled, and schedules the ready packages

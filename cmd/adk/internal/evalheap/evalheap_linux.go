@@ -62,12 +62,13 @@ func init() {
 		// other run stack walks and first touches of their tables.
 		runtime.MemProfileRate = 0
 	}
-	// The cycles run here, whatever the CPU count, not in a goroutine
-	// beside the later inits (as with two CPUs until session 20): they
-	// take ~1 ms, and beside them the inits allocated above the
-	// still-live block, outside the advised range, a 4 KiB fault at a
-	// time, and the second cycle's end flushed the spans they had
-	// cached into fresh span-set blocks: ~230 more faults a run. With
+	// The cycle runs here, whatever the CPU count, not in a goroutine
+	// beside the later inits (as with two CPUs until session 20, when
+	// there were two cycles): it takes ~1 ms, and beside them the inits
+	// allocated above the still-live block, outside the advised range,
+	// a 4 KiB fault at a time, and the second cycle's end flushed the
+	// spans they had cached into fresh span-set blocks: ~230 more
+	// faults a run. With
 	// one CPU a goroutine ran only once main blocked on Ready, after
 	// every later init. bench/RESULTS.md, sessions 19 (h25u) and 20
 	// (h26u).
