@@ -8,10 +8,10 @@
 // package's init when the process's arguments are `eval run`, before the
 // rest of the binary's packages initialise, so that their allocations and
 // the run's land in the freed, advised range; Ready then has nothing left
-// to do. The block is allocated with the collector off (through the
-// runtime's runtime/debug.setGCPercent, by linkname), so that one cycle,
-// run after it, frees it: its allocation had started a cycle of its own
-// that saw it live (session 24). The init runs the GC cycle itself,
+// to do. The collector is off (through the runtime's
+// runtime/debug.setGCPercent, by linkname) from the block's allocation to
+// the end of the one cycle that frees it: its allocation had started a
+// cycle of its own that saw it live (session 24). The init runs the GC cycle itself,
 // whatever the CPU count: it takes ~1 ms (gctrace: the heap is small but
 // for the block). In a goroutine beside the later inits (two CPUs did so
 // until session 20) the cycles, two then, overlapped those inits, which

@@ -100,12 +100,17 @@ func prepare() {
 	if thpDisabled(os.Getenv("GODEBUG")) {
 		return // the operator asked the runtime for no huge pages
 	}
+	// The collector is off from the block's allocation to the end of the
+	// cycle that frees it (adviseHugeBlock says why): an allocation of
+	// another goroutine's between the two, with the old percentage back
+	// and the block live, would begin a cycle that sees it.
+	old := setGCPercent(-1)
+	defer setGCPercent(old)
 	adviseHugeBlock()
 	// The block is garbage now; a cycle while the heap is still small
 	// (start-up) frees its span for reuse at once, instead of at the
 	// first GC of the run, after the run had grown past it. It is the
-	// only cycle: adviseHugeBlock allocates the block with the collector
-	// off.
+	// only cycle (runtime.GC runs one with the collector off too).
 	runtime.GC()
 }
 
@@ -150,12 +155,10 @@ func adviseHugeBlock() syscall.Errno {
 	// in half the runs), and the runtime's background scavenger, woken
 	// by each cycle's end, returned pieces of the collapsed huge page
 	// below the block to the kernel, splitting it (up to ~200 faults):
-	// bench/RESULTS.md, session 24 (h30s). The old percentage comes back
-	// before prepare's runtime.GC, which alone frees the block. Nothing
-	// else sets the percentage meanwhile: cmd/adk's GC floor is held
-	// only after Ready, which returns once this has run.
-	old := setGCPercent(-1)
-	defer setGCPercent(old)
+	// bench/RESULTS.md, session 24 (h30s). So prepare turns the collector
+	// off around this and its runtime.GC, which alone frees the block.
+	// Nothing else sets the percentage meanwhile: cmd/adk's GC floor is
+	// held only after Ready, which returns once prepare has run.
 	b := make([]byte, evalHeapHuge)
 	base := uintptr(unsafe.Pointer(&b[0]))
 	lo := (base + hugePage - 1) &^ (hugePage - 1)

@@ -76,6 +76,9 @@ func TestPrepare_OneCycleFreesBlock(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the block's allocation may not start a cycle either way")
 	}
+	if thpDisabled(os.Getenv("GODEBUG")) {
+		t.Skip("GODEBUG disablethp=1: prepare does nothing")
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(137))
 	// Earlier tests leave blocks unfreed (adviseHugeBlock alone): a cycle
 	// first, so that none is due when prepare begins.
